@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Strata needs (only those missing; apt-get update
+# only when something is missing), then configures and builds into build/.
+# Idempotent and fast when everything is already there.
+#
+#   STRATA_BUILD_DIR  build directory (default: build)
+#   STRATA_SANITIZE   1 to build with ASan + UBSan (default: 0)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PACKAGES=(
+  cmake ninja-build g++ pkg-config git
+  liburing-dev libasio-dev capnproto libcapnp-dev libxxhash-dev libb2-dev libssl-dev
+  libgtest-dev libgmock-dev
+  libtomlplusplus-dev libcli11-dev libspdlog-dev libcpp-httplib-dev nlohmann-json3-dev
+  clang-format clang-tidy openssl curl
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "bootstrap: installing ${missing[*]}"
+  SUDO=""
+  if [[ $(id -u) -ne 0 ]]; then
+    command -v sudo >/dev/null || { echo "bootstrap: need root (or sudo) to install ${missing[*]}" >&2; exit 1; }
+    SUDO=sudo
+  fi
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+BUILD_DIR=${STRATA_BUILD_DIR:-build}
+SANITIZE=${STRATA_SANITIZE:-0}
+san_flag=OFF
+[[ "$SANITIZE" == 1 ]] && san_flag=ON
+if [[ ! -f "$BUILD_DIR/build.ninja" ]]; then
+  cmake -G Ninja -S . -B "$BUILD_DIR" -DSTRATA_SANITIZE="$san_flag" >/dev/null
+fi
+echo "bootstrap: building in $BUILD_DIR"
+cmake --build "$BUILD_DIR" -- -j"$(nproc)" | grep -vE '^\[[0-9]+/[0-9]+\] ' || true
+test "${PIPESTATUS[0]}" -eq 0
+echo "bootstrap: $BUILD_DIR/strata is ready"

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The README's test command: install what is missing, build, run every test
+# through ctest, then the format and lint checks. Exits non-zero on any failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./launch/bootstrap.sh
+
+BUILD_DIR=${STRATA_BUILD_DIR:-build}
+echo "== ctest"
+ctest --test-dir "$BUILD_DIR" --output-on-failure -j"$(nproc)" --timeout 600
+
+echo "== format check (clang-format)"
+./launch/check_format.sh
+
+echo "== lint (clang-tidy)"
+./launch/check_tidy.sh "$BUILD_DIR"
+echo "test.sh: all checks passed"
