@@ -5,6 +5,7 @@ pkg_check_modules(B2 REQUIRED IMPORTED_TARGET libb2)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
 find_package(CLI11 REQUIRED)
 find_package(spdlog REQUIRED)
+find_package(nlohmann_json REQUIRED)
 find_package(Threads REQUIRED)
 
 # CUDA is optional at build time: the driver is loaded with dlopen at run time,
