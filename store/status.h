@@ -93,6 +93,7 @@ class [[nodiscard]] Result {
   T&& value() && { return std::move(checked()); }
   T& operator*() & { return checked(); }
   const T& operator*() const& { return const_cast<Result*>(this)->checked(); }
+  T&& operator*() && { return std::move(checked()); }
   T* operator->() { return &checked(); }
   const T* operator->() const { return &const_cast<Result*>(this)->checked(); }
 

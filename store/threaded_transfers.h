@@ -1,0 +1,89 @@
+// ThreadedTransfers: the Transfers implementation shared by the host and CUDA
+// transports — one thread per rank with a bounded job channel, id-to-address
+// expansion from the rank's geometry, batches of at most 16 MiB and 4,096
+// entries through the rank's CopyEngine, and all-ranks aggregation: a job
+// completes once every rank has finished it, with the first error.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "store/copy_engine.h"
+#include "store/geometry.h"
+#include "store/record_layout.h"
+#include "store/transfers.h"
+
+namespace strata {
+
+struct ThreadedTransfersOptions {
+  uint64_t queue_depth = 64;       // jobs queued per rank before Submit says kBusy
+  bool low_priority = true;        // SCHED_BATCH + nice 10 on the rank threads
+};
+
+class ThreadedTransfers final : public Transfers {
+ public:
+  // One engine and one RankPlanes per rank of `geometry`. Threads start here;
+  // an engine whose Start fails makes Create fail after every thread stopped.
+  static Result<std::unique_ptr<ThreadedTransfers>> Create(
+      const CacheGeometry& geometry, std::vector<RankPlanes> planes,
+      std::vector<std::unique_ptr<CopyEngine>> engines, ThreadedTransfersOptions options = {});
+  ~ThreadedTransfers() override;
+
+  Status Submit(TransferJob job) override;
+  void Poll(std::vector<TransferCompletion>& out) override;
+  bool WaitForCompletion(std::chrono::milliseconds timeout) override;
+  Status Close(std::chrono::milliseconds deadline) override;
+  uint32_t rank_count() const override { return static_cast<uint32_t>(ranks_.size()); }
+
+ private:
+  struct Rank;
+  struct Pending {
+    uint32_t ranks_left;
+    Status status;
+    uint64_t bytes = 0;
+  };
+  ThreadedTransfers(const CacheGeometry& geometry, ThreadedTransfersOptions options);
+  void RunRank(uint32_t rank);
+  Status RunJob(uint32_t rank, const TransferJob& job, uint64_t& bytes);
+  void Finish(JobId id, const Status& status, uint64_t bytes);
+
+  CacheGeometry geometry_;
+  RecordLayout layout_;
+  ThreadedTransfersOptions options_;
+  std::vector<std::unique_ptr<Rank>> ranks_;
+
+  std::mutex mu_;  // guards pending_, done_, stopping_
+  std::condition_variable done_cv_;
+  std::unordered_map<JobId, Pending> pending_;
+  std::vector<TransferCompletion> done_;
+  bool stopping_ = false;
+  bool closed_ = false;
+};
+
+// Host-memory "device" planes for CPU-only use (tests, the demo without a GPU):
+// ordinary buffers laid out like a runtime's planes, plus the Transfers over them.
+class HostPlanes {
+ public:
+  explicit HostPlanes(const CacheGeometry& geometry);
+  // The plane addresses of `rank` as RankPlanes for ThreadedTransfers.
+  RankPlanes planes(uint32_t rank) const;
+  // Bytes of page `page` in plane `plane` of `rank`, and of a state row.
+  uint8_t* page(uint32_t rank, uint32_t plane, PageId page);
+  uint8_t* row(uint32_t rank, StateSlot slot);
+  const CacheGeometry& geometry() const { return geometry_; }
+
+ private:
+  CacheGeometry geometry_;
+  std::vector<std::vector<std::vector<uint8_t>>> page_planes_;  // [rank][plane]
+  std::vector<std::vector<uint8_t>> rows_;                      // [rank]
+};
+
+// ThreadedTransfers over `planes` with memcpy engines. `planes` must outlive it.
+Result<std::unique_ptr<Transfers>> MakeHostTransfers(HostPlanes& planes,
+                                                     ThreadedTransfersOptions options = {});
+
+}  // namespace strata
