@@ -1,0 +1,51 @@
+// StoreStats: every counter the metrics endpoint exports for a store
+// (seed 2.11 and 2.15 metric lists). Plain values, copied out by Stats().
+#pragma once
+
+#include <cstdint>
+
+namespace strata {
+
+struct TierStats {
+  uint64_t records = 0;          // held now (disk: including reservations)
+  uint64_t bytes = 0;            // held now
+  uint64_t stored_total = 0;     // records that became resident
+  uint64_t evicted_total = 0;    // dropped for capacity
+  uint64_t compacted_total = 0;  // rows dropped, pages kept
+  uint64_t expired_total = 0;    // dropped by max age
+  uint64_t dropped_io_total = 0; // discarded after terminal I/O errors
+  uint64_t packed_total = 0;     // stored with a replicated page or row share
+  uint64_t per_rank_total = 0;   // stored with every rank's share
+  uint64_t abandoned_total = 0;  // disk-only stores abandoned (ranks differed)
+  uint64_t bytes_in_total = 0;   // copied into this tier
+  uint64_t bytes_out_total = 0;  // restored from this tier
+};
+
+struct StoreStats {
+  // Slab pool.
+  uint64_t slots_in_use = 0;
+  uint64_t slots_total = 0;  // including intake
+  uint64_t intake_slots = 0;
+  uint64_t parked_records = 0;  // composite: in DRAM, file not yet written
+
+  // Store outcomes, by kind.
+  uint64_t store_queued = 0;
+  uint64_t store_present = 0;
+  uint64_t store_deferred = 0;
+  uint64_t store_retry = 0;
+  uint64_t store_oversize = 0;
+  uint64_t store_failed = 0;
+
+  // Lookups and restores.
+  uint64_t lookups = 0;
+  uint64_t hits = 0;
+  uint64_t reused_tokens = 0;
+  uint64_t fetches = 0;
+  uint64_t fetch_failed = 0;
+  uint64_t fs_full_retries = 0;
+
+  TierStats memory;
+  TierStats disk;
+};
+
+}  // namespace strata
