@@ -23,13 +23,13 @@ namespace strata {
 // immutable and stay pinned on the GPU until the store reports kStored or
 // kStoreFailed for it (or Store returns anything but kQueued).
 struct PublishedCheckpoint {
-  uint64_t checkpoint_id = 0;         // the runtime's id, echoed in events
-  PrefixKey key;                      // exact endpoint
-  std::optional<PrefixKey> parent;    // nearest offered ancestor, if any
-  Digest128 bucket{};                 // history.bucket_digest(key.consumed)
-  std::vector<PageId> chain;          // every page of the chain from the root
-  uint32_t tail_pages = 0;            // pages since `parent` (all of chain if none)
-  StateSlot row_slot;                 // the snapshot row
+  uint64_t checkpoint_id = 0;       // the runtime's id, echoed in events
+  PrefixKey key;                    // exact endpoint
+  std::optional<PrefixKey> parent;  // nearest offered ancestor, if any
+  Digest128 bucket{};               // history.bucket_digest(key.consumed)
+  std::vector<PageId> chain;        // every page of the chain from the root
+  uint32_t tail_pages = 0;          // pages since `parent` (all of chain if none)
+  StateSlot row_slot;               // the snapshot row
 };
 
 enum class Tier : unsigned char { kMemory, kDisk };
@@ -79,7 +79,7 @@ struct StoreEvent {
   uint64_t checkpoint_id = 0;  // kStored / kStoreFailed
   JobId ticket;                // kFetched / kFetchFailed
   PrefixKey key;
-  Status status;               // why, for failures
+  Status status;  // why, for failures
   uint64_t bytes = 0;
 };
 

@@ -7,18 +7,18 @@
 namespace strata {
 
 struct TierStats {
-  uint64_t records = 0;          // held now (disk: including reservations)
-  uint64_t bytes = 0;            // held now
-  uint64_t stored_total = 0;     // records that became resident
-  uint64_t evicted_total = 0;    // dropped for capacity
-  uint64_t compacted_total = 0;  // rows dropped, pages kept
-  uint64_t expired_total = 0;    // dropped by max age
-  uint64_t dropped_io_total = 0; // discarded after terminal I/O errors
-  uint64_t packed_total = 0;     // stored with a replicated page or row share
-  uint64_t per_rank_total = 0;   // stored with every rank's share
-  uint64_t abandoned_total = 0;  // disk-only stores abandoned (ranks differed)
-  uint64_t bytes_in_total = 0;   // copied into this tier
-  uint64_t bytes_out_total = 0;  // restored from this tier
+  uint64_t records = 0;           // held now (disk: including reservations)
+  uint64_t bytes = 0;             // held now
+  uint64_t stored_total = 0;      // records that became resident
+  uint64_t evicted_total = 0;     // dropped for capacity
+  uint64_t compacted_total = 0;   // rows dropped, pages kept
+  uint64_t expired_total = 0;     // dropped by max age
+  uint64_t dropped_io_total = 0;  // discarded after terminal I/O errors
+  uint64_t packed_total = 0;      // stored with a replicated page or row share
+  uint64_t per_rank_total = 0;    // stored with every rank's share
+  uint64_t abandoned_total = 0;   // disk-only stores abandoned (ranks differed)
+  uint64_t bytes_in_total = 0;    // copied into this tier
+  uint64_t bytes_out_total = 0;   // restored from this tier
 };
 
 struct StoreStats {

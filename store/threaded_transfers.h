@@ -64,26 +64,4 @@ class ThreadedTransfers final : public Transfers {
   bool closed_ = false;
 };
 
-// Host-memory "device" planes for CPU-only use (tests, the demo without a GPU):
-// ordinary buffers laid out like a runtime's planes, plus the Transfers over them.
-class HostPlanes {
- public:
-  explicit HostPlanes(const CacheGeometry& geometry);
-  // The plane addresses of `rank` as RankPlanes for ThreadedTransfers.
-  RankPlanes planes(uint32_t rank) const;
-  // Bytes of page `page` in plane `plane` of `rank`, and of a state row.
-  uint8_t* page(uint32_t rank, uint32_t plane, PageId page);
-  uint8_t* row(uint32_t rank, StateSlot slot);
-  const CacheGeometry& geometry() const { return geometry_; }
-
- private:
-  CacheGeometry geometry_;
-  std::vector<std::vector<std::vector<uint8_t>>> page_planes_;  // [rank][plane]
-  std::vector<std::vector<uint8_t>> rows_;                      // [rank]
-};
-
-// ThreadedTransfers over `planes` with memcpy engines. `planes` must outlive it.
-Result<std::unique_ptr<Transfers>> MakeHostTransfers(HostPlanes& planes,
-                                                     ThreadedTransfersOptions options = {});
-
 }  // namespace strata

@@ -5,6 +5,7 @@
 #include <latch>
 
 #include "launch/presets.h"
+#include "store/host_planes.h"
 #include "store/slab_pool.h"
 #include "store/threaded_transfers.h"
 
