@@ -81,8 +81,9 @@ Result<std::unique_ptr<Transfers>> MakeHostTransfers(HostPlanes& planes,
     rank_planes.push_back(planes.planes(r));
     engines.push_back(std::make_unique<HostCopyEngine>());
   }
-  STRATA_ASSIGN_OR_RETURN(auto t, ThreadedTransfers::Create(planes.geometry(), std::move(rank_planes),
-                                                            std::move(engines), options));
+  STRATA_ASSIGN_OR_RETURN(auto t,
+                          ThreadedTransfers::Create(planes.geometry(), std::move(rank_planes),
+                                                    std::move(engines), options));
   return std::unique_ptr<Transfers>(std::move(t));
 }
 
