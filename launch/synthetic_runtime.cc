@@ -59,7 +59,8 @@ SyntheticRuntime::SyntheticRuntime(DevicePlanes& planes, HostStore* store,
       start_(std::chrono::steady_clock::now()) {
   const RankGeometry& g = planes.geometry().ranks[0];
   for (uint64_t i = g.page_count; i-- > 0;) free_pages_.push_back(PageId(static_cast<uint32_t>(i)));
-  for (uint64_t i = g.row_count; i-- > 0;) free_rows_.push_back(StateSlot(static_cast<uint32_t>(i)));
+  for (uint64_t i = g.row_count; i-- > 0;)
+    free_rows_.push_back(StateSlot(static_cast<uint32_t>(i)));
 }
 
 uint32_t SyntheticRuntime::NewConversation() {
@@ -73,7 +74,8 @@ uint32_t SyntheticRuntime::Branch(uint32_t parent, uint64_t at_tokens) {
   const Conversation& p = conversations_.at(parent);
   Conversation c;
   c.seed = options_.seed * 1'000'003 + conversations_.size();
-  c.tokens.assign(p.tokens.begin(), p.tokens.begin() + std::min<uint64_t>(at_tokens, p.tokens.size()));
+  c.tokens.assign(p.tokens.begin(),
+                  p.tokens.begin() + std::min<uint64_t>(at_tokens, p.tokens.size()));
   for (uint64_t e : p.endpoints) {
     if (e <= c.tokens.size()) c.endpoints.push_back(e);
   }
@@ -290,7 +292,8 @@ Status SyntheticRuntime::Restore(const PrefixHistory& h, std::optional<PrefixKey
     if (std::chrono::steady_clock::now() > deadline) {
       // The copy may still run into the ticket's ids: never reuse them.
       unpin();
-      return Status::Aborted("restore of " + hit->endpoint.ToFileStem() + " did not finish within " +
+      return Status::Aborted("restore of " + hit->endpoint.ToFileStem() +
+                             " did not finish within " +
                              std::to_string(options_.wait_bound.count()) + " ms");
     }
     std::this_thread::sleep_for(kPollPause);
@@ -332,7 +335,8 @@ void SyntheticRuntime::Publish(const PrefixHistory& h, const PrefixKey& key, Tur
       break;
     }
   }
-  cp.tail_pages = static_cast<uint32_t>(key.consumed / page_tokens_ - parent_consumed / page_tokens_);
+  cp.tail_pages =
+      static_cast<uint32_t>(key.consumed / page_tokens_ - parent_consumed / page_tokens_);
   StoreOutcome outcome = store_->Store(cp);
   ++stats_.published;
   report.publish = outcome;

@@ -26,34 +26,34 @@
 namespace strata {
 
 struct SyntheticRuntimeOptions {
-  uint64_t seed = 1;                       // token streams derive from it
-  bool use_policy = false;                 // false: fetch every host hit (qualification)
+  uint64_t seed = 1;                             // token streams derive from it
+  bool use_policy = false;                       // false: fetch every host hit (qualification)
   std::chrono::milliseconds wait_bound{60'000};  // bound on one fetch or drain
 };
 
 struct TurnReport {
-  uint64_t endpoint = 0;             // consumed tokens after the turn
-  uint64_t gpu_reused_tokens = 0;    // resident GPU prefix used
-  uint64_t host_reused_tokens = 0;   // tokens gained by a host restore
-  uint64_t computed_tokens = 0;      // "prefilled" here
+  uint64_t endpoint = 0;            // consumed tokens after the turn
+  uint64_t gpu_reused_tokens = 0;   // resident GPU prefix used
+  uint64_t host_reused_tokens = 0;  // tokens gained by a host restore
+  uint64_t computed_tokens = 0;     // "prefilled" here
   bool host_hit = false;
   StoreOutcome publish = StoreOutcome::kDisabled;
 };
 
 struct RuntimeStats {
   uint64_t turns = 0;
-  uint64_t gpu_hits = 0;            // turns that reused a resident GPU prefix
+  uint64_t gpu_hits = 0;  // turns that reused a resident GPU prefix
   uint64_t host_lookups = 0;
   uint64_t host_hits = 0;
   uint64_t host_reused_tokens = 0;
   uint64_t restored_pages = 0;
-  uint64_t restored_bytes = 0;      // unpadded bytes checked after restores
-  uint64_t mismatches = 0;          // restored bytes that differed (must stay 0)
+  uint64_t restored_bytes = 0;  // unpadded bytes checked after restores
+  uint64_t mismatches = 0;      // restored bytes that differed (must stay 0)
   uint64_t published = 0;
-  uint64_t stored = 0;              // kStored events
+  uint64_t stored = 0;  // kStored events
   uint64_t store_failed = 0;
   uint64_t gpu_evictions = 0;
-  double restore_seconds = 0;       // wall time of restores, fetch to event
+  double restore_seconds = 0;  // wall time of restores, fetch to event
 };
 
 class SyntheticRuntime {
