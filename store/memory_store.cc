@@ -49,8 +49,8 @@ std::optional<HostHit> MemoryStore::Lookup(const PrefixHistory& history, uint64_
 
 bool MemoryStore::AllocateWithEviction(uint64_t count, std::vector<SlotId>& out) {
   while (!pool_->Allocate(count, options_.keep_free_slots, out)) {
-    EvictionDecision d = index_.EvictOne(
-        [](const IndexEntry& e) { return e.state == TransferState::kReady; });
+    EvictionDecision d =
+        index_.EvictOne([](const IndexEntry& e) { return e.state == TransferState::kReady; });
     if (d.empty()) return false;
     ApplyEviction(d);
   }
@@ -88,7 +88,8 @@ void MemoryStore::ReleaseRecord(uint64_t id) {
   auto it = records_.find(id);
   pool_->Free(it->second.page_slots);
   pool_->Free(it->second.row_slots);
-  stats_.memory.bytes -= std::min(stats_.memory.bytes, it->second.pages.size() * page_bytes_all_ranks_);
+  stats_.memory.bytes -=
+      std::min(stats_.memory.bytes, it->second.pages.size() * page_bytes_all_ranks_);
   records_.erase(it);
 }
 
@@ -114,7 +115,8 @@ StoreOutcome MemoryStore::Store(const PublishedCheckpoint& cp) {
   if (index_.Contains(cp.key)) return count(StoreOutcome::kPresent);
   const uint64_t pt = geometry_.page_tokens;
   const uint64_t chain_pages = cp.key.consumed / pt;
-  STRATA_ASSERT(cp.chain.size() == chain_pages, "published chain must hold every page from the root");
+  STRATA_ASSERT(cp.chain.size() == chain_pages,
+                "published chain must hold every page from the root");
   // Keep the parent from being evicted to make room for its own child.
   const bool parent_held = cp.parent && index_.Contains(*cp.parent);
   if (parent_held) (void)index_.Pin(*cp.parent);
@@ -136,10 +138,10 @@ StoreOutcome MemoryStore::Store(const PublishedCheckpoint& cp) {
   rec.page_slots.assign(slots.begin(), slots.begin() + static_cast<std::ptrdiff_t>(tail));
   rec.row_slots.assign(slots.begin() + static_cast<std::ptrdiff_t>(tail), slots.end());
   for (SlotId s : rec.page_slots) rec.pages.push_back(pool_->address(s));
-  Result<InsertResult> ins = index_.Insert(
-      {cp.key, parent_held ? cp.parent : std::nullopt, cp.bucket, NodeLocation(id),
-       TransferState::kInFlight, RowPresence::kPresent},
-      now_ms_);
+  Result<InsertResult> ins =
+      index_.Insert({cp.key, parent_held ? cp.parent : std::nullopt, cp.bucket, NodeLocation(id),
+                     TransferState::kInFlight, RowPresence::kPresent},
+                    now_ms_);
   if (parent_held) Unpin({*cp.parent});
   STRATA_ASSERT(ins.ok() && ins->tail_page_count == tail, "index disagrees on the tail");
   (void)index_.Pin(cp.key);
@@ -235,8 +237,12 @@ void MemoryStore::FinishCopyOut(const Operation& op, const FinishedOperation& f)
   --rec.users;
   if (rec.removed) {  // evicted with an ancestor's failure while copying
     if (rec.users == 0) ReleaseRecord(op.records[0]);
-    events_.push_back({StoreEvent::Kind::kStoreFailed, op.checkpoint_id, {}, op.key,
-                       Status::Aborted("record removed while copying"), 0});
+    events_.push_back({StoreEvent::Kind::kStoreFailed,
+                       op.checkpoint_id,
+                       {},
+                       op.key,
+                       Status::Aborted("record removed while copying"),
+                       0});
     ++stats_.store_failed;
     return;
   }
@@ -254,7 +260,8 @@ void MemoryStore::FinishCopyOut(const Operation& op, const FinishedOperation& f)
   ++stats_.memory.stored_total;
   stats_.memory.bytes_in_total += f.bytes;
   stats_.memory.bytes += rec.pages.size() * page_bytes_all_ranks_;
-  events_.push_back({StoreEvent::Kind::kStored, op.checkpoint_id, {}, op.key, Status::Ok(), f.bytes});
+  events_.push_back(
+      {StoreEvent::Kind::kStored, op.checkpoint_id, {}, op.key, Status::Ok(), f.bytes});
 }
 
 void MemoryStore::FinishRestore(const Operation& op, const FinishedOperation& f) {
@@ -322,7 +329,7 @@ Status MemoryStore::Close() {
       deadline - std::chrono::steady_clock::now());
   Status s = transfers_->Close(std::max(left, std::chrono::milliseconds(1)));
   if (!s.ok() || tracker_.active() > 0) {
-    pool_->Leak();  // copies may still write into it
+    pool_->Leak();         // copies may still write into it
     transfers_.release();  // NOLINT(bugprone-unused-return-value): threads may still run
     return s.ok() ? Status::Aborted("memory store copies did not drain") : s;
   }

@@ -87,8 +87,8 @@ class MemoryStore final : public HostStore {
   MemoryStoreOptions options_;
   PrefixIndex index_;
   uint64_t row_slots_;
-  uint64_t page_bytes_all_ranks_ = 0;  // unpadded
-  uint64_t row_bytes_all_ranks_ = 0;   // unpadded
+  uint64_t page_bytes_all_ranks_ = 0;             // unpadded
+  uint64_t row_bytes_all_ranks_ = 0;              // unpadded
   std::unordered_map<uint64_t, Record> records_;  // by NodeLocation value
   std::unordered_map<uint64_t, Operation> ops_;
   std::vector<StoreEvent> events_;

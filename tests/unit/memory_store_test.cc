@@ -97,7 +97,7 @@ TEST(MemoryStoreTest, OutcomesPresentOversizeDeferred) {
     return cp;
   };
   EXPECT_EQ(f.store->Store(checkpoint(64 * 20, 1)), StoreOutcome::kOversize);  // 20 pages > 8 slots
-  EXPECT_EQ(f.store->Store(checkpoint(64 * 6, 2)), StoreOutcome::kQueued);    // 7 slots
+  EXPECT_EQ(f.store->Store(checkpoint(64 * 6, 2)), StoreOutcome::kQueued);     // 7 slots
   EXPECT_EQ(f.store->Store(checkpoint(64 * 6, 3)), StoreOutcome::kPresent);
   // The first copy is still pinned in flight: nothing can be evicted for this one.
   EXPECT_EQ(f.store->Store(checkpoint(64 * 3, 4)), StoreOutcome::kDeferred);
@@ -115,7 +115,8 @@ TEST(MemoryStoreTest, IdenticalRanksArePackedAndRestoredToEveryRank) {
   const uint32_t pages = 5;
   for (uint32_t r = 0; r < 2; ++r) {
     for (uint32_t p = 0; p < g.ranks[r].page_planes.size(); ++p) {
-      for (uint32_t i = 0; i < pages; ++i) std::memset(f.planes.page(r, p, PageId(i)), 10 + i + p, 4096);
+      for (uint32_t i = 0; i < pages; ++i)
+        std::memset(f.planes.page(r, p, PageId(i)), 10 + i + p, 4096);
     }
     std::memset(f.planes.row(r, StateSlot(0)), 99, g.ranks[r].row.unit_bytes);
   }
@@ -144,7 +145,8 @@ TEST(MemoryStoreTest, IdenticalRanksArePackedAndRestoredToEveryRank) {
   }
   std::optional<HostHit> hit = f.store->Lookup(h, 0, 64 * pages);
   ASSERT_TRUE(hit);
-  InboundTicket t{JobId(7), {PageId(40), PageId(41), PageId(42), PageId(43), PageId(44)}, StateSlot(3)};
+  InboundTicket t{
+      JobId(7), {PageId(40), PageId(41), PageId(42), PageId(43), PageId(44)}, StateSlot(3)};
   ASSERT_TRUE(f.store->Fetch(*hit, t).ok());
   ev.clear();
   for (int i = 0; i < 200 && ev.empty(); ++i) {
@@ -156,7 +158,8 @@ TEST(MemoryStoreTest, IdenticalRanksArePackedAndRestoredToEveryRank) {
   for (uint32_t r = 0; r < 2; ++r) {
     for (uint32_t p = 0; p < g.ranks[r].page_planes.size(); ++p) {
       for (uint32_t i = 0; i < pages; ++i) {
-        EXPECT_EQ(f.planes.page(r, p, PageId(40 + i))[100], 10 + i + p) << r << " " << p << " " << i;
+        EXPECT_EQ(f.planes.page(r, p, PageId(40 + i))[100], 10 + i + p)
+            << r << " " << p << " " << i;
       }
     }
     EXPECT_EQ(f.planes.row(r, StateSlot(3))[5], 99);

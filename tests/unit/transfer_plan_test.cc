@@ -20,7 +20,8 @@ std::vector<PageId> Ids(size_t n) {
 
 TEST(TransferPlanTest, WindowsOfAtMost64PagesWithRowOnTheLast) {
   HostRowSource row{{{nullptr, 4096}}, false};
-  auto jobs = PlanTransfers(TransferDirection::kHostToDevice, Pages(150), Ids(150), row, StateSlot(3));
+  auto jobs =
+      PlanTransfers(TransferDirection::kHostToDevice, Pages(150), Ids(150), row, StateSlot(3));
   ASSERT_EQ(jobs.size(), 3u);
   EXPECT_EQ(jobs[0].page_ids.size(), 64u);
   EXPECT_EQ(jobs[1].page_ids.size(), 64u);
