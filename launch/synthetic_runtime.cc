@@ -10,6 +10,7 @@ namespace {
 
 constexpr uint32_t kVocabulary = 151'936;
 constexpr auto kPollPause = std::chrono::microseconds(200);
+constexpr int kMaxReoffers = 5000;  // about a second of store progress
 
 uint64_t SplitMix(uint64_t& state) {
   uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
@@ -227,9 +228,11 @@ Status SyntheticRuntime::VerifyRestore(const PrefixHistory& h, uint64_t first_pa
 
 void SyntheticRuntime::PollStore() {
   if (store_ == nullptr) return;
-  uint64_t now_ms = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                              std::chrono::steady_clock::now() - start_)
-                                              .count());
+  // Store time is wall-clock milliseconds: record ages follow file mtimes.
+  const uint64_t now_ms =
+      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count());
   std::vector<StoreEvent> fresh;
   store_->Poll(now_ms, fresh);
   for (StoreEvent& e : fresh) {
@@ -337,7 +340,16 @@ void SyntheticRuntime::Publish(const PrefixHistory& h, const PrefixKey& key, Tur
   }
   cp.tail_pages =
       static_cast<uint32_t>(key.consumed / page_tokens_ - parent_consumed / page_tokens_);
+  // Deferred and retry outcomes wait for store progress (an eviction's unlink,
+  // a free transfer queue); a bounded number of re-offers, then give up.
   StoreOutcome outcome = store_->Store(cp);
+  for (int i = 0;
+       i < kMaxReoffers && (outcome == StoreOutcome::kDeferred || outcome == StoreOutcome::kRetry);
+       ++i) {
+    std::this_thread::sleep_for(kPollPause);
+    PollStore();
+    outcome = store_->Store(cp);
+  }
   ++stats_.published;
   report.publish = outcome;
   Node& n = nodes_.at(key);

@@ -137,8 +137,7 @@ class ReadRun final : public JobRun {
                ? Status::NotFound("the row is not in the file (" + std::to_string(info->bytes) +
                                   " bytes; the row segment ends at " + std::to_string(need) + ")")
                : Status::Corruption("file of " + std::to_string(info->bytes) +
-                                    " bytes is shorter than its header's " +
-                                    std::to_string(need)));
+                                    " bytes is shorter than its header's " + std::to_string(need)));
       return;
     }
     PlanPayload();
@@ -180,7 +179,8 @@ class ReadRun final : public JobRun {
     const size_t total = page_chunks_.size() + row_chunks_.size();
     while (next_chunk_ < total && sink.HasRoom()) {
       const bool is_page = next_chunk_ < page_chunks_.size();
-      Chunk& c = is_page ? page_chunks_[next_chunk_] : row_chunks_[next_chunk_ - page_chunks_.size()];
+      Chunk& c =
+          is_page ? page_chunks_[next_chunk_] : row_chunks_[next_chunk_ - page_chunks_.size()];
       for (const iovec& v : c.iov) payload_bytes_ += v.iov_len;
       sink.Issue(*this, static_cast<uint32_t>(next_chunk_), BlockOp::kRead, fd_, c.offset,
                  std::move(c.iov));
@@ -194,7 +194,8 @@ class ReadRun final : public JobRun {
     if (part < page_chunks_.size()) {
       const Chunk& c = page_chunks_[part];
       for (uint32_t p = c.first_piece; p <= c.last_piece; ++p) {
-        if (--page_pending_[p] == 0) page_sums_[p] = Xxh3({job_.pages[p].data, job_.pages[p].bytes});
+        if (--page_pending_[p] == 0)
+          page_sums_[p] = Xxh3({job_.pages[p].data, job_.pages[p].bytes});
       }
     } else {
       const Chunk& c = row_chunks_[part - page_chunks_.size()];

@@ -46,8 +46,9 @@ class WriteRun final : public JobRun {
 
   void OnDone(uint32_t part, const Status& status) override {
     if (!status.ok()) {
-      const char* what = part == kPartSync ? "fdatasync" : part == kPartDirSync ? "fsync directory"
-                                                                                : "write";
+      const char* what = part == kPartSync      ? "fdatasync"
+                         : part == kPartDirSync ? "fsync directory"
+                                                : "write";
       Fail(status.WithContext(what));
       return;
     }
@@ -127,14 +128,16 @@ class WriteRun final : public JobRun {
   }
   void HashRow(const Chunk& c) {
     const uint64_t start = NowNs();
-    for (const iovec& v : c.iov) row_sum_.Update({static_cast<const std::byte*>(v.iov_base), v.iov_len});
+    for (const iovec& v : c.iov)
+      row_sum_.Update({static_cast<const std::byte*>(v.iov_base), v.iov_len});
     ctx_.counters.write_hash_ns += NowNs() - start;
   }
 
   void IssueData(RequestSink& sink) {
     while (sink.HasRoom() && next_chunk_ < page_chunks_.size() + row_chunks_.size()) {
       const bool is_page = next_chunk_ < page_chunks_.size();
-      Chunk& c = is_page ? page_chunks_[next_chunk_] : row_chunks_[next_chunk_ - page_chunks_.size()];
+      Chunk& c =
+          is_page ? page_chunks_[next_chunk_] : row_chunks_[next_chunk_ - page_chunks_.size()];
       is_page ? HashPages(c) : HashRow(c);
       for (const iovec& v : c.iov) payload_bytes_ += v.iov_len;
       sink.Issue(*this, static_cast<uint32_t>(next_chunk_), BlockOp::kWrite, fd_, c.offset,
@@ -152,7 +155,8 @@ class WriteRun final : public JobRun {
     STRATA_ASSERT(encoded.ok(), "write job validated at submission");
     std::byte* sums = header_buffer_.data() + extents_.checksum_segment_offset;
     for (size_t i = 0; i < page_sums_.size(); ++i) {
-      for (int b = 0; b < 8; ++b) sums[8 * i + b] = static_cast<std::byte>(page_sums_[i] >> (8 * b));
+      for (int b = 0; b < 8; ++b)
+        sums[8 * i + b] = static_cast<std::byte>(page_sums_[i] >> (8 * b));
     }
     sink.Issue(*this, kPartHeader, BlockOp::kWrite, fd_, 0,
                {iovec{header_buffer_.data(), header_buffer_.size()}});

@@ -94,8 +94,9 @@ class HostStore {
   // Starts restoring `hit` into `ticket`. An error means nothing started and
   // the ticket's resources are the caller's again.
   virtual Status Fetch(const HostHit& hit, const InboundTicket& ticket) = 0;
-  // Advances maintenance and appends finished work. `now_ms` drives expiry
-  // and retry backoff. Never blocks.
+  // Advances maintenance and appends finished work. `now_ms` (milliseconds
+  // since the Unix epoch, so record ages agree with file mtimes) drives
+  // expiry and retry backoff. Never blocks.
   virtual void Poll(uint64_t now_ms, std::vector<StoreEvent>& events) = 0;
   virtual StoreStats Stats() const = 0;
   // Drains accepted copies (and, if configured, DRAM-only records to disk)

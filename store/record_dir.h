@@ -28,8 +28,7 @@ std::optional<int> FindFlockHolder(std::string_view proc_locks, uint64_t device,
 // Reads every entry of the directory open at `dir_fd` and classifies it
 // (store/record_scan.h), applying the orphan rule. Changes nothing on disk;
 // safe without the lock (a concurrent writer may make it stale).
-Result<ScanReport> ScanRecordDirectory(FileSystem& fs, int dir_fd,
-                                       const RecordExpectation& expect);
+Result<ScanReport> ScanRecordDirectory(FileSystem& fs, int dir_fd, const RecordExpectation& expect);
 
 class RecordDir {
  public:
@@ -45,7 +44,9 @@ class RecordDir {
   int fd() const { return fd_; }
   const std::string& path() const { return path_; }
 
-  Result<ScanReport> Scan(const RecordExpectation& expect) { return ScanRecordDirectory(fs_, fd_, expect); }
+  Result<ScanReport> Scan(const RecordExpectation& expect) {
+    return ScanRecordDirectory(fs_, fd_, expect);
+  }
 
   struct Cleanup {
     uint64_t removed = 0;    // files unlinked

@@ -57,10 +57,9 @@ RecordHeader StagedTransport::HeaderFor(const RecordJob& job) const {
   h.shape = shape_;
   auto it = row_checksums_.find(job.key);
   h.row_checksum = it == row_checksums_.end() ? 0 : it->second;
-  h.created_unix_ns = static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(
-          std::chrono::system_clock::now().time_since_epoch())
-          .count());
+  h.created_unix_ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                std::chrono::system_clock::now().time_since_epoch())
+                                                .count());
   return h;
 }
 
@@ -88,8 +87,7 @@ Status StagedTransport::Submit(RecordJob job) {
     }
   }
   if (job.kind == RecordJobKind::kFetch &&
-      (job.first_page > job.tail_pages ||
-       job.page_ids.size() != job.tail_pages - job.first_page)) {
+      (job.first_page > job.tail_pages || job.page_ids.size() != job.tail_pages - job.first_page)) {
     return Status::InvalidArgument("fetch of " + job.key.ToFileStem() + " names " +
                                    std::to_string(job.page_ids.size()) + " destination pages for " +
                                    std::to_string(job.tail_pages - job.first_page));
@@ -114,8 +112,8 @@ Status StagedTransport::Submit(RecordJob job) {
 std::vector<IoPiece> StagedTransport::PagePieces(const Active& a, uint64_t pages) const {
   std::vector<IoPiece> out;
   for (uint64_t i = 0; i < pages; ++i) {
-    out.push_back({reinterpret_cast<std::byte*>(pool_->address(a.slots[i])),
-                   layout_.page_record_bytes()});
+    out.push_back(
+        {reinterpret_cast<std::byte*>(pool_->address(a.slots[i])), layout_.page_record_bytes()});
   }
   return out;
 }
@@ -141,7 +139,8 @@ std::vector<HostPageSource> Sources(const std::vector<IoPiece>& pieces) {
 
 HostRowSource RowSource(const std::vector<IoPiece>& pieces) {
   HostRowSource row;
-  for (const IoPiece& p : pieces) row.pieces.push_back({reinterpret_cast<uint8_t*>(p.data), p.bytes});
+  for (const IoPiece& p : pieces)
+    row.pieces.push_back({reinterpret_cast<uint8_t*>(p.data), p.bytes});
   return row;
 }
 
@@ -168,12 +167,11 @@ bool StagedTransport::Begin(Active& a) {
       SubmitDisk(a, TruncateRecordJob{HeaderFor(job), options_.durability}, Phase::kDisk);
       return true;
     case RecordJobKind::kStore:
-    case RecordJobKind::kFetch:
-      break;
+    case RecordJobKind::kFetch: break;
   }
   if (!pool_->Allocate(SlotsFor(job), 0, a.slots)) return false;
-  const uint64_t pages = job.kind == RecordJobKind::kStore ? job.tail_pages
-                                                           : job.tail_pages - job.first_page;
+  const uint64_t pages =
+      job.kind == RecordJobKind::kStore ? job.tail_pages : job.tail_pages - job.first_page;
   a.header = HeaderFor(job);
   std::vector<IoPiece> page_pieces = PagePieces(a, pages);
   std::vector<IoPiece> row_pieces;
@@ -184,9 +182,9 @@ bool StagedTransport::Begin(Active& a) {
   }
   std::optional<HostRowSource> row;
   if (job.row_slot) row = RowSource(row_pieces);
-  Status s = tracker_.Start(job.id.value, PlanTransfers(TransferDirection::kDeviceToHost,
-                                                        Sources(page_pieces), job.page_ids, row,
-                                                        job.row_slot));
+  Status s = tracker_.Start(job.id.value,
+                            PlanTransfers(TransferDirection::kDeviceToHost, Sources(page_pieces),
+                                          job.page_ids, row, job.row_slot));
   if (s.code() == StatusCode::kBusy) {
     pool_->Free(a.slots);
     a.slots.clear();
@@ -206,9 +204,9 @@ void StagedTransport::StartWaiting() {
       std::vector<IoPiece> page_pieces = PagePieces(a, pages);
       std::optional<HostRowSource> row;
       if (a.job.row_slot) row = RowSource(RowPieces(a, pages, layout_.row_segment_bytes()));
-      Status s = tracker_.Start(a.job.id.value,
-                                PlanTransfers(TransferDirection::kHostToDevice, Sources(page_pieces),
-                                              a.job.page_ids, row, a.job.row_slot));
+      Status s = tracker_.Start(
+          a.job.id.value, PlanTransfers(TransferDirection::kHostToDevice, Sources(page_pieces),
+                                        a.job.page_ids, row, a.job.row_slot));
       if (!s.ok() && s.code() != StatusCode::kBusy) Finish(a.job.id.value, s);
       continue;
     }
@@ -244,8 +242,8 @@ void StagedTransport::Poll(std::vector<RecordJobDone>& out) {
     a.bytes += f.bytes;
     std::vector<IoPiece> rows;
     if (a.job.row_slot) rows = RowPieces(a, a.job.tail_pages, layout_.row_segment_bytes());
-    SubmitDisk(a, WriteRecordJob{a.header, PagePieces(a, a.job.tail_pages), rows,
-                                 options_.durability},
+    SubmitDisk(a,
+               WriteRecordJob{a.header, PagePieces(a, a.job.tail_pages), rows, options_.durability},
                Phase::kWrite);
   }
   while (!disk_backlog_.empty()) {

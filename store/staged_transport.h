@@ -27,7 +27,7 @@
 namespace strata {
 
 struct StagedOptions {
-  uint32_t max_waiting_jobs = 256;          // accepted jobs waiting for slots or the disk thread
+  uint32_t max_waiting_jobs = 256;            // accepted jobs waiting for slots or the disk thread
   Durability durability = Durability::kNone;  // fdatasync + directory fsync per record
 };
 

@@ -1,0 +1,433 @@
+#include "store/disk_store.h"
+
+namespace strata {
+
+uint64_t RecordFileBytes(const RecordLayout& layout, uint64_t tail_pages, bool with_row,
+                         bool replicated_pages, bool replicated_row) {
+  const uint64_t header = kRecordAlign;
+  const uint64_t checksums = AlignUp(8 * tail_pages);
+  const uint64_t pages = tail_pages * layout.stored_page_record_bytes(replicated_pages);
+  const uint64_t row = with_row ? layout.stored_row_segment_bytes(replicated_row) : 0;
+  return header + checksums + pages + row;
+}
+
+DiskStore::DiskStore(const CacheGeometry& geometry, std::unique_ptr<DiskTransport> transport,
+                     DiskStoreOptions options)
+    : geometry_(geometry),
+      layout_(geometry),
+      transport_(std::move(transport)),
+      options_(options),
+      index_(geometry.page_tokens) {
+  for (const RankGeometry& g : geometry.ranks) {
+    page_bytes_all_ranks_ += g.page_bytes();
+    row_bytes_all_ranks_ += g.row.unit_bytes;
+  }
+}
+
+DiskStore::~DiskStore() {
+  if (!closed_) (void)Close();
+}
+
+Result<std::unique_ptr<DiskStore>> DiskStore::Open(const CacheGeometry& geometry,
+                                                   std::unique_ptr<DiskTransport> transport,
+                                                   const std::vector<ScannedRecord>& records,
+                                                   DiskStoreOptions options) {
+  STRATA_RETURN_IF_ERROR(ValidateGeometry(geometry));
+  if (options.disk_limit_bytes == 0) return Status::InvalidArgument("disk limit is zero");
+  std::unique_ptr<DiskStore> s(new DiskStore(geometry, std::move(transport), options));
+  std::vector<CommittedRecord> committed;
+  std::unordered_map<PrefixKey, uint64_t> file_of;
+  for (const ScannedRecord& r : records) {
+    const uint64_t id = s->next_file_++;
+    s->files_[id] = File{r.tail_page_count, r.row_present, r.pages_replicated, r.row_replicated,
+                         r.file_bytes};
+    file_of[r.key] = id;
+    committed.push_back({r.key, r.parent, r.bucket, r.tail_page_count, NodeLocation(id),
+                         r.row_present ? RowPresence::kPresent : RowPresence::kPageOnly,
+                         static_cast<uint64_t>(std::max<int64_t>(0, r.mtime_unix_ns / 1'000'000))});
+    s->used_bytes_ += r.file_bytes;
+  }
+  STRATA_ASSIGN_OR_RETURN(LoadReport report, s->index_.LoadCommitted(std::move(committed)));
+  std::vector<PrefixKey> drop;
+  for (const LoadReport::Rejected& r : report.rejected) drop.push_back(r.key);
+  for (const PrefixKey& k : report.orphans) drop.push_back(k);
+  for (const RemovedRecord& r : report.pruned) drop.push_back(r.key);
+  for (const PrefixKey& k : drop) s->Unlink(k, file_of.at(k));
+  s->stats_.disk.records = s->index_.size();
+  return s;
+}
+
+RecordJob DiskStore::JobFor(RecordJobKind kind, const PrefixKey& key) const {
+  RecordJob j;
+  j.kind = kind;
+  j.key = key;
+  std::optional<IndexEntry> e = index_.Find(key);
+  if (e) {
+    const File& f = files_.at(e->location.value);
+    j.parent = e->parent;
+    j.bucket = e->bucket_digest;
+    j.tail_pages = e->tail_page_count;
+    j.replicated_pages = f.replicated_pages;
+    j.replicated_row = f.replicated_row;
+  }
+  return j;
+}
+
+uint64_t DiskStore::StartOperation(Operation op) {
+  const uint64_t id = next_op_++;
+  for (RecordJob& j : op.unsubmitted) j.id = JobId(next_job_++);
+  ops_.emplace(id, std::move(op));
+  Pump();
+  return id;
+}
+
+void DiskStore::Unlink(const PrefixKey& key, uint64_t file_id) {
+  Operation op;
+  op.kind = Operation::Kind::kUnlink;
+  op.key = key;
+  RecordJob j;
+  j.kind = RecordJobKind::kUnlink;
+  j.key = key;
+  op.unsubmitted.push_back(std::move(j));
+  auto f = files_.find(file_id);
+  if (f != files_.end()) {
+    op.release_bytes = f->second.bytes;
+    releasing_bytes_ += f->second.bytes;
+    files_.erase(f);
+  }
+  StartOperation(std::move(op));
+}
+
+void DiskStore::Truncate(const std::optional<RowDrop>& drop) {
+  if (!drop) return;
+  File& f = files_.at(drop->location.value);
+  if (!f.has_row) return;
+  Operation op;
+  op.kind = Operation::Kind::kTruncate;
+  op.key = drop->key;
+  op.unsubmitted.push_back(JobFor(RecordJobKind::kTruncate, drop->key));
+  f.has_row = false;
+  const uint64_t row = f.bytes - RecordFileBytes(layout_, f.tail_pages, false, f.replicated_pages);
+  f.bytes -= row;
+  op.release_bytes = row;
+  releasing_bytes_ += row;
+  StartOperation(std::move(op));
+}
+
+void DiskStore::ApplyRemoved(const std::vector<RemovedRecord>& removed) {
+  for (const RemovedRecord& r : removed) Unlink(r.key, r.location.value);
+}
+
+bool DiskStore::MakeRoom(uint64_t bytes) {
+  while (used_bytes_ - releasing_bytes_ + bytes > options_.disk_limit_bytes) {
+    EvictionDecision d = index_.EvictOne(
+        [](const IndexEntry& e) { return e.state == TransferState::kReady; });
+    if (d.empty()) return false;
+    stats_.disk.evicted_total += d.removed.size();
+    ApplyRemoved(d.removed);
+    if (d.compacted) {
+      ++stats_.disk.compacted_total;
+      Truncate(d.compacted);
+    }
+  }
+  return used_bytes_ + bytes <= options_.disk_limit_bytes;
+}
+
+StoreOutcome DiskStore::Count(StoreOutcome o) {
+  switch (o) {
+    case StoreOutcome::kQueued: ++stats_.store_queued; break;
+    case StoreOutcome::kPresent: ++stats_.store_present; break;
+    case StoreOutcome::kDeferred: ++stats_.store_deferred; break;
+    case StoreOutcome::kRetry: ++stats_.store_retry; break;
+    case StoreOutcome::kOversize: ++stats_.store_oversize; break;
+    case StoreOutcome::kDisabled: break;
+  }
+  return o;
+}
+
+std::optional<HostHit> DiskStore::Lookup(const PrefixHistory& history, uint64_t resident_tokens,
+                                         uint64_t before) {
+  ++stats_.lookups;
+  if (closed_ || !transport_->stopped().ok()) return std::nullopt;
+  std::optional<LookupHit> hit =
+      index_.Lookup(history, resident_tokens, before, {TransferState::kReady});
+  if (!hit) return std::nullopt;
+  HostHit h;
+  h.endpoint = hit->endpoint();
+  for (const ChainLink& l : hit->chain) h.chain.push_back(l.key);
+  h.skip_pages = hit->skip_pages;
+  h.pages = hit->restore_page_count();
+  h.bytes = h.pages * page_bytes_all_ranks_ + row_bytes_all_ranks_;
+  h.tokens_gained = h.endpoint.consumed - resident_tokens;
+  h.tier = Tier::kDisk;
+  ++stats_.hits;
+  stats_.reused_tokens += h.tokens_gained;
+  return h;
+}
+
+StoreOutcome DiskStore::Store(const PublishedCheckpoint& cp) {
+  if (closed_ || !transport_->stopped().ok()) return Count(StoreOutcome::kDisabled);
+  if (index_.Contains(cp.key)) return Count(StoreOutcome::kPresent);
+  const uint64_t pt = geometry_.page_tokens;
+  const uint64_t chain_pages = cp.key.consumed / pt;
+  STRATA_ASSERT(cp.chain.size() == chain_pages, "published chain must hold every page from the root");
+  const bool parent_held = cp.parent && index_.Contains(*cp.parent);
+  if (parent_held) (void)index_.Pin(*cp.parent);
+  const uint64_t tail = parent_held ? chain_pages - cp.parent->consumed / pt : chain_pages;
+  const uint64_t bytes = RecordFileBytes(layout_, tail, true);
+  StoreOutcome outcome = StoreOutcome::kQueued;
+  if (bytes > options_.disk_limit_bytes) {
+    outcome = StoreOutcome::kOversize;
+  } else if (!MakeRoom(bytes)) {
+    outcome = StoreOutcome::kDeferred;
+  }
+  const std::optional<PrefixKey> parent = parent_held ? cp.parent : std::nullopt;
+  if (outcome != StoreOutcome::kQueued) {
+    if (parent_held) Unpin({*cp.parent});
+    return Count(outcome);
+  }
+  const uint64_t file_id = next_file_++;
+  Result<InsertResult> ins = index_.Insert({cp.key, parent, cp.bucket, NodeLocation(file_id),
+                                            TransferState::kInFlight, RowPresence::kPresent},
+                                           now_ms_);
+  if (parent_held) Unpin({*cp.parent});
+  STRATA_ASSERT(ins.ok() && ins->tail_page_count == tail, "index disagrees on the tail");
+  (void)index_.Pin(cp.key);
+  files_[file_id] = File{static_cast<uint32_t>(tail), true, false, false, bytes};
+  RecordJob job = JobFor(RecordJobKind::kStore, cp.key);
+  job.id = JobId(next_job_++);
+  job.page_ids.assign(cp.chain.end() - static_cast<std::ptrdiff_t>(tail), cp.chain.end());
+  job.row_slot = cp.row_slot;
+  const JobId job_id = job.id;
+  Status s = transport_->Submit(std::move(job));
+  if (!s.ok()) {
+    (void)index_.Remove(cp.key);
+    files_.erase(file_id);
+    if (s.code() == StatusCode::kBusy) return Count(StoreOutcome::kRetry);
+    if (s.code() == StatusCode::kInvalidArgument) return Count(StoreOutcome::kOversize);
+    return Count(StoreOutcome::kDisabled);
+  }
+  used_bytes_ += bytes;
+  Operation op;
+  op.kind = Operation::Kind::kStore;
+  op.key = cp.key;
+  op.checkpoint_id = cp.checkpoint_id;
+  op.pinned = {cp.key};
+  op.outstanding = 1;
+  const uint64_t id = next_op_++;
+  job_op_[job_id] = id;
+  ops_.emplace(id, std::move(op));
+  return Count(StoreOutcome::kQueued);
+}
+
+Status DiskStore::Fetch(const HostHit& hit, const InboundTicket& ticket) {
+  if (closed_) return Status::Aborted("disk store is closed");
+  STRATA_RETURN_IF_ERROR(transport_->stopped());
+  if (ticket.page_ids.size() != hit.pages) {
+    return Status::InvalidArgument("ticket has " + std::to_string(ticket.page_ids.size()) +
+                                   " page ids for a restore of " + std::to_string(hit.pages));
+  }
+  Operation op;
+  op.kind = Operation::Kind::kFetch;
+  op.key = hit.endpoint;
+  op.ticket = ticket.ticket;
+  uint64_t chain_page = 0;  // global index of the record's first page in the chain
+  size_t next_id = 0;
+  for (size_t i = 0; i < hit.chain.size(); ++i) {
+    const PrefixKey& k = hit.chain[i];
+    std::optional<IndexEntry> e = index_.Find(k);
+    if (!e || e->state != TransferState::kReady) {
+      return Status::NotFound("record " + k.ToFileStem() + " left the disk since the lookup");
+    }
+    const bool endpoint = i + 1 == hit.chain.size();
+    if (endpoint && e->row != RowPresence::kPresent) {
+      return Status::NotFound("record " + k.ToFileStem() + " lost its row");
+    }
+    const uint64_t first = hit.skip_pages > chain_page
+                               ? std::min<uint64_t>(hit.skip_pages - chain_page, e->tail_page_count)
+                               : 0;
+    const uint64_t count = e->tail_page_count - first;
+    chain_page += e->tail_page_count;
+    if (count == 0 && !endpoint) continue;
+    if (next_id + count > ticket.page_ids.size()) {
+      return Status::FailedPrecondition("chain of " + hit.endpoint.ToFileStem() + " changed");
+    }
+    RecordJob j = JobFor(RecordJobKind::kFetch, k);
+    j.first_page = static_cast<uint32_t>(first);
+    j.page_ids.assign(ticket.page_ids.begin() + static_cast<std::ptrdiff_t>(next_id),
+                      ticket.page_ids.begin() + static_cast<std::ptrdiff_t>(next_id + count));
+    next_id += count;
+    if (endpoint) j.row_slot = ticket.row_slot;
+    op.unsubmitted.push_back(std::move(j));
+  }
+  if (next_id != ticket.page_ids.size()) {
+    return Status::FailedPrecondition("chain of " + hit.endpoint.ToFileStem() + " changed");
+  }
+  for (const PrefixKey& k : hit.chain) (void)index_.Pin(k);
+  op.pinned = hit.chain;
+  StartOperation(std::move(op));
+  ++stats_.fetches;
+  return Status::Ok();
+}
+
+void DiskStore::Unpin(const std::vector<PrefixKey>& keys) {
+  for (const PrefixKey& k : keys) {
+    Result<std::optional<RowDrop>> r = index_.Unpin(k);
+    if (r.ok()) Truncate(*r);
+  }
+}
+
+void DiskStore::Pump() {
+  done_.clear();
+  transport_->Poll(done_);
+  for (const RecordJobDone& d : done_) {
+    auto j = job_op_.find(d.id);
+    if (j == job_op_.end()) continue;
+    Operation& op = ops_.at(j->second);
+    job_op_.erase(j);
+    --op.outstanding;
+    op.bytes += d.bytes;
+    if (!d.status.ok() && op.status.ok()) {
+      op.status = d.status;
+      op.unsubmitted.clear();
+      if (d.fs_full) ++stats_.fs_full_retries;
+    }
+  }
+  for (auto it = ops_.begin(); it != ops_.end();) {
+    Operation& op = it->second;
+    while (!op.unsubmitted.empty()) {
+      JobId id = op.unsubmitted.front().id;
+      Status s = transport_->Submit(op.unsubmitted.front());
+      if (s.code() == StatusCode::kBusy) break;
+      op.unsubmitted.pop_front();
+      if (!s.ok()) {
+        if (op.status.ok()) op.status = s;
+        op.unsubmitted.clear();
+        break;
+      }
+      ++op.outstanding;
+      job_op_[id] = it->first;
+    }
+    if (op.outstanding == 0 && op.unsubmitted.empty()) {
+      Operation done = std::move(op);
+      const uint64_t id = it->first;
+      it = ops_.erase(it);
+      FinishOperation(id, done);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void DiskStore::FinishOperation(uint64_t, Operation& op) {
+  switch (op.kind) {
+    case Operation::Kind::kStore:
+      if (op.status.ok()) {
+        Result<std::optional<RowDrop>> committed = index_.SetState(op.key, TransferState::kReady);
+        if (committed.ok()) Truncate(*committed);
+        Unpin(op.pinned);
+        ++stats_.disk.stored_total;
+        ++stats_.disk.per_rank_total;
+        stats_.disk.bytes_in_total += op.bytes;
+        events_.push_back({StoreEvent::Kind::kStored, op.checkpoint_id, {}, op.key, Status::Ok(), op.bytes});
+      } else {
+        // The transport left no file behind; descendants published meanwhile go too.
+        std::optional<IndexEntry> e = index_.Find(op.key);
+        Result<std::vector<RemovedRecord>> removed = index_.Remove(op.key);
+        if (e) {
+          auto f = files_.find(e->location.value);
+          if (f != files_.end()) {
+            used_bytes_ -= f->second.bytes;
+            files_.erase(f);
+          }
+        }
+        if (removed.ok()) {
+          for (const RemovedRecord& r : *removed) {
+            if (r.key != op.key) Unlink(r.key, r.location.value);
+          }
+        }
+        ++stats_.store_failed;
+        events_.push_back({StoreEvent::Kind::kStoreFailed, op.checkpoint_id, {}, op.key, op.status, 0});
+      }
+      break;
+    case Operation::Kind::kFetch:
+      Unpin(op.pinned);
+      if (op.status.ok()) {
+        (void)index_.Touch(op.key, now_ms_);
+        stats_.disk.bytes_out_total += op.bytes;
+        events_.push_back({StoreEvent::Kind::kFetched, 0, op.ticket, op.key, Status::Ok(), op.bytes});
+      } else {
+        ++stats_.fetch_failed;
+        events_.push_back({StoreEvent::Kind::kFetchFailed, 0, op.ticket, op.key, op.status, 0});
+      }
+      break;
+    case Operation::Kind::kTruncate:
+    case Operation::Kind::kUnlink:
+      releasing_bytes_ -= op.release_bytes;
+      if (op.status.ok()) {
+        used_bytes_ -= op.release_bytes;
+      } else {
+        ++cleanup_failures_;  // the bytes stay charged: the file may still be there
+        ++stats_.disk.dropped_io_total;
+      }
+      break;
+  }
+}
+
+void DiskStore::Poll(uint64_t now_ms, std::vector<StoreEvent>& events) {
+  now_ms_ = std::max(now_ms_, now_ms);
+  Pump();
+  Status stopped = transport_->stopped();
+  if (!stopped.ok() && !stopped_reported_) {
+    stopped_reported_ = true;
+    events_.push_back({StoreEvent::Kind::kStopped, 0, {}, {}, stopped, 0});
+  }
+  if (options_.max_age_ms > 0 && stopped.ok() && !closed_) {
+    ExpirySweep sweep = index_.Expire(now_ms_, options_.max_age_ms, [](const IndexEntry& e) {
+      return e.state == TransferState::kReady;
+    });
+    stats_.disk.expired_total += sweep.expired_leaves;
+    ApplyRemoved(sweep.removed);
+  }
+  for (StoreEvent& e : events_) events.push_back(std::move(e));
+  events_.clear();
+}
+
+bool DiskStore::WaitIdle(std::chrono::milliseconds bound) {
+  const auto until = std::chrono::steady_clock::now() + bound;
+  Pump();
+  while (!ops_.empty() && std::chrono::steady_clock::now() < until) {
+    (void)transport_->WaitForCompletion(std::chrono::milliseconds(10));
+    Pump();
+  }
+  return ops_.empty();
+}
+
+StoreStats DiskStore::Stats() const {
+  StoreStats s = stats_;
+  s.disk.records = index_.size();
+  s.disk.bytes = used_bytes_;
+  return s;
+}
+
+Status DiskStore::Close() {
+  if (closed_) return Status::Ok();
+  closed_ = true;
+  const auto until = std::chrono::steady_clock::now() + options_.close_deadline;
+  while (!ops_.empty() && transport_->stopped().ok() && std::chrono::steady_clock::now() < until) {
+    (void)transport_->WaitForCompletion(std::chrono::milliseconds(20));
+    Pump();
+  }
+  const auto left = std::max(std::chrono::milliseconds(1),
+                             std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 until - std::chrono::steady_clock::now()));
+  Status s = transport_->Close(left);
+  if (!s.ok()) {
+    (void)transport_.release();  // copies may still run: keep everything alive
+    return s;
+  }
+  if (!ops_.empty()) return Status::Aborted(std::to_string(ops_.size()) + " disk jobs did not drain");
+  return Status::Ok();
+}
+
+}  // namespace strata
