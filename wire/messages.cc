@@ -1,0 +1,171 @@
+#include "wire/messages.h"
+
+#include <fmt/format.h>
+
+#include <type_traits>
+
+namespace strata::wire {
+namespace {
+
+Status Invalid(std::string_view field, std::string_view what) {
+  return Status::InvalidArgument(fmt::format("{}: {}", field, what));
+}
+
+Status CheckText(std::string_view field, std::string_view text) {
+  if (text.size() > kTextBytesMax) {
+    return Invalid(field, fmt::format("{} bytes, at most {} allowed", text.size(), kTextBytesMax));
+  }
+  return Status::Ok();
+}
+
+// A completion's status carries its message in a bounded text field; an OK
+// status carries none.
+Status CheckOutcome(std::string_view field, const Status& status) {
+  if (status.ok() && !status.message().empty()) {
+    return Invalid(field, "an OK outcome carries error text");
+  }
+  return CheckText(field, status.message());
+}
+
+Status CheckFileName(std::string_view name) {
+  constexpr std::string_view kField = "Job.file_name";
+  if (name.empty()) return Invalid(kField, "empty");
+  if (name.size() > kFileNameBytesMax) {
+    return Invalid(kField,
+                   fmt::format("{} bytes, at most {} allowed", name.size(), kFileNameBytesMax));
+  }
+  if (name == "." || name == "..") return Invalid(kField, fmt::format("'{}' is not a file", name));
+  if (name.find('/') != std::string_view::npos) {
+    return Invalid(kField, "contains '/': must name a file inside the record directory");
+  }
+  if (name.find('\0') != std::string_view::npos) return Invalid(kField, "contains a NUL byte");
+  return Status::Ok();
+}
+
+Status Check(const Hello& m) {
+  if (m.protocol_version == 0) return Invalid("Hello.protocol_version", "zero");
+  if (m.world_size == 0 || m.world_size > kWorldSizeMax) {
+    return Invalid("Hello.world_size",
+                   fmt::format("{} is outside 1..{}", m.world_size, kWorldSizeMax));
+  }
+  if (m.rank.value >= m.world_size) {
+    return Invalid("Hello.rank",
+                   fmt::format("{} is not below world_size {}", m.rank.value, m.world_size));
+  }
+  return Status::Ok();
+}
+
+Status Check(const HelloAccept& m) {
+  if (m.protocol_version == 0) return Invalid("HelloAccept.protocol_version", "zero");
+  return Status::Ok();
+}
+
+Status Check(const HelloReject& m) { return CheckText("HelloReject.reason", m.reason); }
+
+Status Check(const ScanSummary& m) {
+  if (m.records.size() > kScanRecordsPerFrameMax) {
+    return Invalid("ScanSummary.records", fmt::format("{} records, at most {} per frame",
+                                                      m.records.size(), kScanRecordsPerFrameMax));
+  }
+  for (size_t i = 0; i < m.records.size(); ++i) {
+    const ScanRecord& r = m.records[i];
+    if (r.key.consumed == 0) {
+      return Invalid(fmt::format("ScanSummary.records[{}].key.consumed", i), "zero");
+    }
+    if (r.parent && r.parent->consumed >= r.key.consumed) {
+      return Invalid(
+          fmt::format("ScanSummary.records[{}].parent.consumed", i),
+          fmt::format("{} is not below the key's {}", r.parent->consumed, r.key.consumed));
+    }
+    if (r.size_bytes == 0) {
+      return Invalid(fmt::format("ScanSummary.records[{}].size_bytes", i), "zero");
+    }
+  }
+  return Status::Ok();
+}
+
+Status Check(const Agreement& m) {
+  if (m.entries.size() > kAgreementEntriesPerFrameMax) {
+    return Invalid("Agreement.entries",
+                   fmt::format("{} entries, at most {} per frame", m.entries.size(),
+                               kAgreementEntriesPerFrameMax));
+  }
+  for (size_t i = 0; i < m.entries.size(); ++i) {
+    if (static_cast<unsigned>(m.entries[i].verdict) > static_cast<unsigned>(Verdict::kDelete)) {
+      return Invalid(
+          fmt::format("Agreement.entries[{}].verdict", i),
+          fmt::format("unknown verdict {}", static_cast<unsigned>(m.entries[i].verdict)));
+    }
+  }
+  return Status::Ok();
+}
+
+Status Check(const AgreementApplied& m) { return CheckOutcome("AgreementApplied", m.status); }
+
+Status Check(const Job& m) {
+  if (static_cast<unsigned>(m.kind) > static_cast<unsigned>(JobKind::kUnlink)) {
+    return Invalid("Job.kind", fmt::format("unknown kind {}", static_cast<unsigned>(m.kind)));
+  }
+  STRATA_RETURN_IF_ERROR(CheckFileName(m.file_name));
+  if (m.page_ids.size() > kJobPageIdsMax) {
+    return Invalid("Job.page_ids", fmt::format("{} page ids, at most {} allowed", m.page_ids.size(),
+                                               kJobPageIdsMax));
+  }
+  const bool moves_bytes = m.kind == JobKind::kStore || m.kind == JobKind::kFetch;
+  const bool names_something = !m.page_ids.empty() || m.state_slot.has_value();
+  if (moves_bytes && !names_something) {
+    return Invalid("Job",
+                   fmt::format("a {} job names no page and no state slot", JobKindName(m.kind)));
+  }
+  if (!moves_bytes && names_something) {
+    return Invalid("Job", fmt::format("a {} job names pages or a state slot", JobKindName(m.kind)));
+  }
+  return Status::Ok();
+}
+
+Status Check(const JobDone& m) {
+  STRATA_RETURN_IF_ERROR(CheckOutcome("JobDone", m.status));
+  if (m.filesystem_full && m.status.ok()) {
+    return Invalid("JobDone.filesystem_full", "set on an OK outcome");
+  }
+  return Status::Ok();
+}
+
+Status Check(const Drain&) { return Status::Ok(); }
+Status Check(const Drained& m) { return CheckOutcome("Drained", m.status); }
+Status Check(const Close& m) { return CheckText("Close.reason", m.reason); }
+Status Check(const Heartbeat&) { return Status::Ok(); }
+
+}  // namespace
+
+std::string_view MessageName(const Message& message) {
+  constexpr std::array<std::string_view, std::variant_size_v<Message>> kNames = {
+      "Hello", "HelloAccept", "HelloReject", "ScanSummary", "Agreement", "AgreementApplied",
+      "Job",   "JobDone",     "Drain",       "Drained",     "Close",     "Heartbeat"};
+  return kNames[message.index()];
+}
+
+std::string_view JobKindName(JobKind kind) {
+  switch (kind) {
+    case JobKind::kStore: return "store";
+    case JobKind::kFetch: return "fetch";
+    case JobKind::kTruncate: return "truncate";
+    case JobKind::kUnlink: return "unlink";
+  }
+  return "unknown";
+}
+
+std::string_view VerdictName(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::kKeep: return "keep";
+    case Verdict::kTruncate: return "truncate";
+    case Verdict::kDelete: return "delete";
+  }
+  return "unknown";
+}
+
+Status CheckMessage(const Message& message) {
+  return std::visit([](const auto& m) { return Check(m); }, message);
+}
+
+}  // namespace strata::wire

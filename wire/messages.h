@@ -1,0 +1,171 @@
+// The messages ranks exchange (docs/wire.md), as plain values. The codec
+// (codec.h) turns them into Cap'n Proto frames and back; nothing here depends
+// on Cap'n Proto or Asio.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "store/digest.h"
+#include "store/ids.h"
+#include "store/prefix_key.h"
+#include "store/status.h"
+
+namespace strata::wire {
+
+// Bumped on any change a peer of the previous version would misread.
+inline constexpr uint32_t kProtocolVersion = 1;
+
+// Limits every message obeys, checked when encoding and when decoding.
+inline constexpr uint32_t kWorldSizeMax = 4096;
+inline constexpr size_t kTextBytesMax = 4096;      // reasons and error texts
+inline constexpr size_t kFileNameBytesMax = 255;   // NAME_MAX
+inline constexpr size_t kJobPageIdsMax = 1 << 20;  // pages of one record
+inline constexpr size_t kScanRecordsPerFrameMax = 32768;
+inline constexpr size_t kAgreementEntriesPerFrameMax = 65536;
+
+// Limits on a frame, checked before it is decoded. The largest message the
+// limits above allow encodes well under kFrameBytesMax.
+inline constexpr size_t kFrameBytesMax = size_t{16} << 20;
+inline constexpr size_t kFrameSegmentsMax = 512;
+inline constexpr int kNestingLimit = 16;
+
+// A join nonce handed out by the rendezvous.
+using Nonce = std::array<uint8_t, 16>;
+
+// Peer -> rank zero, the first message on a link.
+struct Hello {
+  uint32_t protocol_version = kProtocolVersion;
+  Nonce nonce{};
+  RankId rank;
+  uint32_t world_size = 0;  // 1..kWorldSizeMax, above rank
+  Digest128 layout_fingerprint{};
+  uint64_t disk_limit_bytes = 0;
+  bool has_disk_store = false;
+  friend bool operator==(const Hello&, const Hello&) = default;
+};
+
+struct HelloAccept {
+  uint32_t protocol_version = kProtocolVersion;
+  friend bool operator==(const HelloAccept&, const HelloAccept&) = default;
+};
+
+struct HelloReject {
+  std::string reason;  // at most kTextBytesMax bytes
+  friend bool operator==(const HelloReject&, const HelloReject&) = default;
+};
+
+// One record file a peer's scan kept.
+struct ScanRecord {
+  PrefixKey key;                    // consumed > 0
+  std::optional<PrefixKey> parent;  // consumed below key.consumed
+  Digest128 header_digest{};        // header ignoring layout fingerprint and row checksum
+  bool row_present = false;
+  uint64_t size_bytes = 0;  // > 0
+  friend bool operator==(const ScanRecord&, const ScanRecord&) = default;
+};
+
+// Peer -> rank zero after HelloAccept. A scan larger than one frame is sent
+// as several summaries; `last` marks the final one.
+struct ScanSummary {
+  std::vector<ScanRecord> records;  // at most kScanRecordsPerFrameMax
+  bool last = true;
+  friend bool operator==(const ScanSummary&, const ScanSummary&) = default;
+};
+
+enum class Verdict : uint8_t {
+  kKeep,
+  kTruncate,  // keep the pages, drop the row segment
+  kDelete,
+};
+
+struct AgreementEntry {
+  PrefixKey key;
+  Verdict verdict = Verdict::kKeep;
+  friend bool operator==(const AgreementEntry&, const AgreementEntry&) = default;
+};
+
+// Rank zero -> peer: one verdict per record the peer summarized, in chunks
+// like ScanSummary.
+struct Agreement {
+  std::vector<AgreementEntry> entries;  // at most kAgreementEntriesPerFrameMax
+  bool last = true;
+  friend bool operator==(const Agreement&, const Agreement&) = default;
+};
+
+// Peer -> rank zero once its files match the agreement, or why they do not.
+struct AgreementApplied {
+  Status status;  // message at most kTextBytesMax bytes
+  friend bool operator==(const AgreementApplied&, const AgreementApplied&) = default;
+};
+
+enum class JobKind : uint8_t { kStore, kFetch, kTruncate, kUnlink };
+
+// Rank zero -> peer: run the same job on the peer's own transport.
+// Store and fetch name at least one page or a state slot; truncate and unlink
+// name neither. `bytes` is the record's size (store, fetch) or the length to
+// truncate to (truncate).
+struct Job {
+  JobId id;
+  JobKind kind = JobKind::kStore;
+  std::string file_name;         // a plain name: no '/', no NUL, not "." or ".."
+  std::vector<PageId> page_ids;  // at most kJobPageIdsMax
+  std::optional<StateSlot> state_slot;
+  uint64_t bytes = 0;
+  friend bool operator==(const Job&, const Job&) = default;
+};
+
+// Peer -> rank zero: the outcome of one Job on that rank. filesystem_full
+// survives aggregation so the store defers instead of failing; it is only set
+// with a non-OK status.
+struct JobDone {
+  JobId id;
+  RankId rank;
+  Status status;  // message at most kTextBytesMax bytes; empty when OK
+  bool filesystem_full = false;
+  uint64_t bytes = 0;
+  friend bool operator==(const JobDone&, const JobDone&) = default;
+};
+
+// Rank zero -> peer: accept no new job and finish the accepted ones.
+struct Drain {
+  friend bool operator==(const Drain&, const Drain&) = default;
+};
+
+// Peer -> rank zero: every accepted job finished and its transport drained,
+// or why not.
+struct Drained {
+  Status status;
+  friend bool operator==(const Drained&, const Drained&) = default;
+};
+
+// Either side: the sender closes the link on purpose.
+struct Close {
+  std::string reason;  // at most kTextBytesMax bytes
+  friend bool operator==(const Close&, const Close&) = default;
+};
+
+struct Heartbeat {
+  uint64_t sequence = 0;
+  friend bool operator==(const Heartbeat&, const Heartbeat&) = default;
+};
+
+using Message = std::variant<Hello, HelloAccept, HelloReject, ScanSummary, Agreement,
+                             AgreementApplied, Job, JobDone, Drain, Drained, Close, Heartbeat>;
+
+// "Hello", "JobDone", ...: for logs and errors.
+std::string_view MessageName(const Message& message);
+std::string_view JobKindName(JobKind kind);
+std::string_view VerdictName(Verdict verdict);
+
+// Checks every limit and rule stated above. Returns kInvalidArgument naming
+// the message, the field and what is wrong.
+Status CheckMessage(const Message& message);
+
+}  // namespace strata::wire
