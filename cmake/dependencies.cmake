@@ -3,9 +3,12 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(URING REQUIRED IMPORTED_TARGET liburing)
 pkg_check_modules(B2 REQUIRED IMPORTED_TARGET libb2)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
+# Debian ships cpp-httplib as a shared library; the header alone does not link.
+pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 find_package(CLI11 REQUIRED)
 find_package(spdlog REQUIRED)
 find_package(nlohmann_json REQUIRED)
+find_package(tomlplusplus REQUIRED)
 find_package(Threads REQUIRED)
 
 # CUDA is optional at build time: the driver is loaded with dlopen at run time,
