@@ -11,5 +11,6 @@ namespace strata {
 
 void AddVersionCommand(CLI::App& app);
 void AddLayoutCommand(CLI::App& app);
+void AddRankCommand(CLI::App& app);
 
 }  // namespace strata

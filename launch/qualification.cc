@@ -51,7 +51,8 @@ PhaseReport Qualification::GpuHit() {
     uint32_t c = rt_.NewConversation();
     conversations_.push_back(c);
     for (uint32_t t = 0; t < options_.turns && r.ok; ++t) {
-      Result<TurnReport> turn = rt_.Turn(c, t == 0 ? options_.first_turn_tokens : options_.turn_tokens);
+      Result<TurnReport> turn =
+          rt_.Turn(c, t == 0 ? options_.first_turn_tokens : options_.turn_tokens);
       if (!turn.ok()) {
         r.ok = false;
         r.detail = turn.status().ToString();

@@ -13,21 +13,21 @@
 namespace strata {
 
 struct QualificationOptions {
-  uint32_t conversations = 4;       // each with a branch
+  uint32_t conversations = 4;  // each with a branch
   uint64_t first_turn_tokens = 1500;
   uint64_t turn_tokens = 400;
-  uint32_t turns = 3;               // stored turns per conversation
+  uint32_t turns = 3;  // stored turns per conversation
 };
 
 struct PhaseReport {
   std::string name;
   bool ok = false;
-  std::string detail;        // why it failed, or a one-line summary
+  std::string detail;  // why it failed, or a one-line summary
   uint64_t host_hits = 0;
   uint64_t gpu_hits = 0;
   uint64_t restored_bytes = 0;
   double restore_gbps = 0;
-  uint64_t records = 0;      // record files per rank after the phase
+  uint64_t records = 0;  // record files per rank after the phase
 };
 
 // Every rank's "<file> <bytes>" listing, rank order.

@@ -41,14 +41,16 @@ Result<std::unique_ptr<RuntimeService>> RuntimeService::Start(DevicePlanes& plan
     res.status = st.code() == StatusCode::kInvalidArgument ? 400 : 500;
     res.set_content(st.ToString(), "text/plain");
   };
-  s.Put(R"(/page/(\d+)/(\d+))", [&planes, g, fail](const httplib::Request& req,
-                                                   httplib::Response& res) {
-    const uint32_t plane = static_cast<uint32_t>(std::stoul(req.matches[1]));
-    if (plane >= g.page_planes.size()) return fail(res, Status::InvalidArgument("no such plane"));
-    Status st = planes.WritePage(0, plane, PageId(static_cast<uint32_t>(std::stoul(req.matches[2]))),
-                                 {reinterpret_cast<const uint8_t*>(req.body.data()), req.body.size()});
-    if (!st.ok()) fail(res, st);
-  });
+  s.Put(R"(/page/(\d+)/(\d+))",
+        [&planes, g, fail](const httplib::Request& req, httplib::Response& res) {
+          const uint32_t plane = static_cast<uint32_t>(std::stoul(req.matches[1]));
+          if (plane >= g.page_planes.size())
+            return fail(res, Status::InvalidArgument("no such plane"));
+          Status st = planes.WritePage(
+              0, plane, PageId(static_cast<uint32_t>(std::stoul(req.matches[2]))),
+              {reinterpret_cast<const uint8_t*>(req.body.data()), req.body.size()});
+          if (!st.ok()) fail(res, st);
+        });
   s.Get(R"(/page/(\d+)/(\d+))", [&planes, g, fail](const httplib::Request& req,
                                                    httplib::Response& res) {
     const uint32_t plane = static_cast<uint32_t>(std::stoul(req.matches[1]));
@@ -60,8 +62,9 @@ Result<std::unique_ptr<RuntimeService>> RuntimeService::Start(DevicePlanes& plan
     res.set_content(std::move(body), "application/octet-stream");
   });
   s.Put(R"(/row/(\d+))", [&planes, fail](const httplib::Request& req, httplib::Response& res) {
-    Status st = planes.WriteRow(0, StateSlot(static_cast<uint32_t>(std::stoul(req.matches[1]))),
-                                {reinterpret_cast<const uint8_t*>(req.body.data()), req.body.size()});
+    Status st =
+        planes.WriteRow(0, StateSlot(static_cast<uint32_t>(std::stoul(req.matches[1]))),
+                        {reinterpret_cast<const uint8_t*>(req.body.data()), req.body.size()});
     if (!st.ok()) fail(res, st);
   });
   s.Get(R"(/row/(\d+))", [&planes, g, fail](const httplib::Request& req, httplib::Response& res) {
@@ -128,8 +131,8 @@ Status RemotePlanes::Put(uint32_t rank, const std::string& path, std::span<const
       path, std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
       "application/octet-stream");
   if (!res) {
-    return Status::Unavailable("rank " + std::to_string(rank) + " runtime service: " +
-                               httplib::to_string(res.error()));
+    return Status::Unavailable("rank " + std::to_string(rank) +
+                               " runtime service: " + httplib::to_string(res.error()));
   }
   if (res->status != 200) return Status::IoError("rank " + std::to_string(rank) + ": " + res->body);
   return Status::Ok();
@@ -138,8 +141,8 @@ Status RemotePlanes::Put(uint32_t rank, const std::string& path, std::span<const
 Status RemotePlanes::Get(uint32_t rank, const std::string& path, std::span<uint8_t> bytes) {
   auto res = peers_.at(rank - 1)->client.Get(path);
   if (!res) {
-    return Status::Unavailable("rank " + std::to_string(rank) + " runtime service: " +
-                               httplib::to_string(res.error()));
+    return Status::Unavailable("rank " + std::to_string(rank) +
+                               " runtime service: " + httplib::to_string(res.error()));
   }
   if (res->status != 200) return Status::IoError("rank " + std::to_string(rank) + ": " + res->body);
   if (res->body.size() != bytes.size()) {

@@ -76,9 +76,25 @@ RecordJob DiskStore::JobFor(RecordJobKind kind, const PrefixKey& key) const {
 uint64_t DiskStore::StartOperation(Operation op) {
   const uint64_t id = next_op_++;
   for (RecordJob& j : op.unsubmitted) j.id = JobId(next_job_++);
-  ops_.emplace(id, std::move(op));
-  Pump();
+  auto it = ops_.emplace(id, std::move(op)).first;
+  SubmitQueued(id, it->second);  // the rest go out, and it finishes, in Pump
   return id;
+}
+
+void DiskStore::SubmitQueued(uint64_t id, Operation& op) {
+  while (!op.unsubmitted.empty()) {
+    JobId job = op.unsubmitted.front().id;
+    Status s = transport_->Submit(op.unsubmitted.front());
+    if (s.code() == StatusCode::kBusy) break;
+    op.unsubmitted.pop_front();
+    if (!s.ok()) {
+      if (op.status.ok()) op.status = s;
+      op.unsubmitted.clear();
+      break;
+    }
+    ++op.outstanding;
+    job_op_[job] = id;
+  }
 }
 
 void DiskStore::Unlink(const PrefixKey& key, uint64_t file_id) {
@@ -294,21 +310,11 @@ void DiskStore::Pump() {
       if (d.fs_full) ++stats_.fs_full_retries;
     }
   }
+  // Finishing an operation may start others (unlinks, truncates); std::map
+  // insertions keep iterators valid and they are visited in this pass.
   for (auto it = ops_.begin(); it != ops_.end();) {
     Operation& op = it->second;
-    while (!op.unsubmitted.empty()) {
-      JobId id = op.unsubmitted.front().id;
-      Status s = transport_->Submit(op.unsubmitted.front());
-      if (s.code() == StatusCode::kBusy) break;
-      op.unsubmitted.pop_front();
-      if (!s.ok()) {
-        if (op.status.ok()) op.status = s;
-        op.unsubmitted.clear();
-        break;
-      }
-      ++op.outstanding;
-      job_op_[id] = it->first;
-    }
+    SubmitQueued(it->first, op);
     if (op.outstanding == 0 && op.unsubmitted.empty()) {
       Operation done = std::move(op);
       const uint64_t id = it->first;

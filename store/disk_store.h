@@ -93,6 +93,7 @@ class DiskStore final : public HostStore {
   void Truncate(const std::optional<RowDrop>& drop);
   void ApplyRemoved(const std::vector<RemovedRecord>& removed);
   uint64_t StartOperation(Operation op);
+  void SubmitQueued(uint64_t id, Operation& op);
   void Pump();
   void FinishOperation(uint64_t id, Operation& op);
   void Unpin(const std::vector<PrefixKey>& keys);
