@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Starts N `strata rank` processes on this host (disk tier, synthetic runtime
+# serving a light load) and leaves them running until Ctrl-C, which stops
+# every rank with a clean drain.
+#
+#   ./launch/local-cluster.sh [--ranks N] [--dir DIR] [--master-port P] [--metrics-port M]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RANKS=2
+DIR=/var/tmp/strata-cluster
+MASTER_PORT=29470
+METRICS_PORT=9470
+while (($#)); do
+  case "$1" in
+    --ranks) RANKS=$2; shift 2 ;;
+    --dir) DIR=$2; shift 2 ;;
+    --master-port) MASTER_PORT=$2; shift 2 ;;
+    --metrics-port) METRICS_PORT=$2; shift 2 ;;
+    -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
+    *) echo "local-cluster: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+./launch/bootstrap.sh
+STRATA=${STRATA_BUILD_DIR:-build}/strata
+mkdir -p "$DIR"
+pids=()
+stop() {
+  echo "local-cluster: stopping ${#pids[@]} ranks"
+  kill -TERM "${pids[@]}" 2>/dev/null || true
+  wait "${pids[@]}" 2>/dev/null || true
+}
+trap stop INT TERM
+for ((r = RANKS - 1; r >= 0; r--)); do
+  "$STRATA" rank --rank "$r" --world-size "$RANKS" --local-rank "$r" \
+    --master-port "$MASTER_PORT" --metrics-port "$METRICS_PORT" \
+    --prefix-cache-disk "$DIR/rank$r" --workload serve >"$DIR/rank$r.log" 2>&1 &
+  pids+=($!)
+  echo "rank $r: pid $!, metrics http://127.0.0.1:$((METRICS_PORT + r))/metrics, log $DIR/rank$r.log"
+done
+echo "local-cluster: $RANKS ranks running; Ctrl-C stops them"
+wait "${pids[@]}"
