@@ -12,5 +12,7 @@ namespace strata {
 void AddVersionCommand(CLI::App& app);
 void AddLayoutCommand(CLI::App& app);
 void AddRankCommand(CLI::App& app);
+// `strata bench`: the parent of every benchmark (launch/bench.h).
+void AddBenchCommand(CLI::App& app);
 
 }  // namespace strata

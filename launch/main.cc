@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   strata::AddVersionCommand(app);
   strata::AddLayoutCommand(app);
   strata::AddRankCommand(app);
+  strata::AddBenchCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

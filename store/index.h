@@ -57,8 +57,9 @@ class PrefixIndex {
   // page-only rule is not applied. kFailedPrecondition if the index is not empty.
   Result<LoadReport> LoadCommitted(std::vector<CommittedRecord> records);
 
-  // The seed's lookup (2.3): walks `history`'s aligned boundaries from the
-  // deepest at or below max_consumed down to the block holding
+  // The seed's lookup (2.3; max_consumed is its `before`, inclusive): walks
+  // `history`'s aligned boundaries from the deepest at or below max_consumed
+  // down to the block holding
   // resident_consumed (a). A record qualifies when it holds its row, its state
   // is in `restorable`, a < c <= max_consumed, and history.key_at(c) is its
   // key; it is feasible when its ancestors above a are all in `restorable`.
@@ -115,16 +116,21 @@ class PrefixIndex {
     kInCompactable = 16,
   };
 
-  // Fields a lookup reads come first.
-  struct Node {
+  // A record's nearest ancestors (parent first) are fixed for its life: a
+  // record only goes once its children have. A chain walk prefetches them.
+  static constexpr size_t kAncestorWindow = 4;
+
+  // 128 bytes, 64-byte aligned: the first cache line holds what a chain walk
+  // reads; the second the bucket digest and the tree and LRU bookkeeping.
+  struct alignas(64) Node {
     PrefixKey key;
-    Digest128 bucket{};
     NodeLocation location;
-    uint32_t parent = kNil;
-    uint32_t next_in_bucket = kNil;  // bucket hash chain
+    uint32_t ancestors[kAncestorWindow] = {kNil, kNil, kNil, kNil};
     uint32_t tail_pages = 0;
+    uint32_t next_in_bucket = kNil;  // bucket hash chain
     TransferState state = TransferState::kInFlight;
     uint8_t flags = 0;
+    Digest128 bucket{};
     uint32_t next_in_key = kNil;  // key hash chain; the free list when dead
     uint32_t first_child = kNil;
     uint32_t next_sibling = kNil;
@@ -133,8 +139,10 @@ class PrefixIndex {
     uint64_t tick = 0;
     uint64_t last_use_ms = 0;
 
+    uint32_t parent() const { return ancestors[0]; }
     bool has_row() const { return (flags & kHasRow) != 0; }
   };
+  static_assert(sizeof(Node) == 128, "a node is two cache lines");
   using HashChain = uint32_t Node::*;
 
   uint32_t FindNode(const PrefixKey& key) const;
@@ -156,6 +164,9 @@ class PrefixIndex {
   void Unlist(uint32_t idx);
   void List(uint32_t idx);
   void RefreshAncestors(uint32_t idx, uint64_t now_ms);
+  // Starts loading the ancestor window, so a walk up a chain overlaps its
+  // cache misses instead of taking them one by one.
+  void PrefetchAncestors(const Node& n) const;
   // Frees a childless node and appends it to `out`.
   void RemoveNode(uint32_t idx, std::vector<RemovedRecord>& out);
   // Removes a childless node, then walks up removing page-only ancestors left
@@ -165,6 +176,9 @@ class PrefixIndex {
   RowDrop DropRow(uint32_t idx);
   std::optional<RowDrop> ApplyPageOnlyRule(uint32_t committed_idx);
 
+  // Loads the hash heads and first records of blocks high down to low
+  // (at most 8 of them) ahead of their probes.
+  void PrefetchBuckets(const PrefixHistory& history, uint64_t high, uint64_t low) const;
   bool Feasible(uint32_t candidate, uint64_t resident, StateSet restorable, LookupHit& hit) const;
   // Probes one bucket; fills `hit` and returns true on a feasible match.
   bool ProbeBucket(const PrefixHistory& history, uint64_t block, uint64_t resident, uint64_t top,

@@ -22,18 +22,24 @@ Status PrefixIndex::CheckNode(uint32_t idx) const {
   }
   if (!in_bucket_chain) return Broken(n.key, "missing from its bucket chain");
   if (n.key.consumed == 0) return Broken(n.key, "consumes no tokens");
-  if (n.parent != kNil) {
-    const Node& p = nodes_[n.parent];
+  if (n.parent() != kNil) {
+    const Node& p = nodes_[n.parent()];
     if ((p.flags & kLive) == 0) return Broken(n.key, "parent is not live");
     if (p.key.consumed >= n.key.consumed) return Broken(n.key, "parent is not shorter");
     if (p.last_use_ms < n.last_use_ms) return Broken(n.key, "parent older than child");
   }
-  if (n.tail_pages != TailPages(n.key.consumed, n.parent)) {
+  for (size_t i = 1; i < kAncestorWindow; ++i) {
+    uint32_t above = n.ancestors[i - 1];
+    if (n.ancestors[i] != (above == kNil ? kNil : nodes_[above].parent())) {
+      return Broken(n.key, "ancestor window does not follow its parents");
+    }
+  }
+  if (n.tail_pages != TailPages(n.key.consumed, n.parent())) {
     return Broken(n.key, "tail page count does not match its parent");
   }
   uint32_t children = 0;
   for (uint32_t c = n.first_child; c != kNil; c = nodes_[c].next_sibling) {
-    if ((nodes_[c].flags & kLive) == 0 || nodes_[c].parent != idx) {
+    if ((nodes_[c].flags & kLive) == 0 || nodes_[c].parent() != idx) {
       return Broken(n.key, "child list holds a record that is not its child");
     }
     if (++children > live_count_) return Broken(n.key, "child list loops");
@@ -52,7 +58,7 @@ Status PrefixIndex::CheckNode(uint32_t idx) const {
     return Broken(n.key, "compaction list membership is wrong");
   }
   if ((n.flags & kRowDropPending) != 0 &&
-      (n.pins == 0 || n.child_count != 1 || !n.has_row() || n.parent == kNil)) {
+      (n.pins == 0 || n.child_count != 1 || !n.has_row() || n.parent() == kNil)) {
     return Broken(n.key, "row drop pending without a pinned single-child non-root record");
   }
   if (n.tick == 0 || n.tick > clock_) return Broken(n.key, "access tick out of range");

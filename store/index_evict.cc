@@ -6,12 +6,12 @@ namespace strata {
 
 void PrefixIndex::RemoveWithPageOnlyAncestors(uint32_t idx, const Predicate& allowed,
                                               std::vector<RemovedRecord>& out) {
-  uint32_t parent = nodes_[idx].parent;
+  uint32_t parent = nodes_[idx].parent();
   RemoveNode(idx, out);
   while (parent != kNil) {
     const Node& p = nodes_[parent];
     if (p.child_count != 0 || p.has_row() || p.pins != 0 || !allowed(EntryOf(parent))) return;
-    uint32_t next = p.parent;
+    uint32_t next = p.parent();
     RemoveNode(parent, out);
     parent = next;
   }

@@ -102,7 +102,7 @@ Result<LoadReport> PrefixIndex::LoadCommitted(std::vector<CommittedRecord> recor
   // A parent is at least as fresh as its children. Parents have smaller
   // indices than their children, so one pass from the back pushes it up.
   for (auto idx = static_cast<uint32_t>(nodes_.size()); idx-- > 0;) {
-    uint32_t parent = nodes_[idx].parent;
+    uint32_t parent = nodes_[idx].parent();
     if ((nodes_[idx].flags & kLive) != 0 && parent != kNil) {
       nodes_[parent].last_use_ms = std::max(nodes_[parent].last_use_ms, nodes_[idx].last_use_ms);
     }

@@ -1,11 +1,18 @@
 // PrefixIndex::Lookup (seed 2.3). The probe count is about the tokens past the
 // deepest record divided by 64, plus one hash of at most 64 tokens per
 // distinct candidate endpoint; the chain walk follows parent links only.
+// Probes and the chain walk prefetch ahead, so a large index that is not in
+// cache costs overlapped misses rather than one miss after another.
 #include <algorithm>
 
 #include "store/index.h"
 
 namespace strata {
+
+namespace {
+// Buckets whose hash heads and first records are loaded together.
+constexpr uint64_t kProbeBatch = 8;
+}  // namespace
 
 bool PrefixIndex::Feasible(uint32_t candidate, uint64_t resident, StateSet restorable,
                            LookupHit& hit) const {
@@ -13,11 +20,12 @@ bool PrefixIndex::Feasible(uint32_t candidate, uint64_t resident, StateSet resto
   uint32_t idx = candidate;
   while (idx != kNil && nodes_[idx].key.consumed > resident) {
     const Node& n = nodes_[idx];
+    PrefetchAncestors(n);
     if (!restorable.contains(n.state)) return false;
     hit.chain.push_back(ChainLink{n.key, n.location, n.state,
                                   n.has_row() ? RowPresence::kPresent : RowPresence::kPageOnly,
                                   n.tail_pages});
-    idx = n.parent;
+    idx = n.parent();
   }
   std::reverse(hit.chain.begin(), hit.chain.end());
   hit.base_consumed = idx == kNil ? 0 : nodes_[idx].key.consumed;
@@ -54,6 +62,23 @@ bool PrefixIndex::ProbeBucket(const PrefixHistory& history, uint64_t block, uint
   }
 }
 
+void PrefixIndex::PrefetchBuckets(const PrefixHistory& history, uint64_t high, uint64_t low) const {
+  size_t slots[kProbeBatch];
+  size_t count = 0;
+  for (uint64_t block = high;; --block) {
+    slots[count] = BucketSlot(history.aligned_digest(block));
+    __builtin_prefetch(&bucket_heads_[slots[count]]);
+    ++count;
+    if (block == low) break;
+  }
+  for (size_t i = 0; i < count; ++i) {
+    uint32_t head = bucket_heads_[slots[i]];
+    if (head == kNil) continue;
+    __builtin_prefetch(&nodes_[head]);
+    __builtin_prefetch(reinterpret_cast<const char*>(&nodes_[head]) + 64);
+  }
+}
+
 std::optional<LookupHit> PrefixIndex::Lookup(const PrefixHistory& history,
                                              uint64_t resident_consumed, uint64_t max_consumed,
                                              StateSet restorable) const {
@@ -62,6 +87,9 @@ std::optional<LookupHit> PrefixIndex::Lookup(const PrefixHistory& history,
   const uint64_t lowest = resident_consumed / PrefixHistory::kBlockTokens;
   LookupHit hit;
   for (uint64_t block = top / PrefixHistory::kBlockTokens;; --block) {
+    if ((top / PrefixHistory::kBlockTokens - block) % kProbeBatch == 0) {
+      PrefetchBuckets(history, block, std::max(lowest, block - std::min(block, kProbeBatch - 1)));
+    }
     if (ProbeBucket(history, block, resident_consumed, top, restorable, hit)) return hit;
     if (block == lowest) break;
   }

@@ -1,0 +1,16 @@
+// `strata bench <name>`: the parent of every benchmark (launch/bench.h).
+#include <CLI/CLI.hpp>
+
+#include "launch/bench.h"
+#include "launch/commands.h"
+
+namespace strata {
+
+void AddBenchCommand(CLI::App& app) {
+  CLI::App* bench = app.add_subcommand(
+      "bench", "Run a benchmark: its result next to a baseline measured in the same run");
+  bench->require_subcommand(1);
+  AddIndexBench(*bench);
+}
+
+}  // namespace strata
