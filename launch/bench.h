@@ -12,4 +12,7 @@ namespace strata {
 // Called by AddBenchCommand with the `bench` subcommand; one per benchmark.
 // (Add a declaration here and a call in cmd_bench.cc for each new benchmark.)
 
+// `strata bench disk`: record files through the disk thread vs plain O_DIRECT.
+void AddDiskBenchmark(CLI::App& bench);
+
 }  // namespace strata

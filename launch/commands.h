@@ -11,5 +11,9 @@ namespace strata {
 
 void AddVersionCommand(CLI::App& app);
 void AddLayoutCommand(CLI::App& app);
+void AddFsckCommand(CLI::App& app);
+void AddInspectCommand(CLI::App& app);
+// `strata bench <name>` (benchmarks register in cmd_bench.cc, see bench.h).
+void AddBenchCommand(CLI::App& app);
 
 }  // namespace strata
