@@ -39,17 +39,17 @@ struct BenchOptions {
   std::string dir;
   bool json = false;
   uint32_t records = 16;
-  uint32_t rounds = 3;           // baseline and store alternate; medians are reported
+  uint32_t rounds = 3;  // baseline and store alternate; medians are reported
   uint32_t pages = 64;
   uint32_t planes = 36;
   uint64_t plane_kib = 16;
   uint64_t row_kib = 4 * 1024;
-  uint32_t depth = 4;            // records in flight
-  uint32_t requests = 8;         // I/O requests in flight (both paths)
-  uint64_t request_mib = 8;      // bytes per request (both paths)
-  bool sync = false;             // fdatasync + directory fsync per record
+  uint32_t depth = 4;                   // records in flight
+  uint32_t requests = 8;                // I/O requests in flight (both paths)
+  uint64_t request_mib = 8;             // bytes per request (both paths)
+  bool sync = false;                    // fdatasync + directory fsync per record
   int nice = DiskThreadOptions{}.nice;  // the disk thread's, and the baseline loop's
-  bool keep = false;             // leave the last round's records (for fsck / inspect)
+  bool keep = false;                    // leave the last round's records (for fsck / inspect)
 };
 
 using Clock = std::chrono::steady_clock;
@@ -76,15 +76,20 @@ struct PhaseResult {
   std::vector<double> latency_ms;
   uint64_t hash_ns = 0;
   double gbps() const { return seconds > 0 ? static_cast<double>(bytes) / seconds / 1e9 : 0; }
-  double cpu_s_per_gb() const { return bytes > 0 ? cpu_seconds / (static_cast<double>(bytes) / 1e9) : 0; }
-  double hash_share() const { return seconds > 0 ? static_cast<double>(hash_ns) / 1e9 / seconds : 0; }
+  double cpu_s_per_gb() const {
+    return bytes > 0 ? cpu_seconds / (static_cast<double>(bytes) / 1e9) : 0;
+  }
+  double hash_share() const {
+    return seconds > 0 ? static_cast<double>(hash_ns) / 1e9 / seconds : 0;
+  }
 };
 
 // Slab-like memory: equal page-record-sized slots in one mapping, handed out
 // in a scrambled order so a record's pieces are not contiguous.
 class SlotPool {
  public:
-  SlotPool(uint64_t slot_bytes, uint64_t slots) : slot_bytes_(slot_bytes), memory_(slot_bytes * slots) {
+  SlotPool(uint64_t slot_bytes, uint64_t slots)
+      : slot_bytes_(slot_bytes), memory_(slot_bytes * slots) {
     uint64_t x = 0x9e3779b97f4a7c15ULL;
     auto* words = reinterpret_cast<uint64_t*>(memory_.data());
     for (uint64_t i = 0; i < memory_.size() / 8; ++i) {
@@ -170,7 +175,8 @@ Status DiskBench::Setup() {
   options.max_request_bytes = o_.request_mib * kMiB;
   options.max_active_jobs = o_.depth;
   options.nice = o_.nice;
-  STRATA_ASSIGN_OR_RETURN(thread_, DiskThread::Start(fs_, std::move(io), dir_->fd(), path, options));
+  STRATA_ASSIGN_OR_RETURN(thread_,
+                          DiskThread::Start(fs_, std::move(io), dir_->fd(), path, options));
 
   const uint64_t slot = extents_.page_record_bytes;
   const uint64_t row_slots = (extents_.row_segment_bytes + slot - 1) / slot;
@@ -228,8 +234,9 @@ Status DiskBench::StoreWrite(PhaseResult& r) {
     const RecordSet& set = sets_[i % sets_.size()];
     const JobId id(next_job_++);
     inflight.emplace_back(id, Clock::now());
-    STRATA_RETURN_IF_ERROR(thread_->Submit(
-        {id, WriteRecordJob{h, set.pages, set.row, o_.sync ? Durability::kSync : Durability::kNone}}));
+    STRATA_RETURN_IF_ERROR(
+        thread_->Submit({id, WriteRecordJob{h, set.pages, set.row,
+                                            o_.sync ? Durability::kSync : Durability::kNone}}));
   }
   STRATA_RETURN_IF_ERROR(Drain(inflight, r, 0));
   r.seconds = Seconds(Clock::now() - start);
@@ -249,7 +256,8 @@ Status DiskBench::StoreRead(PhaseResult& r) {
     const RecordSet& set = sets_[i % sets_.size()];
     const JobId id(next_job_++);
     inflight.emplace_back(id, Clock::now());
-    STRATA_RETURN_IF_ERROR(thread_->Submit({id, ReadRecordJob{written_[i], 0, set.pages, set.row}}));
+    STRATA_RETURN_IF_ERROR(
+        thread_->Submit({id, ReadRecordJob{written_[i], 0, set.pages, set.row}}));
   }
   std::vector<RecordHeader> keep = written_;
   STRATA_RETURN_IF_ERROR(Drain(inflight, r, 0));
@@ -312,7 +320,8 @@ Status DiskBench::Baseline(BlockOp op, PhaseResult& r) {
     for (size_t i = 0; n.ok() && i < *n; ++i) {
       const BlockCompletion& c = reaped[i];
       const auto s = static_cast<uint32_t>(c.tag);
-      if (c.result < 0 && status.ok()) status = Status::FromErrno(static_cast<int>(-c.result), "baseline I/O");
+      if (c.result < 0 && status.ok())
+        status = Status::FromErrno(static_cast<int>(-c.result), "baseline I/O");
       if (c.result >= 0 && static_cast<uint64_t>(c.result) != iov[s].iov_len && status.ok()) {
         status = Status::IoError("short baseline I/O");
       }
@@ -320,7 +329,8 @@ Status DiskBench::Baseline(BlockOp op, PhaseResult& r) {
       r.latency_ms.push_back(Seconds(Clock::now() - started[s]) * 1e3);
       free_slots.push_back(s);
     }
-    if (n.ok() && *n == 0 && batch.empty() && status.ok()) status = Status::Unavailable("baseline I/O stalled");
+    if (n.ok() && *n == 0 && batch.empty() && status.ok())
+      status = Status::Unavailable("baseline I/O stalled");
   }
   if (status.ok() && op == BlockOp::kWrite && o_.sync) status = fs_.SyncData(fd);
   r.seconds = Seconds(Clock::now() - start);
@@ -358,7 +368,8 @@ void DiskBench::Cleanup() {
   if (!dir_) return;
   (void)fs_.Unlink(dir_->fd(), kBaselineName);
   if (!o_.keep) {
-    for (const RecordHeader& h : written_) (void)UnlinkRecord(fs_, dir_->fd(), h.key, Durability::kNone);
+    for (const RecordHeader& h : written_)
+      (void)UnlinkRecord(fs_, dir_->fd(), h.key, Durability::kNone);
   }
   Result<std::vector<std::string>> left = fs_.List(dir_->fd());
   const std::string path = dir_->path();
@@ -378,7 +389,8 @@ double Median(std::vector<double> v) { return Percentile(std::move(v), 0.5); }
 // One phase (write or read) over every round: medians of the per-round
 // figures, the ratio as the median of per-round ratios (each round measures
 // baseline and store back to back, so slow drift of a shared disk cancels).
-nlohmann::json PhaseJson(const std::vector<PhaseResult>& store, const std::vector<PhaseResult>& base) {
+nlohmann::json PhaseJson(const std::vector<PhaseResult>& store,
+                         const std::vector<PhaseResult>& base) {
   std::vector<double> store_gbps, base_gbps, ratio, share, store_cpu, base_cpu, store_lat, base_lat;
   for (size_t i = 0; i < store.size(); ++i) {
     store_gbps.push_back(store[i].gbps());
@@ -465,13 +477,14 @@ Status DiskBench::Run(nlohmann::json& out) {
 }
 
 void PrintTable(const nlohmann::json& j) {
-  std::printf("strata bench disk: %u rounds of %u records of %s (%u pages x %u planes x %s + %s "
-              "row) in %s, durability %s; medians\n",
-              j["rounds"].get<uint32_t>(), j["records"].get<uint32_t>(), HumanBytes(j["record_bytes"].get<uint64_t>()).c_str(),
-              j["pages"].get<uint32_t>(), j["planes"].get<uint32_t>(),
-              HumanBytes(j["plane_bytes"].get<uint64_t>()).c_str(),
-              HumanBytes(j["row_bytes"].get<uint64_t>()).c_str(), j["dir"].get<std::string>().c_str(),
-              j["durability"].get<std::string>().c_str());
+  std::printf(
+      "strata bench disk: %u rounds of %u records of %s (%u pages x %u planes x %s + %s "
+      "row) in %s, durability %s; medians\n",
+      j["rounds"].get<uint32_t>(), j["records"].get<uint32_t>(),
+      HumanBytes(j["record_bytes"].get<uint64_t>()).c_str(), j["pages"].get<uint32_t>(),
+      j["planes"].get<uint32_t>(), HumanBytes(j["plane_bytes"].get<uint64_t>()).c_str(),
+      HumanBytes(j["row_bytes"].get<uint64_t>()).c_str(), j["dir"].get<std::string>().c_str(),
+      j["durability"].get<std::string>().c_str());
   std::printf("%-6s %11s %14s %7s %9s %9s %10s %15s\n", "phase", "store GB/s", "baseline GB/s",
               "ratio", "p50 ms", "p99 ms", "CPU s/GB", "checksum share");
   for (const char* phase : {"write", "read"}) {
@@ -482,9 +495,11 @@ void PrintTable(const nlohmann::json& j) {
                 p["store_p99_ms"].get<double>(), p["store_cpu_s_per_gb"].get<double>(),
                 100 * p["checksum_share"].get<double>());
   }
-  const bool met = j["write_ratio"].get<double>() >= 0.90 && j["read_ratio"].get<double>() >= 0.90 &&
+  const bool met = j["write_ratio"].get<double>() >= 0.90 &&
+                   j["read_ratio"].get<double>() >= 0.90 &&
                    j["checksum_share"].get<double>() <= 0.10;
-  std::printf("goal (both ratios >= 0.90, write checksum share <= 10%%): %s\n", met ? "met" : "NOT met");
+  std::printf("goal (both ratios >= 0.90, write checksum share <= 10%%): %s\n",
+              met ? "met" : "NOT met");
 }
 
 }  // namespace
@@ -493,21 +508,44 @@ void AddDiskBenchmark(CLI::App& bench) {
   auto o = std::make_shared<BenchOptions>();
   CLI::App* cmd = bench.add_subcommand(
       "disk", "Record write/read throughput through the disk thread vs plain O_DIRECT io_uring");
-  cmd->add_option("--dir", o->dir, "Directory on the disk to measure (a record directory is made under it)")
+  cmd->add_option("--dir", o->dir,
+                  "Directory on the disk to measure (a record directory is made under it)")
       ->required();
   cmd->add_flag("--json", o->json, "Print one JSON object instead of the table");
-  cmd->add_option("--rounds", o->rounds, "Rounds of baseline and store, alternating")->capture_default_str()->check(CLI::Range(1u, 100u));
-  cmd->add_option("--records", o->records, "Records written then read per round")->capture_default_str()->check(CLI::Range(1u, 100000u));
-  cmd->add_option("--pages", o->pages, "Pages per record")->capture_default_str()->check(CLI::Range(1u, 65536u));
-  cmd->add_option("--planes", o->planes, "Page planes")->capture_default_str()->check(CLI::Range(1u, 400u));
-  cmd->add_option("--plane-kib", o->plane_kib, "KiB per page plane")->capture_default_str()->check(CLI::Range(uint64_t{1}, uint64_t{65536}));
-  cmd->add_option("--row-kib", o->row_kib, "KiB of the row")->capture_default_str()->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20));
-  cmd->add_option("--depth", o->depth, "Records in flight")->capture_default_str()->check(CLI::Range(1u, 64u));
-  cmd->add_option("--requests", o->requests, "I/O requests in flight (both paths)")->capture_default_str()->check(CLI::Range(1u, 256u));
-  cmd->add_option("--request-mib", o->request_mib, "MiB per I/O request (both paths)")->capture_default_str()->check(CLI::Range(uint64_t{1}, uint64_t{64}));
-  cmd->add_option("--nice", o->nice, "Nice value of the disk thread and the baseline loop")->capture_default_str()->check(CLI::Range(0, 19));
-  cmd->add_flag("--keep", o->keep, "Leave the last round's records in place (try `strata inspect` on them)");
-  cmd->add_flag("--sync", o->sync, "fdatasync each record and fsync the directory (baseline: one fdatasync)");
+  cmd->add_option("--rounds", o->rounds, "Rounds of baseline and store, alternating")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 100u));
+  cmd->add_option("--records", o->records, "Records written then read per round")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 100000u));
+  cmd->add_option("--pages", o->pages, "Pages per record")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 65536u));
+  cmd->add_option("--planes", o->planes, "Page planes")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 400u));
+  cmd->add_option("--plane-kib", o->plane_kib, "KiB per page plane")
+      ->capture_default_str()
+      ->check(CLI::Range(uint64_t{1}, uint64_t{65536}));
+  cmd->add_option("--row-kib", o->row_kib, "KiB of the row")
+      ->capture_default_str()
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20));
+  cmd->add_option("--depth", o->depth, "Records in flight")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 64u));
+  cmd->add_option("--requests", o->requests, "I/O requests in flight (both paths)")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 256u));
+  cmd->add_option("--request-mib", o->request_mib, "MiB per I/O request (both paths)")
+      ->capture_default_str()
+      ->check(CLI::Range(uint64_t{1}, uint64_t{64}));
+  cmd->add_option("--nice", o->nice, "Nice value of the disk thread and the baseline loop")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 19));
+  cmd->add_flag("--keep", o->keep,
+                "Leave the last round's records in place (try `strata inspect` on them)");
+  cmd->add_flag("--sync", o->sync,
+                "fdatasync each record and fsync the directory (baseline: one fdatasync)");
   cmd->callback([o] {
     nlohmann::json result;
     DiskBench bench_run(*o);

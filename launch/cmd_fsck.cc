@@ -41,7 +41,8 @@ int RunFsckCommand(const FsckCommandOptions& o) {
       last = now;
       std::fprintf(stderr, "fsck: %s: %llu/%llu records, %s verified\n", p.dir.c_str(),
                    static_cast<unsigned long long>(p.records_done),
-                   static_cast<unsigned long long>(p.records_total), HumanBytes(p.bytes_done).c_str());
+                   static_cast<unsigned long long>(p.records_total),
+                   HumanBytes(p.bytes_done).c_str());
     };
   }
   Result<FsckReport> report = RunFsck(fs, o.dir, options);
@@ -61,14 +62,14 @@ int RunFsckCommand(const FsckCommandOptions& o) {
     reasons += (reasons.empty() ? " (" : ", ") + std::to_string(count) + " " + reason;
   }
   if (!reasons.empty()) reasons += ")";
-  std::printf("fsck: %llu director%s, %llu records ok (%s verified), %zu bad file%s%s, "
-              "%llu torn row%s\n",
-              static_cast<unsigned long long>(report->directories),
-              report->directories == 1 ? "y" : "ies",
-              static_cast<unsigned long long>(report->records_ok),
-              HumanBytes(report->bytes_verified).c_str(), report->problems.size(),
-              report->problems.size() == 1 ? "" : "s", reasons.c_str(),
-              static_cast<unsigned long long>(report->torn_rows), report->torn_rows == 1 ? "" : "s");
+  std::printf(
+      "fsck: %llu director%s, %llu records ok (%s verified), %zu bad file%s%s, "
+      "%llu torn row%s\n",
+      static_cast<unsigned long long>(report->directories), report->directories == 1 ? "y" : "ies",
+      static_cast<unsigned long long>(report->records_ok),
+      HumanBytes(report->bytes_verified).c_str(), report->problems.size(),
+      report->problems.size() == 1 ? "" : "s", reasons.c_str(),
+      static_cast<unsigned long long>(report->torn_rows), report->torn_rows == 1 ? "" : "s");
   if (o.repair) {
     std::printf("fsck: repaired: removed %llu file%s, truncated %llu torn row%s\n",
                 static_cast<unsigned long long>(report->removed), report->removed == 1 ? "" : "s",

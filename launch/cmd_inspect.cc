@@ -53,11 +53,12 @@ void PrintTable(const std::vector<InspectedDir>& dirs, int64_t now_ns) {
       std::printf("REJECTED %s: %s: %s\n", r.name.c_str(),
                   std::string(RejectReasonName(r.reason)).c_str(), r.detail.c_str());
     }
-    std::printf("totals: %zu records (%llu with row), %llu pages, %s; %zu rejected, %zu other "
-                "files\n\n",
-                d.scan.records.size(), static_cast<unsigned long long>(with_row),
-                static_cast<unsigned long long>(pages), HumanBytes(d.scan.record_bytes()).c_str(),
-                d.scan.rejected.size(), d.scan.ignored.size());
+    std::printf(
+        "totals: %zu records (%llu with row), %llu pages, %s; %zu rejected, %zu other "
+        "files\n\n",
+        d.scan.records.size(), static_cast<unsigned long long>(with_row),
+        static_cast<unsigned long long>(pages), HumanBytes(d.scan.record_bytes()).c_str(),
+        d.scan.rejected.size(), d.scan.ignored.size());
   }
 }
 
@@ -80,8 +81,9 @@ void PrintJson(const std::vector<InspectedDir>& dirs, int64_t now_ns) {
     }
     nlohmann::json rejected = nlohmann::json::array();
     for (const RejectedFile& r : d.scan.rejected) {
-      rejected.push_back(
-          {{"name", r.name}, {"reason", std::string(RejectReasonName(r.reason))}, {"detail", r.detail}});
+      rejected.push_back({{"name", r.name},
+                          {"reason", std::string(RejectReasonName(r.reason))},
+                          {"detail", r.detail}});
     }
     out.push_back({{"dir", d.dir},
                    {"records", records},

@@ -104,8 +104,8 @@ Status FsckDir(FileSystem& fs, const std::string& path, const FsckOptions& optio
   }
   for (RejectedFile& r : rejected) {
     const bool removable = r.reason != RejectReason::kNotAFile;
-    report.problems.push_back({path, std::move(r.name), r.reason, std::move(r.detail),
-                               options.repair && removable});
+    report.problems.push_back(
+        {path, std::move(r.name), r.reason, std::move(r.detail), options.repair && removable});
   }
   ++report.directories;
   return Status::Ok();

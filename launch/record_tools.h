@@ -41,11 +41,11 @@ struct FsckOptions {
 
 struct FsckReport {
   uint64_t directories = 0;
-  uint64_t records_ok = 0;       // headers, sizes and every checksum verified
-  uint64_t bytes_verified = 0;   // file bytes of those records
-  uint64_t torn_rows = 0;        // records whose row segment is partial (row treated as absent)
-  uint64_t removed = 0;          // files removed by --repair
-  uint64_t truncated = 0;        // torn rows cut back by --repair
+  uint64_t records_ok = 0;      // headers, sizes and every checksum verified
+  uint64_t bytes_verified = 0;  // file bytes of those records
+  uint64_t torn_rows = 0;       // records whose row segment is partial (row treated as absent)
+  uint64_t removed = 0;         // files removed by --repair
+  uint64_t truncated = 0;       // torn rows cut back by --repair
   std::vector<FsckProblem> problems;
   bool clean() const { return problems.empty(); }
 };

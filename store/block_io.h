@@ -54,7 +54,8 @@ class BlockIo {
 
   // Collects up to out.size() completions, waiting at most `max_wait` for the
   // first one. Returns the count, which is 0 after a timeout or a Wake().
-  virtual Result<size_t> Reap(std::span<BlockCompletion> out, std::chrono::nanoseconds max_wait) = 0;
+  virtual Result<size_t> Reap(std::span<BlockCompletion> out,
+                              std::chrono::nanoseconds max_wait) = 0;
 
   // Makes a blocked Reap (or the next one) return promptly. Any thread.
   virtual void Wake() = 0;

@@ -9,7 +9,9 @@
 namespace strata {
 
 struct Xxh3Stream::State {
-  State() : state(XXH3_createState()) { STRATA_ASSERT(state != nullptr, "XXH3_createState failed"); }
+  State() : state(XXH3_createState()) {
+    STRATA_ASSERT(state != nullptr, "XXH3_createState failed");
+  }
   ~State() { XXH3_freeState(state); }
   State(const State&) = delete;
   State& operator=(const State&) = delete;

@@ -5,9 +5,8 @@
 // bytes have landed, the row as soon as a prefix of it has; at the end every
 // page read is compared with its stored checksum and the row with the
 // header's, reporting the first bad page by index.
-#include <algorithm>
 #include <time.h>
-
+#include <algorithm>
 
 #include "store/aligned_buffer.h"
 #include "store/checksum.h"
@@ -140,8 +139,7 @@ class ReadRun final : public JobRun {
                ? Status::NotFound("the row is not in the file (" + std::to_string(info->bytes) +
                                   " bytes; the row segment ends at " + std::to_string(need) + ")")
                : Status::Corruption("file of " + std::to_string(info->bytes) +
-                                    " bytes is shorter than its header's " +
-                                    std::to_string(need)));
+                                    " bytes is shorter than its header's " + std::to_string(need)));
       return;
     }
     PlanPayload();
@@ -249,8 +247,8 @@ class ReadRun final : public JobRun {
   bool sums_landed_ = false;
   std::vector<Chunk> chunks_;
   size_t next_chunk_ = 0;
-  std::vector<uint32_t> pending_;       // chunks still to land, per piece (pages, then row)
-  size_t row_hashed_ = 0;               // row pieces folded into row_sum_
+  std::vector<uint32_t> pending_;  // chunks still to land, per piece (pages, then row)
+  size_t row_hashed_ = 0;          // row pieces folded into row_sum_
   std::vector<uint64_t> page_sums_;
   Xxh3Stream row_sum_;
   uint64_t payload_bytes_ = 0;

@@ -100,7 +100,9 @@ class SyncRun final : public JobRun {
   }
   void OnDone(uint32_t, const Status&) override {}
   bool Finished() const override { return result_.has_value(); }
-  DiskCompletion TakeCompletion() override { return {id(), *result_, 0, std::nullopt, std::nullopt}; }
+  DiskCompletion TakeCompletion() override {
+    return {id(), *result_, 0, std::nullopt, std::nullopt};
+  }
   void Abort(const Status& why) override {
     if (!result_) result_ = why;
   }
@@ -169,7 +171,8 @@ struct DiskThread::State final : RequestSink, std::enable_shared_from_this<DiskT
         dir_path(std::move(path)),
         options(options_in),
         slots(options.max_inflight_requests) {
-    for (uint32_t i = 0; i < slots.size(); ++i) free_slots.push_back(static_cast<uint32_t>(slots.size()) - 1 - i);
+    for (uint32_t i = 0; i < slots.size(); ++i)
+      free_slots.push_back(static_cast<uint32_t>(slots.size()) - 1 - i);
   }
 
   // Fixed at Start.
@@ -226,7 +229,8 @@ struct DiskThread::State final : RequestSink, std::enable_shared_from_this<DiskT
 
   void Queue(uint32_t index) {
     const Slot& s = slots[index];
-    batch.push_back({index, s.op, s.fd, s.offset, s.iov.data(), static_cast<uint32_t>(s.iov.size())});
+    batch.push_back(
+        {index, s.op, s.fd, s.offset, s.iov.data(), static_cast<uint32_t>(s.iov.size())});
   }
 
   void Flush() {
@@ -409,10 +413,9 @@ Result<std::unique_ptr<DiskThread>> DiskThread::Start(FileSystem& fs, std::uniqu
     return Status::InvalidArgument("disk thread queue bounds must be positive");
   }
   if (options.max_inflight_requests > io->capacity()) {
-    return Status::InvalidArgument("max_inflight_requests " +
-                                   std::to_string(options.max_inflight_requests) +
-                                   " exceeds the BlockIo capacity " +
-                                   std::to_string(io->capacity()));
+    return Status::InvalidArgument(
+        "max_inflight_requests " + std::to_string(options.max_inflight_requests) +
+        " exceeds the BlockIo capacity " + std::to_string(io->capacity()));
   }
   if (options.max_request_bytes == 0 || options.max_request_bytes % kRecordAlign != 0) {
     return Status::InvalidArgument("max_request_bytes must be a positive multiple of 4 KiB");

@@ -90,23 +90,23 @@ struct DiskCompletion {
 };
 
 struct DiskThreadOptions {
-  uint32_t max_outstanding_jobs = 64;  // submitted and not yet polled
-  uint32_t max_active_jobs = 8;        // jobs with I/O under way at once
-  uint32_t max_inflight_requests = 32; // BlockIo requests at once (<= its capacity)
+  uint32_t max_outstanding_jobs = 64;       // submitted and not yet polled
+  uint32_t max_active_jobs = 8;             // jobs with I/O under way at once
+  uint32_t max_inflight_requests = 32;      // BlockIo requests at once (<= its capacity)
   uint64_t max_request_bytes = 8ull << 20;  // one read or write: 8 MiB
-  int nice = 10;                       // positive: below serving threads
+  int nice = 10;                            // positive: below serving threads
 };
 
 struct DiskThreadStats {
   uint64_t jobs_completed = 0;
   uint64_t jobs_failed = 0;
-  uint64_t bytes_written = 0;          // payload bytes of committed writes
-  uint64_t bytes_read = 0;             // payload bytes of verified reads
-  uint64_t checksum_failures = 0;      // reads with a page or row that failed
-  uint64_t header_mismatches = 0;      // reads refused before payload I/O
-  uint64_t write_hash_ns = 0;          // thread CPU time computing checksums on writes
-  uint64_t read_hash_ns = 0;           // thread CPU time verifying checksums on reads
-  bool scheduling_applied = false;     // SCHED_BATCH and the nice value took effect
+  uint64_t bytes_written = 0;       // payload bytes of committed writes
+  uint64_t bytes_read = 0;          // payload bytes of verified reads
+  uint64_t checksum_failures = 0;   // reads with a page or row that failed
+  uint64_t header_mismatches = 0;   // reads refused before payload I/O
+  uint64_t write_hash_ns = 0;       // thread CPU time computing checksums on writes
+  uint64_t read_hash_ns = 0;        // thread CPU time verifying checksums on reads
+  bool scheduling_applied = false;  // SCHED_BATCH and the nice value took effect
 };
 
 class DiskThread {

@@ -6,7 +6,6 @@
 // the temporary file.
 #include <time.h>
 
-
 #include "store/aligned_buffer.h"
 #include "store/checksum.h"
 #include "store/disk_job_run.h"
@@ -49,8 +48,9 @@ class WriteRun final : public JobRun {
 
   void OnDone(uint32_t part, const Status& status) override {
     if (!status.ok()) {
-      const char* what = part == kPartSync ? "fdatasync" : part == kPartDirSync ? "fsync directory"
-                                                                                : "write";
+      const char* what = part == kPartSync      ? "fdatasync"
+                         : part == kPartDirSync ? "fsync directory"
+                                                : "write";
       Fail(status.WithContext(what));
       return;
     }
@@ -158,7 +158,8 @@ class WriteRun final : public JobRun {
     STRATA_ASSERT(encoded.ok(), "write job validated at submission");
     std::byte* sums = header_buffer_.data() + extents_.checksum_segment_offset;
     for (size_t i = 0; i < page_sums_.size(); ++i) {
-      for (int b = 0; b < 8; ++b) sums[8 * i + b] = static_cast<std::byte>(page_sums_[i] >> (8 * b));
+      for (int b = 0; b < 8; ++b)
+        sums[8 * i + b] = static_cast<std::byte>(page_sums_[i] >> (8 * b));
     }
     sink.Issue(*this, kPartHeader, BlockOp::kWrite, fd_, 0,
                {iovec{header_buffer_.data(), header_buffer_.size()}});

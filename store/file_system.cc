@@ -93,13 +93,13 @@ Status PosixFileSystem::Truncate(int fd, uint64_t bytes) {
 }
 
 Result<FileInfo> PosixFileSystem::Stat(int fd) {
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd, &st) != 0) return ErrnoStatus(errno, "fstat");
   return InfoOf(st);
 }
 
 Result<FileInfo> PosixFileSystem::StatAt(int dir_fd, std::string_view name) {
-  struct stat st{};
+  struct stat st {};
   const std::string n(name);
   if (::fstatat(dir_fd, n.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
     return ErrnoStatus(errno, "stat " + Quoted(n));
@@ -110,7 +110,8 @@ Result<FileInfo> PosixFileSystem::StatAt(int dir_fd, std::string_view name) {
 Result<uint64_t> PosixFileSystem::ReadAt(int fd, std::span<std::byte> out, uint64_t offset) {
   uint64_t done = 0;
   while (done < out.size()) {
-    ssize_t n = ::pread(fd, out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
+    ssize_t n =
+        ::pread(fd, out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return Status::FromErrno(errno, "pread at " + std::to_string(offset + done));
     if (n == 0) break;
@@ -210,7 +211,7 @@ Status PosixFileSystem::LockExclusive(int fd) {
 }
 
 std::string PosixFileSystem::FilesystemName(int fd) {
-  struct statfs fs{};
+  struct statfs fs {};
   if (::fstatfs(fd, &fs) != 0) return "unknown filesystem";
   switch (static_cast<unsigned long>(fs.f_type)) {
     case EXT4_SUPER_MAGIC: return "ext4";

@@ -58,7 +58,8 @@ std::optional<int> FindFlockHolder(std::string_view proc_locks, uint64_t device,
     if (c1 == std::string::npos || c2 == std::string::npos) continue;
     bool ok = true;
     const uint64_t major_id = ParseHexField(std::string_view(where).substr(0, c1), &ok);
-    const uint64_t minor_id = ParseHexField(std::string_view(where).substr(c1 + 1, c2 - c1 - 1), &ok);
+    const uint64_t minor_id =
+        ParseHexField(std::string_view(where).substr(c1 + 1, c2 - c1 - 1), &ok);
     uint64_t ino = 0;
     const std::string_view ino_text = std::string_view(where).substr(c2 + 1);
     auto [p, ec] = std::from_chars(ino_text.data(), ino_text.data() + ino_text.size(), ino);

@@ -42,7 +42,8 @@ ParsedName ParseRecordName(std::string_view name) {
     return parsed;
   }
   if (!EndsWith(name, kRecordSuffix)) return parsed;
-  Result<PrefixKey> key = PrefixKey::ParseFileStem(name.substr(0, name.size() - kRecordSuffix.size()));
+  Result<PrefixKey> key =
+      PrefixKey::ParseFileStem(name.substr(0, name.size() - kRecordSuffix.size()));
   if (!key.ok()) {
     parsed.kind = NameKind::kBadRecord;
     parsed.error = key.status().message();
@@ -62,10 +63,9 @@ Result<RowState> RowStateFromSize(const RecordExtents& e, uint64_t file_bytes) {
   if (file_bytes < e.row_segment_offset) {
     const uint64_t page = (file_bytes - e.page_segment_offset) / e.page_record_bytes;
     const uint64_t pages = (e.row_segment_offset - e.page_segment_offset) / e.page_record_bytes;
-    return Status::Corruption("file of " + Num(file_bytes) +
-                              " bytes ends inside its page segment (in page " + Num(page) +
-                              " of " + Num(pages) + "; the header's sizes need " +
-                              Num(e.row_segment_offset) + " bytes)");
+    return Status::Corruption(
+        "file of " + Num(file_bytes) + " bytes ends inside its page segment (in page " + Num(page) +
+        " of " + Num(pages) + "; the header's sizes need " + Num(e.row_segment_offset) + " bytes)");
   }
   if (file_bytes == e.row_segment_offset) return RowState::kAbsent;
   if (file_bytes < e.file_bytes_with_row()) return RowState::kPartial;
@@ -79,7 +79,8 @@ Result<RecordHeader> ReadRecordHeader(FileSystem& fs, int fd) {
   AlignedBuffer buffer(kRecordHeaderBytes);
   STRATA_ASSIGN_OR_RETURN(uint64_t got, fs.ReadAt(fd, buffer.span(), 0));
   if (got < kRecordHeaderBytes) {
-    return Status::Corruption("file of " + Num(got) + " bytes is shorter than its 4096-byte header");
+    return Status::Corruption("file of " + Num(got) +
+                              " bytes is shorter than its 4096-byte header");
   }
   return DecodeRecordHeader(buffer.span());
 }

@@ -60,8 +60,7 @@ Result<RecordHeader> ReadRecordHeader(FileSystem& fs, int fd);
 
 // Creates "<key>.ckpt.tmp" for O_DIRECT writing and preallocates `file_bytes`.
 // Returns the descriptor; on error nothing is left behind.
-Result<int> BeginRecordWrite(FileSystem& fs, int dir_fd, const PrefixKey& key,
-                             uint64_t file_bytes);
+Result<int> BeginRecordWrite(FileSystem& fs, int dir_fd, const PrefixKey& key, uint64_t file_bytes);
 // Renames the finished temporary file over "<key>.ckpt". The caller has
 // closed (and, for durability, fdatasync'd) it, and fsyncs the directory.
 Status CommitRecordWrite(FileSystem& fs, int dir_fd, const PrefixKey& key);

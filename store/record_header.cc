@@ -37,8 +37,12 @@ Status Bad(const std::string& what) { return Status::Corruption("record header: 
 
 std::string Num(uint64_t v) { return std::to_string(v); }
 
-bool MulOverflows(uint64_t a, uint64_t b, uint64_t* out) { return __builtin_mul_overflow(a, b, out); }
-bool AddOverflows(uint64_t a, uint64_t b, uint64_t* out) { return __builtin_add_overflow(a, b, out); }
+bool MulOverflows(uint64_t a, uint64_t b, uint64_t* out) {
+  return __builtin_mul_overflow(a, b, out);
+}
+bool AddOverflows(uint64_t a, uint64_t b, uint64_t* out) {
+  return __builtin_add_overflow(a, b, out);
+}
 
 uint64_t RankTableBytes(const RecordShape& shape) {
   uint64_t total = 0;
@@ -104,8 +108,7 @@ CacheGeometry GeometryOf(const RecordShape& shape) {
 Result<RecordExtents> ComputeExtents(const RecordHeader& header) {
   STRATA_RETURN_IF_ERROR(ValidateShape(header.shape));
   if (header.tail_page_count > kMaxTailPages) {
-    return Bad("tail_page_count " + Num(header.tail_page_count) + " exceeds " +
-               Num(kMaxTailPages));
+    return Bad("tail_page_count " + Num(header.tail_page_count) + " exceeds " + Num(kMaxTailPages));
   }
   if (header.parent && header.parent->consumed >= header.key.consumed) {
     return Bad("parent consumed count " + Num(header.parent->consumed) +
@@ -268,13 +271,13 @@ Result<RecordHeader> DecodeRecordHeader(std::span<const std::byte> in) {
   h.tail_page_count = GetU32(in, kTailPageCountOffset);
   h.row_checksum = GetU64(in, kRowChecksumOffset);
   h.created_unix_ns = GetU64(in, kCreatedOffset);
-  STRATA_ASSIGN_OR_RETURN(h.shape, DecodeShape(in, GetU32(in, kRankCountOffset),
-                                               GetU32(in, kPageTokensOffset)));
+  STRATA_ASSIGN_OR_RETURN(
+      h.shape, DecodeShape(in, GetU32(in, kRankCountOffset), GetU32(in, kPageTokensOffset)));
   STRATA_ASSIGN_OR_RETURN(RecordExtents e, ComputeExtents(h));
   STRATA_RETURN_IF_ERROR(CheckStoredOffset(in, kChecksumSegmentOffsetOffset,
                                            "checksum_segment_offset", e.checksum_segment_offset));
-  STRATA_RETURN_IF_ERROR(
-      CheckStoredOffset(in, kPageSegmentOffsetOffset, "page_segment_offset", e.page_segment_offset));
+  STRATA_RETURN_IF_ERROR(CheckStoredOffset(in, kPageSegmentOffsetOffset, "page_segment_offset",
+                                           e.page_segment_offset));
   STRATA_RETURN_IF_ERROR(
       CheckStoredOffset(in, kRowSegmentOffsetOffset, "row_segment_offset", e.row_segment_offset));
   STRATA_RETURN_IF_ERROR(

@@ -36,29 +36,29 @@ inline constexpr uint32_t kFlagRowReplicated = 1u << 30;
 inline constexpr uint32_t kFlagHasParent = 1u << 0;
 
 // Byte offsets of the fixed header fields.
-inline constexpr size_t kMagicOffset = 0;                   // 8 bytes "STRATCKP"
-inline constexpr size_t kVersionOffset = 8;                 // u32
-inline constexpr size_t kFlagsOffset = 12;                  // u32
-inline constexpr size_t kHeaderBytesOffset = 16;            // u32, = 4096
-inline constexpr size_t kRankCountOffset = 20;              // u32
-inline constexpr size_t kIdentityOffset = 24;               // 32 bytes
-inline constexpr size_t kFingerprintOffset = 56;            // 16 bytes
-inline constexpr size_t kKeyConsumedOffset = 72;            // u64
-inline constexpr size_t kKeyDigestOffset = 80;              // 16 bytes
-inline constexpr size_t kParentConsumedOffset = 96;         // u64 (0 without parent)
-inline constexpr size_t kParentDigestOffset = 104;          // 16 bytes (0 without parent)
-inline constexpr size_t kBucketDigestOffset = 120;          // 16 bytes
-inline constexpr size_t kPageTokensOffset = 136;            // u32
-inline constexpr size_t kTailPageCountOffset = 140;         // u32
-inline constexpr size_t kChecksumSegmentOffsetOffset = 144; // u64, = 4096
-inline constexpr size_t kPageSegmentOffsetOffset = 152;     // u64
-inline constexpr size_t kRowSegmentOffsetOffset = 160;      // u64
-inline constexpr size_t kPageRecordBytesOffset = 168;       // u64, stored bytes per page record
-inline constexpr size_t kRowSegmentBytesOffset = 176;       // u64, stored row segment bytes
-inline constexpr size_t kRowChecksumOffset = 184;           // u64 xxh3 (0 when written without row)
-inline constexpr size_t kCreatedOffset = 192;               // u64 ns since the Unix epoch
-inline constexpr size_t kRankTableOffset = 256;             // per-rank sizes, see below
-inline constexpr size_t kHeaderChecksumOffset = 4088;       // u64 xxh3 of bytes [0, 4088)
+inline constexpr size_t kMagicOffset = 0;                    // 8 bytes "STRATCKP"
+inline constexpr size_t kVersionOffset = 8;                  // u32
+inline constexpr size_t kFlagsOffset = 12;                   // u32
+inline constexpr size_t kHeaderBytesOffset = 16;             // u32, = 4096
+inline constexpr size_t kRankCountOffset = 20;               // u32
+inline constexpr size_t kIdentityOffset = 24;                // 32 bytes
+inline constexpr size_t kFingerprintOffset = 56;             // 16 bytes
+inline constexpr size_t kKeyConsumedOffset = 72;             // u64
+inline constexpr size_t kKeyDigestOffset = 80;               // 16 bytes
+inline constexpr size_t kParentConsumedOffset = 96;          // u64 (0 without parent)
+inline constexpr size_t kParentDigestOffset = 104;           // 16 bytes (0 without parent)
+inline constexpr size_t kBucketDigestOffset = 120;           // 16 bytes
+inline constexpr size_t kPageTokensOffset = 136;             // u32
+inline constexpr size_t kTailPageCountOffset = 140;          // u32
+inline constexpr size_t kChecksumSegmentOffsetOffset = 144;  // u64, = 4096
+inline constexpr size_t kPageSegmentOffsetOffset = 152;      // u64
+inline constexpr size_t kRowSegmentOffsetOffset = 160;       // u64
+inline constexpr size_t kPageRecordBytesOffset = 168;        // u64, stored bytes per page record
+inline constexpr size_t kRowSegmentBytesOffset = 176;        // u64, stored row segment bytes
+inline constexpr size_t kRowChecksumOffset = 184;      // u64 xxh3 (0 when written without row)
+inline constexpr size_t kCreatedOffset = 192;          // u64 ns since the Unix epoch
+inline constexpr size_t kRankTableOffset = 256;        // per-rank sizes, see below
+inline constexpr size_t kHeaderChecksumOffset = 4088;  // u64 xxh3 of bytes [0, 4088)
 // Each rank table entry: u32 page_plane_count, u32 zero, u64 row_bytes, then
 // u64 unit bytes per page plane in geometry order.
 inline constexpr size_t kRankEntryFixedBytes = 16;
@@ -113,9 +113,9 @@ struct RecordExtents {
   uint64_t checksum_segment_offset = 0;
   uint64_t checksum_segment_bytes = 0;  // padded
   uint64_t page_segment_offset = 0;
-  uint64_t page_record_bytes = 0;       // stored bytes of one page record
+  uint64_t page_record_bytes = 0;  // stored bytes of one page record
   uint64_t row_segment_offset = 0;
-  uint64_t row_segment_bytes = 0;       // stored bytes of the row segment
+  uint64_t row_segment_bytes = 0;  // stored bytes of the row segment
   uint64_t file_bytes_without_row() const { return row_segment_offset; }
   uint64_t file_bytes_with_row() const { return row_segment_offset + row_segment_bytes; }
   uint64_t page_offset(uint32_t page) const {

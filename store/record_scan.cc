@@ -59,9 +59,11 @@ uint64_t ScanReport::record_bytes() const {
   return total;
 }
 
-std::variant<ScannedRecord, RejectedFile> ClassifyRecordFile(
-    std::string_view name, const PrefixKey& name_key, const FileInfo& info,
-    const Result<RecordHeader>& header, const RecordExpectation& expect) {
+std::variant<ScannedRecord, RejectedFile> ClassifyRecordFile(std::string_view name,
+                                                             const PrefixKey& name_key,
+                                                             const FileInfo& info,
+                                                             const Result<RecordHeader>& header,
+                                                             const RecordExpectation& expect) {
   auto reject = [&](RejectReason reason, std::string detail) {
     return RejectedFile{std::string(name), reason, std::move(detail)};
   };

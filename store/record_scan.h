@@ -24,10 +24,10 @@ using IdentityPrefix = std::array<uint8_t, kIdentityPrefixBytes>;
 
 // What every record in one namespace directory must agree with.
 struct RecordExpectation {
-  IdentityPrefix identity_prefix{};              // from the directory name
-  std::optional<NamespaceIdentity> identity;     // the whole identity, when the caller knows it
+  IdentityPrefix identity_prefix{};           // from the directory name
+  std::optional<NamespaceIdentity> identity;  // the whole identity, when the caller knows it
   LayoutFingerprint fingerprint{};
-  std::optional<RecordShape> shape;              // the loading geometry, when the caller has one
+  std::optional<RecordShape> shape;  // the loading geometry, when the caller has one
 };
 
 // What a store expects: its whole identity, fingerprint and geometry.
@@ -80,16 +80,18 @@ struct RejectedFile {
 struct ScanReport {
   std::vector<ScannedRecord> records;  // ascending by key
   std::vector<RejectedFile> rejected;
-  std::vector<std::string> ignored;    // names that are not ours, left alone
+  std::vector<std::string> ignored;  // names that are not ours, left alone
   std::array<uint64_t, kRejectReasonCount> CountsByReason() const;
   uint64_t record_bytes() const;
 };
 
 // Classifies one "<key>.ckpt" file from its stat and its header (or the error
 // reading it). Pure.
-std::variant<ScannedRecord, RejectedFile> ClassifyRecordFile(
-    std::string_view name, const PrefixKey& name_key, const FileInfo& info,
-    const Result<RecordHeader>& header, const RecordExpectation& expect);
+std::variant<ScannedRecord, RejectedFile> ClassifyRecordFile(std::string_view name,
+                                                             const PrefixKey& name_key,
+                                                             const FileInfo& info,
+                                                             const Result<RecordHeader>& header,
+                                                             const RecordExpectation& expect);
 
 // The orphan rule: removes from `records` every record whose parent is not in
 // it, then their descendants, appending each to `rejected` as kOrphan. Leaves

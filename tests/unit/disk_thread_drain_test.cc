@@ -104,10 +104,12 @@ class ScriptedBlockIo final : public BlockIo {
     ssize_t rc = 0;
     switch (r.op) {
       case BlockOp::kRead:
-        rc = ::preadv(r.fd, p.iov.data(), static_cast<int>(p.iov.size()), static_cast<off_t>(r.offset));
+        rc = ::preadv(r.fd, p.iov.data(), static_cast<int>(p.iov.size()),
+                      static_cast<off_t>(r.offset));
         break;
       case BlockOp::kWrite:
-        rc = ::pwritev(r.fd, p.iov.data(), static_cast<int>(p.iov.size()), static_cast<off_t>(r.offset));
+        rc = ::pwritev(r.fd, p.iov.data(), static_cast<int>(p.iov.size()),
+                       static_cast<off_t>(r.offset));
         break;
       case BlockOp::kSyncData: rc = ::fdatasync(r.fd); break;
       case BlockOp::kSync: rc = ::fsync(r.fd); break;
@@ -203,8 +205,12 @@ TEST(DiskThreadDrainTest, ShutdownPastItsDeadlineKeepsBuffersAndCanWaitAgain) {
   TestRecord first = MakeRecord(g, KeyOf(256), std::nullopt, 4);
   TestRecord second = MakeRecord(g, KeyOf(320), std::nullopt, 2);
   f.io->Hold();
-  ASSERT_TRUE(f.thread->Submit({JobId(1), WriteRecordJob{first.header, first.pages(), first.row(), {}}}).ok());
-  ASSERT_TRUE(f.thread->Submit({JobId(2), WriteRecordJob{second.header, second.pages(), second.row(), {}}}).ok());
+  ASSERT_TRUE(
+      f.thread->Submit({JobId(1), WriteRecordJob{first.header, first.pages(), first.row(), {}}})
+          .ok());
+  ASSERT_TRUE(
+      f.thread->Submit({JobId(2), WriteRecordJob{second.header, second.pages(), second.row(), {}}})
+          .ok());
   ASSERT_TRUE(f.io->WaitUntilThreadWaitsOnHeldRequests(1));
 
   Status missed = f.thread->Shutdown(std::chrono::milliseconds(50));
@@ -232,11 +238,14 @@ TEST(DiskThreadDrainTest, ShutdownReportsEveryJobExactlyOnce) {
   ScriptedFixture f(g, o);
   STRATA_DISK_FIXTURE_OR_SKIP(f);
   std::vector<TestRecord> records;
-  for (uint32_t i = 0; i < 6; ++i) records.push_back(MakeRecord(g, KeyOf(64 * (i + 1)), std::nullopt, 2));
+  for (uint32_t i = 0; i < 6; ++i)
+    records.push_back(MakeRecord(g, KeyOf(64 * (i + 1)), std::nullopt, 2));
   for (uint32_t i = 0; i < records.size(); ++i) {
-    ASSERT_TRUE(f.thread->Submit({JobId(i), WriteRecordJob{records[i].header, records[i].pages(),
-                                                           records[i].row(), {}}})
-                    .ok());
+    ASSERT_TRUE(
+        f.thread
+            ->Submit({JobId(i),
+                      WriteRecordJob{records[i].header, records[i].pages(), records[i].row(), {}}})
+            .ok());
   }
   ASSERT_TRUE(f.thread->Shutdown(testing::kJobWait).ok());
   std::vector<DiskCompletion> done;
@@ -246,8 +255,8 @@ TEST(DiskThreadDrainTest, ShutdownReportsEveryJobExactlyOnce) {
   for (const DiskCompletion& c : done) {
     ids.insert(c.id.value);
     EXPECT_TRUE(c.status.ok() || c.status.code() == StatusCode::kAborted) << c.status.ToString();
-    const bool on_disk =
-        std::filesystem::exists(f.dir->path() + "/" + RecordFileName(records[c.id.value].header.key));
+    const bool on_disk = std::filesystem::exists(f.dir->path() + "/" +
+                                                 RecordFileName(records[c.id.value].header.key));
     EXPECT_EQ(on_disk, c.status.ok()) << c.id.value;
   }
   EXPECT_EQ(ids.size(), records.size());

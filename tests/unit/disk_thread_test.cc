@@ -46,8 +46,9 @@ DiskCompletion ReadBack(DiskThread& t, const RecordHeader& expected, TestRecord&
   static uint64_t next_id = 1'000'000;
   std::vector<IoPiece> pages = into.pages();
   pages.erase(pages.begin(), pages.begin() + first_page);
-  return RunJob(t, {JobId(next_id++), ReadRecordJob{expected, first_page, pages,
-                                                    with_row ? into.row() : std::vector<IoPiece>{}}});
+  return RunJob(t,
+                {JobId(next_id++), ReadRecordJob{expected, first_page, pages,
+                                                 with_row ? into.row() : std::vector<IoPiece>{}}});
 }
 
 std::string FilePath(const DiskFixture& f, const PrefixKey& key) {
@@ -77,18 +78,22 @@ void RoundTrip(const CacheGeometry& g, uint32_t pages, bool replicated,
   ASSERT_TRUE(w.header.has_value());
   EXPECT_NE(w.header->row_checksum, 0u);
   EXPECT_EQ(w.payload_bytes, pages * r.extents.page_record_bytes + r.extents.row_segment_bytes);
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::stat(FilePath(f, r.header.key).c_str(), &st), 0);
   EXPECT_EQ(static_cast<uint64_t>(st.st_size), r.extents.file_bytes_with_row());
 
   TestRecord back = EmptyLike(r);
   DiskCompletion rd = ReadBack(*f.thread, *w.header, back);
   ASSERT_TRUE(rd.status.ok()) << rd.status.ToString();
-  for (uint32_t p = 0; p < pages; ++p) EXPECT_TRUE(SameBytes(back.page_buffers[p], r.page_buffers[p])) << p;
-  for (size_t i = 0; i < r.row_buffers.size(); ++i) EXPECT_TRUE(SameBytes(back.row_buffers[i], r.row_buffers[i]));
+  for (uint32_t p = 0; p < pages; ++p)
+    EXPECT_TRUE(SameBytes(back.page_buffers[p], r.page_buffers[p])) << p;
+  for (size_t i = 0; i < r.row_buffers.size(); ++i)
+    EXPECT_TRUE(SameBytes(back.row_buffers[i], r.row_buffers[i]));
 }
 
-TEST(DiskThreadTest, RoundTripsATinyGeometry) { RoundTrip(MakeGeometry(64, {4096, 4096}, 8192), 3, false); }
+TEST(DiskThreadTest, RoundTripsATinyGeometry) {
+  RoundTrip(MakeGeometry(64, {4096, 4096}, 8192), 3, false);
+}
 
 TEST(DiskThreadTest, RoundTripsPlanesSmallerThan4KiB) {
   RoundTrip(MakeGeometry(16, {100, 512, 4095, 7}, 33), 5, false);
@@ -147,7 +152,7 @@ TEST(DiskThreadTest, WritesPageOnlyRecordsWhoseRowIsAbsent) {
   DiskCompletion w = WriteRecord(*f.thread, r, /*with_row=*/false);
   ASSERT_TRUE(w.status.ok()) << w.status.ToString();
   EXPECT_EQ(w.header->row_checksum, 0u);
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::stat(FilePath(f, r.header.key).c_str(), &st), 0);
   EXPECT_EQ(static_cast<uint64_t>(st.st_size), r.extents.row_segment_offset);
   TestRecord back = EmptyLike(r);
@@ -248,7 +253,7 @@ TEST(DiskThreadTest, TruncateDropsTheRowAndKeepsThePages) {
   ASSERT_TRUE(w.status.ok());
   DiskCompletion t = RunJob(*f.thread, {JobId(7), TruncateRecordJob{*w.header, Durability::kSync}});
   ASSERT_TRUE(t.status.ok()) << t.status.ToString();
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::stat(FilePath(f, r.header.key).c_str(), &st), 0);
   EXPECT_EQ(static_cast<uint64_t>(st.st_size), r.extents.row_segment_offset);
   TestRecord back = EmptyLike(r);
@@ -267,7 +272,7 @@ TEST(DiskThreadTest, TruncateRefusesAFileWhoseHeaderDiffers) {
   other.tail_page_count = 2;
   DiskCompletion t = RunJob(*f.thread, {JobId(8), TruncateRecordJob{other, Durability::kNone}});
   EXPECT_EQ(t.status.code(), StatusCode::kFailedPrecondition);
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::stat(FilePath(f, r.header.key).c_str(), &st), 0);
   EXPECT_EQ(static_cast<uint64_t>(st.st_size), r.extents.file_bytes_with_row());
 }
@@ -278,10 +283,12 @@ TEST(DiskThreadTest, UnlinkRemovesAndToleratesAMissingFile) {
   ASSERT_TRUE(f.status.ok()) << f.status.ToString();
   TestRecord r = MakeRecord(g, KeyOf(64), std::nullopt, 1);
   ASSERT_TRUE(WriteRecord(*f.thread, r, true, Durability::kSync).status.ok());
-  EXPECT_TRUE(RunJob(*f.thread, {JobId(9), UnlinkRecordJob{r.header.key, Durability::kSync}}).status.ok());
-  struct stat st{};
+  EXPECT_TRUE(
+      RunJob(*f.thread, {JobId(9), UnlinkRecordJob{r.header.key, Durability::kSync}}).status.ok());
+  struct stat st {};
   EXPECT_NE(::stat(FilePath(f, r.header.key).c_str(), &st), 0);
-  EXPECT_TRUE(RunJob(*f.thread, {JobId(10), UnlinkRecordJob{r.header.key, Durability::kNone}}).status.ok());
+  EXPECT_TRUE(
+      RunJob(*f.thread, {JobId(10), UnlinkRecordJob{r.header.key, Durability::kNone}}).status.ok());
 }
 
 TEST(DiskThreadTest, LeavesNoTemporaryFileBehind) {
@@ -339,11 +346,14 @@ TEST(DiskThreadTest, ManyConcurrentJobsAllComplete) {
   DiskFixture f(g);
   ASSERT_TRUE(f.status.ok()) << f.status.ToString();
   std::vector<TestRecord> records;
-  for (uint32_t i = 0; i < 12; ++i) records.push_back(MakeRecord(g, KeyOf(64 * (i + 1)), std::nullopt, 1 + i % 4));
+  for (uint32_t i = 0; i < 12; ++i)
+    records.push_back(MakeRecord(g, KeyOf(64 * (i + 1)), std::nullopt, 1 + i % 4));
   for (uint32_t i = 0; i < records.size(); ++i) {
-    ASSERT_TRUE(f.thread->Submit({JobId(i), WriteRecordJob{records[i].header, records[i].pages(),
-                                                           records[i].row(), {}}})
-                    .ok());
+    ASSERT_TRUE(
+        f.thread
+            ->Submit({JobId(i),
+                      WriteRecordJob{records[i].header, records[i].pages(), records[i].row(), {}}})
+            .ok());
   }
   std::vector<DiskCompletion> done;
   while (done.size() < records.size() && f.thread->WaitForCompletion(testing::kJobWait)) {
@@ -403,7 +413,8 @@ TEST(DiskThreadTest, StartFailsClearlyWhenTheFilesystemRefusesDirectIo) {
   ASSERT_TRUE(io.ok());
   DiskThreadOptions o;
   o.max_inflight_requests = 8;
-  Result<std::unique_ptr<DiskThread>> t = DiskThread::Start(fs, std::move(*io), *dir, scratch.path(), o);
+  Result<std::unique_ptr<DiskThread>> t =
+      DiskThread::Start(fs, std::move(*io), *dir, scratch.path(), o);
   fs.Close(*dir);
   ASSERT_FALSE(t.ok());
   EXPECT_EQ(t.status().code(), StatusCode::kFailedPrecondition);

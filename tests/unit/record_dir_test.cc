@@ -33,7 +33,8 @@ class RecordDirTest : public ::testing::Test {
   void SetUp() override {
     f_ = std::make_unique<DiskFixture>(Geometry());
     STRATA_DISK_FIXTURE_OR_SKIP(*f_);
-    expect_ = ExpectationFor(testing::TestIdentity(), ComputeLayoutFingerprint(Geometry()), Geometry());
+    expect_ =
+        ExpectationFor(testing::TestIdentity(), ComputeLayoutFingerprint(Geometry()), Geometry());
   }
 
   // Writes a record of `tail` pages at `consumed` with the given parent.
@@ -73,14 +74,16 @@ class RecordDirTest : public ::testing::Test {
     edit(bytes);
     if (reseal) {
       uint64_t sum = Xxh3(std::span(bytes).first(kHeaderChecksumOffset));
-      for (int i = 0; i < 8; ++i) bytes[kHeaderChecksumOffset + i] = static_cast<std::byte>(sum >> (8 * i));
+      for (int i = 0; i < 8; ++i)
+        bytes[kHeaderChecksumOffset + i] = static_cast<std::byte>(sum >> (8 * i));
     }
     ASSERT_TRUE(fs.WriteAt(*fd, bytes, 0).ok());
     fs.Close(*fd);
   }
   void RewriteHeader(const RecordHeader& h) {
-    PatchHeader(h.key, [&](std::vector<std::byte>& b) { ASSERT_TRUE(EncodeRecordHeader(h, b).ok()); },
-                false);
+    PatchHeader(
+        h.key, [&](std::vector<std::byte>& b) { ASSERT_TRUE(EncodeRecordHeader(h, b).ok()); },
+        false);
   }
 
   std::unique_ptr<DiskFixture> f_;
@@ -89,7 +92,8 @@ class RecordDirTest : public ::testing::Test {
 
 TEST_F(RecordDirTest, ScanRejectsBadMagic) {
   RecordHeader h = Put(128, {});
-  PatchHeader(h.key, [](std::vector<std::byte>& b) { b[3] = std::byte{'?'}; }, false);
+  PatchHeader(
+      h.key, [](std::vector<std::byte>& b) { b[3] = std::byte{'?'}; }, false);
   RejectedFile r = OnlyRejection();
   EXPECT_EQ(r.reason, RejectReason::kBadHeader);
   EXPECT_NE(r.detail.find("bad magic"), std::string::npos) << r.detail;
@@ -97,7 +101,8 @@ TEST_F(RecordDirTest, ScanRejectsBadMagic) {
 
 TEST_F(RecordDirTest, ScanRejectsAnUnknownVersion) {
   RecordHeader h = Put(128, {});
-  PatchHeader(h.key, [](std::vector<std::byte>& b) { b[kVersionOffset] = std::byte{9}; }, true);
+  PatchHeader(
+      h.key, [](std::vector<std::byte>& b) { b[kVersionOffset] = std::byte{9}; }, true);
   RejectedFile r = OnlyRejection();
   EXPECT_EQ(r.reason, RejectReason::kBadHeader);
   EXPECT_NE(r.detail.find("unsupported format version 9"), std::string::npos) << r.detail;
@@ -171,7 +176,8 @@ TEST_F(RecordDirTest, ScanDerivesRowPresenceFromTheSize) {
 
 TEST_F(RecordDirTest, TruncationMakesTheRecordPageOnly) {
   RecordHeader h = Put(128, {});
-  DiskCompletion t = testing::RunJob(*f_->thread, {JobId(77), TruncateRecordJob{h, Durability::kNone}});
+  DiskCompletion t =
+      testing::RunJob(*f_->thread, {JobId(77), TruncateRecordJob{h, Durability::kNone}});
   ASSERT_TRUE(t.status.ok()) << t.status.ToString();
   ScanReport r = Scan();
   ASSERT_EQ(r.records.size(), 1u);
@@ -207,7 +213,7 @@ TEST_F(RecordDirTest, CleanupRemovesOrphansWithTheirDescendants) {
   Put(384, 128);
   std::filesystem::remove(Path(gone.key));
   ScanReport r = Scan();
-  ASSERT_EQ(r.records.size(), 3u);  // 64, 128, 384
+  ASSERT_EQ(r.records.size(), 3u);                                                // 64, 128, 384
   EXPECT_EQ(r.CountsByReason()[static_cast<size_t>(RejectReason::kOrphan)], 2u);  // 256, 320
   RecordDir::Cleanup c = f_->dir->RemoveRejected(r);
   EXPECT_EQ(c.removed, 2u);
@@ -248,8 +254,8 @@ TEST_F(RecordDirTest, RebuiltIndexEqualsTheOneThatWroteTheFiles) {
   std::vector<IndexEntry> written;
   auto put = [&](uint64_t consumed, std::optional<uint64_t> parent, uint32_t tail, bool row) {
     RecordHeader h = Put(consumed, parent, tail, row);
-    written.push_back({h.key, h.parent, h.bucket, h.tail_page_count, row, h.pages_replicated,
-                       h.row_replicated});
+    written.push_back(
+        {h.key, h.parent, h.bucket, h.tail_page_count, row, h.pages_replicated, h.row_replicated});
   };
   put(64, {}, 1, true);
   put(128, 64, 1, false);
@@ -263,7 +269,7 @@ TEST_F(RecordDirTest, RebuiltIndexEqualsTheOneThatWroteTheFiles) {
   for (const ScannedRecord& s : r->records) {
     rebuilt.push_back({s.key, s.parent, s.bucket, s.tail_page_count, s.row_present,
                        s.pages_replicated, s.row_replicated});
-    struct stat st{};
+    struct stat st {};
     ASSERT_EQ(::stat(Path(s.key).c_str(), &st), 0);
     EXPECT_EQ(s.mtime_unix_ns, int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec);
   }
@@ -274,7 +280,8 @@ TEST_F(RecordDirTest, RebuiltIndexEqualsTheOneThatWroteTheFiles) {
 
 TEST_F(RecordDirTest, ASecondOwnerInTheSameProcessIsRefused) {
   PosixFileSystem fs;
-  Result<std::unique_ptr<RecordDir>> second = RecordDir::Open(fs, f_->dir_path, RecordDir::Create::kNo);
+  Result<std::unique_ptr<RecordDir>> second =
+      RecordDir::Open(fs, f_->dir_path, RecordDir::Create::kNo);
   ASSERT_FALSE(second.ok());
   EXPECT_EQ(second.status().code(), StatusCode::kBusy);
   EXPECT_NE(second.status().message().find(f_->dir_path), std::string::npos);

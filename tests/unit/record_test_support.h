@@ -50,9 +50,9 @@ class ScratchDir {
 };
 
 // Skips the test, with the reason, when `dir_fd`'s filesystem refuses O_DIRECT.
-#define STRATA_SKIP_WITHOUT_DIRECT_IO(fs, dir_fd, path)                                     \
-  do {                                                                                      \
-    ::strata::Status strata_probe_ = ::strata::ProbeDirectIo((fs), (dir_fd), (path));       \
+#define STRATA_SKIP_WITHOUT_DIRECT_IO(fs, dir_fd, path)                                       \
+  do {                                                                                        \
+    ::strata::Status strata_probe_ = ::strata::ProbeDirectIo((fs), (dir_fd), (path));         \
     if (!strata_probe_.ok()) GTEST_SKIP() << "no O_DIRECT here: " << strata_probe_.message(); \
   } while (0)
 
@@ -207,9 +207,9 @@ inline DiskCompletion RunJob(DiskThread& thread, DiskJob job) {
 inline DiskCompletion WriteRecord(DiskThread& thread, const TestRecord& r, bool with_row = true,
                                   Durability durability = Durability::kNone) {
   static uint64_t next_id = 1;
-  return RunJob(thread, {JobId(next_id++), WriteRecordJob{r.header, r.pages(),
-                                                          with_row ? r.row() : std::vector<IoPiece>{},
-                                                          durability}});
+  return RunJob(thread, {JobId(next_id++),
+                         WriteRecordJob{r.header, r.pages(),
+                                        with_row ? r.row() : std::vector<IoPiece>{}, durability}});
 }
 
 // A record directory with its lock and a disk thread over io_uring.
@@ -246,13 +246,13 @@ struct DiskFixture {
   }
 };
 
-#define STRATA_DISK_FIXTURE_OR_SKIP(fixture)                                                 \
-  do {                                                                                       \
-    if (!(fixture).status.ok()) {                                                            \
-      if ((fixture).status.code() == ::strata::StatusCode::kFailedPrecondition)              \
-        GTEST_SKIP() << "no O_DIRECT here: " << (fixture).status.message();                  \
-      FAIL() << (fixture).status.ToString();                                                 \
-    }                                                                                        \
+#define STRATA_DISK_FIXTURE_OR_SKIP(fixture)                                    \
+  do {                                                                          \
+    if (!(fixture).status.ok()) {                                               \
+      if ((fixture).status.code() == ::strata::StatusCode::kFailedPrecondition) \
+        GTEST_SKIP() << "no O_DIRECT here: " << (fixture).status.message();     \
+      FAIL() << (fixture).status.ToString();                                    \
+    }                                                                           \
   } while (0)
 
 }  // namespace strata::testing

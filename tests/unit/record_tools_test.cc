@@ -106,7 +106,7 @@ TEST_F(RecordToolsTest, FsckReportsABadPageAndOrphansItsDescendants) {
   const FsckProblem* orphan = Find(*r, 192);
   ASSERT_NE(orphan, nullptr);
   EXPECT_EQ(orphan->reason, RejectReason::kOrphan);
-  EXPECT_EQ(r->records_ok, 2u);  // 64 and 640
+  EXPECT_EQ(r->records_ok, 2u);                     // 64 and 640
   EXPECT_TRUE(std::filesystem::exists(Path(128)));  // not without --repair
 }
 
@@ -150,7 +150,8 @@ TEST_F(RecordToolsTest, RepairTruncatesATornRow) {
 }
 
 TEST_F(RecordToolsTest, FsckRefusesADirectoryAStoreHolds) {
-  Result<std::unique_ptr<RecordDir>> held = RecordDir::Open(fs_, f_->dir_path, RecordDir::Create::kNo);
+  Result<std::unique_ptr<RecordDir>> held =
+      RecordDir::Open(fs_, f_->dir_path, RecordDir::Create::kNo);
   ASSERT_TRUE(held.ok());
   Result<FsckReport> r = Fsck(false);
   EXPECT_EQ(r.status().code(), StatusCode::kBusy);
