@@ -14,5 +14,7 @@ namespace strata {
 
 // `strata bench index`: PrefixIndex lookup latency and insert rate by size.
 void AddIndexBench(CLI::App& bench);
+// `strata bench disk`: record files through the disk thread vs plain O_DIRECT.
+void AddDiskBenchmark(CLI::App& bench);
 
 }  // namespace strata

@@ -1,4 +1,5 @@
 // `strata bench <name>`: the parent of every benchmark (launch/bench.h).
+// `strata bench <name>`: the benchmark programs (launch/bench.h).
 #include <CLI/CLI.hpp>
 
 #include "launch/bench.h"
@@ -11,6 +12,8 @@ void AddBenchCommand(CLI::App& app) {
       "bench", "Run a benchmark: its result next to a baseline measured in the same run");
   bench->require_subcommand(1);
   AddIndexBench(*bench);
+      "bench", "Benchmarks: each prints a baseline measured in the same run beside its result");
+  AddDiskBenchmark(*bench);
 }
 
 }  // namespace strata

@@ -13,6 +13,8 @@ int main(int argc, char** argv) {
   strata::AddVersionCommand(app);
   strata::AddLayoutCommand(app);
   strata::AddRankCommand(app);
+  strata::AddFsckCommand(app);
+  strata::AddInspectCommand(app);
   strata::AddBenchCommand(app);
   try {
     app.parse(argc, argv);

@@ -77,7 +77,8 @@ class JobRun {
 struct Chunk {
   uint64_t offset = 0;
   std::vector<iovec> iov;
-  uint32_t first_piece = 0;  // pieces this chunk touches, inclusive
+  std::vector<uint32_t> iov_piece;  // the piece each iovec lies in
+  uint32_t first_piece = 0;         // pieces this chunk touches, inclusive
   uint32_t last_piece = 0;
 };
 std::vector<Chunk> CutIntoChunks(const std::vector<IoPiece>& pieces, uint64_t file_offset,

@@ -5,8 +5,8 @@
 // bytes have landed, the row as soon as a prefix of it has; at the end every
 // page read is compared with its stored checksum and the row with the
 // header's, reporting the first bad page by index.
+#include <time.h>
 #include <algorithm>
-#include <chrono>
 
 #include "store/aligned_buffer.h"
 #include "store/checksum.h"
@@ -16,10 +16,12 @@ namespace strata::disk_internal {
 
 namespace {
 
+// CPU time of the disk thread: what hashing costs, excluding time the
+// (low-priority) thread spends preempted.
 uint64_t NowNs() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000 + static_cast<uint64_t>(ts.tv_nsec);
 }
 
 std::string Hex(uint64_t v) {
@@ -153,15 +155,14 @@ class ReadRun final : public JobRun {
     } else {
       sums_landed_ = true;
     }
-    page_chunks_ = CutIntoChunks(job_.pages, extents_.page_offset(first), ctx_.max_request_bytes);
-    row_chunks_ = CutIntoChunks(job_.row, extents_.row_segment_offset, ctx_.max_request_bytes);
-    page_pending_.assign(job_.pages.size(), 0);
-    for (const Chunk& c : page_chunks_) {
-      for (uint32_t p = c.first_piece; p <= c.last_piece; ++p) ++page_pending_[p];
-    }
-    row_pending_.assign(job_.row.size(), 0);
-    for (const Chunk& c : row_chunks_) {
-      for (uint32_t p = c.first_piece; p <= c.last_piece; ++p) ++row_pending_[p];
+    // Pages [first, tail) and the row segment are one contiguous file range
+    // when the row is read; one run of requests covers both.
+    std::vector<IoPiece> pieces = job_.pages;
+    pieces.insert(pieces.end(), job_.row.begin(), job_.row.end());
+    chunks_ = CutIntoChunks(pieces, extents_.page_offset(first), ctx_.max_request_bytes);
+    pending_.assign(pieces.size(), 0);
+    for (const Chunk& c : chunks_) {
+      for (uint32_t p = c.first_piece; p <= c.last_piece; ++p) ++pending_[p];
     }
     page_sums_.assign(job_.pages.size(), 0);
   }
@@ -176,11 +177,12 @@ class ReadRun final : public JobRun {
                  {iovec{sums_buffer_.data(), sums_buffer_.size()}});
       sums_issued_ = true;
     }
-    const size_t total = page_chunks_.size() + row_chunks_.size();
+    const size_t total = chunks_.size();
     while (next_chunk_ < total && sink.HasRoom()) {
       const bool is_page = next_chunk_ < page_chunks_.size();
       Chunk& c =
           is_page ? page_chunks_[next_chunk_] : row_chunks_[next_chunk_ - page_chunks_.size()];
+      Chunk& c = chunks_[next_chunk_];
       for (const iovec& v : c.iov) payload_bytes_ += v.iov_len;
       sink.Issue(*this, static_cast<uint32_t>(next_chunk_), BlockOp::kRead, fd_, c.offset,
                  std::move(c.iov));
@@ -203,7 +205,16 @@ class ReadRun final : public JobRun {
       while (row_hashed_ < job_.row.size() && row_pending_[row_hashed_] == 0) {
         row_sum_.Update({job_.row[row_hashed_].data, job_.row[row_hashed_].bytes});
         ++row_hashed_;
+    const Chunk& c = chunks_[part];
+    const uint32_t pages = static_cast<uint32_t>(job_.pages.size());
+    for (uint32_t p = c.first_piece; p <= c.last_piece; ++p) {
+      if (--pending_[p] == 0 && p < pages) {
+        page_sums_[p] = Xxh3({job_.pages[p].data, job_.pages[p].bytes});
       }
+    }
+    while (row_hashed_ < job_.row.size() && pending_[pages + row_hashed_] == 0) {
+      row_sum_.Update({job_.row[row_hashed_].data, job_.row[row_hashed_].bytes});
+      ++row_hashed_;
     }
     ctx_.counters.read_hash_ns += NowNs() - start;
   }
@@ -249,12 +260,10 @@ class ReadRun final : public JobRun {
   uint64_t sums_begin_ = 0;  // byte offset of sums_buffer_ within the checksum segment
   bool sums_issued_ = false;
   bool sums_landed_ = false;
-  std::vector<Chunk> page_chunks_;
-  std::vector<Chunk> row_chunks_;
+  std::vector<Chunk> chunks_;
   size_t next_chunk_ = 0;
-  std::vector<uint32_t> page_pending_;  // chunks still to land, per page piece
-  std::vector<uint32_t> row_pending_;   // chunks still to land, per row piece
-  size_t row_hashed_ = 0;               // row pieces folded into row_sum_
+  std::vector<uint32_t> pending_;  // chunks still to land, per piece (pages, then row)
+  size_t row_hashed_ = 0;          // row pieces folded into row_sum_
   std::vector<uint64_t> page_sums_;
   Xxh3Stream row_sum_;
   uint64_t payload_bytes_ = 0;

@@ -149,6 +149,7 @@ std::vector<Chunk> CutIntoChunks(const std::vector<IoPiece>& pieces, uint64_t fi
       }
       const uint64_t take = std::min(pieces[i].bytes - done, max_bytes - current_bytes);
       current.iov.push_back({pieces[i].data + done, take});
+      current.iov_piece.push_back(i);
       current.last_piece = i;
       current_bytes += take;
       done += take;

@@ -172,6 +172,11 @@ Status PosixFileSystem::Sync(int fd) {
   return Status::Ok();
 }
 
+Status PosixFileSystem::SyncFilesystem(int fd) {
+  if (::syncfs(fd) != 0) return Status::FromErrno(errno, "syncfs");
+  return Status::Ok();
+}
+
 Result<std::vector<std::string>> PosixFileSystem::List(int dir_fd) {
   int fd = ::dup(dir_fd);
   if (fd < 0) return Status::FromErrno(errno, "dup directory descriptor");

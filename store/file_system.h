@@ -57,6 +57,8 @@ class FileSystem {
   virtual Status RemoveDirectory(int dir_fd, std::string_view name) = 0;
   virtual Status SyncData(int fd) = 0;  // fdatasync
   virtual Status Sync(int fd) = 0;      // fsync (directories)
+  // syncfs: commits the whole filesystem holding `fd` (journal, discards).
+  virtual Status SyncFilesystem(int fd) = 0;
   // Names in a directory, excluding "." and "..", in no particular order.
   virtual Result<std::vector<std::string>> List(int dir_fd) = 0;
   // flock(LOCK_EX|LOCK_NB); kBusy when another open file description holds it.
@@ -83,6 +85,7 @@ class PosixFileSystem final : public FileSystem {
   Status RemoveDirectory(int dir_fd, std::string_view name) override;
   Status SyncData(int fd) override;
   Status Sync(int fd) override;
+  Status SyncFilesystem(int fd) override;
   Result<std::vector<std::string>> List(int dir_fd) override;
   Status LockExclusive(int fd) override;
   std::string FilesystemName(int fd) override;

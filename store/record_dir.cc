@@ -2,6 +2,7 @@
 
 #include <sys/sysmacros.h>
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <sstream>
@@ -71,8 +72,8 @@ std::optional<int> FindFlockHolder(std::string_view proc_locks, uint64_t device,
   return std::nullopt;
 }
 
-Result<ScanReport> ScanRecordDirectory(FileSystem& fs, int dir_fd,
-                                       const RecordExpectation& expect) {
+Result<ScanReport> ScanRecordDirectory(FileSystem& fs, int dir_fd, const RecordExpectation& expect,
+                                       OrphanRule orphans) {
   STRATA_ASSIGN_OR_RETURN(std::vector<std::string> names, fs.List(dir_fd));
   ScanReport report;
   for (const std::string& name : names) {
@@ -111,7 +112,12 @@ Result<ScanReport> ScanRecordDirectory(FileSystem& fs, int dir_fd,
       report.rejected.push_back(std::move(std::get<RejectedFile>(verdict)));
     }
   }
-  RemoveOrphans(report.records, report.rejected);
+  if (orphans == OrphanRule::kApply) {
+    RemoveOrphans(report.records, report.rejected);
+  } else {
+    std::sort(report.records.begin(), report.records.end(),
+              [](const ScannedRecord& a, const ScannedRecord& b) { return a.key < b.key; });
+  }
   return report;
 }
 

@@ -25,10 +25,18 @@ std::string RecordDirPath(const std::string& base, const NamespaceIdentity& iden
 // inode, parsed from /proc/locks text. Pure.
 std::optional<int> FindFlockHolder(std::string_view proc_locks, uint64_t device, uint64_t inode);
 
+// Whether a scan applies the orphan rule itself (kNo: the caller will, after
+// rejecting more records, e.g. on checksums).
+enum class OrphanRule : unsigned char { kApply, kDefer };
+
 // Reads every entry of the directory open at `dir_fd` and classifies it
 // (store/record_scan.h), applying the orphan rule. Changes nothing on disk;
 // safe without the lock (a concurrent writer may make it stale).
 Result<ScanReport> ScanRecordDirectory(FileSystem& fs, int dir_fd, const RecordExpectation& expect);
+// (store/record_scan.h). Changes nothing on disk; safe without the lock (a
+// concurrent writer may make it stale).
+Result<ScanReport> ScanRecordDirectory(FileSystem& fs, int dir_fd, const RecordExpectation& expect,
+                                       OrphanRule orphans = OrphanRule::kApply);
 
 class RecordDir {
  public:
@@ -46,6 +54,9 @@ class RecordDir {
 
   Result<ScanReport> Scan(const RecordExpectation& expect) {
     return ScanRecordDirectory(fs_, fd_, expect);
+  Result<ScanReport> Scan(const RecordExpectation& expect,
+                          OrphanRule orphans = OrphanRule::kApply) {
+    return ScanRecordDirectory(fs_, fd_, expect, orphans);
   }
 
   struct Cleanup {

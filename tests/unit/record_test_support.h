@@ -87,6 +87,7 @@ class ForwardingFileSystem : public FileSystem {
   }
   Status SyncData(int fd) override { return real_.SyncData(fd); }
   Status Sync(int fd) override { return real_.Sync(fd); }
+  Status SyncFilesystem(int fd) override { return real_.SyncFilesystem(fd); }
   Result<std::vector<std::string>> List(int dir_fd) override { return real_.List(dir_fd); }
   Status LockExclusive(int fd) override { return real_.LockExclusive(fd); }
   std::string FilesystemName(int fd) override { return real_.FilesystemName(fd); }
