@@ -12,4 +12,8 @@ namespace strata {
 // Called by AddBenchCommand with the `bench` subcommand; one per benchmark.
 // (Add a declaration here and a call in cmd_bench.cc for each new benchmark.)
 
+// `strata bench gpu`: copy-out and restore through CudaTransfers next to a
+// pinned contiguous copy of the same bytes (launch/bench_gpu.cc).
+void AddGpuBench(CLI::App& bench);
+
 }  // namespace strata
