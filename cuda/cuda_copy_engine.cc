@@ -41,8 +41,14 @@ Status CudaCopyEngine::Acquire() {
   STRATA_ASSIGN_OR_RETURN(context_, d.RetainPrimaryContext(ordinal));
   retained_ = true;
   STRATA_RETURN_IF_ERROR(d.SetCurrentContext(context_));
+  if (options_.batches_in_flight == 0 || options_.batches_in_flight > kMaxBatchesInFlight) {
+    return Status::InvalidArgument("batches in flight must be 1.." +
+                                   std::to_string(kMaxBatchesInFlight));
+  }
   STRATA_ASSIGN_OR_RETURN(stream_, d.CreateLowestPriorityStream());
-  STRATA_ASSIGN_OR_RETURN(event_, d.CreateBlockingEvent());
+  for (CudaEvent& e : events_) {
+    STRATA_ASSIGN_OR_RETURN(e, d.CreateBlockingEvent());
+  }
   STRATA_ASSIGN_OR_RETURN(int max_pitch,
                           d.DeviceAttribute(ordinal, CudaDeviceAttribute::kMaxPitch));
   limits_.max_pitch_bytes = max_pitch > 0 ? static_cast<uint64_t>(max_pitch) : 0;
@@ -68,14 +74,49 @@ Status CudaCopyEngine::Acquire() {
 
 Status CudaCopyEngine::CopyBatch(TransferDirection direction,
                                  std::span<const CopyDescriptor> batch) {
-  Status issued = Issue(direction, batch);
-  // Drain before reporting anything: a failed batch may have issued part of
-  // its copies, and its destinations must be quiescent when the caller sees it.
-  Status drained = Drain();
-  return issued.ok() ? drained : issued;
+  if (in_flight() == options_.batches_in_flight) {
+    Status waited = WaitOldest();
+    if (!waited.ok()) {
+      DrainAfterError();
+      return waited;
+    }
+  }
+  const uint32_t slot = issued_ % kMaxBatchesInFlight;
+  Status issued = Issue(direction, batch, slot);
+  if (issued.ok()) issued = driver_->RecordEvent(events_[slot], stream_);
+  if (!issued.ok()) {
+    // Part of the batch may be queued: drain before anyone sees the failure.
+    DrainAfterError();
+    return issued;
+  }
+  ++issued_;
+  return options_.batches_in_flight == 1 ? Drain() : Status::Ok();
 }
 
-Status CudaCopyEngine::Issue(TransferDirection direction, std::span<const CopyDescriptor> batch) {
+Status CudaCopyEngine::Drain() {
+  while (in_flight() > 0) {
+    Status waited = WaitOldest();
+    if (!waited.ok()) {
+      DrainAfterError();
+      return waited;
+    }
+  }
+  return Status::Ok();
+}
+
+Status CudaCopyEngine::WaitOldest() {
+  const uint32_t slot = waited_ % kMaxBatchesInFlight;
+  ++waited_;
+  return driver_->SynchronizeEvent(events_[slot]);
+}
+
+void CudaCopyEngine::DrainAfterError() {
+  (void)driver_->SynchronizeStream(stream_);
+  waited_ = issued_;
+}
+
+Status CudaCopyEngine::Issue(TransferDirection direction, std::span<const CopyDescriptor> batch,
+                             uint32_t slot) {
   const CudaDriver& d = *driver_;
   const int ordinal = options_.device_ordinal;
   switch (options_.method) {
@@ -89,24 +130,20 @@ Status CudaCopyEngine::Issue(TransferDirection direction, std::span<const CopyDe
       return d.BatchCopyAsync(direction, ordinal, planner_.linear(), *arrays_, stream_);
     case CopyMethod::kKernel:
       planner_.Plan(batch, CopyShape::kLinear, limits_);
-      return kernel_->Launch(direction, planner_.linear(), stream_);
+      return kernel_->Launch(direction, planner_.linear(), slot, stream_);
   }
   return Status::Internal("unknown copy method");
-}
-
-Status CudaCopyEngine::Drain() {
-  Status recorded = driver_->RecordEvent(event_, stream_);
-  if (recorded.ok()) return driver_->SynchronizeEvent(event_);
-  Status synced = driver_->SynchronizeStream(stream_);
-  return synced.ok() ? recorded : synced;
 }
 
 void CudaCopyEngine::Stop() { Release(); }
 
 void CudaCopyEngine::Release() {
+  if (stream_ != nullptr && in_flight() > 0) DrainAfterError();
   kernel_.reset();
-  if (event_ != nullptr) (void)driver_->DestroyEvent(event_);
-  event_ = nullptr;
+  for (CudaEvent& e : events_) {
+    if (e != nullptr) (void)driver_->DestroyEvent(e);
+    e = nullptr;
+  }
   if (stream_ != nullptr) (void)driver_->DestroyStream(stream_);
   stream_ = nullptr;
   if (retained_) {

@@ -34,7 +34,8 @@ Result<std::unique_ptr<Transfers>> MakeCudaTransfers(std::shared_ptr<const CudaD
   std::vector<std::unique_ptr<CopyEngine>> engines;
   for (int ordinal : ordinals) {
     engines.push_back(std::make_unique<CudaCopyEngine>(
-        driver, CudaEngineOptions{ordinal, options.method, options.kernel_blocks}));
+        driver, CudaEngineOptions{ordinal, options.method, options.batches_in_flight,
+                                  options.kernel_blocks}));
   }
   STRATA_ASSIGN_OR_RETURN(auto t, ThreadedTransfers::Create(geometry, std::move(planes),
                                                             std::move(engines), options.threads));

@@ -17,7 +17,8 @@ struct CudaTransfersOptions {
   // Device of each rank; empty means rank r uses device r % device count.
   std::vector<int> device_ordinals;
   CopyMethod method = kDefaultCopyMethod;
-  uint32_t kernel_blocks = 32;  // kKernel only
+  uint32_t batches_in_flight = 1;  // per rank, 1 .. kMaxBatchesInFlight
+  uint32_t kernel_blocks = 32;     // kKernel only
   ThreadedTransfersOptions threads;
 };
 

@@ -37,7 +37,7 @@ Result<std::unique_ptr<GatherKernel>> GatherKernel::Load(std::shared_ptr<const C
   std::unique_ptr<GatherKernel> k(new GatherKernel(driver, blocks));
   STRATA_ASSIGN_OR_RETURN(k->module_, driver->LoadModule(kGatherKernelPtx));
   STRATA_ASSIGN_OR_RETURN(k->function_, driver->GetFunction(k->module_, kKernelName));
-  STRATA_ASSIGN_OR_RETURN(void* pieces, driver->MemAllocHost(sizeof(PieceCopy) * kMaxBatchEntries));
+  STRATA_ASSIGN_OR_RETURN(void* pieces, driver->MemAllocHost(sizeof(PieceCopy) * kMaxBatchEntries * kPieceBuffers));
   k->pieces_ = static_cast<PieceCopy*>(pieces);
   return k;
 #else
@@ -55,8 +55,10 @@ GatherKernel::~GatherKernel() {
 }
 
 Status GatherKernel::Launch(TransferDirection direction, std::span<const CopyOp> ops,
-                            CudaStream stream) {
+                            uint32_t buffer, CudaStream stream) {
   if (ops.empty()) return Status::Ok();
+  STRATA_ASSERT(buffer < kPieceBuffers, "gather kernel piece buffer out of range");
+  PieceCopy* pieces = pieces_ + buffer * kMaxBatchEntries;
   if (ops.size() > kMaxBatchEntries) {
     return Status::InvalidArgument("gather kernel batch of " + std::to_string(ops.size()) +
                                    " pieces exceeds " + std::to_string(kMaxBatchEntries));
@@ -65,9 +67,8 @@ Status GatherKernel::Launch(TransferDirection direction, std::span<const CopyOp>
   for (size_t i = 0; i < ops.size(); ++i) {
     STRATA_ASSERT(ops[i].height == 1, "the gather kernel takes 1-D copies");
     const auto host = reinterpret_cast<uint64_t>(ops[i].host);
-    pieces_[i] = {to_host ? ops[i].device : host, to_host ? host : ops[i].device, ops[i].width};
+    pieces[i] = {to_host ? ops[i].device : host, to_host ? host : ops[i].device, ops[i].width};
   }
-  PieceCopy* pieces = pieces_;
   auto count = static_cast<uint32_t>(ops.size());
   void* params[] = {&pieces, &count};
   const uint32_t grid = std::min<uint32_t>(blocks_, count);

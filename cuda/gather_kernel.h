@@ -30,10 +30,13 @@ class GatherKernel {
   GatherKernel(const GatherKernel&) = delete;
   GatherKernel& operator=(const GatherKernel&) = delete;
 
-  // Launches one kernel over 1-D `ops` (at most kMaxBatchEntries) on `stream`.
-  // The caller waits for the stream before the next Launch: the piece list
-  // lives in one pinned buffer that the next launch rewrites.
-  Status Launch(TransferDirection direction, std::span<const CopyOp> ops, CudaStream stream);
+  // Launches one kernel over 1-D `ops` (at most kMaxBatchEntries) on `stream`,
+  // its piece list in pinned buffer `buffer` (< kPieceBuffers). The kernel
+  // reads that buffer until it finishes: the caller waits for it before
+  // launching with the same buffer again.
+  Status Launch(TransferDirection direction, std::span<const CopyOp> ops, uint32_t buffer,
+                CudaStream stream);
+  static constexpr uint32_t kPieceBuffers = 2;
 
  private:
   GatherKernel(std::shared_ptr<const CudaDriver> driver, uint32_t blocks)
@@ -43,7 +46,7 @@ class GatherKernel {
   uint32_t blocks_;
   CudaModule module_ = nullptr;
   CudaFunction function_ = nullptr;
-  PieceCopy* pieces_ = nullptr;  // pinned, device-mapped; kMaxBatchEntries entries
+  PieceCopy* pieces_ = nullptr;  // pinned, device-mapped; kPieceBuffers x kMaxBatchEntries
 };
 
 }  // namespace strata

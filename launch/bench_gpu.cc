@@ -39,6 +39,7 @@ struct GpuBenchOptions {
   std::string driver = kCudaDriverLibrary;
   std::vector<std::string> presets = {"deepseek-like", "qwen-like", "small-planes"};
   std::vector<std::string> methods = {"batched", "strided", "kernel"};
+  std::vector<uint32_t> in_flight = {1, 2};
 };
 
 double CpuSeconds() {
@@ -152,7 +153,16 @@ std::vector<TransferJob> Windows(TransferDirection dir, const std::vector<PageId
   return jobs;
 }
 
-// Every method and id pattern of one preset.
+// Every (method, batches in flight) pair to measure.
+std::vector<std::pair<std::string, uint32_t>> Configs(const GpuBenchOptions& o) {
+  std::vector<std::pair<std::string, uint32_t>> out;
+  for (const std::string& m : o.methods) {
+    for (uint32_t n : o.in_flight) out.emplace_back(m, n);
+  }
+  return out;
+}
+
+// Every configuration and id pattern of one preset.
 Status BenchPreset(const std::shared_ptr<const CudaDriver>& driver, const PrimaryContext& ctx,
                    CudaHostRegistrar& registrar, const GpuBenchOptions& o, const std::string& preset,
                    std::vector<GpuBenchCase>& out) {
@@ -199,16 +209,18 @@ Status BenchPreset(const std::shared_ptr<const CudaDriver>& driver, const Primar
   std::vector<PageId> scattered = sequential;
   std::shuffle(scattered.begin(), scattered.end(), std::mt19937_64(kIdSeed));
   uint64_t next_id = 1;
-  for (const std::string& method_name : o.methods) {
+  for (const auto& [method_name, in_flight] : Configs(o)) {
     STRATA_ASSIGN_OR_RETURN(CopyMethod method, ParseCopyMethod(method_name));
     CudaTransfersOptions options;
     options.method = method;
+    options.batches_in_flight = in_flight;
     Result<std::unique_ptr<Transfers>> t = MakeCudaTransfers(*planes, options);
     for (const auto& [ids_name, ids] : {std::pair{"sequential", &sequential}, std::pair{"scattered", &scattered}}) {
       GpuBenchCase c;
       c.preset = preset;
       c.unit_class = ClassifyUnits(g.ranks[0]);
       c.method = method_name;
+      c.in_flight = in_flight;
       c.ids = ids_name;
       c.pages = pages;
       c.bytes = bytes;
@@ -233,7 +245,10 @@ Status BenchPreset(const std::shared_ptr<const CudaDriver>& driver, const Primar
         c.restore_window_ms_p99 = re->p99_ms;
       }
       out.push_back(std::move(c));
-      if (!o.json) std::fprintf(stderr, "  %s %s %s done\n", preset.c_str(), method_name.c_str(), ids_name);
+      if (!o.json) {
+        std::fprintf(stderr, "  %s %s %s done\n", preset.c_str(), out.back().config().c_str(),
+                     ids_name);
+      }
     }
     if (t.ok()) STRATA_RETURN_IF_ERROR((*t)->Close(std::chrono::seconds(60)));
   }
@@ -265,7 +280,7 @@ int RunGpuBench(const GpuBenchOptions& o) {
   run.device_name = (*driver)->DeviceName(o.device).ok() ? *(*driver)->DeviceName(o.device) : "?";
   run.driver_version = (*driver)->version();
   run.repetitions = o.repetitions;
-  run.default_method = std::string(CopyMethodName(kDefaultCopyMethod));
+  run.default_config = std::string(CopyMethodName(kDefaultCopyMethod)) + "_x1";
   for (const std::string& preset : o.presets) {
     Status s = BenchPreset(*driver, **ctx, **registrar, o, preset, run.cases);
     if (!s.ok()) return fail(s.WithContext(preset));
@@ -297,6 +312,9 @@ void AddGpuBench(CLI::App& bench) {
   cmd->add_option("--preset", o->presets, "Geometry presets (repeatable)")->capture_default_str();
   cmd->add_option("--method", o->methods, "Copy methods: batched, strided, kernel (repeatable)")
       ->capture_default_str();
+  cmd->add_option("--in-flight", o->in_flight, "Batches in flight per rank: 1, 2 (repeatable)")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, kMaxBatchesInFlight));
   cmd->add_option("--driver", o->driver, "CUDA driver library to load")->capture_default_str();
   cmd->callback([o] {
     int rc = RunGpuBench(*o);

@@ -22,6 +22,8 @@ namespace {
 double Ratio(double value, double baseline) { return baseline > 0 ? value / baseline : 0; }
 }  // namespace
 
+std::string GpuBenchCase::config() const { return method + "_x" + std::to_string(in_flight); }
+
 double GpuBenchCase::copy_out_ratio() const { return Ratio(copy_out_gbps, baseline_d2h_gbps); }
 double GpuBenchCase::restore_ratio() const { return Ratio(restore_gbps, baseline_h2d_gbps); }
 double GpuBenchCase::ratio() const { return std::min(copy_out_ratio(), restore_ratio()); }
@@ -30,7 +32,7 @@ std::map<std::string, MethodSummary> Summarize(const std::vector<GpuBenchCase>& 
   std::map<std::string, MethodSummary> out;
   for (const GpuBenchCase& c : cases) {
     if (!c.error.empty()) continue;
-    MethodSummary& m = out[c.method];
+    MethodSummary& m = out[c.config()];
     ClassRatio& r = c.unit_class == UnitClass::kLarge ? m.large : m.small;
     if (!r.measured) {
       r = {true, c.copy_out_ratio(), c.restore_ratio()};
@@ -67,12 +69,13 @@ nlohmann::json GpuBenchJson(const GpuBenchRun& run) {
   j["device"] = {{"ordinal", run.device}, {"name", run.device_name}, {"driver_version", run.driver_version}};
   j["repetitions"] = run.repetitions;
   j["statistic"] = "median";
-  j["default_method"] = run.default_method;
+  j["default_config"] = run.default_config;
   j["cases"] = nlohmann::json::array();
   for (const GpuBenchCase& c : run.cases) {
     nlohmann::json k = {{"preset", c.preset},
                         {"unit_class", UnitClassName(c.unit_class)},
                         {"method", c.method},
+                        {"in_flight", c.in_flight},
                         {"ids", c.ids},
                         {"pages", c.pages},
                         {"bytes", c.bytes},
@@ -96,12 +99,12 @@ nlohmann::json GpuBenchJson(const GpuBenchRun& run) {
     j["cases"].push_back(std::move(k));
   }
   const auto summary = Summarize(run.cases);
-  j["methods"] = nlohmann::json::object();
-  for (const auto& [method, s] : summary) {
-    j["methods"][method] = {{"large_unit_ratio", ClassJson(s.large)},
+  j["configs"] = nlohmann::json::object();
+  for (const auto& [config, s] : summary) {
+    j["configs"][config] = {{"large_unit_ratio", ClassJson(s.large)},
                             {"small_unit_ratio", ClassJson(s.small)}};
   }
-  auto it = summary.find(run.default_method);
+  auto it = summary.find(run.default_config);
   const MethodSummary headline = it != summary.end() ? it->second : MethodSummary{};
   j["large_unit_ratio"] = headline.large.measured ? nlohmann::json(Round3(headline.large.min())) : nullptr;
   j["small_unit_ratio"] = headline.small.measured ? nlohmann::json(Round3(headline.small.min())) : nullptr;
@@ -119,20 +122,20 @@ std::string GpuBenchTable(const GpuBenchRun& run) {
                 run.device_name.c_str(), run.device, run.driver_version / 1000,
                 run.driver_version % 1000 / 10, run.repetitions);
   out += line;
-  std::snprintf(line, sizeof line, "%-14s %-5s %-8s %-10s %6s | %9s %9s %5s | %9s %9s %5s | %5s | %s\n",
-                "preset", "units", "method", "ids", "MiB", "out GB/s", "base D2H", "ratio",
+  std::snprintf(line, sizeof line, "%-14s %-5s %-11s %-10s %6s | %9s %9s %5s | %9s %9s %5s | %5s | %s\n",
+                "preset", "units", "config", "ids", "MiB", "out GB/s", "base D2H", "ratio",
                 "in GB/s", "base H2D", "ratio", "min", "window p50/p99 ms (out, in)");
   out += line;
   for (const GpuBenchCase& c : run.cases) {
     if (!c.error.empty()) {
-      std::snprintf(line, sizeof line, "%-14s %-5s %-8s %-10s %6llu | %s\n", c.preset.c_str(),
-                    UnitClassName(c.unit_class), c.method.c_str(), c.ids.c_str(),
+      std::snprintf(line, sizeof line, "%-14s %-5s %-11s %-10s %6llu | %s\n", c.preset.c_str(),
+                    UnitClassName(c.unit_class), c.config().c_str(), c.ids.c_str(),
                     static_cast<unsigned long long>(c.bytes >> 20), c.error.c_str());
     } else {
       std::snprintf(line, sizeof line,
-                    "%-14s %-5s %-8s %-10s %6llu | %9.2f %9.2f %5.2f | %9.2f %9.2f %5.2f | %5.2f | "
+                    "%-14s %-5s %-11s %-10s %6llu | %9.2f %9.2f %5.2f | %9.2f %9.2f %5.2f | %5.2f | "
                     "%.2f/%.2f, %.2f/%.2f\n",
-                    c.preset.c_str(), UnitClassName(c.unit_class), c.method.c_str(), c.ids.c_str(),
+                    c.preset.c_str(), UnitClassName(c.unit_class), c.config().c_str(), c.ids.c_str(),
                     static_cast<unsigned long long>(c.bytes >> 20), c.copy_out_gbps,
                     c.baseline_d2h_gbps, c.copy_out_ratio(), c.restore_gbps, c.baseline_h2d_gbps,
                     c.restore_ratio(), c.ratio(), c.copy_out_window_ms_p50, c.copy_out_window_ms_p99,
@@ -140,14 +143,15 @@ std::string GpuBenchTable(const GpuBenchRun& run) {
     }
     out += line;
   }
-  for (const auto& [method, s] : Summarize(run.cases)) {
-    std::snprintf(line, sizeof line, "%s%-8s large_unit_ratio %s  small_unit_ratio %s\n",
-                  method == run.default_method ? "* " : "  ", method.c_str(),
+  for (const auto& [config, s] : Summarize(run.cases)) {
+    std::snprintf(line, sizeof line, "%s%-11s large_unit_ratio %s  small_unit_ratio %s\n",
+                  config == run.default_config ? "* " : "  ", config.c_str(),
                   s.large.measured ? std::to_string(Round3(s.large.min())).substr(0, 5).c_str() : "-",
                   s.small.measured ? std::to_string(Round3(s.small.min())).substr(0, 5).c_str() : "-");
     out += line;
   }
-  out += "(* = default method; a ratio is the minimum over directions, id patterns and presets)\n";
+  out += "(* = default configuration: method_x<batches in flight>; a ratio is the minimum over "
+         "directions, id patterns and presets of its unit class)\n";
   return out;
 }
 

@@ -25,7 +25,8 @@ struct GpuBenchCase {
   std::string preset;
   UnitClass unit_class = UnitClass::kSmall;
   std::string method;
-  std::string ids;  // "sequential" or "scattered"
+  uint32_t in_flight = 1;  // batches in flight per rank
+  std::string ids;         // "sequential" or "scattered"
   uint64_t pages = 0;
   uint64_t bytes = 0;  // moved per direction per repetition
   double baseline_d2h_gbps = 0;
@@ -40,6 +41,8 @@ struct GpuBenchCase {
   double restore_window_ms_p99 = 0;
   std::string error;  // set when the method could not run; rates are then 0
 
+  // "<method>_x<in_flight>", e.g. "batched_x1": what the summary groups by.
+  std::string config() const;
   double copy_out_ratio() const;
   double restore_ratio() const;
   double ratio() const;  // the smaller direction
@@ -59,7 +62,7 @@ struct MethodSummary {
   ClassRatio small;
 };
 
-// Per method name; methods whose every case failed are absent.
+// Per config(); configurations whose every case failed are absent.
 std::map<std::string, MethodSummary> Summarize(const std::vector<GpuBenchCase>& cases);
 
 // Percentile `p` (0..100, nearest rank) of `values`; 0 when empty.
@@ -70,12 +73,12 @@ struct GpuBenchRun {
   std::string device_name;
   int driver_version = 0;
   int repetitions = 0;
-  std::string default_method;
+  std::string default_config;  // the headline's configuration
   std::vector<GpuBenchCase> cases;
 };
 
-// The --json object: every case, the per-method summary, and the headline
-// large_unit_ratio / small_unit_ratio of the default method.
+// The --json object: every case, the per-configuration summary, and the
+// headline large_unit_ratio / small_unit_ratio of the default configuration.
 nlohmann::json GpuBenchJson(const GpuBenchRun& run);
 // The human table.
 std::string GpuBenchTable(const GpuBenchRun& run);

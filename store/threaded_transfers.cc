@@ -40,6 +40,7 @@ class Batcher {
   }
   Status Finish() {
     Flush();
+    if (status_.ok()) status_ = engine_.Drain();
     return status_;
   }
   uint64_t moved() const { return moved_; }

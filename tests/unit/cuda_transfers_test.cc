@@ -46,7 +46,7 @@ struct Rig {
 };
 
 Rig MakeRig(const FakeCuda& fake, const char* preset, uint32_t ranks, uint64_t pages,
-            CopyMethod method) {
+            CopyMethod method, uint32_t batches_in_flight = 1) {
   Rig rig;
   CacheGeometry g = *PresetGeometry(preset, ranks, pages, 4);
   rig.planes = *DevicePlanes::Create(fake.driver(), g, std::vector<int>(ranks, 0));
@@ -55,22 +55,33 @@ Rig MakeRig(const FakeCuda& fake, const char* preset, uint32_t ranks, uint64_t p
   rig.pool = *SlabPool::Create(layout.page_record_bytes(), pages + 64, 0, rig.registrar.get());
   CudaTransfersOptions options;
   options.method = method;
+  options.batches_in_flight = batches_in_flight;
   auto t = MakeCudaTransfers(*rig.planes, options);
   EXPECT_TRUE(t.ok()) << t.status().ToString();
   if (t.ok()) rig.transfers = std::move(*t);
   return rig;
 }
 
-class CudaTransfersFakeTest : public ::testing::TestWithParam<CopyMethod> {};
+struct EngineCase {
+  CopyMethod method;
+  uint32_t in_flight;
+};
+
+void PrintTo(const EngineCase& c, std::ostream* os) {
+  *os << CopyMethodName(c.method) << " x" << c.in_flight;
+}
+
+class CudaTransfersFakeTest : public ::testing::TestWithParam<EngineCase> {};
 
 TEST_P(CudaTransfersFakeTest, MultiWindowRoundTripIntoDifferentIdsIsByteExact) {
   STRATA_USE_FAKE_CUDA(fake);
-  if (GetParam() == CopyMethod::kKernel && !GatherKernelBuilt()) {
+  const CopyMethod method = GetParam().method;
+  if (method == CopyMethod::kKernel && !GatherKernelBuilt()) {
     GTEST_SKIP() << "gather kernel not built";
   }
   // small-planes: 48 planes of 4 KiB, a row spanning two slab slots.
   for (const char* preset : {"tiny", "small-planes"}) {
-    Rig rig = MakeRig(fake, preset, 2, 200, GetParam());
+    Rig rig = MakeRig(fake, preset, 2, 200, method, GetParam().in_flight);
     ASSERT_NE(rig.transfers, nullptr);
     // 150 pages: three windows. Sources run in consecutive ids (strided
     // copies apply) with a gap; destinations are scattered.
@@ -92,7 +103,7 @@ TEST_P(CudaTransfersFakeTest, MultiWindowRoundTripIntoDifferentIdsIsByteExact) {
     EXPECT_EQ(CheckPatterns(*rig.planes, dst, StateSlot(3)), "") << preset;
     ASSERT_TRUE(rig.transfers->Close(std::chrono::seconds(10)).ok());
   }
-  switch (GetParam()) {
+  switch (method) {
     case CopyMethod::kBatched:
       EXPECT_GT(fake.Calls("cuMemcpyBatchAsync"), 0u);
       EXPECT_EQ(fake.Calls("cuMemcpy3DBatchAsync"), 0u);
@@ -113,9 +124,15 @@ TEST_P(CudaTransfersFakeTest, MultiWindowRoundTripIntoDifferentIdsIsByteExact) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Methods, CudaTransfersFakeTest,
-                         ::testing::Values(CopyMethod::kBatched, CopyMethod::kStrided,
-                                           CopyMethod::kKernel),
-                         [](const auto& info) { return std::string(CopyMethodName(info.param)); });
+                         ::testing::Values(EngineCase{CopyMethod::kBatched, 1},
+                                           EngineCase{CopyMethod::kStrided, 1},
+                                           EngineCase{CopyMethod::kKernel, 1},
+                                           EngineCase{CopyMethod::kBatched, 2},
+                                           EngineCase{CopyMethod::kKernel, 2}),
+                         [](const auto& info) {
+                           return std::string(CopyMethodName(info.param.method)) + "_x" +
+                                  std::to_string(info.param.in_flight);
+                         });
 
 TEST(CudaTransfersTest, ReplicatedRestoreFansOneShareOutToEveryRank) {
   STRATA_USE_FAKE_CUDA(fake);
@@ -142,7 +159,8 @@ TEST(CudaTransfersTest, CopyFailureIsReportedWithItsNameAfterTheStreamDrained) {
   Rig rig = MakeRig(fake, "tiny", 2, 16, kDefaultCopyMethod);
   ASSERT_NE(rig.transfers, nullptr);
   Slabs slabs = AllocateSlabs(*rig.pool, RecordLayout(rig.planes->geometry()), 2);
-  const auto syncs_before = fake.Calls("cuEventSynchronize");
+  const auto event_waits = fake.Calls("cuEventSynchronize");
+  const auto stream_waits = fake.Calls("cuStreamSynchronize");
   fake.Inject("cuMemcpyBatchAsync", kCudaErrorIllegalAddress);
   uint64_t job = 1;
   Status s = MoveWindows(*rig.transfers, TransferDirection::kDeviceToHost, {PageId(0), PageId(1)},
@@ -150,12 +168,39 @@ TEST(CudaTransfersTest, CopyFailureIsReportedWithItsNameAfterTheStreamDrained) {
   EXPECT_EQ(s.code(), StatusCode::kIoError);
   EXPECT_NE(s.message().find("cuMemcpyBatchAsync: CUDA_ERROR_ILLEGAL_ADDRESS"), std::string::npos)
       << s.ToString();
-  // Both ranks waited on their event, the failed one included.
-  EXPECT_EQ(fake.Calls("cuEventSynchronize") - syncs_before, 2u);
+  // The healthy rank waited on its event; the failed one drained its stream
+  // before the failure was reported.
+  EXPECT_EQ(fake.Calls("cuEventSynchronize") - event_waits, 1u);
+  EXPECT_EQ(fake.Calls("cuStreamSynchronize") - stream_waits, 1u);
   // The transfers stay usable.
   EXPECT_TRUE(MoveWindows(*rig.transfers, TransferDirection::kDeviceToHost, {PageId(0)},
                           StateSlot(0), slabs, job)
                   .ok());
+}
+
+TEST(CudaTransfersTest, PipelinedFailureIsReportedAfterEveryIssuedBatchDrained) {
+  STRATA_USE_FAKE_CUDA(fake);
+  // qwen-like pages are 576 KiB: a 64-page window spans three 16 MiB batches.
+  Rig rig = MakeRig(fake, "qwen-like", 1, 64, kDefaultCopyMethod, /*batches_in_flight=*/2);
+  ASSERT_NE(rig.transfers, nullptr);
+  std::vector<PageId> ids;
+  for (uint32_t i = 0; i < 64; ++i) ids.push_back(PageId(i));
+  Slabs slabs = AllocateSlabs(*rig.pool, RecordLayout(rig.planes->geometry()), ids.size());
+  uint64_t job = 1;
+  ASSERT_TRUE(MoveWindows(*rig.transfers, TransferDirection::kDeviceToHost, ids, StateSlot(0),
+                          slabs, job)
+                  .ok());
+  const auto batches = fake.Calls("cuMemcpyBatchAsync");
+  EXPECT_GE(batches, 3u);
+  // Fail the first event wait: batch one's completion, seen while batch two
+  // is queued behind it.
+  fake.Inject("cuEventSynchronize", kCudaErrorIllegalAddress);
+  const auto stream_syncs = fake.Calls("cuStreamSynchronize");
+  Status s = MoveWindows(*rig.transfers, TransferDirection::kDeviceToHost, ids, StateSlot(0),
+                         slabs, job);
+  EXPECT_NE(s.message().find("cuEventSynchronize: CUDA_ERROR_ILLEGAL_ADDRESS"), std::string::npos)
+      << s.ToString();
+  EXPECT_EQ(fake.Calls("cuStreamSynchronize") - stream_syncs, 1u);  // drained before reporting
 }
 
 TEST(CudaTransfersTest, UnregisteredHostMemoryIsRefusedByTheDriver) {

@@ -42,25 +42,30 @@ TEST(GpuBenchReportTest, SummaryTakesTheWorstDirectionPatternAndPresetPerClass) 
   GpuBenchCase failed = Case("qwen-like", UnitClass::kSmall, "kernel", "sequential", 0, 0);
   failed.error = "failed precondition: no kernel";
   cases.push_back(failed);
+  GpuBenchCase pipelined = Case("small-planes", UnitClass::kSmall, "batched", "scattered", 25, 20);
+  pipelined.in_flight = 2;
+  cases.push_back(pipelined);
   auto s = Summarize(cases);
-  ASSERT_EQ(s.count("kernel"), 0u);  // every case failed
-  const MethodSummary& b = s.at("batched");
+  ASSERT_EQ(s.count("kernel_x1"), 0u);  // every case failed
+  EXPECT_DOUBLE_EQ(s.at("batched_x2").small.min(), 0.5);
+  const MethodSummary& b = s.at("batched_x1");
   ASSERT_TRUE(b.large.measured);
   EXPECT_DOUBLE_EQ(b.large.copy_out, 0.9);
   EXPECT_DOUBLE_EQ(b.large.restore, 0.95);
   EXPECT_DOUBLE_EQ(b.large.min(), 0.9);
   EXPECT_DOUBLE_EQ(b.small.min(), 0.1);
-  EXPECT_FALSE(s.at("strided").large.measured);
-  EXPECT_DOUBLE_EQ(s.at("strided").small.min(), 0.9);
+  EXPECT_FALSE(s.at("strided_x1").large.measured);
+  EXPECT_DOUBLE_EQ(s.at("strided_x1").small.min(), 0.9);
 
   GpuBenchRun run;
-  run.default_method = "batched";
+  run.default_config = "batched_x1";
   run.cases = cases;
   nlohmann::json j = GpuBenchJson(run);
   EXPECT_DOUBLE_EQ(j["large_unit_ratio"].get<double>(), 0.9);
   EXPECT_DOUBLE_EQ(j["small_unit_ratio"].get<double>(), 0.1);
   EXPECT_DOUBLE_EQ(j["small_unit_ratio_by_direction"]["restore"].get<double>(), 0.2);
-  EXPECT_TRUE(j["methods"]["strided"]["large_unit_ratio"].is_null());
+  EXPECT_TRUE(j["configs"]["strided_x1"]["large_unit_ratio"].is_null());
+  EXPECT_DOUBLE_EQ(j["configs"]["batched_x2"]["small_unit_ratio"]["min"].get<double>(), 0.5);
   EXPECT_EQ(j["cases"].size(), cases.size());
   EXPECT_EQ(j["cases"][5]["error"], "failed precondition: no kernel");
   EXPECT_DOUBLE_EQ(j["cases"][0]["copy_out_gbps"].get<double>(), 49);
