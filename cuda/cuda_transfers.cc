@@ -23,15 +23,15 @@ Result<std::vector<int>> AssignDevices(uint32_t rank_count, int device_count,
   return requested;
 }
 
-Result<std::unique_ptr<Transfers>> MakeCudaTransfers(std::shared_ptr<const CudaDriver> driver,
-                                                     const CacheGeometry& geometry,
-                                                     std::vector<RankPlanes> planes,
-                                                     CudaTransfersOptions options) {
+Result<std::unique_ptr<Transfers>> MakeCudaTransfers(
+    const std::shared_ptr<const CudaDriver>& driver, const CacheGeometry& geometry,
+    std::vector<RankPlanes> planes, const CudaTransfersOptions& options) {
   STRATA_ASSIGN_OR_RETURN(int device_count, driver->DeviceCount());
   STRATA_ASSIGN_OR_RETURN(
       std::vector<int> ordinals,
       AssignDevices(geometry.rank_count(), device_count, options.device_ordinals));
   std::vector<std::unique_ptr<CopyEngine>> engines;
+  engines.reserve(ordinals.size());
   for (int ordinal : ordinals) {
     engines.push_back(std::make_unique<CudaCopyEngine>(
         driver, CudaEngineOptions{ordinal, options.method, options.batches_in_flight,
@@ -49,8 +49,7 @@ Result<std::unique_ptr<Transfers>> MakeCudaTransfers(const DevicePlanes& planes,
     rank_planes.push_back(planes.planes(r));
   }
   options.device_ordinals = planes.device_ordinals();
-  return MakeCudaTransfers(planes.driver(), planes.geometry(), std::move(rank_planes),
-                           std::move(options));
+  return MakeCudaTransfers(planes.driver(), planes.geometry(), std::move(rank_planes), options);
 }
 
 }  // namespace strata

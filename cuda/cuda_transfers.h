@@ -30,10 +30,9 @@ Result<std::vector<int>> AssignDevices(uint32_t rank_count, int device_count,
 // Transfers between `planes` (device plane bases, one per rank of `geometry`)
 // and host slabs. Fails, after stopping every thread, when a rank's device
 // cannot start (no batched copies, no context, ...).
-Result<std::unique_ptr<Transfers>> MakeCudaTransfers(std::shared_ptr<const CudaDriver> driver,
-                                                     const CacheGeometry& geometry,
-                                                     std::vector<RankPlanes> planes,
-                                                     CudaTransfersOptions options = {});
+Result<std::unique_ptr<Transfers>> MakeCudaTransfers(
+    const std::shared_ptr<const CudaDriver>& driver, const CacheGeometry& geometry,
+    std::vector<RankPlanes> planes, const CudaTransfersOptions& options = {});
 
 // Transfers over `planes`, on the devices they were allocated on (options'
 // device_ordinals are ignored). `planes` must outlive the transfers.

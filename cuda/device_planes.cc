@@ -2,9 +2,9 @@
 
 namespace strata {
 
-Result<std::unique_ptr<DevicePlanes>> DevicePlanes::Create(std::shared_ptr<const CudaDriver> driver,
-                                                           const CacheGeometry& geometry,
-                                                           std::vector<int> device_ordinals) {
+Result<std::unique_ptr<DevicePlanes>> DevicePlanes::Create(
+    const std::shared_ptr<const CudaDriver>& driver, const CacheGeometry& geometry,
+    std::vector<int> device_ordinals) {
   STRATA_RETURN_IF_ERROR(ValidateGeometry(geometry));
   if (device_ordinals.size() != geometry.ranks.size()) {
     return Status::InvalidArgument("device planes need one device ordinal per rank");

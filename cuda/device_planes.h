@@ -24,9 +24,9 @@ class DevicePlanes {
  public:
   // Allocates every plane and row of every rank of `geometry`; rank r lives
   // on device `device_ordinals[r]`.
-  static Result<std::unique_ptr<DevicePlanes>> Create(std::shared_ptr<const CudaDriver> driver,
-                                                      const CacheGeometry& geometry,
-                                                      std::vector<int> device_ordinals);
+  static Result<std::unique_ptr<DevicePlanes>> Create(
+      const std::shared_ptr<const CudaDriver>& driver, const CacheGeometry& geometry,
+      std::vector<int> device_ordinals);
   ~DevicePlanes();
   DevicePlanes(const DevicePlanes&) = delete;
   DevicePlanes& operator=(const DevicePlanes&) = delete;

@@ -22,8 +22,8 @@ struct GatherKernel::PieceCopy {
 
 bool GatherKernelBuilt() { return STRATA_HAVE_GATHER_KERNEL != 0; }
 
-Result<std::unique_ptr<GatherKernel>> GatherKernel::Load(std::shared_ptr<const CudaDriver> driver,
-                                                         int ordinal, uint32_t blocks) {
+Result<std::unique_ptr<GatherKernel>> GatherKernel::Load(
+    const std::shared_ptr<const CudaDriver>& driver, int ordinal, uint32_t blocks) {
 #if STRATA_HAVE_GATHER_KERNEL
   if (blocks == 0) return Status::InvalidArgument("gather kernel needs at least one block");
   STRATA_ASSIGN_OR_RETURN(
@@ -37,7 +37,8 @@ Result<std::unique_ptr<GatherKernel>> GatherKernel::Load(std::shared_ptr<const C
   std::unique_ptr<GatherKernel> k(new GatherKernel(driver, blocks));
   STRATA_ASSIGN_OR_RETURN(k->module_, driver->LoadModule(kGatherKernelPtx));
   STRATA_ASSIGN_OR_RETURN(k->function_, driver->GetFunction(k->module_, kKernelName));
-  STRATA_ASSIGN_OR_RETURN(void* pieces, driver->MemAllocHost(sizeof(PieceCopy) * kMaxBatchEntries * kPieceBuffers));
+  STRATA_ASSIGN_OR_RETURN(
+      void* pieces, driver->MemAllocHost(sizeof(PieceCopy) * kMaxBatchEntries * kPieceBuffers));
   k->pieces_ = static_cast<PieceCopy*>(pieces);
   return k;
 #else

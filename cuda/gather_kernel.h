@@ -24,7 +24,7 @@ class GatherKernel {
   // Loads the kernel into the current context. kFailedPrecondition when the
   // build has no kernel or the device cannot address registered host memory
   // by its host pointer.
-  static Result<std::unique_ptr<GatherKernel>> Load(std::shared_ptr<const CudaDriver> driver,
+  static Result<std::unique_ptr<GatherKernel>> Load(const std::shared_ptr<const CudaDriver>& driver,
                                                     int ordinal, uint32_t blocks);
   ~GatherKernel();
   GatherKernel(const GatherKernel&) = delete;

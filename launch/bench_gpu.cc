@@ -117,8 +117,8 @@ Result<Direction> Measure(Transfers& t, std::vector<TransferJob> jobs, uint64_t 
 // One cuMemcpyAsync of `bytes` between `device` and pinned `host`, timed
 // from issue to the event's completion.
 Result<double> MeasureContiguous(const CudaDriver& d, const PrimaryContext& ctx,
-                                 TransferDirection dir, uint64_t device, void* host,
-                                 uint64_t bytes, int repetitions) {
+                                 TransferDirection dir, uint64_t device, void* host, uint64_t bytes,
+                                 int repetitions) {
   ContextGuard guard(d, ctx.get());
   STRATA_RETURN_IF_ERROR(guard.status());
   STRATA_ASSIGN_OR_RETURN(CudaStream stream, d.CreateLowestPriorityStream());
@@ -164,8 +164,8 @@ std::vector<std::pair<std::string, uint32_t>> Configs(const GpuBenchOptions& o) 
 
 // Every configuration and id pattern of one preset.
 Status BenchPreset(const std::shared_ptr<const CudaDriver>& driver, const PrimaryContext& ctx,
-                   CudaHostRegistrar& registrar, const GpuBenchOptions& o, const std::string& preset,
-                   std::vector<GpuBenchCase>& out) {
+                   CudaHostRegistrar& registrar, const GpuBenchOptions& o,
+                   const std::string& preset, std::vector<GpuBenchCase>& out) {
   STRATA_ASSIGN_OR_RETURN(CacheGeometry probe, PresetGeometry(preset, 1, 1, 1));
   const uint64_t page_bytes = probe.ranks[0].page_bytes();
   const auto target = static_cast<uint64_t>(o.gib * static_cast<double>(1ull << 30));
@@ -175,10 +175,12 @@ Status BenchPreset(const std::shared_ptr<const CudaDriver>& driver, const Primar
   STRATA_ASSIGN_OR_RETURN(auto planes, DevicePlanes::Create(driver, g, {o.device}));
   STRATA_RETURN_IF_ERROR(planes->Fill(0x5a));
   RecordLayout layout(g);
-  STRATA_ASSIGN_OR_RETURN(auto pool, SlabPool::Create(layout.page_record_bytes(), pages, 0, &registrar));
+  STRATA_ASSIGN_OR_RETURN(auto pool,
+                          SlabPool::Create(layout.page_record_bytes(), pages, 0, &registrar));
   std::vector<SlotId> slots;
   if (!pool->Allocate(pages, 0, slots)) return Status::Internal("slab pool too small");
   std::vector<uint8_t*> records;
+  records.reserve(slots.size());
   for (SlotId s : slots) records.push_back(pool->address(s));
 
   // Baseline: the same bytes, one contiguous copy, pinned host memory (the pool).
@@ -215,7 +217,8 @@ Status BenchPreset(const std::shared_ptr<const CudaDriver>& driver, const Primar
     options.method = method;
     options.batches_in_flight = in_flight;
     Result<std::unique_ptr<Transfers>> t = MakeCudaTransfers(*planes, options);
-    for (const auto& [ids_name, ids] : {std::pair{"sequential", &sequential}, std::pair{"scattered", &scattered}}) {
+    for (const auto& [ids_name, ids] :
+         {std::pair{"sequential", &sequential}, std::pair{"scattered", &scattered}}) {
       GpuBenchCase c;
       c.preset = preset;
       c.unit_class = ClassifyUnits(g.ranks[0]);
@@ -226,12 +229,14 @@ Status BenchPreset(const std::shared_ptr<const CudaDriver>& driver, const Primar
       c.bytes = bytes;
       c.baseline_d2h_gbps = base_d2h;
       c.baseline_h2d_gbps = base_h2d;
-      Result<Direction> co = t.ok() ? Measure(**t, Windows(TransferDirection::kDeviceToHost, *ids, records),
-                                              bytes, o.repetitions, next_id)
-                                    : Result<Direction>(t.status());
-      Result<Direction> re = co.ok() ? Measure(**t, Windows(TransferDirection::kHostToDevice, *ids, records),
-                                               bytes, o.repetitions, next_id)
-                                     : Result<Direction>(co.status());
+      Result<Direction> co =
+          t.ok() ? Measure(**t, Windows(TransferDirection::kDeviceToHost, *ids, records), bytes,
+                           o.repetitions, next_id)
+                 : Result<Direction>(t.status());
+      Result<Direction> re =
+          co.ok() ? Measure(**t, Windows(TransferDirection::kHostToDevice, *ids, records), bytes,
+                            o.repetitions, next_id)
+                  : Result<Direction>(co.status());
       if (!re.ok()) {
         c.error = re.status().ToString();
       } else {

@@ -58,7 +58,8 @@ double Round3(double v) { return std::round(v * 1000) / 1000; }
 
 nlohmann::json ClassJson(const ClassRatio& r) {
   if (!r.measured) return nullptr;
-  return {{"copy_out", Round3(r.copy_out)}, {"restore", Round3(r.restore)}, {"min", Round3(r.min())}};
+  return {
+      {"copy_out", Round3(r.copy_out)}, {"restore", Round3(r.restore)}, {"min", Round3(r.min())}};
 }
 
 }  // namespace
@@ -66,7 +67,8 @@ nlohmann::json ClassJson(const ClassRatio& r) {
 nlohmann::json GpuBenchJson(const GpuBenchRun& run) {
   nlohmann::json j;
   j["bench"] = "gpu";
-  j["device"] = {{"ordinal", run.device}, {"name", run.device_name}, {"driver_version", run.driver_version}};
+  j["device"] = {
+      {"ordinal", run.device}, {"name", run.device_name}, {"driver_version", run.driver_version}};
   j["repetitions"] = run.repetitions;
   j["statistic"] = "median";
   j["default_config"] = run.default_config;
@@ -106,8 +108,10 @@ nlohmann::json GpuBenchJson(const GpuBenchRun& run) {
   }
   auto it = summary.find(run.default_config);
   const MethodSummary headline = it != summary.end() ? it->second : MethodSummary{};
-  j["large_unit_ratio"] = headline.large.measured ? nlohmann::json(Round3(headline.large.min())) : nullptr;
-  j["small_unit_ratio"] = headline.small.measured ? nlohmann::json(Round3(headline.small.min())) : nullptr;
+  j["large_unit_ratio"] =
+      headline.large.measured ? nlohmann::json(Round3(headline.large.min())) : nullptr;
+  j["small_unit_ratio"] =
+      headline.small.measured ? nlohmann::json(Round3(headline.small.min())) : nullptr;
   j["large_unit_ratio_by_direction"] = ClassJson(headline.large);
   j["small_unit_ratio_by_direction"] = ClassJson(headline.small);
   return j;
@@ -116,15 +120,17 @@ nlohmann::json GpuBenchJson(const GpuBenchRun& run) {
 std::string GpuBenchTable(const GpuBenchRun& run) {
   std::string out;
   char line[512];
-  std::snprintf(line, sizeof line,
-                "strata bench gpu: %s (device %d), driver %d.%d, median of %d; baseline = one pinned "
-                "contiguous cuMemcpyAsync of the same bytes\n",
-                run.device_name.c_str(), run.device, run.driver_version / 1000,
-                run.driver_version % 1000 / 10, run.repetitions);
+  std::snprintf(
+      line, sizeof line,
+      "strata bench gpu: %s (device %d), driver %d.%d, median of %d; baseline = one pinned "
+      "contiguous cuMemcpyAsync of the same bytes\n",
+      run.device_name.c_str(), run.device, run.driver_version / 1000,
+      run.driver_version % 1000 / 10, run.repetitions);
   out += line;
-  std::snprintf(line, sizeof line, "%-14s %-5s %-11s %-10s %6s | %9s %9s %5s | %9s %9s %5s | %5s | %s\n",
-                "preset", "units", "config", "ids", "MiB", "out GB/s", "base D2H", "ratio",
-                "in GB/s", "base H2D", "ratio", "min", "window p50/p99 ms (out, in)");
+  std::snprintf(line, sizeof line,
+                "%-14s %-5s %-11s %-10s %6s | %9s %9s %5s | %9s %9s %5s | %5s | %s\n", "preset",
+                "units", "config", "ids", "MiB", "out GB/s", "base D2H", "ratio", "in GB/s",
+                "base H2D", "ratio", "min", "window p50/p99 ms (out, in)");
   out += line;
   for (const GpuBenchCase& c : run.cases) {
     if (!c.error.empty()) {
@@ -132,26 +138,29 @@ std::string GpuBenchTable(const GpuBenchRun& run) {
                     UnitClassName(c.unit_class), c.config().c_str(), c.ids.c_str(),
                     static_cast<unsigned long long>(c.bytes >> 20), c.error.c_str());
     } else {
-      std::snprintf(line, sizeof line,
-                    "%-14s %-5s %-11s %-10s %6llu | %9.2f %9.2f %5.2f | %9.2f %9.2f %5.2f | %5.2f | "
-                    "%.2f/%.2f, %.2f/%.2f\n",
-                    c.preset.c_str(), UnitClassName(c.unit_class), c.config().c_str(), c.ids.c_str(),
-                    static_cast<unsigned long long>(c.bytes >> 20), c.copy_out_gbps,
-                    c.baseline_d2h_gbps, c.copy_out_ratio(), c.restore_gbps, c.baseline_h2d_gbps,
-                    c.restore_ratio(), c.ratio(), c.copy_out_window_ms_p50, c.copy_out_window_ms_p99,
-                    c.restore_window_ms_p50, c.restore_window_ms_p99);
+      std::snprintf(
+          line, sizeof line,
+          "%-14s %-5s %-11s %-10s %6llu | %9.2f %9.2f %5.2f | %9.2f %9.2f %5.2f | %5.2f | "
+          "%.2f/%.2f, %.2f/%.2f\n",
+          c.preset.c_str(), UnitClassName(c.unit_class), c.config().c_str(), c.ids.c_str(),
+          static_cast<unsigned long long>(c.bytes >> 20), c.copy_out_gbps, c.baseline_d2h_gbps,
+          c.copy_out_ratio(), c.restore_gbps, c.baseline_h2d_gbps, c.restore_ratio(), c.ratio(),
+          c.copy_out_window_ms_p50, c.copy_out_window_ms_p99, c.restore_window_ms_p50,
+          c.restore_window_ms_p99);
     }
     out += line;
   }
   for (const auto& [config, s] : Summarize(run.cases)) {
-    std::snprintf(line, sizeof line, "%s%-11s large_unit_ratio %s  small_unit_ratio %s\n",
-                  config == run.default_config ? "* " : "  ", config.c_str(),
-                  s.large.measured ? std::to_string(Round3(s.large.min())).substr(0, 5).c_str() : "-",
-                  s.small.measured ? std::to_string(Round3(s.small.min())).substr(0, 5).c_str() : "-");
+    std::snprintf(
+        line, sizeof line, "%s%-11s large_unit_ratio %s  small_unit_ratio %s\n",
+        config == run.default_config ? "* " : "  ", config.c_str(),
+        s.large.measured ? std::to_string(Round3(s.large.min())).substr(0, 5).c_str() : "-",
+        s.small.measured ? std::to_string(Round3(s.small.min())).substr(0, 5).c_str() : "-");
     out += line;
   }
-  out += "(* = default configuration: method_x<batches in flight>; a ratio is the minimum over "
-         "directions, id patterns and presets of its unit class)\n";
+  out +=
+      "(* = default configuration: method_x<batches in flight>; a ratio is the minimum over "
+      "directions, id patterns and presets of its unit class)\n";
   return out;
 }
 

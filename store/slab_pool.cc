@@ -47,8 +47,8 @@ Result<std::unique_ptr<SlabPool>> SlabPool::Create(uint64_t slot_bytes, uint64_t
   void* p = mmap(nullptr, pool->mapped_bytes_, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
   if (p == MAP_FAILED) {
-    return Status::FromErrno(errno, "mapping a slab pool of " +
-                                        std::to_string(pool->mapped_bytes_ >> 20) + " MiB");
+    return Status::FromErrno(
+        errno, "mapping a slab pool of " + std::to_string(pool->mapped_bytes_ >> 20) + " MiB");
   }
   pool->base_ = static_cast<uint8_t*>(p);
   (void)madvise(p, pool->mapped_bytes_, MADV_HUGEPAGE);  // advisory: THP may be off

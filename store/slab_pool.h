@@ -84,8 +84,8 @@ class SlabPool {
   uint64_t slot_bytes_ = 0;
   uint64_t total_slots_ = 0;
   uint64_t intake_slots_ = 0;
-  std::vector<SlotId> free_;     // LIFO: recently freed slots are warm in cache
-  std::vector<bool> is_free_;    // double-free detection
+  std::vector<SlotId> free_;   // LIFO: recently freed slots are warm in cache
+  std::vector<bool> is_free_;  // double-free detection
   HostRegistrar* registrar_ = nullptr;
   bool leaked_ = false;
 };

@@ -188,8 +188,9 @@ Status ThreadedTransfers::Submit(TransferJob job) {
     uint64_t have = 0;
     for (const HostPiece& p : job.row_pieces) have += p.bytes;
     if (have < layout_.stored_row_segment_bytes(job.replicated_row)) {
-      return Status::InvalidArgument("row pieces hold " + std::to_string(have) + " bytes, row needs " +
-                                     std::to_string(layout_.stored_row_segment_bytes(job.replicated_row)));
+      return Status::InvalidArgument(
+          "row pieces hold " + std::to_string(have) + " bytes, row needs " +
+          std::to_string(layout_.stored_row_segment_bytes(job.replicated_row)));
     }
   }
   auto shared = std::make_shared<const TransferJob>(std::move(job));
@@ -358,8 +359,9 @@ Result<std::unique_ptr<Transfers>> MakeHostTransfers(HostPlanes& planes,
     rank_planes.push_back(planes.planes(r));
     engines.push_back(std::make_unique<HostCopyEngine>());
   }
-  STRATA_ASSIGN_OR_RETURN(auto t, ThreadedTransfers::Create(planes.geometry(), std::move(rank_planes),
-                                                            std::move(engines), options));
+  STRATA_ASSIGN_OR_RETURN(auto t,
+                          ThreadedTransfers::Create(planes.geometry(), std::move(rank_planes),
+                                                    std::move(engines), options));
   return std::unique_ptr<Transfers>(std::move(t));
 }
 

@@ -20,8 +20,8 @@
 namespace strata {
 
 struct ThreadedTransfersOptions {
-  uint64_t queue_depth = 64;       // jobs queued per rank before Submit says kBusy
-  bool low_priority = true;        // SCHED_BATCH + nice 10 on the rank threads
+  uint64_t queue_depth = 64;  // jobs queued per rank before Submit says kBusy
+  bool low_priority = true;   // SCHED_BATCH + nice 10 on the rank threads
 };
 
 class ThreadedTransfers final : public Transfers {

@@ -55,8 +55,8 @@ struct TransferJob {
 
 struct TransferCompletion {
   JobId id;
-  Status status;        // first rank's error; reported only after every rank drained
-  uint64_t bytes = 0;   // unpadded bytes moved, all ranks
+  Status status;       // first rank's error; reported only after every rank drained
+  uint64_t bytes = 0;  // unpadded bytes moved, all ranks
 };
 
 class Transfers {

@@ -187,17 +187,17 @@ TEST(CudaTransfersTest, PipelinedFailureIsReportedAfterEveryIssuedBatchDrained) 
   for (uint32_t i = 0; i < 64; ++i) ids.push_back(PageId(i));
   Slabs slabs = AllocateSlabs(*rig.pool, RecordLayout(rig.planes->geometry()), ids.size());
   uint64_t job = 1;
-  ASSERT_TRUE(MoveWindows(*rig.transfers, TransferDirection::kDeviceToHost, ids, StateSlot(0),
-                          slabs, job)
-                  .ok());
+  ASSERT_TRUE(
+      MoveWindows(*rig.transfers, TransferDirection::kDeviceToHost, ids, StateSlot(0), slabs, job)
+          .ok());
   const auto batches = fake.Calls("cuMemcpyBatchAsync");
   EXPECT_GE(batches, 3u);
   // Fail the first event wait: batch one's completion, seen while batch two
   // is queued behind it.
   fake.Inject("cuEventSynchronize", kCudaErrorIllegalAddress);
   const auto stream_syncs = fake.Calls("cuStreamSynchronize");
-  Status s = MoveWindows(*rig.transfers, TransferDirection::kDeviceToHost, ids, StateSlot(0),
-                         slabs, job);
+  Status s =
+      MoveWindows(*rig.transfers, TransferDirection::kDeviceToHost, ids, StateSlot(0), slabs, job);
   EXPECT_NE(s.message().find("cuEventSynchronize: CUDA_ERROR_ILLEGAL_ADDRESS"), std::string::npos)
       << s.ToString();
   EXPECT_EQ(fake.Calls("cuStreamSynchronize") - stream_syncs, 1u);  // drained before reporting

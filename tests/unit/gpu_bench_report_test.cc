@@ -17,8 +17,8 @@ TEST(GpuBenchReportTest, PresetsClassifyByWhereTheirBytesSit) {
   EXPECT_EQ(ClassifyUnits(half), UnitClass::kSmall);  // 80%
 }
 
-GpuBenchCase Case(const char* preset, UnitClass c, const char* method, const char* ids,
-                  double out, double in) {
+GpuBenchCase Case(const char* preset, UnitClass c, const char* method, const char* ids, double out,
+                  double in) {
   GpuBenchCase k;
   k.preset = preset;
   k.unit_class = c;

@@ -53,7 +53,8 @@ std::string Check(HostPlanes& hp, const std::vector<PageId>& ids, StateSlot slot
     }
     uint8_t* row = hp.row(r, slot);
     for (uint64_t i = 0; i < g.ranks[r].row.unit_bytes; ++i) {
-      if (row[i] != Pattern(r, 999, salt, i)) return "rank " + std::to_string(r) + " row byte " + std::to_string(i);
+      if (row[i] != Pattern(r, 999, salt, i))
+        return "rank " + std::to_string(r) + " row byte " + std::to_string(i);
     }
   }
   return "";
@@ -151,7 +152,8 @@ TEST(HostTransfersTest, CopyOutZeroesPlanePaddingInTheSlab) {
   std::memset(s.pages[0], 0x5a, layout.page_record_bytes());
   std::memset(s.row[0].data, 0x5a, s.row[0].bytes);
   std::memset(hp.page(0, 0, PageId(0)), 1, 512);
-  ASSERT_TRUE(t->Submit(Job(1, TransferDirection::kDeviceToHost, {PageId(0)}, s, StateSlot(0))).ok());
+  ASSERT_TRUE(
+      t->Submit(Job(1, TransferDirection::kDeviceToHost, {PageId(0)}, s, StateSlot(0))).ok());
   ASSERT_TRUE(WaitOne(*t).status.ok());
   for (uint64_t i = 512; i < 4096; ++i) ASSERT_EQ(s.pages[0][i], 0) << i;
   for (uint64_t i = 100; i < 4096; ++i) ASSERT_EQ(s.row[0].data[i], 0) << i;
@@ -165,9 +167,11 @@ TEST(HostTransfersTest, ReplicatedShareFansOutToEveryRank) {
   Slabs s = MakeSlabs(layout, 2);
   // One stored share: rank 0's layout only.
   for (uint8_t* rec : s.pages) {
-    for (uint64_t i = 0; i < layout.replicated_page_record_bytes(); ++i) rec[i] = static_cast<uint8_t>(i * 7);
+    for (uint64_t i = 0; i < layout.replicated_page_record_bytes(); ++i)
+      rec[i] = static_cast<uint8_t>(i * 7);
   }
-  for (uint64_t i = 0; i < g.ranks[0].row.unit_bytes; ++i) s.row[0].data[i] = static_cast<uint8_t>(i * 3);
+  for (uint64_t i = 0; i < g.ranks[0].row.unit_bytes; ++i)
+    s.row[0].data[i] = static_cast<uint8_t>(i * 3);
   TransferJob j = Job(9, TransferDirection::kHostToDevice, {PageId(5), PageId(6)}, s, StateSlot(1));
   j.replicated_pages = j.replicated_row = true;
   ASSERT_TRUE(t->Submit(std::move(j)).ok());
@@ -191,10 +195,12 @@ TEST(HostTransfersTest, RowSpanningSeveralPiecesRoundTrips) {
   Slabs s = MakeSlabs(layout, 1);
   ASSERT_GT(s.row.size(), 5u);
   Fill(hp, {PageId(0)}, StateSlot(0), 3);
-  ASSERT_TRUE(t->Submit(Job(1, TransferDirection::kDeviceToHost, {PageId(0)}, s, StateSlot(0))).ok());
+  ASSERT_TRUE(
+      t->Submit(Job(1, TransferDirection::kDeviceToHost, {PageId(0)}, s, StateSlot(0))).ok());
   ASSERT_TRUE(WaitOne(*t).status.ok());
   Poison(hp);
-  ASSERT_TRUE(t->Submit(Job(2, TransferDirection::kHostToDevice, {PageId(0)}, s, StateSlot(0))).ok());
+  ASSERT_TRUE(
+      t->Submit(Job(2, TransferDirection::kHostToDevice, {PageId(0)}, s, StateSlot(0))).ok());
   ASSERT_TRUE(WaitOne(*t).status.ok());
   EXPECT_EQ(Check(hp, {PageId(0)}, StateSlot(0), 3), "");
 }
@@ -264,8 +270,10 @@ TEST(ThreadedTransfersTest, FullQueueSaysBusyWithoutBlockingAndQueuesNothing) {
                                       {.queue_depth = 2, .low_priority = false});
   RecordLayout layout(g);
   Slabs s = MakeSlabs(layout, 1);
-  ASSERT_TRUE(t->Submit(Job(1, TransferDirection::kDeviceToHost, {PageId(0)}, s, StateSlot(0))).ok());
-  ASSERT_TRUE(t->Submit(Job(2, TransferDirection::kDeviceToHost, {PageId(1)}, s, StateSlot(0))).ok());
+  ASSERT_TRUE(
+      t->Submit(Job(1, TransferDirection::kDeviceToHost, {PageId(0)}, s, StateSlot(0))).ok());
+  ASSERT_TRUE(
+      t->Submit(Job(2, TransferDirection::kDeviceToHost, {PageId(1)}, s, StateSlot(0))).ok());
   Status busy = t->Submit(Job(3, TransferDirection::kDeviceToHost, {PageId(2)}, s, StateSlot(0)));
   EXPECT_EQ(busy.code(), StatusCode::kBusy);
   gate->count_down();
@@ -276,8 +284,9 @@ TEST(ThreadedTransfersTest, FullQueueSaysBusyWithoutBlockingAndQueuesNothing) {
   }
   ASSERT_EQ(done.size(), 2u);  // job 3 was never queued on any rank
   EXPECT_TRUE(t->Close(10s).ok());
-  EXPECT_EQ(t->Submit(Job(4, TransferDirection::kDeviceToHost, {PageId(0)}, s, StateSlot(0))).code(),
-            StatusCode::kAborted);
+  EXPECT_EQ(
+      t->Submit(Job(4, TransferDirection::kDeviceToHost, {PageId(0)}, s, StateSlot(0))).code(),
+      StatusCode::kAborted);
 }
 
 TEST(ThreadedTransfersTest, FailureIsReportedOnceAfterEveryRankDrained) {
@@ -291,13 +300,50 @@ TEST(ThreadedTransfersTest, FailureIsReportedOnceAfterEveryRankDrained) {
   auto t = *ThreadedTransfers::Create(g, {hp.planes(0), hp.planes(1)}, std::move(engines));
   RecordLayout layout(g);
   Slabs s = MakeSlabs(layout, 1);
-  ASSERT_TRUE(t->Submit(Job(1, TransferDirection::kDeviceToHost, {PageId(0)}, s, StateSlot(0))).ok());
+  ASSERT_TRUE(
+      t->Submit(Job(1, TransferDirection::kDeviceToHost, {PageId(0)}, s, StateSlot(0))).ok());
   EXPECT_FALSE(t->WaitForCompletion(50ms));  // both ranks are held at the gate
   gate->count_down();
   TransferCompletion c = WaitOne(*t);
   EXPECT_EQ(c.id, JobId(1));
   EXPECT_EQ(c.status.code(), StatusCode::kIoError);
   EXPECT_EQ(batches.load(), 2);  // the healthy rank finished before the report
+}
+
+// A test double that leaves batches "in flight" and reports at Drain.
+class DeferredEngine : public CopyEngine {
+ public:
+  DeferredEngine(std::atomic<int>* drains, bool fail_drain) : drains_(drains), fail_(fail_drain) {}
+  Status Start() override { return Status::Ok(); }
+  Status CopyBatch(TransferDirection, std::span<const CopyDescriptor>) override {
+    return Status::Ok();
+  }
+  Status Drain() override {
+    drains_->fetch_add(1);
+    return fail_ ? Status::IoError("injected failure seen at drain") : Status::Ok();
+  }
+  void Stop() override {}
+
+ private:
+  std::atomic<int>* drains_;
+  bool fail_;
+};
+
+TEST(ThreadedTransfersTest, EveryJobDrainsItsEngineAndReportsWhatDrainFound) {
+  CacheGeometry g = *PresetGeometry("tiny", 2, 8, 2);
+  HostPlanes hp(g);
+  std::atomic<int> drains{0};
+  std::vector<std::unique_ptr<CopyEngine>> engines;
+  engines.push_back(std::make_unique<DeferredEngine>(&drains, false));
+  engines.push_back(std::make_unique<DeferredEngine>(&drains, true));
+  auto t = *ThreadedTransfers::Create(g, {hp.planes(0), hp.planes(1)}, std::move(engines));
+  RecordLayout layout(g);
+  Slabs s = MakeSlabs(layout, 1);
+  ASSERT_TRUE(
+      t->Submit(Job(1, TransferDirection::kDeviceToHost, {PageId(0)}, s, StateSlot(0))).ok());
+  TransferCompletion c = WaitOne(*t);
+  EXPECT_EQ(c.status.code(), StatusCode::kIoError);
+  EXPECT_EQ(drains.load(), 2);  // once per rank, before the completion
 }
 
 TEST(ThreadedTransfersTest, EngineStartFailureFailsCreate) {
