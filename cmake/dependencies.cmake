@@ -12,12 +12,14 @@ find_package(tomlplusplus REQUIRED)
 find_package(Threads REQUIRED)
 
 # CUDA is optional at build time: the driver is loaded with dlopen at run time,
-# the header only supplies types.
+# the header only supplies types. STRATA_USE_CUDA_HEADERS=OFF builds as if
+# they were absent (to check that configuration).
+option(STRATA_USE_CUDA_HEADERS "Use the CUDA headers when they are found" ON)
 find_path(STRATA_CUDA_INCLUDE_DIR cuda.h
   PATHS ENV CUDA_HOME /usr/local/cuda
   PATH_SUFFIXES include
   NO_DEFAULT_PATH)
-if(STRATA_CUDA_INCLUDE_DIR)
+if(STRATA_CUDA_INCLUDE_DIR AND STRATA_USE_CUDA_HEADERS)
   set(STRATA_HAVE_CUDA_HEADERS ON)
   message(STATUS "CUDA headers: ${STRATA_CUDA_INCLUDE_DIR}")
 else()

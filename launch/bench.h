@@ -16,5 +16,8 @@ namespace strata {
 void AddIndexBench(CLI::App& bench);
 // `strata bench disk`: record files through the disk thread vs plain O_DIRECT.
 void AddDiskBenchmark(CLI::App& bench);
+// `strata bench gpu`: copy-out and restore through CudaTransfers next to a
+// pinned contiguous copy of the same bytes (launch/bench_gpu.cc).
+void AddGpuBench(CLI::App& bench);
 
 }  // namespace strata

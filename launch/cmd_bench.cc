@@ -1,5 +1,6 @@
 // `strata bench <name>`: the parent of every benchmark (launch/bench.h).
 // `strata bench <name>`: the benchmark programs (launch/bench.h).
+// `strata bench`: the parent of every benchmark subcommand (launch/bench.h).
 #include <CLI/CLI.hpp>
 
 #include "launch/bench.h"
@@ -14,6 +15,8 @@ void AddBenchCommand(CLI::App& app) {
   AddIndexBench(*bench);
       "bench", "Benchmarks: each prints a baseline measured in the same run beside its result");
   AddDiskBenchmark(*bench);
+      "bench", "Benchmarks: each prints its result beside a baseline measured in the same run");
+  AddGpuBench(*bench);
 }
 
 }  // namespace strata

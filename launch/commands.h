@@ -16,6 +16,7 @@ void AddRankCommand(CLI::App& app);
 void AddFsckCommand(CLI::App& app);
 void AddInspectCommand(CLI::App& app);
 // `strata bench <name>` (benchmarks register in cmd_bench.cc, see bench.h).
+// `strata bench <name>`: the benchmarks (launch/bench.h).
 void AddBenchCommand(CLI::App& app);
 
 }  // namespace strata

@@ -26,9 +26,14 @@ class CopyEngine {
   // Called once on the rank thread before any copy (e.g. make a context
   // current, create the stream and event).
   virtual Status Start() = 0;
-  // Copies a batch (at most kMaxBatchBytes and kMaxBatchEntries) and returns
-  // only when every copy of the batch has finished or failed and drained.
+  // Copies a batch (at most kMaxBatchBytes and kMaxBatchEntries). An engine
+  // may return once the batch is issued, leaving it in flight while the
+  // caller builds the next (the descriptors need not outlive the call); it
+  // returns an error only after every batch it issued has drained.
   virtual Status CopyBatch(TransferDirection direction, std::span<const CopyDescriptor> batch) = 0;
+  // Waits until every batch issued so far has finished and returns the first
+  // error not yet returned. A job completes only after Drain.
+  virtual Status Drain() { return Status::Ok(); }
   // Called once on the rank thread after the last copy.
   virtual void Stop() = 0;
 };

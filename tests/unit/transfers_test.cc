@@ -311,6 +311,42 @@ TEST(ThreadedTransfersTest, FailureIsReportedOnceAfterEveryRankDrained) {
   EXPECT_EQ(batches.load(), 2);  // the healthy rank finished before the report
 }
 
+// A test double that leaves batches "in flight" and reports at Drain.
+class DeferredEngine : public CopyEngine {
+ public:
+  DeferredEngine(std::atomic<int>* drains, bool fail_drain) : drains_(drains), fail_(fail_drain) {}
+  Status Start() override { return Status::Ok(); }
+  Status CopyBatch(TransferDirection, std::span<const CopyDescriptor>) override {
+    return Status::Ok();
+  }
+  Status Drain() override {
+    drains_->fetch_add(1);
+    return fail_ ? Status::IoError("injected failure seen at drain") : Status::Ok();
+  }
+  void Stop() override {}
+
+ private:
+  std::atomic<int>* drains_;
+  bool fail_;
+};
+
+TEST(ThreadedTransfersTest, EveryJobDrainsItsEngineAndReportsWhatDrainFound) {
+  CacheGeometry g = *PresetGeometry("tiny", 2, 8, 2);
+  HostPlanes hp(g);
+  std::atomic<int> drains{0};
+  std::vector<std::unique_ptr<CopyEngine>> engines;
+  engines.push_back(std::make_unique<DeferredEngine>(&drains, false));
+  engines.push_back(std::make_unique<DeferredEngine>(&drains, true));
+  auto t = *ThreadedTransfers::Create(g, {hp.planes(0), hp.planes(1)}, std::move(engines));
+  RecordLayout layout(g);
+  Slabs s = MakeSlabs(layout, 1);
+  ASSERT_TRUE(
+      t->Submit(Job(1, TransferDirection::kDeviceToHost, {PageId(0)}, s, StateSlot(0))).ok());
+  TransferCompletion c = WaitOne(*t);
+  EXPECT_EQ(c.status.code(), StatusCode::kIoError);
+  EXPECT_EQ(drains.load(), 2);  // once per rank, before the completion
+}
+
 TEST(ThreadedTransfersTest, EngineStartFailureFailsCreate) {
   CacheGeometry g = *PresetGeometry("tiny", 2, 8, 2);
   HostPlanes hp(g);

@@ -1,0 +1,42 @@
+// CudaTransfers: the Transfers implementation over CUDA devices —
+// ThreadedTransfers (per-rank threads, bounded queues, id-to-address
+// expansion, bounded batches, all-ranks completion) with one CudaCopyEngine
+// per rank (seed 2.5).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "cuda/cuda_copy_engine.h"
+#include "cuda/device_planes.h"
+#include "store/threaded_transfers.h"
+
+namespace strata {
+
+struct CudaTransfersOptions {
+  // Device of each rank; empty means rank r uses device r % device count.
+  std::vector<int> device_ordinals;
+  CopyMethod method = kDefaultCopyMethod;
+  uint32_t batches_in_flight = 1;  // per rank, 1 .. kMaxBatchesInFlight
+  uint32_t kernel_blocks = 32;     // kKernel only
+  ThreadedTransfersOptions threads;
+};
+
+// Device ordinals for `rank_count` ranks: `requested` when given (one per
+// rank, each below `device_count`), else rank r -> r % device_count.
+Result<std::vector<int>> AssignDevices(uint32_t rank_count, int device_count,
+                                       const std::vector<int>& requested);
+
+// Transfers between `planes` (device plane bases, one per rank of `geometry`)
+// and host slabs. Fails, after stopping every thread, when a rank's device
+// cannot start (no batched copies, no context, ...).
+Result<std::unique_ptr<Transfers>> MakeCudaTransfers(
+    const std::shared_ptr<const CudaDriver>& driver, const CacheGeometry& geometry,
+    std::vector<RankPlanes> planes, const CudaTransfersOptions& options = {});
+
+// Transfers over `planes`, on the devices they were allocated on (options'
+// device_ordinals are ignored). `planes` must outlive the transfers.
+Result<std::unique_ptr<Transfers>> MakeCudaTransfers(const DevicePlanes& planes,
+                                                     CudaTransfersOptions options = {});
+
+}  // namespace strata

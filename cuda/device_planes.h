@@ -1,0 +1,67 @@
+// DevicePlanes: page planes and state rows in device memory (cuMemAlloc),
+// laid out like a runtime's: plane p of page id i at base_p + i * unit_p, row
+// of slot s at row_base + s * row_unit. The synthetic runtime and the GPU
+// tests own their "device" memory through it; the CUDA counterpart of
+// HostPlanes.
+//
+// Thread: any thread; each call pushes the rank's primary context for its
+// duration. Reads and writes are synchronous and for setup and checks, not
+// for the transfer path.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "cuda/driver_api.h"
+#include "store/copy_engine.h"
+#include "store/geometry.h"
+#include "store/ids.h"
+
+namespace strata {
+
+class DevicePlanes {
+ public:
+  // Allocates every plane and row of every rank of `geometry`; rank r lives
+  // on device `device_ordinals[r]`.
+  static Result<std::unique_ptr<DevicePlanes>> Create(
+      const std::shared_ptr<const CudaDriver>& driver, const CacheGeometry& geometry,
+      std::vector<int> device_ordinals);
+  ~DevicePlanes();
+  DevicePlanes(const DevicePlanes&) = delete;
+  DevicePlanes& operator=(const DevicePlanes&) = delete;
+
+  const CacheGeometry& geometry() const { return geometry_; }
+  const std::vector<int>& device_ordinals() const { return ordinals_; }
+  const std::shared_ptr<const CudaDriver>& driver() const { return driver_; }
+  // The plane addresses of `rank` for ThreadedTransfers.
+  RankPlanes planes(uint32_t rank) const;
+  uint64_t page_address(uint32_t rank, uint32_t plane, PageId page) const;
+  uint64_t row_address(uint32_t rank, StateSlot slot) const;
+
+  // Copies host bytes to / from `device` on `rank`'s device and waits.
+  Status Write(uint32_t rank, uint64_t device, std::span<const uint8_t> bytes) const;
+  Status Read(uint32_t rank, uint64_t device, std::span<uint8_t> bytes) const;
+  // Sets every byte of every plane and row of every rank (poisoning).
+  Status Fill(uint8_t value) const;
+
+ private:
+  DevicePlanes(std::shared_ptr<const CudaDriver> driver, const CacheGeometry& geometry)
+      : driver_(std::move(driver)), geometry_(geometry) {}
+  struct Allocation {
+    uint64_t address;
+    uint64_t bytes;
+  };
+  struct Rank {
+    std::unique_ptr<PrimaryContext> context;
+    std::vector<Allocation> page_planes;
+    Allocation row{0, 0};
+  };
+
+  std::shared_ptr<const CudaDriver> driver_;
+  CacheGeometry geometry_;
+  std::vector<int> ordinals_;
+  std::vector<Rank> ranks_;
+};
+
+}  // namespace strata
