@@ -12,11 +12,9 @@ namespace strata {
 void AddVersionCommand(CLI::App& app);
 void AddLayoutCommand(CLI::App& app);
 void AddRankCommand(CLI::App& app);
-// `strata bench`: the parent of every benchmark (launch/bench.h).
 void AddFsckCommand(CLI::App& app);
 void AddInspectCommand(CLI::App& app);
-// `strata bench <name>` (benchmarks register in cmd_bench.cc, see bench.h).
-// `strata bench <name>`: the benchmarks (launch/bench.h).
+// `strata bench <name>`: the benchmarks (launch/bench.h, cmd_bench.cc).
 void AddBenchCommand(CLI::App& app);
 
 }  // namespace strata

@@ -179,9 +179,6 @@ class ReadRun final : public JobRun {
     }
     const size_t total = chunks_.size();
     while (next_chunk_ < total && sink.HasRoom()) {
-      const bool is_page = next_chunk_ < page_chunks_.size();
-      Chunk& c =
-          is_page ? page_chunks_[next_chunk_] : row_chunks_[next_chunk_ - page_chunks_.size()];
       Chunk& c = chunks_[next_chunk_];
       for (const iovec& v : c.iov) payload_bytes_ += v.iov_len;
       sink.Issue(*this, static_cast<uint32_t>(next_chunk_), BlockOp::kRead, fd_, c.offset,
@@ -193,18 +190,6 @@ class ReadRun final : public JobRun {
 
   void ChunkLanded(uint32_t part) {
     const uint64_t start = NowNs();
-    if (part < page_chunks_.size()) {
-      const Chunk& c = page_chunks_[part];
-      for (uint32_t p = c.first_piece; p <= c.last_piece; ++p) {
-        if (--page_pending_[p] == 0)
-          page_sums_[p] = Xxh3({job_.pages[p].data, job_.pages[p].bytes});
-      }
-    } else {
-      const Chunk& c = row_chunks_[part - page_chunks_.size()];
-      for (uint32_t p = c.first_piece; p <= c.last_piece; ++p) --row_pending_[p];
-      while (row_hashed_ < job_.row.size() && row_pending_[row_hashed_] == 0) {
-        row_sum_.Update({job_.row[row_hashed_].data, job_.row[row_hashed_].bytes});
-        ++row_hashed_;
     const Chunk& c = chunks_[part];
     const uint32_t pages = static_cast<uint32_t>(job_.pages.size());
     for (uint32_t p = c.first_piece; p <= c.last_piece; ++p) {

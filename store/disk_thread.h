@@ -104,8 +104,6 @@ struct DiskThreadStats {
   uint64_t bytes_read = 0;          // payload bytes of verified reads
   uint64_t checksum_failures = 0;   // reads with a page or row that failed
   uint64_t header_mismatches = 0;   // reads refused before payload I/O
-  uint64_t write_hash_ns = 0;       // time spent computing checksums on writes
-  uint64_t read_hash_ns = 0;        // time spent verifying checksums on reads
   uint64_t write_hash_ns = 0;       // thread CPU time computing checksums on writes
   uint64_t read_hash_ns = 0;        // thread CPU time verifying checksums on reads
   bool scheduling_applied = false;  // SCHED_BATCH and the nice value took effect

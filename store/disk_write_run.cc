@@ -137,19 +137,8 @@ class WriteRun final : public JobRun {
     }
     ctx_.counters.write_hash_ns += NowNs() - start;
   }
-  void HashRow(const Chunk& c) {
-    const uint64_t start = NowNs();
-    for (const iovec& v : c.iov)
-      row_sum_.Update({static_cast<const std::byte*>(v.iov_base), v.iov_len});
-    ctx_.counters.write_hash_ns += NowNs() - start;
-  }
 
   void IssueData(RequestSink& sink) {
-    while (sink.HasRoom() && next_chunk_ < page_chunks_.size() + row_chunks_.size()) {
-      const bool is_page = next_chunk_ < page_chunks_.size();
-      Chunk& c =
-          is_page ? page_chunks_[next_chunk_] : row_chunks_[next_chunk_ - page_chunks_.size()];
-      is_page ? HashPages(c) : HashRow(c);
     while (sink.HasRoom() && next_chunk_ < chunks_.size()) {
       Chunk& c = chunks_[next_chunk_];
       HashChunk(c);

@@ -30,9 +30,6 @@ std::optional<int> FindFlockHolder(std::string_view proc_locks, uint64_t device,
 enum class OrphanRule : unsigned char { kApply, kDefer };
 
 // Reads every entry of the directory open at `dir_fd` and classifies it
-// (store/record_scan.h), applying the orphan rule. Changes nothing on disk;
-// safe without the lock (a concurrent writer may make it stale).
-Result<ScanReport> ScanRecordDirectory(FileSystem& fs, int dir_fd, const RecordExpectation& expect);
 // (store/record_scan.h). Changes nothing on disk; safe without the lock (a
 // concurrent writer may make it stale).
 Result<ScanReport> ScanRecordDirectory(FileSystem& fs, int dir_fd, const RecordExpectation& expect,
@@ -52,8 +49,6 @@ class RecordDir {
   int fd() const { return fd_; }
   const std::string& path() const { return path_; }
 
-  Result<ScanReport> Scan(const RecordExpectation& expect) {
-    return ScanRecordDirectory(fs_, fd_, expect);
   Result<ScanReport> Scan(const RecordExpectation& expect,
                           OrphanRule orphans = OrphanRule::kApply) {
     return ScanRecordDirectory(fs_, fd_, expect, orphans);
