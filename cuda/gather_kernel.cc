@@ -40,6 +40,8 @@ Result<std::unique_ptr<GatherKernel>> GatherKernel::Load(
   STRATA_ASSIGN_OR_RETURN(
       void* pieces, driver->MemAllocHost(sizeof(PieceCopy) * kMaxBatchEntries * kPieceBuffers));
   k->pieces_ = static_cast<PieceCopy*>(pieces);
+  STRATA_ASSIGN_OR_RETURN(k->device_pieces_,
+                          driver->MemAlloc(sizeof(PieceCopy) * kMaxBatchEntries * kPieceBuffers));
   return k;
 #else
   (void)driver;
@@ -51,6 +53,7 @@ Result<std::unique_ptr<GatherKernel>> GatherKernel::Load(
 }
 
 GatherKernel::~GatherKernel() {
+  if (device_pieces_ != 0) (void)driver_->MemFree(device_pieces_);
   if (pieces_ != nullptr) (void)driver_->MemFreeHost(pieces_);
   if (module_ != nullptr) (void)driver_->UnloadModule(module_);
 }
@@ -60,6 +63,7 @@ Status GatherKernel::Launch(TransferDirection direction, std::span<const CopyOp>
   if (ops.empty()) return Status::Ok();
   STRATA_ASSERT(buffer < kPieceBuffers, "gather kernel piece buffer out of range");
   PieceCopy* pieces = pieces_ + buffer * kMaxBatchEntries;
+  uint64_t device_pieces = device_pieces_ + buffer * kMaxBatchEntries * sizeof(PieceCopy);
   if (ops.size() > kMaxBatchEntries) {
     return Status::InvalidArgument("gather kernel batch of " + std::to_string(ops.size()) +
                                    " pieces exceeds " + std::to_string(kMaxBatchEntries));
@@ -71,8 +75,12 @@ Status GatherKernel::Launch(TransferDirection direction, std::span<const CopyOp>
     pieces[i] = {to_host ? ops[i].device : host, to_host ? host : ops[i].device, ops[i].width};
   }
   auto count = static_cast<uint32_t>(ops.size());
-  void* params[] = {&pieces, &count};
-  const uint32_t grid = std::min<uint32_t>(blocks_, count);
+  STRATA_RETURN_IF_ERROR(driver_->CopyAsync(TransferDirection::kHostToDevice, device_pieces, pieces,
+                                            sizeof(PieceCopy) * count, stream));
+  void* params[] = {&device_pieces, &count};
+  const uint32_t warps_per_block = kThreadsPerBlock / 32;
+  const uint32_t grid =
+      std::min<uint32_t>(blocks_, (count + warps_per_block - 1) / warps_per_block);
   return driver_->LaunchKernel(function_, grid, kThreadsPerBlock, params, stream);
 }
 

@@ -3,9 +3,10 @@
 // to PTX by nvcc at build time (cuda/CMakeLists.txt) and loaded with
 // cuModuleLoadData; the driver compiles the PTX for the device it runs on.
 //
-// Block b copies pieces b, b + gridDim.x, ... ; its threads stride over a
-// piece in 16-byte words, four loads in flight per thread so reads over PCIe
-// (restores read host memory) keep enough requests outstanding.
+// One warp per piece (warp w copies pieces w, w + warps, ...): small pieces
+// keep many independent streams of requests in flight, which is what hides
+// the latency of reads over PCIe (restores read host memory). Lanes stride
+// over a piece in 16-byte words, four loads in flight per lane.
 
 struct StrataPieceCopy {  // must match PieceCopy in gather_kernel.cc
   unsigned long long src;
@@ -14,30 +15,31 @@ struct StrataPieceCopy {  // must match PieceCopy in gather_kernel.cc
 };
 
 extern "C" __global__ void strata_copy_pieces(const StrataPieceCopy* pieces, unsigned int count) {
-  for (unsigned int i = blockIdx.x; i < count; i += gridDim.x) {
+  const unsigned int lane = threadIdx.x & 31u;
+  const unsigned int warps = (gridDim.x * blockDim.x) >> 5;
+  for (unsigned int i = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < count; i += warps) {
     const StrataPieceCopy p = pieces[i];
     unsigned long long done = 0;
     if (((p.src | p.dst) & 15ull) == 0) {
       const uint4* s = reinterpret_cast<const uint4*>(p.src);
       uint4* d = reinterpret_cast<uint4*>(p.dst);
       const unsigned long long words = p.bytes >> 4;
-      const unsigned long long step = blockDim.x;
-      unsigned long long k = threadIdx.x;
-      for (; k + 3 * step < words; k += 4 * step) {
+      unsigned long long k = lane;
+      for (; k + 96 < words; k += 128) {
         const uint4 a = s[k];
-        const uint4 b = s[k + step];
-        const uint4 c = s[k + 2 * step];
-        const uint4 e = s[k + 3 * step];
+        const uint4 b = s[k + 32];
+        const uint4 c = s[k + 64];
+        const uint4 e = s[k + 96];
         d[k] = a;
-        d[k + step] = b;
-        d[k + 2 * step] = c;
-        d[k + 3 * step] = e;
+        d[k + 32] = b;
+        d[k + 64] = c;
+        d[k + 96] = e;
       }
-      for (; k < words; k += step) d[k] = s[k];
+      for (; k < words; k += 32) d[k] = s[k];
       done = words << 4;
     }
     const unsigned char* s = reinterpret_cast<const unsigned char*>(p.src);
     unsigned char* d = reinterpret_cast<unsigned char*>(p.dst);
-    for (unsigned long long k = done + threadIdx.x; k < p.bytes; k += blockDim.x) d[k] = s[k];
+    for (unsigned long long k = done + lane; k < p.bytes; k += 32) d[k] = s[k];
   }
 }

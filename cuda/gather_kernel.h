@@ -2,7 +2,9 @@
 // launch per batch copies every piece between device memory and registered
 // host memory through the device mapping of that memory, so scattered small
 // pieces cost no per-copy engine overhead, at the price of SM time shared with
-// the model (docs/performance.md).
+// the model (docs/performance.md). The piece list travels to device memory
+// with one small copy ahead of the launch, so warps read it from L2, not over
+// PCIe.
 //
 // Thread: created, used and destroyed on one transfer thread with its context
 // current.
@@ -31,9 +33,9 @@ class GatherKernel {
   GatherKernel& operator=(const GatherKernel&) = delete;
 
   // Launches one kernel over 1-D `ops` (at most kMaxBatchEntries) on `stream`,
-  // its piece list in pinned buffer `buffer` (< kPieceBuffers). The kernel
-  // reads that buffer until it finishes: the caller waits for it before
-  // launching with the same buffer again.
+  // after copying the piece list from pinned buffer `buffer` (< kPieceBuffers)
+  // to its device twin. Both stay in use until the launch finishes: the
+  // caller waits for it before launching with the same buffer again.
   Status Launch(TransferDirection direction, std::span<const CopyOp> ops, uint32_t buffer,
                 CudaStream stream);
   static constexpr uint32_t kPieceBuffers = 2;
@@ -46,7 +48,8 @@ class GatherKernel {
   uint32_t blocks_;
   CudaModule module_ = nullptr;
   CudaFunction function_ = nullptr;
-  PieceCopy* pieces_ = nullptr;  // pinned, device-mapped; kPieceBuffers x kMaxBatchEntries
+  PieceCopy* pieces_ = nullptr;  // pinned host; kPieceBuffers x kMaxBatchEntries
+  uint64_t device_pieces_ = 0;   // device memory of the same shape
 };
 
 }  // namespace strata

@@ -138,7 +138,8 @@ CUresult CUDAAPI FakeModuleGetFunction(CUfunction* fn, CUmodule, const char* nam
   return CUDA_SUCCESS;
 }
 
-// Runs strata_copy_pieces(const PieceCopy* pieces, unsigned count) on the host.
+// Runs strata_copy_pieces(const PieceCopy* pieces, unsigned count) on the
+// host; the piece list must be in device memory.
 CUresult CUDAAPI FakeLaunchKernel(CUfunction fn, unsigned grid_x, unsigned grid_y, unsigned grid_z,
                                   unsigned block_x, unsigned block_y, unsigned block_z, unsigned,
                                   CUstream stream, void** params, void** extra) {
@@ -154,7 +155,7 @@ CUresult CUDAAPI FakeLaunchKernel(CUfunction fn, unsigned grid_x, unsigned grid_
   };
   const PieceCopy* pieces = *static_cast<const PieceCopy* const*>(params[0]);
   const unsigned count = *static_cast<const unsigned*>(params[1]);
-  if (!IsPinned(reinterpret_cast<uint64_t>(pieces), sizeof(PieceCopy) * count)) {
+  if (!IsDevice(reinterpret_cast<uint64_t>(pieces), sizeof(PieceCopy) * count)) {
     return CUDA_ERROR_ILLEGAL_ADDRESS;
   }
   for (unsigned i = 0; i < count; ++i) {

@@ -87,7 +87,8 @@ inline bool CheckedCopy(uint64_t dst, uint64_t src, uint64_t bytes) {
 
 // Memory, copies and kernels (fake_cuda_memory.cc).
 CUresult CUDAAPI FakeMemcpyDtoHAsync(void* dst, CUdeviceptr src, size_t bytes, CUstream stream);
-CUresult CUDAAPI FakeMemcpyHtoDAsync(CUdeviceptr dst, const void* src, size_t bytes, CUstream stream);
+CUresult CUDAAPI FakeMemcpyHtoDAsync(CUdeviceptr dst, const void* src, size_t bytes,
+                                     CUstream stream);
 CUresult CUDAAPI FakeMemcpyDtoH(void* dst, CUdeviceptr src, size_t bytes);
 CUresult CUDAAPI FakeMemcpyHtoD(CUdeviceptr dst, const void* src, size_t bytes);
 CUresult CUDAAPI FakeMemAlloc(CUdeviceptr* p, size_t bytes);
@@ -101,8 +102,13 @@ CUresult CUDAAPI FakeMemHostUnregister(void* p);
 CUresult CUDAAPI FakeModuleLoadData(CUmodule* module, const void* image);
 CUresult CUDAAPI FakeModuleUnload(CUmodule);
 CUresult CUDAAPI FakeModuleGetFunction(CUfunction* fn, CUmodule, const char* name);
-CUresult CUDAAPI FakeLaunchKernel(CUfunction fn, unsigned grid_x, unsigned grid_y, unsigned grid_z, unsigned block_x, unsigned block_y, unsigned block_z, unsigned, CUstream stream, void** params, void** extra);
-CUresult CUDAAPI FakeMemcpyBatchAsync(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count, CUmemcpyAttributes* attrs, size_t* attr_idxs, size_t num_attrs, CUstream stream);
-CUresult CUDAAPI FakeMemcpy3DBatchAsync(size_t count, CUDA_MEMCPY3D_BATCH_OP* ops, unsigned long long flags, CUstream stream);
+CUresult CUDAAPI FakeLaunchKernel(CUfunction fn, unsigned grid_x, unsigned grid_y, unsigned grid_z,
+                                  unsigned block_x, unsigned block_y, unsigned block_z, unsigned,
+                                  CUstream stream, void** params, void** extra);
+CUresult CUDAAPI FakeMemcpyBatchAsync(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes,
+                                      size_t count, CUmemcpyAttributes* attrs, size_t* attr_idxs,
+                                      size_t num_attrs, CUstream stream);
+CUresult CUDAAPI FakeMemcpy3DBatchAsync(size_t count, CUDA_MEMCPY3D_BATCH_OP* ops,
+                                        unsigned long long flags, CUstream stream);
 
 }  // namespace fake_cuda
