@@ -399,6 +399,7 @@ void Link::Impl::MaybeEndStream() {
 }
 
 void Link::Impl::FinishClose(CloseCause cause, const Status& reason) {
+  std::deque<Frame> dropped;  // freed outside the lock
   {
     std::lock_guard lock(mutex_);
     if (state_.phase == LinkPhase::kClosed) return;
@@ -407,7 +408,7 @@ void Link::Impl::FinishClose(CloseCause cause, const Status& reason) {
     state_.reason = reason;
     closing_ = true;
     stats_.frames_dropped += queued_frames_;
-    queue_.clear();
+    dropped.swap(queue_);
     queued_frames_ = 0;
     queued_bytes_ = 0;
   }

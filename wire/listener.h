@@ -32,8 +32,9 @@ struct ListenerStats {
 
 class Listener {
  public:
-  // Called on the listener's thread with each accepted link, open and not
-  // yet started; the callee owns it (and calls Start()). Must not block.
+  // Called on the listener's thread with each accepted link, not yet started
+  // (its own thread adopts the socket at once: kConnecting, then kOpen); the
+  // callee owns it and calls Start(). Must not block.
   using AcceptHandler = std::function<void(std::unique_ptr<Link>)>;
 
   // Binds, listens and starts accepting. Errors: kInvalidArgument for an
