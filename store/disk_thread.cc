@@ -189,6 +189,7 @@ struct DiskThread::State final : RequestSink, std::enable_shared_from_this<DiskT
   std::atomic<uint64_t> jobs_failed{0};
   std::atomic<int> tid{0};
   std::atomic<bool> scheduling_applied{false};
+  std::atomic<uint64_t> busy_ns{0};  // wall time outside waits for completions
 
   // Shared between the owner and the disk thread, under mu.
   std::mutex mu;
@@ -345,6 +346,7 @@ struct DiskThread::State final : RequestSink, std::enable_shared_from_this<DiskT
     std::vector<BlockCompletion> reaped(kReapBatch);
     bool aborted_active = false;
     uint32_t reap_failures = 0;
+    auto busy_start = std::chrono::steady_clock::now();
     while (true) {
       std::deque<DiskJob> refused;
       bool stopping;
@@ -379,7 +381,11 @@ struct DiskThread::State final : RequestSink, std::enable_shared_from_this<DiskT
         }
       }
       if (stopping && active.empty()) break;
+      const auto wait_start = std::chrono::steady_clock::now();
+      busy_ns += static_cast<uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(wait_start - busy_start).count());
       Result<size_t> n = io->Reap(reaped, kIdleWait);
+      busy_start = std::chrono::steady_clock::now();
       if (!n.ok()) {
         if (++reap_failures < kReapFailureLimit) continue;
         // The ring is broken: requests may never complete, so their buffers
@@ -509,6 +515,7 @@ DiskThreadStats DiskThread::stats() const {
   s.write_hash_ns = c.write_hash_ns;
   s.read_hash_ns = c.read_hash_ns;
   s.scheduling_applied = state_->scheduling_applied;
+  s.busy_ns = state_->busy_ns;
   return s;
 }
 
