@@ -4,10 +4,6 @@
 // a plain O_DIRECT sequential write and read of the same number of bytes in
 // the same directory, through io_uring with the same request size and queue
 // depth, measured in the same run.
-#include <pthread.h>
-#include <sched.h>
-#include <sys/resource.h>
-#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -16,9 +12,9 @@
 #include <deque>
 #include <nlohmann/json.hpp>
 #include <numeric>
-#include <thread>
 
 #include "launch/bench.h"
+#include "launch/bench_baseline.h"
 #include "launch/human_units.h"
 #include "store/aligned_buffer.h"
 #include "store/disk_thread.h"
@@ -55,13 +51,6 @@ struct BenchOptions {
 using Clock = std::chrono::steady_clock;
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
-
-double CpuSeconds() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
-  return s(u.ru_utime) + s(u.ru_stime);
-}
 
 double Percentile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
@@ -136,7 +125,6 @@ class DiskBench {
   Status BaselineWrite(PhaseResult& r);
   Status BaselineRead(PhaseResult& r);
   Status Baseline(BlockOp op, PhaseResult& r);
-  Status BaselineOnThread(BlockOp op, PhaseResult& r);
   Status Drain(std::deque<std::pair<JobId, Clock::time_point>>& inflight, PhaseResult& r,
                size_t keep);
   void Cleanup();
@@ -227,7 +215,7 @@ Status DiskBench::StoreWrite(PhaseResult& r) {
   std::deque<std::pair<JobId, Clock::time_point>> inflight;
   const uint64_t hash_before = thread_->stats().write_hash_ns;
   const uint64_t busy_before = thread_->stats().busy_ns;
-  const double cpu_before = CpuSeconds();
+  const double cpu_before = ProcessCpuSeconds();
   const auto start = Clock::now();
   for (uint32_t i = 0; i < o_.records; ++i) {
     STRATA_RETURN_IF_ERROR(Drain(inflight, r, o_.depth - 1));
@@ -245,7 +233,7 @@ Status DiskBench::StoreWrite(PhaseResult& r) {
   }
   STRATA_RETURN_IF_ERROR(Drain(inflight, r, 0));
   r.seconds = Seconds(Clock::now() - start);
-  r.cpu_seconds = CpuSeconds() - cpu_before;
+  r.cpu_seconds = ProcessCpuSeconds() - cpu_before;
   r.bytes = uint64_t{o_.records} * extents_.file_bytes_with_row();
   r.hash_ns = thread_->stats().write_hash_ns - hash_before;
   r.busy_ns = thread_->stats().busy_ns - busy_before;
@@ -256,7 +244,7 @@ Status DiskBench::StoreRead(PhaseResult& r) {
   std::deque<std::pair<JobId, Clock::time_point>> inflight;
   const uint64_t hash_before = thread_->stats().read_hash_ns;
   const uint64_t busy_before = thread_->stats().busy_ns;
-  const double cpu_before = CpuSeconds();
+  const double cpu_before = ProcessCpuSeconds();
   const auto start = Clock::now();
   for (size_t i = 0; i < written_.size(); ++i) {
     STRATA_RETURN_IF_ERROR(Drain(inflight, r, o_.depth - 1));
@@ -270,106 +258,35 @@ Status DiskBench::StoreRead(PhaseResult& r) {
   STRATA_RETURN_IF_ERROR(Drain(inflight, r, 0));
   written_ = std::move(keep);
   r.seconds = Seconds(Clock::now() - start);
-  r.cpu_seconds = CpuSeconds() - cpu_before;
+  r.cpu_seconds = ProcessCpuSeconds() - cpu_before;
   r.bytes = uint64_t{o_.records} * extents_.file_bytes_with_row();
   r.hash_ns = thread_->stats().read_hash_ns - hash_before;
   r.busy_ns = thread_->stats().busy_ns - busy_before;
   return Status::Ok();
 }
 
-// Plain sequential O_DIRECT I/O over one preallocated file of the same size:
-// `requests` requests of `request_mib` in flight, nothing else.
+// Plain sequential O_DIRECT I/O over one preallocated file of the same size
+// with the same request size and depth (launch/bench_baseline.h).
 Status DiskBench::Baseline(BlockOp op, PhaseResult& r) {
-  const uint64_t total = uint64_t{o_.records} * extents_.file_bytes_with_row();
-  const uint64_t block = o_.request_mib * kMiB;
-  Result<std::unique_ptr<BlockIo>> io_or = OpenUringBlockIo(o_.requests);
-  if (!io_or.ok()) return io_or.status();
-  BlockIo& io = **io_or;
-  // Timed from the open: creating and preallocating the file is part of a
-  // write, as it is for each record.
-  const double cpu_before = CpuSeconds();
-  const auto start = Clock::now();
-  int fd = -1;
-  if (op == BlockOp::kWrite) {
-    STRATA_ASSIGN_OR_RETURN(fd, fs_.OpenAt(dir_->fd(), kBaselineName, OpenFor::kDirectWriteNew));
-    Status allocated = fs_.Allocate(fd, total);
-    if (!allocated.ok()) {
-      fs_.Close(fd);
-      return allocated;
-    }
-  } else {
-    STRATA_ASSIGN_OR_RETURN(fd, fs_.OpenAt(dir_->fd(), kBaselineName, OpenFor::kDirectRead));
-  }
-  // Source / destination memory: the pool, block by block, wrapping around.
-  const AlignedBuffer& memory = pool_->memory();
-  const uint64_t blocks_in_memory = std::max<uint64_t>(1, memory.size() / block);
-  std::vector<iovec> iov(o_.requests);
-  std::vector<BlockRequest> batch;
-  std::vector<BlockCompletion> reaped(o_.requests);
-  std::vector<Clock::time_point> started(o_.requests);
-  std::vector<uint32_t> free_slots(o_.requests);
-  std::iota(free_slots.begin(), free_slots.end(), 0);
-  uint64_t offset = 0, done = 0, issued = 0;
-  Status status;
-  while (done < total && status.ok()) {
-    batch.clear();
-    while (offset < total && !free_slots.empty()) {
-      const uint32_t s = free_slots.back();
-      free_slots.pop_back();
-      const uint64_t len = std::min(block, total - offset);
-      iov[s] = {memory.data() + (issued++ % blocks_in_memory) * block, len};
-      batch.push_back({s, op, fd, offset, &iov[s], 1});
-      started[s] = Clock::now();
-      offset += len;
-    }
-    if (!batch.empty()) status = io.Submit(batch);
-    Result<size_t> n = io.Reap(reaped, kCompletionWait);
-    if (!n.ok()) status = n.status();
-    for (size_t i = 0; n.ok() && i < *n; ++i) {
-      const BlockCompletion& c = reaped[i];
-      const auto s = static_cast<uint32_t>(c.tag);
-      if (c.result < 0 && status.ok())
-        status = Status::FromErrno(static_cast<int>(-c.result), "baseline I/O");
-      if (c.result >= 0 && static_cast<uint64_t>(c.result) != iov[s].iov_len && status.ok()) {
-        status = Status::IoError("short baseline I/O");
-      }
-      done += iov[s].iov_len;
-      r.latency_ms.push_back(Seconds(Clock::now() - started[s]) * 1e3);
-      free_slots.push_back(s);
-    }
-    if (n.ok() && *n == 0 && batch.empty() && status.ok())
-      status = Status::Unavailable("baseline I/O stalled");
-  }
-  if (status.ok() && op == BlockOp::kWrite && o_.sync) status = fs_.SyncData(fd);
-  r.seconds = Seconds(Clock::now() - start);
-  r.cpu_seconds = CpuSeconds() - cpu_before;
-  r.bytes = total;
-  // Let any request still in flight (after an error) land before closing.
-  while (free_slots.size() < o_.requests) {
-    Result<size_t> n = io.Reap(reaped, kCompletionWait);
-    if (!n.ok() || *n == 0) break;
-    for (size_t i = 0; i < *n; ++i) free_slots.push_back(static_cast<uint32_t>(reaped[i].tag));
-  }
-  fs_.Close(fd);
-  return status;
+  SequentialIoSpec spec;
+  spec.op = op;
+  spec.name = std::string(kBaselineName);
+  spec.total_bytes = uint64_t{o_.records} * extents_.file_bytes_with_row();
+  spec.request_bytes = o_.request_mib * kMiB;
+  spec.requests = o_.requests;
+  spec.memory = pool_->memory().span();
+  spec.durability = o_.sync ? Durability::kSync : Durability::kNone;
+  spec.nice = o_.nice;
+  STRATA_ASSIGN_OR_RETURN(SequentialIoResult run, RunSequentialIo(fs_, dir_->fd(), spec));
+  r.bytes = run.bytes;
+  r.seconds = run.seconds;
+  r.cpu_seconds = run.cpu_seconds;
+  r.latency_ms = std::move(run.latency_ms);
+  return Status::Ok();
 }
 
-// The baseline loop runs on its own thread with the disk thread's scheduling
-// (SCHED_BATCH, same nice), so that CPU contention treats both paths alike.
-Status DiskBench::BaselineOnThread(BlockOp op, PhaseResult& r) {
-  Status status;
-  std::thread loop([&] {
-    sched_param param{};
-    (void)pthread_setschedparam(pthread_self(), SCHED_BATCH, &param);
-    (void)setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), o_.nice);
-    status = Baseline(op, r);
-  });
-  loop.join();
-  return status;
-}
-
-Status DiskBench::BaselineWrite(PhaseResult& r) { return BaselineOnThread(BlockOp::kWrite, r); }
-Status DiskBench::BaselineRead(PhaseResult& r) { return BaselineOnThread(BlockOp::kRead, r); }
+Status DiskBench::BaselineWrite(PhaseResult& r) { return Baseline(BlockOp::kWrite, r); }
+Status DiskBench::BaselineRead(PhaseResult& r) { return Baseline(BlockOp::kRead, r); }
 
 void DiskBench::Cleanup() {
   if (thread_) (void)thread_->Shutdown(DiskThread::kDefaultShutdownDeadline);
