@@ -104,7 +104,8 @@ double ProcessCpuSeconds() {
   return s(u.ru_utime) + s(u.ru_stime);
 }
 
-Result<SequentialIoResult> RunSequentialIo(FileSystem& fs, int dir_fd, const SequentialIoSpec& spec) {
+Result<SequentialIoResult> RunSequentialIo(FileSystem& fs, int dir_fd,
+                                           const SequentialIoSpec& spec) {
   if (spec.requests == 0 || spec.request_bytes == 0 || spec.request_bytes % 4096 != 0 ||
       spec.memory.size() < spec.request_bytes) {
     return Status::InvalidArgument("baseline needs requests, 4 KiB-multiple requests and memory");

@@ -19,21 +19,22 @@ struct SequentialIoSpec {
   BlockOp op = BlockOp::kWrite;  // kWrite creates and preallocates the file; kRead reads it
   std::string name;              // the file, in the directory open at dir_fd
   uint64_t total_bytes = 0;
-  uint64_t request_bytes = 0;    // a multiple of 4 KiB
-  uint32_t requests = 1;         // in flight at once
-  std::span<std::byte> memory;   // 4 KiB aligned; cycled through request by request
+  uint64_t request_bytes = 0;                 // a multiple of 4 KiB
+  uint32_t requests = 1;                      // in flight at once
+  std::span<std::byte> memory;                // 4 KiB aligned; cycled through request by request
   Durability durability = Durability::kNone;  // kSync: one fdatasync after a write
-  int nice = 0;                  // the loop runs on a thread with SCHED_BATCH and this nice
+  int nice = 0;  // the loop runs on a thread with SCHED_BATCH and this nice
 };
 
 struct SequentialIoResult {
   uint64_t bytes = 0;
-  double seconds = 0;      // from the open (a write's create and fallocate included)
-  double cpu_seconds = 0;  // process CPU time over the same span
+  double seconds = 0;              // from the open (a write's create and fallocate included)
+  double cpu_seconds = 0;          // process CPU time over the same span
   std::vector<double> latency_ms;  // per request
 };
 
-Result<SequentialIoResult> RunSequentialIo(FileSystem& fs, int dir_fd, const SequentialIoSpec& spec);
+Result<SequentialIoResult> RunSequentialIo(FileSystem& fs, int dir_fd,
+                                           const SequentialIoSpec& spec);
 
 // User + system CPU seconds of this process so far.
 double ProcessCpuSeconds();

@@ -68,7 +68,6 @@ Status ValidateJob(const DiskJobBody& body) {
   return Status::Ok();
 }
 
-
 namespace {
 
 // Truncate and unlink: one synchronous FileSystem step on the disk thread.
@@ -131,6 +130,5 @@ std::vector<Chunk> CutIntoChunks(const std::vector<IoPiece>& pieces, uint64_t fi
   flush();
   return chunks;
 }
-
 
 }  // namespace strata::disk_internal

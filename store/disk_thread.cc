@@ -15,7 +15,6 @@
 
 namespace strata {
 
-using disk_internal::Chunk;
 using disk_internal::JobRun;
 using disk_internal::RequestSink;
 using disk_internal::RunContext;
