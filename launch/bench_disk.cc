@@ -4,10 +4,6 @@
 // a plain O_DIRECT sequential write and read of the same number of bytes in
 // the same directory, through io_uring with the same request size and queue
 // depth, measured in the same run.
-#include <pthread.h>
-#include <sched.h>
-#include <sys/resource.h>
-#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -16,9 +12,9 @@
 #include <deque>
 #include <nlohmann/json.hpp>
 #include <numeric>
-#include <thread>
 
 #include "launch/bench.h"
+#include "launch/bench_baseline.h"
 #include "launch/human_units.h"
 #include "store/aligned_buffer.h"
 #include "store/disk_thread.h"
@@ -56,13 +52,6 @@ using Clock = std::chrono::steady_clock;
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-double CpuSeconds() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
-  return s(u.ru_utime) + s(u.ru_stime);
-}
-
 double Percentile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -75,6 +64,10 @@ struct PhaseResult {
   double cpu_seconds = 0;
   std::vector<double> latency_ms;
   uint64_t hash_ns = 0;
+  uint64_t busy_ns = 0;  // store only: the disk thread's time outside waits
+  double busy_share() const {
+    return seconds > 0 ? static_cast<double>(busy_ns) / 1e9 / seconds : 0;
+  }
   double gbps() const { return seconds > 0 ? static_cast<double>(bytes) / seconds / 1e9 : 0; }
   double cpu_s_per_gb() const {
     return bytes > 0 ? cpu_seconds / (static_cast<double>(bytes) / 1e9) : 0;
@@ -132,7 +125,6 @@ class DiskBench {
   Status BaselineWrite(PhaseResult& r);
   Status BaselineRead(PhaseResult& r);
   Status Baseline(BlockOp op, PhaseResult& r);
-  Status BaselineOnThread(BlockOp op, PhaseResult& r);
   Status Drain(std::deque<std::pair<JobId, Clock::time_point>>& inflight, PhaseResult& r,
                size_t keep);
   void Cleanup();
@@ -222,7 +214,8 @@ Status DiskBench::StoreWrite(PhaseResult& r) {
   written_.clear();
   std::deque<std::pair<JobId, Clock::time_point>> inflight;
   const uint64_t hash_before = thread_->stats().write_hash_ns;
-  const double cpu_before = CpuSeconds();
+  const uint64_t busy_before = thread_->stats().busy_ns;
+  const double cpu_before = ProcessCpuSeconds();
   const auto start = Clock::now();
   for (uint32_t i = 0; i < o_.records; ++i) {
     STRATA_RETURN_IF_ERROR(Drain(inflight, r, o_.depth - 1));
@@ -240,16 +233,18 @@ Status DiskBench::StoreWrite(PhaseResult& r) {
   }
   STRATA_RETURN_IF_ERROR(Drain(inflight, r, 0));
   r.seconds = Seconds(Clock::now() - start);
-  r.cpu_seconds = CpuSeconds() - cpu_before;
+  r.cpu_seconds = ProcessCpuSeconds() - cpu_before;
   r.bytes = uint64_t{o_.records} * extents_.file_bytes_with_row();
   r.hash_ns = thread_->stats().write_hash_ns - hash_before;
+  r.busy_ns = thread_->stats().busy_ns - busy_before;
   return Status::Ok();
 }
 
 Status DiskBench::StoreRead(PhaseResult& r) {
   std::deque<std::pair<JobId, Clock::time_point>> inflight;
   const uint64_t hash_before = thread_->stats().read_hash_ns;
-  const double cpu_before = CpuSeconds();
+  const uint64_t busy_before = thread_->stats().busy_ns;
+  const double cpu_before = ProcessCpuSeconds();
   const auto start = Clock::now();
   for (size_t i = 0; i < written_.size(); ++i) {
     STRATA_RETURN_IF_ERROR(Drain(inflight, r, o_.depth - 1));
@@ -263,105 +258,35 @@ Status DiskBench::StoreRead(PhaseResult& r) {
   STRATA_RETURN_IF_ERROR(Drain(inflight, r, 0));
   written_ = std::move(keep);
   r.seconds = Seconds(Clock::now() - start);
-  r.cpu_seconds = CpuSeconds() - cpu_before;
+  r.cpu_seconds = ProcessCpuSeconds() - cpu_before;
   r.bytes = uint64_t{o_.records} * extents_.file_bytes_with_row();
   r.hash_ns = thread_->stats().read_hash_ns - hash_before;
+  r.busy_ns = thread_->stats().busy_ns - busy_before;
   return Status::Ok();
 }
 
-// Plain sequential O_DIRECT I/O over one preallocated file of the same size:
-// `requests` requests of `request_mib` in flight, nothing else.
+// Plain sequential O_DIRECT I/O over one preallocated file of the same size
+// with the same request size and depth (launch/bench_baseline.h).
 Status DiskBench::Baseline(BlockOp op, PhaseResult& r) {
-  const uint64_t total = uint64_t{o_.records} * extents_.file_bytes_with_row();
-  const uint64_t block = o_.request_mib * kMiB;
-  Result<std::unique_ptr<BlockIo>> io_or = OpenUringBlockIo(o_.requests);
-  if (!io_or.ok()) return io_or.status();
-  BlockIo& io = **io_or;
-  // Timed from the open: creating and preallocating the file is part of a
-  // write, as it is for each record.
-  const double cpu_before = CpuSeconds();
-  const auto start = Clock::now();
-  int fd = -1;
-  if (op == BlockOp::kWrite) {
-    STRATA_ASSIGN_OR_RETURN(fd, fs_.OpenAt(dir_->fd(), kBaselineName, OpenFor::kDirectWriteNew));
-    Status allocated = fs_.Allocate(fd, total);
-    if (!allocated.ok()) {
-      fs_.Close(fd);
-      return allocated;
-    }
-  } else {
-    STRATA_ASSIGN_OR_RETURN(fd, fs_.OpenAt(dir_->fd(), kBaselineName, OpenFor::kDirectRead));
-  }
-  // Source / destination memory: the pool, block by block, wrapping around.
-  const AlignedBuffer& memory = pool_->memory();
-  const uint64_t blocks_in_memory = std::max<uint64_t>(1, memory.size() / block);
-  std::vector<iovec> iov(o_.requests);
-  std::vector<BlockRequest> batch;
-  std::vector<BlockCompletion> reaped(o_.requests);
-  std::vector<Clock::time_point> started(o_.requests);
-  std::vector<uint32_t> free_slots(o_.requests);
-  std::iota(free_slots.begin(), free_slots.end(), 0);
-  uint64_t offset = 0, done = 0, issued = 0;
-  Status status;
-  while (done < total && status.ok()) {
-    batch.clear();
-    while (offset < total && !free_slots.empty()) {
-      const uint32_t s = free_slots.back();
-      free_slots.pop_back();
-      const uint64_t len = std::min(block, total - offset);
-      iov[s] = {memory.data() + (issued++ % blocks_in_memory) * block, len};
-      batch.push_back({s, op, fd, offset, &iov[s], 1});
-      started[s] = Clock::now();
-      offset += len;
-    }
-    if (!batch.empty()) status = io.Submit(batch);
-    Result<size_t> n = io.Reap(reaped, kCompletionWait);
-    if (!n.ok()) status = n.status();
-    for (size_t i = 0; n.ok() && i < *n; ++i) {
-      const BlockCompletion& c = reaped[i];
-      const auto s = static_cast<uint32_t>(c.tag);
-      if (c.result < 0 && status.ok())
-        status = Status::FromErrno(static_cast<int>(-c.result), "baseline I/O");
-      if (c.result >= 0 && static_cast<uint64_t>(c.result) != iov[s].iov_len && status.ok()) {
-        status = Status::IoError("short baseline I/O");
-      }
-      done += iov[s].iov_len;
-      r.latency_ms.push_back(Seconds(Clock::now() - started[s]) * 1e3);
-      free_slots.push_back(s);
-    }
-    if (n.ok() && *n == 0 && batch.empty() && status.ok())
-      status = Status::Unavailable("baseline I/O stalled");
-  }
-  if (status.ok() && op == BlockOp::kWrite && o_.sync) status = fs_.SyncData(fd);
-  r.seconds = Seconds(Clock::now() - start);
-  r.cpu_seconds = CpuSeconds() - cpu_before;
-  r.bytes = total;
-  // Let any request still in flight (after an error) land before closing.
-  while (free_slots.size() < o_.requests) {
-    Result<size_t> n = io.Reap(reaped, kCompletionWait);
-    if (!n.ok() || *n == 0) break;
-    for (size_t i = 0; i < *n; ++i) free_slots.push_back(static_cast<uint32_t>(reaped[i].tag));
-  }
-  fs_.Close(fd);
-  return status;
+  SequentialIoSpec spec;
+  spec.op = op;
+  spec.name = std::string(kBaselineName);
+  spec.total_bytes = uint64_t{o_.records} * extents_.file_bytes_with_row();
+  spec.request_bytes = o_.request_mib * kMiB;
+  spec.requests = o_.requests;
+  spec.memory = pool_->memory().span();
+  spec.durability = o_.sync ? Durability::kSync : Durability::kNone;
+  spec.nice = o_.nice;
+  STRATA_ASSIGN_OR_RETURN(SequentialIoResult run, RunSequentialIo(fs_, dir_->fd(), spec));
+  r.bytes = run.bytes;
+  r.seconds = run.seconds;
+  r.cpu_seconds = run.cpu_seconds;
+  r.latency_ms = std::move(run.latency_ms);
+  return Status::Ok();
 }
 
-// The baseline loop runs on its own thread with the disk thread's scheduling
-// (SCHED_BATCH, same nice), so that CPU contention treats both paths alike.
-Status DiskBench::BaselineOnThread(BlockOp op, PhaseResult& r) {
-  Status status;
-  std::thread loop([&] {
-    sched_param param{};
-    (void)pthread_setschedparam(pthread_self(), SCHED_BATCH, &param);
-    (void)setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), o_.nice);
-    status = Baseline(op, r);
-  });
-  loop.join();
-  return status;
-}
-
-Status DiskBench::BaselineWrite(PhaseResult& r) { return BaselineOnThread(BlockOp::kWrite, r); }
-Status DiskBench::BaselineRead(PhaseResult& r) { return BaselineOnThread(BlockOp::kRead, r); }
+Status DiskBench::BaselineWrite(PhaseResult& r) { return Baseline(BlockOp::kWrite, r); }
+Status DiskBench::BaselineRead(PhaseResult& r) { return Baseline(BlockOp::kRead, r); }
 
 void DiskBench::Cleanup() {
   if (thread_) (void)thread_->Shutdown(DiskThread::kDefaultShutdownDeadline);
@@ -391,12 +316,14 @@ double Median(std::vector<double> v) { return Percentile(std::move(v), 0.5); }
 // baseline and store back to back, so slow drift of a shared disk cancels).
 nlohmann::json PhaseJson(const std::vector<PhaseResult>& store,
                          const std::vector<PhaseResult>& base) {
-  std::vector<double> store_gbps, base_gbps, ratio, share, store_cpu, base_cpu, store_lat, base_lat;
+  std::vector<double> store_gbps, base_gbps, ratio, share, busy, store_cpu, base_cpu, store_lat,
+      base_lat;
   for (size_t i = 0; i < store.size(); ++i) {
     store_gbps.push_back(store[i].gbps());
     base_gbps.push_back(base[i].gbps());
     ratio.push_back(base[i].gbps() > 0 ? store[i].gbps() / base[i].gbps() : 0);
     share.push_back(store[i].hash_share());
+    busy.push_back(store[i].busy_share());
     store_cpu.push_back(store[i].cpu_s_per_gb());
     base_cpu.push_back(base[i].cpu_s_per_gb());
     store_lat.insert(store_lat.end(), store[i].latency_ms.begin(), store[i].latency_ms.end());
@@ -412,7 +339,8 @@ nlohmann::json PhaseJson(const std::vector<PhaseResult>& store,
           {"baseline_p99_ms", Percentile(base_lat, 0.99)},
           {"store_cpu_s_per_gb", Median(store_cpu)},
           {"baseline_cpu_s_per_gb", Median(base_cpu)},
-          {"checksum_share", Median(share)}};
+          {"checksum_share", Median(share)},
+          {"disk_thread_busy_share", Median(busy)}};
 }
 
 // Removes the previous round's files so both paths write into free space.
@@ -485,11 +413,11 @@ void PrintTable(const nlohmann::json& j) {
       j["planes"].get<uint32_t>(), HumanBytes(j["plane_bytes"].get<uint64_t>()).c_str(),
       HumanBytes(j["row_bytes"].get<uint64_t>()).c_str(), j["dir"].get<std::string>().c_str(),
       j["durability"].get<std::string>().c_str());
-  std::printf("%-6s %11s %14s %7s %9s %9s %10s %15s\n", "phase", "store GB/s", "baseline GB/s",
-              "ratio", "p50 ms", "p99 ms", "CPU s/GB", "checksum share");
+  std::printf("%-6s %11s %14s %7s %11s %11s %10s %15s\n", "phase", "store GB/s", "baseline GB/s",
+              "ratio", "rec p50 ms", "rec p99 ms", "CPU s/GB", "checksum share");
   for (const char* phase : {"write", "read"}) {
     const nlohmann::json& p = j[phase];
-    std::printf("%-6s %11.2f %14.2f %7.2f %9.1f %9.1f %10.3f %14.1f%%\n", phase,
+    std::printf("%-6s %11.2f %14.2f %7.2f %11.1f %11.1f %10.3f %14.1f%%\n", phase,
                 p["store_gbps"].get<double>(), p["baseline_gbps"].get<double>(),
                 p["ratio"].get<double>(), p["store_p50_ms"].get<double>(),
                 p["store_p99_ms"].get<double>(), p["store_cpu_s_per_gb"].get<double>(),

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -83,6 +84,13 @@ struct Chunk {
 };
 std::vector<Chunk> CutIntoChunks(const std::vector<IoPiece>& pieces, uint64_t file_offset,
                                  uint64_t max_bytes);
+
+// Checks a job's shape before it is queued: kInvalidArgument naming the
+// piece or count that is wrong.
+Status ValidateJob(const DiskJobBody& body);
+
+// A run that does one synchronous step (truncate, unlink) on its first Advance.
+std::unique_ptr<JobRun> MakeSyncRun(JobId id, std::function<Status()> op);
 
 std::unique_ptr<JobRun> MakeWriteRun(JobId id, WriteRecordJob job, const RunContext& ctx);
 std::unique_ptr<JobRun> MakeReadRun(JobId id, ReadRecordJob job, const RunContext& ctx);

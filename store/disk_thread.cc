@@ -5,10 +5,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <climits>
 #include <condition_variable>
-#include <cstring>
 #include <deque>
 #include <functional>
 #include <mutex>
@@ -18,7 +15,6 @@
 
 namespace strata {
 
-using disk_internal::Chunk;
 using disk_internal::JobRun;
 using disk_internal::RequestSink;
 using disk_internal::RunContext;
@@ -36,82 +32,6 @@ constexpr uint32_t kShortIoRetryLimit = 16;
 constexpr uint32_t kReapFailureLimit = 64;
 constexpr size_t kReapBatch = 64;
 
-// `each_bytes`: the size every piece must have (0: any); `total_bytes`: the
-// size all pieces together must have, unless there are none.
-Status CheckPieces(const std::vector<IoPiece>& pieces, const char* what, uint64_t each_bytes,
-                   std::optional<uint64_t> total_bytes) {
-  uint64_t sum = 0;
-  for (size_t i = 0; i < pieces.size(); ++i) {
-    const IoPiece& p = pieces[i];
-    const std::string where = std::string(what) + " piece " + std::to_string(i);
-    if (p.data == nullptr || p.bytes == 0) return Status::InvalidArgument(where + " is empty");
-    if (reinterpret_cast<uintptr_t>(p.data) % kRecordAlign != 0 || p.bytes % kRecordAlign != 0) {
-      return Status::InvalidArgument(where + " is not 4 KiB aligned in address and length");
-    }
-    if (each_bytes != 0 && p.bytes != each_bytes) {
-      return Status::InvalidArgument(where + " has " + std::to_string(p.bytes) +
-                                     " bytes; a stored page record has " +
-                                     std::to_string(each_bytes));
-    }
-    sum += p.bytes;
-  }
-  if (!pieces.empty() && total_bytes && sum != *total_bytes) {
-    return Status::InvalidArgument(std::string(what) + " pieces cover " + std::to_string(sum) +
-                                   " bytes, the segment has " + std::to_string(*total_bytes));
-  }
-  return Status::Ok();
-}
-
-Status ValidateJob(const DiskJobBody& body) {
-  if (const auto* w = std::get_if<WriteRecordJob>(&body)) {
-    STRATA_ASSIGN_OR_RETURN(RecordExtents e, ComputeExtents(w->header));
-    if (w->pages.size() != w->header.tail_page_count) {
-      return Status::InvalidArgument("write has " + std::to_string(w->pages.size()) +
-                                     " page pieces for " +
-                                     std::to_string(w->header.tail_page_count) + " tail pages");
-    }
-    STRATA_RETURN_IF_ERROR(CheckPieces(w->pages, "page", e.page_record_bytes, std::nullopt));
-    return CheckPieces(w->row, "row", 0, e.row_segment_bytes);
-  }
-  if (const auto* r = std::get_if<ReadRecordJob>(&body)) {
-    STRATA_ASSIGN_OR_RETURN(RecordExtents e, ComputeExtents(r->expected));
-    if (r->first_page > r->expected.tail_page_count ||
-        r->pages.size() != r->expected.tail_page_count - r->first_page) {
-      return Status::InvalidArgument("read of pages from " + std::to_string(r->first_page) +
-                                     " has " + std::to_string(r->pages.size()) +
-                                     " page pieces for " +
-                                     std::to_string(r->expected.tail_page_count) + " tail pages");
-    }
-    STRATA_RETURN_IF_ERROR(CheckPieces(r->pages, "page", e.page_record_bytes, std::nullopt));
-    return CheckPieces(r->row, "row", 0, e.row_segment_bytes);
-  }
-  if (const auto* t = std::get_if<TruncateRecordJob>(&body)) {
-    return ComputeExtents(t->expected).status();
-  }
-  return Status::Ok();
-}
-
-// Truncate and unlink: one synchronous FileSystem step on the disk thread.
-class SyncRun final : public JobRun {
- public:
-  SyncRun(JobId id, std::function<Status()> op) : JobRun(id), op_(std::move(op)) {}
-  void Advance(RequestSink&) override {
-    if (!result_) result_ = op_();
-  }
-  void OnDone(uint32_t, const Status&) override {}
-  bool Finished() const override { return result_.has_value(); }
-  DiskCompletion TakeCompletion() override {
-    return {id(), *result_, 0, std::nullopt, std::nullopt};
-  }
-  void Abort(const Status& why) override {
-    if (!result_) result_ = why;
-  }
-
- private:
-  std::function<Status()> op_;
-  std::optional<Status> result_;
-};
-
 const char* OpName(BlockOp op) {
   switch (op) {
     case BlockOp::kRead: return "read";
@@ -123,44 +43,6 @@ const char* OpName(BlockOp op) {
 }
 
 }  // namespace
-
-namespace disk_internal {
-
-std::vector<Chunk> CutIntoChunks(const std::vector<IoPiece>& pieces, uint64_t file_offset,
-                                 uint64_t max_bytes) {
-  constexpr size_t kMaxIovecs = IOV_MAX;
-  std::vector<Chunk> chunks;
-  Chunk current;
-  uint64_t current_bytes = 0;
-  uint64_t offset = file_offset;
-  auto flush = [&] {
-    if (current.iov.empty()) return;
-    chunks.push_back(std::move(current));
-    current = Chunk{};
-    current_bytes = 0;
-  };
-  for (uint32_t i = 0; i < pieces.size(); ++i) {
-    uint64_t done = 0;
-    while (done < pieces[i].bytes) {
-      if (current_bytes == max_bytes || current.iov.size() == kMaxIovecs) flush();
-      if (current.iov.empty()) {
-        current.offset = offset;
-        current.first_piece = i;
-      }
-      const uint64_t take = std::min(pieces[i].bytes - done, max_bytes - current_bytes);
-      current.iov.push_back({pieces[i].data + done, take});
-      current.iov_piece.push_back(i);
-      current.last_piece = i;
-      current_bytes += take;
-      done += take;
-      offset += take;
-    }
-  }
-  flush();
-  return chunks;
-}
-
-}  // namespace disk_internal
 
 struct DiskThread::State final : RequestSink, std::enable_shared_from_this<DiskThread::State> {
   State(FileSystem& fs_in, std::unique_ptr<BlockIo> io_in, int dir_fd_in, std::string path,
@@ -189,6 +71,7 @@ struct DiskThread::State final : RequestSink, std::enable_shared_from_this<DiskT
   std::atomic<uint64_t> jobs_failed{0};
   std::atomic<int> tid{0};
   std::atomic<bool> scheduling_applied{false};
+  std::atomic<uint64_t> busy_ns{0};  // wall time outside waits for completions
 
   // Shared between the owner and the disk thread, under mu.
   std::mutex mu;
@@ -308,13 +191,13 @@ struct DiskThread::State final : RequestSink, std::enable_shared_from_this<DiskT
       return disk_internal::MakeReadRun(job.id, std::move(*r), ctx);
     }
     if (auto* t = std::get_if<TruncateRecordJob>(&job.body)) {
-      return std::make_unique<SyncRun>(job.id, [this, header = t->expected, d = t->durability] {
+      return disk_internal::MakeSyncRun(job.id, [this, header = t->expected, d = t->durability] {
         return TruncateRecordRow(fs, dir_fd, header, d)
             .WithContext("truncate " + RecordFileName(header.key));
       });
     }
     const auto& u = std::get<UnlinkRecordJob>(job.body);
-    return std::make_unique<SyncRun>(job.id, [this, key = u.key, d = u.durability] {
+    return disk_internal::MakeSyncRun(job.id, [this, key = u.key, d = u.durability] {
       return UnlinkRecord(fs, dir_fd, key, d).WithContext("unlink " + RecordFileName(key));
     });
   }
@@ -345,6 +228,7 @@ struct DiskThread::State final : RequestSink, std::enable_shared_from_this<DiskT
     std::vector<BlockCompletion> reaped(kReapBatch);
     bool aborted_active = false;
     uint32_t reap_failures = 0;
+    auto busy_start = std::chrono::steady_clock::now();
     while (true) {
       std::deque<DiskJob> refused;
       bool stopping;
@@ -379,7 +263,11 @@ struct DiskThread::State final : RequestSink, std::enable_shared_from_this<DiskT
         }
       }
       if (stopping && active.empty()) break;
+      const auto wait_start = std::chrono::steady_clock::now();
+      busy_ns += static_cast<uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(wait_start - busy_start).count());
       Result<size_t> n = io->Reap(reaped, kIdleWait);
+      busy_start = std::chrono::steady_clock::now();
       if (!n.ok()) {
         if (++reap_failures < kReapFailureLimit) continue;
         // The ring is broken: requests may never complete, so their buffers
@@ -442,7 +330,7 @@ DiskThread::~DiskThread() {
 }
 
 Status DiskThread::Submit(DiskJob job) {
-  STRATA_RETURN_IF_ERROR(ValidateJob(job.body));
+  STRATA_RETURN_IF_ERROR(disk_internal::ValidateJob(job.body));
   {
     std::lock_guard<std::mutex> lock(state_->mu);
     if (state_->stop) return Status::Aborted("disk thread is shut down");
@@ -509,6 +397,7 @@ DiskThreadStats DiskThread::stats() const {
   s.write_hash_ns = c.write_hash_ns;
   s.read_hash_ns = c.read_hash_ns;
   s.scheduling_applied = state_->scheduling_applied;
+  s.busy_ns = state_->busy_ns;
   return s;
 }
 

@@ -8,6 +8,9 @@
 // submitted and not yet polled. Completions are collected with Poll (never
 // blocks) or, in tests and tools, WaitForCompletion (bounded).
 //
+// Jobs on one record (one key) must not overlap: the caller (the index, which
+// pins a record while a job uses its file) serializes them.
+//
 // Buffers: a piece must stay valid and untouched from Submit until its job's
 // completion is polled; if Shutdown reports that the drain missed its
 // deadline, the buffers must be kept alive for good (the kernel may still
@@ -106,6 +109,7 @@ struct DiskThreadStats {
   uint64_t header_mismatches = 0;   // reads refused before payload I/O
   uint64_t write_hash_ns = 0;       // thread CPU time computing checksums on writes
   uint64_t read_hash_ns = 0;        // thread CPU time verifying checksums on reads
+  uint64_t busy_ns = 0;             // wall time not waiting for completions (syscalls, hashing)
   bool scheduling_applied = false;  // SCHED_BATCH and the nice value took effect
 };
 

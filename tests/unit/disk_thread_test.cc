@@ -366,7 +366,17 @@ TEST(DiskThreadTest, ManyConcurrentJobsAllComplete) {
     ASSERT_TRUE(ReadBack(*f.thread, *c.header, back).status.ok());
     EXPECT_TRUE(SameBytes(back.row_buffers[0], records[c.id.value].row_buffers[0]));
   }
-  EXPECT_EQ(f.thread->stats().jobs_completed, 2 * records.size());
+  DiskThreadStats stats = f.thread->stats();
+  EXPECT_EQ(stats.jobs_completed, 2 * records.size());
+  EXPECT_EQ(stats.jobs_failed, 0u);
+  uint64_t payload = 0;
+  for (const TestRecord& r : records) {
+    payload += r.header.tail_page_count * r.extents.page_record_bytes + r.extents.row_segment_bytes;
+  }
+  EXPECT_EQ(stats.bytes_written, payload);
+  EXPECT_EQ(stats.bytes_read, payload);
+  EXPECT_GT(stats.write_hash_ns, 0u);
+  EXPECT_GT(stats.busy_ns, 0u);
 }
 
 TEST(DiskThreadTest, RunsWithSchedBatchAndAPositiveNice) {
@@ -422,6 +432,37 @@ TEST(DiskThreadTest, StartFailsClearlyWhenTheFilesystemRefusesDirectIo) {
   EXPECT_NE(t.status().message().find(scratch.path()), std::string::npos);
   EXPECT_NE(t.status().message().find("refuses O_DIRECT"), std::string::npos);
   EXPECT_FALSE(std::filesystem::exists(scratch.path() + "/" + std::string(kDirectIoProbeName)));
+}
+
+// A filesystem with no space left for preallocation.
+class FullFileSystem final : public testing::ForwardingFileSystem {
+ public:
+  Status Allocate(int, uint64_t bytes) override {
+    return Status::FromErrno(ENOSPC, "fallocate " + std::to_string(bytes) + " bytes");
+  }
+};
+
+TEST(DiskThreadTest, AFullFilesystemFailsTheWriteAsRetryableAndLeavesNothing) {
+  testing::ScratchDir scratch;
+  FullFileSystem fs;
+  Result<std::unique_ptr<RecordDir>> dir =
+      RecordDir::Open(fs, scratch.path(), RecordDir::Create::kNo);
+  ASSERT_TRUE(dir.ok());
+  STRATA_SKIP_WITHOUT_DIRECT_IO(fs, (*dir)->fd(), scratch.path());
+  Result<std::unique_ptr<BlockIo>> io = OpenUringBlockIo(8);
+  ASSERT_TRUE(io.ok());
+  DiskThreadOptions o;
+  o.max_inflight_requests = 8;
+  Result<std::unique_ptr<DiskThread>> t =
+      DiskThread::Start(fs, std::move(*io), (*dir)->fd(), scratch.path(), o);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  CacheGeometry g = MakeGeometry(64, {4096}, 4096);
+  TestRecord r = MakeRecord(g, KeyOf(64), std::nullopt, 1);
+  DiskCompletion w = WriteRecord(**t, r);
+  EXPECT_EQ(w.status.code(), StatusCode::kFsFull);
+  EXPECT_TRUE(w.status.retryable());
+  EXPECT_NE(w.status.message().find(RecordFileName(r.header.key)), std::string::npos);
+  EXPECT_TRUE(fs.List((*dir)->fd())->empty());
 }
 
 TEST(DiskThreadTest, StartsOrFailsClearlyOnRealTmpfs) {
