@@ -285,7 +285,8 @@ int RunGpuBench(const GpuBenchOptions& o) {
   run.device_name = (*driver)->DeviceName(o.device).ok() ? *(*driver)->DeviceName(o.device) : "?";
   run.driver_version = (*driver)->version();
   run.repetitions = o.repetitions;
-  run.default_config = std::string(CopyMethodName(kDefaultCopyMethod)) + "_x1";
+  run.default_config = std::string(CopyMethodName(kDefaultCopyMethod)) + "_x" +
+                       std::to_string(CudaTransfersOptions{}.batches_in_flight);
   for (const std::string& preset : o.presets) {
     Status s = BenchPreset(*driver, **ctx, **registrar, o, preset, run.cases);
     if (!s.ok()) return fail(s.WithContext(preset));

@@ -2,12 +2,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
 #include <atomic>
 #include <csignal>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
-#include <unistd.h>
 
 #include "launch/http_endpoint.h"
 #include "launch/ops_snapshot.h"
@@ -47,10 +47,14 @@ void SetLogLevel(LogLevel level) {
 }
 
 nlohmann::json PhaseJson(const PhaseReport& p) {
-  return {{"phase", p.name},          {"ok", p.ok},
-          {"detail", p.detail},       {"host_hits", p.host_hits},
-          {"gpu_hits", p.gpu_hits},   {"restored_bytes", p.restored_bytes},
-          {"restore_gbps", p.restore_gbps}, {"records_per_rank", p.records}};
+  return {{"phase", p.name},
+          {"ok", p.ok},
+          {"detail", p.detail},
+          {"host_hits", p.host_hits},
+          {"gpu_hits", p.gpu_hits},
+          {"restored_bytes", p.restored_bytes},
+          {"restore_gbps", p.restore_gbps},
+          {"records_per_rank", p.records}};
 }
 
 void PrintPhase(const PhaseReport& p) {

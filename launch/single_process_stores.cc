@@ -42,10 +42,12 @@ class SingleProcessStores final : public RankStores {
         return Status::InvalidArgument("prefix_cache.memory is smaller than one page record (" +
                                        std::to_string(slot_bytes) + " bytes)");
       }
-      STRATA_ASSIGN_OR_RETURN(std::unique_ptr<SlabPool> pool, SlabPool::Create(slot_bytes, warm, 0));
+      STRATA_ASSIGN_OR_RETURN(std::unique_ptr<SlabPool> pool,
+                              SlabPool::Create(slot_bytes, warm, 0));
       STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> t, MakeHostTransfers(*planes_));
-      memory_ = std::make_unique<MemoryStore>(geometry_, std::shared_ptr<SlabPool>(std::move(pool)),
-                                              std::move(t), MemoryStoreOptions{.max_age_ms = max_age_ms});
+      memory_ =
+          std::make_unique<MemoryStore>(geometry_, std::shared_ptr<SlabPool>(std::move(pool)),
+                                        std::move(t), MemoryStoreOptions{.max_age_ms = max_age_ms});
       summary_ = "memory store, " + std::to_string(pc.memory_bytes >> 20) + " MiB (" +
                  std::to_string(warm) + " slots)";
       store_ = memory_.get();
@@ -57,9 +59,9 @@ class SingleProcessStores final : public RankStores {
       STRATA_ASSIGN_OR_RETURN(std::unique_ptr<StagedTransport> staged,
                               local_->MakeTransport(std::move(t)));
       const uint64_t limit = pc.disk_limit_bytes.value_or(uint64_t{4} << 30);
-      STRATA_ASSIGN_OR_RETURN(disk_, DiskStore::Open(geometry_, std::move(staged),
-                                                     local_->scan().records,
-                                                     {.disk_limit_bytes = limit, .max_age_ms = max_age_ms}));
+      STRATA_ASSIGN_OR_RETURN(
+          disk_, DiskStore::Open(geometry_, std::move(staged), local_->scan().records,
+                                 {.disk_limit_bytes = limit, .max_age_ms = max_age_ms}));
       summary_ = "disk store at " + local_->path() + ", limit " + std::to_string(limit >> 20) +
                  " MiB, " + std::to_string(local_->scan().records.size()) + " records scanned";
       store_ = disk_.get();
@@ -67,7 +69,8 @@ class SingleProcessStores final : public RankStores {
       summary_ = "prefix cache disabled (no memory, no disk)";
     }
     summary_ += ", " + std::to_string(ranks) + " rank(s) in this process";
-    runtime_ = std::make_unique<SyntheticRuntime>(*planes_, store_, SyntheticRuntimeOptions{.seed = seed});
+    runtime_ =
+        std::make_unique<SyntheticRuntime>(*planes_, store_, SyntheticRuntimeOptions{.seed = seed});
     return Status::Ok();
   }
 
