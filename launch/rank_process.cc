@@ -110,8 +110,10 @@ int RunRank(const LoadedConfig& loaded, const RankRunOptions& run) {
     }
   } else if (run.workload == Workload::kServe) {
     SyntheticRuntime& rt = stores.runtime();
+    constexpr int kServeConversations = 4;
     std::vector<uint32_t> convs;
-    for (int i = 0; i < 4; ++i) convs.push_back(rt.NewConversation());
+    convs.reserve(kServeConversations);
+    for (int i = 0; i < kServeConversations; ++i) convs.push_back(rt.NewConversation());
     for (uint64_t tick = 0; g_signals.load() == 0; ++tick) {
       if (Result<TurnReport> t = rt.Turn(convs[tick % convs.size()], 256); !t.ok()) {
         spdlog::error("synthetic runtime: {}", t.status().ToString());

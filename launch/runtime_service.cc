@@ -31,7 +31,7 @@ struct RuntimeService::Impl {
 };
 
 Result<std::unique_ptr<RuntimeService>> RuntimeService::Start(DevicePlanes& planes,
-                                                              std::string record_dir,
+                                                              const std::string& record_dir,
                                                               const std::string& bind,
                                                               uint16_t port) {
   auto impl = std::make_unique<Impl>();
@@ -59,7 +59,7 @@ Result<std::unique_ptr<RuntimeService>> RuntimeService::Start(DevicePlanes& plan
     Status st = planes.ReadPage(0, plane, PageId(static_cast<uint32_t>(std::stoul(req.matches[2]))),
                                 {reinterpret_cast<uint8_t*>(body.data()), body.size()});
     if (!st.ok()) return fail(res, st);
-    res.set_content(std::move(body), "application/octet-stream");
+    res.set_content(body, "application/octet-stream");
   });
   s.Put(R"(/row/(\d+))", [&planes, fail](const httplib::Request& req, httplib::Response& res) {
     Status st =
@@ -72,7 +72,7 @@ Result<std::unique_ptr<RuntimeService>> RuntimeService::Start(DevicePlanes& plan
     Status st = planes.ReadRow(0, StateSlot(static_cast<uint32_t>(std::stoul(req.matches[1]))),
                                {reinterpret_cast<uint8_t*>(body.data()), body.size()});
     if (!st.ok()) return fail(res, st);
-    res.set_content(std::move(body), "application/octet-stream");
+    res.set_content(body, "application/octet-stream");
   });
   s.Get("/records", [record_dir, fail](const httplib::Request&, httplib::Response& res) {
     Result<std::vector<std::string>> files = ListRecordFiles(record_dir);

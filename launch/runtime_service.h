@@ -32,7 +32,8 @@ class RuntimeService {
  public:
   // Serves `planes` (one rank) and the record files in `record_dir` on
   // bind:port until destroyed. Both must outlive it.
-  static Result<std::unique_ptr<RuntimeService>> Start(DevicePlanes& planes, std::string record_dir,
+  static Result<std::unique_ptr<RuntimeService>> Start(DevicePlanes& planes,
+                                                       const std::string& record_dir,
                                                        const std::string& bind, uint16_t port);
   ~RuntimeService();
   uint16_t port() const;

@@ -133,6 +133,7 @@ namespace {
 
 std::vector<HostPageSource> Sources(const std::vector<IoPiece>& pieces) {
   std::vector<HostPageSource> out;
+  out.reserve(pieces.size());
   for (const IoPiece& p : pieces) out.push_back({reinterpret_cast<uint8_t*>(p.data), false});
   return out;
 }
