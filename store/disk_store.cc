@@ -1,5 +1,7 @@
 #include "store/disk_store.h"
 
+#include "store/store_accounting.h"
+
 namespace strata {
 
 uint64_t RecordFileBytes(const RecordLayout& layout, uint64_t tail_pages, bool with_row,
@@ -149,17 +151,7 @@ bool DiskStore::MakeRoom(uint64_t bytes) {
   return used_bytes_ + bytes <= options_.disk_limit_bytes;
 }
 
-StoreOutcome DiskStore::Count(StoreOutcome o) {
-  switch (o) {
-    case StoreOutcome::kQueued: ++stats_.store_queued; break;
-    case StoreOutcome::kPresent: ++stats_.store_present; break;
-    case StoreOutcome::kDeferred: ++stats_.store_deferred; break;
-    case StoreOutcome::kRetry: ++stats_.store_retry; break;
-    case StoreOutcome::kOversize: ++stats_.store_oversize; break;
-    case StoreOutcome::kDisabled: break;
-  }
-  return o;
-}
+StoreOutcome DiskStore::Count(StoreOutcome o) { return CountOutcome(stats_, o); }
 
 std::optional<HostHit> DiskStore::Lookup(const PrefixHistory& history, uint64_t resident_tokens,
                                          uint64_t before) {
@@ -168,16 +160,9 @@ std::optional<HostHit> DiskStore::Lookup(const PrefixHistory& history, uint64_t 
   std::optional<LookupHit> hit =
       index_.Lookup(history, resident_tokens, before, {TransferState::kReady});
   if (!hit) return std::nullopt;
-  HostHit h;
-  h.endpoint = hit->endpoint();
-  for (const ChainLink& l : hit->chain) h.chain.push_back(l.key);
-  h.skip_pages = hit->skip_pages;
-  h.pages = hit->restore_page_count();
-  h.bytes = h.pages * page_bytes_all_ranks_ + row_bytes_all_ranks_;
-  h.tokens_gained = h.endpoint.consumed - resident_tokens;
-  h.tier = Tier::kDisk;
-  ++stats_.hits;
-  stats_.reused_tokens += h.tokens_gained;
+  HostHit h =
+      MakeHostHit(*hit, resident_tokens, page_bytes_all_ranks_, row_bytes_all_ranks_, Tier::kDisk);
+  CountHit(stats_, h);
   return h;
 }
 

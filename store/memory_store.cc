@@ -1,5 +1,7 @@
 #include "store/memory_store.h"
 
+#include "store/store_accounting.h"
+
 #include "store/replication.h"
 
 namespace strata {
@@ -34,16 +36,9 @@ std::optional<HostHit> MemoryStore::Lookup(const PrefixHistory& history, uint64_
   std::optional<LookupHit> hit =
       index_.Lookup(history, resident_tokens, before, {TransferState::kReady});
   if (!hit) return std::nullopt;
-  HostHit h;
-  h.endpoint = hit->endpoint();
-  for (const ChainLink& l : hit->chain) h.chain.push_back(l.key);
-  h.skip_pages = hit->skip_pages;
-  h.pages = hit->restore_page_count();
-  h.bytes = h.pages * page_bytes_all_ranks_ + row_bytes_all_ranks_;
-  h.tokens_gained = h.endpoint.consumed - resident_tokens;
-  h.tier = Tier::kMemory;
-  ++stats_.hits;
-  stats_.reused_tokens += h.tokens_gained;
+  HostHit h = MakeHostHit(*hit, resident_tokens, page_bytes_all_ranks_, row_bytes_all_ranks_,
+                          Tier::kMemory);
+  CountHit(stats_, h);
   return h;
 }
 
@@ -100,17 +95,7 @@ std::vector<HostPiece> MemoryStore::RowPieces(const Record& r) const {
 }
 
 StoreOutcome MemoryStore::Store(const PublishedCheckpoint& cp) {
-  auto count = [&](StoreOutcome o) {
-    switch (o) {
-      case StoreOutcome::kQueued: ++stats_.store_queued; break;
-      case StoreOutcome::kPresent: ++stats_.store_present; break;
-      case StoreOutcome::kDeferred: ++stats_.store_deferred; break;
-      case StoreOutcome::kRetry: ++stats_.store_retry; break;
-      case StoreOutcome::kOversize: ++stats_.store_oversize; break;
-      case StoreOutcome::kDisabled: break;
-    }
-    return o;
-  };
+  auto count = [&](StoreOutcome o) { return CountOutcome(stats_, o); };
   if (closed_) return count(StoreOutcome::kDisabled);
   if (index_.Contains(cp.key)) return count(StoreOutcome::kPresent);
   const uint64_t pt = geometry_.page_tokens;
