@@ -39,8 +39,8 @@ Result<std::unique_ptr<DiskStore>> DiskStore::Open(const CacheGeometry& geometry
   std::unordered_map<PrefixKey, uint64_t> file_of;
   for (const ScannedRecord& r : records) {
     const uint64_t id = s->next_file_++;
-    s->files_[id] = File{r.tail_page_count, r.row_present, r.pages_replicated, r.row_replicated,
-                         r.file_bytes};
+    s->files_[id] =
+        File{r.tail_page_count, r.row_present, r.pages_replicated, r.row_replicated, r.file_bytes};
     file_of[r.key] = id;
     committed.push_back({r.key, r.parent, r.bucket, r.tail_page_count, NodeLocation(id),
                          r.row_present ? RowPresence::kPresent : RowPresence::kPageOnly,
@@ -120,8 +120,8 @@ void DiskStore::ApplyRemoved(const std::vector<RemovedRecord>& removed) {
 
 bool DiskStore::MakeRoom(uint64_t bytes) {
   while (used_bytes_ - releasing_bytes_ + bytes > options_.disk_limit_bytes) {
-    EvictionDecision d = index_.EvictOne(
-        [](const IndexEntry& e) { return e.state == TransferState::kReady; });
+    EvictionDecision d =
+        index_.EvictOne([](const IndexEntry& e) { return e.state == TransferState::kReady; });
     if (d.empty()) return false;
     stats_.disk.evicted_total += d.removed.size();
     ApplyRemoved(d.removed);
@@ -170,7 +170,8 @@ StoreOutcome DiskStore::Store(const PublishedCheckpoint& cp) {
   if (index_.Contains(cp.key)) return Count(StoreOutcome::kPresent);
   const uint64_t pt = geometry_.page_tokens;
   const uint64_t chain_pages = cp.key.consumed / pt;
-  STRATA_ASSERT(cp.chain.size() == chain_pages, "published chain must hold every page from the root");
+  STRATA_ASSERT(cp.chain.size() == chain_pages,
+                "published chain must hold every page from the root");
   const bool parent_held = cp.parent && index_.Contains(*cp.parent);
   if (parent_held) (void)index_.Pin(*cp.parent);
   const uint64_t tail = parent_held ? chain_pages - cp.parent->consumed / pt : chain_pages;
@@ -329,7 +330,8 @@ void DiskStore::FinishOperation(uint64_t, Operation& op) {
         ++stats_.disk.stored_total;
         ++stats_.disk.per_rank_total;
         stats_.disk.bytes_in_total += op.bytes;
-        events_.push_back({StoreEvent::Kind::kStored, op.checkpoint_id, {}, op.key, Status::Ok(), op.bytes});
+        events_.push_back(
+            {StoreEvent::Kind::kStored, op.checkpoint_id, {}, op.key, Status::Ok(), op.bytes});
       } else {
         // The transport left no file behind; descendants published meanwhile go too.
         std::optional<IndexEntry> e = index_.Find(op.key);
@@ -347,7 +349,8 @@ void DiskStore::FinishOperation(uint64_t, Operation& op) {
           }
         }
         ++stats_.store_failed;
-        events_.push_back({StoreEvent::Kind::kStoreFailed, op.checkpoint_id, {}, op.key, op.status, 0});
+        events_.push_back(
+            {StoreEvent::Kind::kStoreFailed, op.checkpoint_id, {}, op.key, op.status, 0});
       }
       break;
     case Operation::Kind::kFetch:
@@ -355,7 +358,8 @@ void DiskStore::FinishOperation(uint64_t, Operation& op) {
       if (op.status.ok()) {
         (void)index_.Touch(op.key, now_ms_);
         stats_.disk.bytes_out_total += op.bytes;
-        events_.push_back({StoreEvent::Kind::kFetched, 0, op.ticket, op.key, Status::Ok(), op.bytes});
+        events_.push_back(
+            {StoreEvent::Kind::kFetched, 0, op.ticket, op.key, Status::Ok(), op.bytes});
       } else {
         ++stats_.fetch_failed;
         events_.push_back({StoreEvent::Kind::kFetchFailed, 0, op.ticket, op.key, op.status, 0});
@@ -418,15 +422,16 @@ Status DiskStore::Close() {
     (void)transport_->WaitForCompletion(std::chrono::milliseconds(20));
     Pump();
   }
-  const auto left = std::max(std::chrono::milliseconds(1),
-                             std::chrono::duration_cast<std::chrono::milliseconds>(
-                                 until - std::chrono::steady_clock::now()));
+  const auto left =
+      std::max(std::chrono::milliseconds(1), std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                 until - std::chrono::steady_clock::now()));
   Status s = transport_->Close(left);
   if (!s.ok()) {
     (void)transport_.release();  // copies may still run: keep everything alive
     return s;
   }
-  if (!ops_.empty()) return Status::Aborted(std::to_string(ops_.size()) + " disk jobs did not drain");
+  if (!ops_.empty())
+    return Status::Aborted(std::to_string(ops_.size()) + " disk jobs did not drain");
   return Status::Ok();
 }
 
