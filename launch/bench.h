@@ -12,4 +12,9 @@ namespace strata {
 // Called by AddBenchCommand with the `bench` subcommand; one per benchmark.
 // (Add a declaration here and a call in cmd_bench.cc for each new benchmark.)
 
+// `strata bench links`: control-only job round trips through rank zero's
+// sharded transport with 1, 2, 4 and 8 ranks on loopback next to a raw TCP
+// ping-pong, and record store/fetch across 4 ranks vs 1 (launch/bench_links.cc).
+void AddLinksBench(CLI::App& bench);
+
 }  // namespace strata

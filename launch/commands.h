@@ -11,5 +11,7 @@ namespace strata {
 
 void AddVersionCommand(CLI::App& app);
 void AddLayoutCommand(CLI::App& app);
+// `strata bench <name>`: the benchmarks (launch/bench.h).
+void AddBenchCommand(CLI::App& app);
 
 }  // namespace strata
