@@ -52,9 +52,8 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Start(CoordinatorOptions optio
   listen.link_options.name = "record link";
   listen.links_max = options.links_max;
   Result<std::unique_ptr<wire::Listener>> listener = wire::Listener::Open(
-      listen, [links = c->links_.get()](std::unique_ptr<wire::Link> link) {
-        links->Add(std::move(link));
-      });
+      listen,
+      [links = c->links_.get()](std::unique_ptr<wire::Link> link) { links->Add(std::move(link)); });
   if (!listener.ok()) return listener.status().WithContext("rank 0 record listener");
   c->listener_ = std::move(*listener);
   c->listen_endpoint_ = c->listener_->local_endpoint();
@@ -98,8 +97,8 @@ Status Coordinator::Join(CoordinatorOptions& options, RendezvousServer& rendezvo
   sharded_ = sharded.get();
   DiskStoreOptions store_options = options.store;
   store_options.disk_limit_bytes = join_stats_.disk_limit_bytes;
-  Result<std::unique_ptr<DiskStore>> store = DiskStore::Open(
-      options.geometry, std::move(sharded), disk_->scan().records, store_options);
+  Result<std::unique_ptr<DiskStore>> store =
+      DiskStore::Open(options.geometry, std::move(sharded), disk_->scan().records, store_options);
   if (!store.ok()) {
     sharded_ = nullptr;
     return store.status().WithContext("rank 0 disk store");

@@ -3,9 +3,7 @@
 namespace strata {
 namespace {
 
-HelloDecision Reject(std::string reason) {
-  return {HelloVerdict::kRejectLink, std::move(reason)};
-}
+HelloDecision Reject(std::string reason) { return {HelloVerdict::kRejectLink, std::move(reason)}; }
 HelloDecision Fail(std::string reason) { return {HelloVerdict::kFailStartup, std::move(reason)}; }
 
 }  // namespace
@@ -13,8 +11,8 @@ HelloDecision Fail(std::string reason) { return {HelloVerdict::kFailStartup, std
 HelloDecision CheckHello(const wire::Hello& hello, const std::string& from_address,
                          const PeerTable& peers, const std::vector<bool>& joined,
                          const RankZeroFacts& self) {
-  const std::string who = "Hello from " + from_address + " claiming rank " +
-                          std::to_string(hello.rank.value);
+  const std::string who =
+      "Hello from " + from_address + " claiming rank " + std::to_string(hello.rank.value);
   if (hello.rank.value == 0) return Reject(who + ": rank 0 is rank zero itself");
   if (hello.rank.value >= self.world_size) {
     return Reject(who + ": out of range for rank zero's world size " +
@@ -39,8 +37,8 @@ HelloDecision CheckHello(const wire::Hello& hello, const std::string& from_addre
                 ", rank zero " + std::to_string(wire::kProtocolVersion));
   }
   if (hello.world_size != self.world_size) {
-    return Fail(rank + " has world size " + std::to_string(hello.world_size) +
-                ", rank zero " + std::to_string(self.world_size));
+    return Fail(rank + " has world size " + std::to_string(hello.world_size) + ", rank zero " +
+                std::to_string(self.world_size));
   }
   if (hello.layout_fingerprint != self.layout_fingerprint) {
     return Fail(rank + "'s layout fingerprint " + ToHex(hello.layout_fingerprint) +

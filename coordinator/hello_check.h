@@ -31,8 +31,8 @@ struct RankZeroFacts {
 
 enum class HelloVerdict : unsigned char {
   kAccept,
-  kRejectLink,    // refuse this connection; startup goes on
-  kFailStartup,   // refuse it and fail startup with the reason
+  kRejectLink,   // refuse this connection; startup goes on
+  kFailStartup,  // refuse it and fail startup with the reason
 };
 
 struct HelloDecision {

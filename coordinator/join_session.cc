@@ -60,9 +60,8 @@ void AcceptedLinks::CloseAll() {
 
 // ---- JoinSession -----------------------------------------------------------
 
-JoinSession::JoinSession(const PeerTable& peers, RankZeroFacts self,
-                         uint64_t own_disk_limit_bytes, AcceptedLinks& links,
-                         wire::LinkInbox& inbox, uint64_t scan_records_max)
+JoinSession::JoinSession(const PeerTable& peers, RankZeroFacts self, uint64_t own_disk_limit_bytes,
+                         AcceptedLinks& links, wire::LinkInbox& inbox, uint64_t scan_records_max)
     : peers_(peers),
       self_(self),
       links_(links),
@@ -197,8 +196,8 @@ Status JoinSession::HandleJoined(RankId rank, wire::LinkEvent& e) {
       return Status::FailedPrecondition(RankName(rank) + " sent AgreementApplied out of turn");
     }
     if (!applied->status.ok()) {
-      return Status(applied->status.code(),
-                    RankName(rank) + " could not apply the agreement: " + applied->status.message());
+      return Status(applied->status.code(), RankName(rank) + " could not apply the agreement: " +
+                                                applied->status.message());
     }
     applied_[r] = true;
     return Status::Ok();
@@ -207,21 +206,22 @@ Status JoinSession::HandleJoined(RankId rank, wire::LinkEvent& e) {
     return Status::Unavailable(RankName(rank) + " left the join: " + close->reason);
   }
   if (std::holds_alternative<wire::Heartbeat>(m)) return Status::Ok();
-  return Status::FailedPrecondition(RankName(rank) + " sent " +
-                                    std::string(wire::MessageName(m)) + " during the join");
+  return Status::FailedPrecondition(RankName(rank) + " sent " + std::string(wire::MessageName(m)) +
+                                    " during the join");
 }
 
 Status JoinSession::Agree(LocalDisk& own, Durability durability, Clock::time_point deadline) {
   for (const ScannedRecord& r : own.scan().records) {
     STRATA_ASSIGN_OR_RETURN(wire::ScanRecord summary, wire::SummarizeRecord(r));
-    scans_[0].push_back(std::move(summary));
+    scans_[0].push_back(summary);
   }
   STRATA_ASSIGN_OR_RETURN(AgreementPlan plan, strata::Agree(scans_));
   stats_.agreement = plan.counts;
-  spdlog::info("join agreement: {} records kept ({} without their row); dropped {} missing on some "
-               "rank, {} with differing headers, {} whose parent was dropped",
-               plan.counts.kept, plan.counts.rows_dropped, plan.counts.missing,
-               plan.counts.mismatched, plan.counts.orphaned);
+  spdlog::info(
+      "join agreement: {} records kept ({} without their row); dropped {} missing on some "
+      "rank, {} with differing headers, {} whose parent was dropped",
+      plan.counts.kept, plan.counts.rows_dropped, plan.counts.missing, plan.counts.mismatched,
+      plan.counts.orphaned);
   for (uint32_t r = 1; r < self_.world_size; ++r) {
     wire::Link* link = links_.Find(tag_of_[r]);
     if (link == nullptr) return Status::Internal("the link of a joined rank is gone");

@@ -40,7 +40,7 @@ class AcceptedLinks {
  private:
   std::shared_ptr<wire::LinkInbox> inbox_;
   std::mutex mu_;
-  uint64_t next_tag_ = 1;                                // guarded by mu_
+  uint64_t next_tag_ = 1;                                  // guarded by mu_
   std::map<uint64_t, std::unique_ptr<wire::Link>> links_;  // guarded by mu_
 };
 
@@ -81,20 +81,21 @@ class JoinSession {
   void RejectLink(uint64_t tag, const std::string& reason);
   std::string Missing() const;
   // Takes queued events, waiting up to `deadline` for some.
-  bool NextEvents(std::vector<wire::LinkEvent>& out, std::chrono::steady_clock::time_point deadline);
+  bool NextEvents(std::vector<wire::LinkEvent>& out,
+                  std::chrono::steady_clock::time_point deadline);
 
   const PeerTable& peers_;
   RankZeroFacts self_;
   AcceptedLinks& links_;
   wire::LinkInbox& inbox_;
   uint64_t scan_records_max_;
-  std::vector<bool> joined_;           // by rank
-  std::vector<uint64_t> tag_of_;       // by rank, once joined
+  std::vector<bool> joined_;            // by rank
+  std::vector<uint64_t> tag_of_;        // by rank, once joined
   std::map<uint64_t, RankId> rank_of_;  // by tag
-  std::set<uint64_t> refused_;         // tags whose link was rejected
-  std::vector<RankScan> scans_;        // by rank
-  std::vector<bool> scan_complete_;    // by rank
-  std::vector<bool> applied_;          // by rank: AgreementApplied OK
+  std::set<uint64_t> refused_;          // tags whose link was rejected
+  std::vector<RankScan> scans_;         // by rank
+  std::vector<bool> scan_complete_;     // by rank
+  std::vector<bool> applied_;           // by rank: AgreementApplied OK
   bool agreement_sent_ = false;
   JoinStats stats_;
 };

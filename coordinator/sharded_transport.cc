@@ -94,8 +94,7 @@ Status ShardedTransport::Submit(RecordJob job) {
   // Refuse what a peer would reject before anything starts anywhere.
   STRATA_RETURN_IF_ERROR(wire::CheckMessage(wire::Job{job}));
   STRATA_RETURN_IF_ERROR(local_->Submit(job));
-  Status begun =
-      tracker_.Begin(job.id, job.kind, all_ranks_, clock_() + options_.job_timeout);
+  Status begun = tracker_.Begin(job.id, job.kind, all_ranks_, clock_() + options_.job_timeout);
   STRATA_ASSERT(begun.ok(), "tracker refused a fresh job: " + begun.ToString());
   jobs_[job.id] = {job.kind, job.key};
   SendToPeers(job, all_ranks_);
@@ -122,8 +121,7 @@ void ShardedTransport::SendToPeers(const RecordJob& job, const std::vector<RankI
                              false, 0});
       continue;
     }
-    Stop(peer,
-         "cannot send " + Describe(job.id) + " to " + RankName(rank) + ": " + sent.message(),
+    Stop(peer, "cannot send " + Describe(job.id) + " to " + RankName(rank) + ": " + sent.message(),
          "link_lost");
   }
 }
@@ -236,8 +234,8 @@ void ShardedTransport::HandleEvent(wire::LinkEvent& e) {
            "protocol");
       return;
     }
-    HandleOutcome(done->id, {peer.rank, std::move(done->status),
-                             done->filesystem_full, done->bytes});
+    HandleOutcome(done->id,
+                  {peer.rank, std::move(done->status), done->filesystem_full, done->bytes});
     return;
   }
   if (auto* drained = std::get_if<wire::Drained>(&m)) {
@@ -247,8 +245,7 @@ void ShardedTransport::HandleEvent(wire::LinkEvent& e) {
   if (std::holds_alternative<wire::Heartbeat>(m) || std::holds_alternative<wire::Close>(m)) {
     return;  // a Close is followed by the link closing
   }
-  Stop(&peer,
-       RankName(peer.rank) + " sent an unexpected " + std::string(wire::MessageName(m)),
+  Stop(&peer, RankName(peer.rank) + " sent an unexpected " + std::string(wire::MessageName(m)),
        "protocol");
 }
 
@@ -265,8 +262,7 @@ void ShardedTransport::CheckDeadlines() {
   }
   Stop(nullptr,
        Describe(o.id) + " was not finished by rank(s) " + Join(o.missing) + " within " +
-           std::to_string(options_.job_timeout.count()) +
-           " ms; its ids must never be reused",
+           std::to_string(options_.job_timeout.count()) + " ms; its ids must never be reused",
        "");
 }
 
@@ -336,8 +332,8 @@ Status ShardedTransport::Close(std::chrono::milliseconds deadline) {
   for (Peer& p : peers_) {
     if (p.closed) {
       if (!p.drained) {
-        p.drained = Status::Unavailable("the record link to " + RankName(p.rank) +
-                                        " was already closed");
+        p.drained =
+            Status::Unavailable("the record link to " + RankName(p.rank) + " was already closed");
       }
       continue;
     }
@@ -363,9 +359,9 @@ Status ShardedTransport::Close(std::chrono::milliseconds deadline) {
       ++p.errors["drain"];
       p.failed = true;
       if (peer_drain_status_.ok()) {
-        peer_drain_status_ = Status(p.drained->code(), RankName(p.rank) +
-                                                           " did not confirm its drain: " +
-                                                           p.drained->message());
+        peer_drain_status_ =
+            Status(p.drained->code(),
+                   RankName(p.rank) + " did not confirm its drain: " + p.drained->message());
       }
     }
     if (!p.closed) (void)p.link->Send(wire::Close{"rank zero closed its store"});

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <sys/resource.h>
 
+#include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <array>
@@ -16,10 +17,10 @@
 #include <asio/read.hpp>
 #include <asio/write.hpp>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 #include <thread>
 
 #include "coordinator/coordinator.h"
@@ -66,7 +67,7 @@ double CpuSeconds() {
 double Percentile(std::vector<double> values, double p) {
   if (values.empty()) return 0;
   std::sort(values.begin(), values.end());
-  const size_t rank = static_cast<size_t>(p / 100.0 * static_cast<double>(values.size()) + 0.5);
+  const auto rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(values.size())));
   return values[std::min(values.size() - 1, rank == 0 ? 0 : rank - 1)];
 }
 
@@ -75,7 +76,9 @@ struct Latency {
   double p99_us = 0;
 };
 
-Latency Summarize(const std::vector<double>& us) { return {Percentile(us, 50), Percentile(us, 99)}; }
+Latency Summarize(const std::vector<double>& us) {
+  return {Percentile(us, 50), Percentile(us, 99)};
+}
 
 // A scratch directory removed at the end.
 class TempDir {
@@ -102,7 +105,8 @@ class BenchCluster {
                                                      uint64_t page_count) {
     std::unique_ptr<BenchCluster> c(new BenchCluster());
     STRATA_ASSIGN_OR_RETURN(CacheGeometry g, PresetGeometry("tiny", 1, page_count, 4));
-    const NamespaceIdentity identity = ComputeNamespaceIdentity("bench/links", StateMode::kOrdinary);
+    const NamespaceIdentity identity =
+        ComputeNamespaceIdentity("bench/links", StateMode::kOrdinary);
     for (uint32_t r = 0; r < world; ++r) c->planes_.push_back(std::make_unique<HostPlanes>(g));
     LocalDiskOptions disk;
     disk.host_headroom_bytes = uint64_t{256} << 20;
@@ -371,16 +375,18 @@ int RunLinksBench(const LinksBenchOptions& o) {
     j["fanout_p99_ratio_4"] = ratio_4;
     j["fanout_p99_ratio_goal"] = 2.0;
     if (one_rank && many_ranks) {
-      j["throughput"] = {
-          {"record_bytes_per_rank", record_bytes},
-          {"records", o.records},
-          {"ranks_1", {{"store_gbps", one_rank->store_gbps}, {"fetch_gbps", one_rank->fetch_gbps},
-                       {"cpu_seconds_per_gb", one_rank->cpu_seconds_per_gb}}},
-          {"ranks_" + std::to_string(many),
-           {{"store_gbps", many_ranks->store_gbps}, {"fetch_gbps", many_ranks->fetch_gbps},
-            {"cpu_seconds_per_gb", many_ranks->cpu_seconds_per_gb}}},
-          {"store_ratio", many_ranks->store_gbps / one_rank->store_gbps},
-          {"fetch_ratio", many_ranks->fetch_gbps / one_rank->fetch_gbps}};
+      j["throughput"] = {{"record_bytes_per_rank", record_bytes},
+                         {"records", o.records},
+                         {"ranks_1",
+                          {{"store_gbps", one_rank->store_gbps},
+                           {"fetch_gbps", one_rank->fetch_gbps},
+                           {"cpu_seconds_per_gb", one_rank->cpu_seconds_per_gb}}},
+                         {"ranks_" + std::to_string(many),
+                          {{"store_gbps", many_ranks->store_gbps},
+                           {"fetch_gbps", many_ranks->fetch_gbps},
+                           {"cpu_seconds_per_gb", many_ranks->cpu_seconds_per_gb}}},
+                         {"store_ratio", many_ranks->store_gbps / one_rank->store_gbps},
+                         {"fetch_ratio", many_ranks->fetch_gbps / one_rank->fetch_gbps}};
     }
     std::printf("%s\n", j.dump(2).c_str());
     return 0;

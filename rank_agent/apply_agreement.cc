@@ -16,14 +16,13 @@ Status ApplyAgreement(LocalDisk& disk, const std::vector<wire::AgreementEntry>& 
                                      ", which this rank did not summarize");
     }
     if (!verdict_of.emplace(e.key, e.verdict).second) {
-      return Status::InvalidArgument("the agreement names record " + e.key.ToFileStem() +
-                                     " twice");
+      return Status::InvalidArgument("the agreement names record " + e.key.ToFileStem() + " twice");
     }
   }
   if (verdict_of.size() != scanned.size()) {
-    return Status::InvalidArgument("the agreement has verdicts for " +
-                                   std::to_string(verdict_of.size()) + " of the " +
-                                   std::to_string(scanned.size()) + " records this rank summarized");
+    return Status::InvalidArgument(
+        "the agreement has verdicts for " + std::to_string(verdict_of.size()) + " of the " +
+        std::to_string(scanned.size()) + " records this rank summarized");
   }
   for (const auto& [key, verdict] : verdict_of) {
     const ScannedRecord& r = *scanned.at(key);

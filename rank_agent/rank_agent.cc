@@ -96,13 +96,16 @@ std::optional<Status> RankAgent::Wait(Clock::time_point deadline) {
   return outcome_;
 }
 
-AgentStats RankAgent::stats() const { return {jobs_done_.load(), jobs_failed_.load(), bytes_.load()}; }
+AgentStats RankAgent::stats() const {
+  return {jobs_done_.load(), jobs_failed_.load(), bytes_.load()};
+}
 
 void RankAgent::Run() {
   Status outcome = Join();
   if (outcome.ok()) outcome = Serve();
   outcome = Finish(std::move(outcome));
-  if (!outcome.ok()) spdlog::warn("{} record service ended: {}", RankName(options_.rank), outcome.ToString());
+  if (!outcome.ok())
+    spdlog::warn("{} record service ended: {}", RankName(options_.rank), outcome.ToString());
   state_ = outcome.ok() ? AgentState::kClosed : AgentState::kFailed;
   {
     std::lock_guard lock(mu_);
@@ -118,10 +121,9 @@ Status RankAgent::Join() {
   Result<RecordLinkTicket> ticket = join_(deadline);
   if (!ticket.ok()) return ticket.status().WithContext(RankName(options_.rank) + " rendezvous");
   if (ticket->world_size != options_.world_size) {
-    return Status::FailedPrecondition("rank zero has world size " +
-                                      std::to_string(ticket->world_size) + ", " +
-                                      RankName(options_.rank) + " " +
-                                      std::to_string(options_.world_size));
+    return Status::FailedPrecondition(
+        "rank zero has world size " + std::to_string(ticket->world_size) + ", " +
+        RankName(options_.rank) + " " + std::to_string(options_.world_size));
   }
   if (stop_) return Status::Aborted(RankName(options_.rank) + " was stopped while joining");
   wire::LinkOptions link_options = options_.link;
@@ -162,7 +164,7 @@ Status RankAgent::SendScan(Clock::time_point deadline) {
   std::vector<wire::ScanRecord> records;
   for (const ScannedRecord& r : disk_->scan().records) {
     STRATA_ASSIGN_OR_RETURN(wire::ScanRecord summary, wire::SummarizeRecord(r));
-    records.push_back(std::move(summary));
+    records.push_back(summary);
   }
   size_t sent = 0;
   do {
@@ -196,7 +198,8 @@ Status RankAgent::ReceiveAgreement(Clock::time_point deadline) {
   }
   Status applied = ApplyAgreement(*disk_, verdicts, options_.disk.durability);
   if (applied.ok()) staged_->Seed(disk_->scan());
-  STRATA_RETURN_IF_ERROR(SendPatiently(wire::AgreementApplied{wire::FitForWire(applied)}, deadline));
+  STRATA_RETURN_IF_ERROR(
+      SendPatiently(wire::AgreementApplied{wire::FitForWire(applied)}, deadline));
   return applied.WithContext(RankName(options_.rank) + " applying the agreement");
 }
 
@@ -317,8 +320,9 @@ void RankAgent::Accept(RecordJob job) {
   }
   if (!held_.empty()) {
     if (held_.size() >= options_.held_jobs_max) {
-      (void)Reply({id, Status::Busy(RankName(options_.rank) + " holds " +
-                                    std::to_string(held_.size()) + " jobs waiting for staging"),
+      (void)Reply({id,
+                   Status::Busy(RankName(options_.rank) + " holds " + std::to_string(held_.size()) +
+                                " jobs waiting for staging"),
                    false, 0});
     } else {
       held_.push_back(std::move(job));

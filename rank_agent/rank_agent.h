@@ -158,9 +158,9 @@ class RankAgent {
   std::unordered_set<JobId> active_;  // accepted by the staged transport
   std::vector<RecordJobDone> done_;
   bool draining_ = false;
-  bool drained_ = false;         // Drained was sent
-  bool staged_closed_ = false;   // staged_->Close ran
-  Status drain_status_;          // its result
+  bool drained_ = false;        // Drained was sent
+  bool staged_closed_ = false;  // staged_->Close ran
+  Status drain_status_;         // its result
 
   std::atomic<AgentState> state_{AgentState::kJoining};
   std::atomic<bool> stop_{false};

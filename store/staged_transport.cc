@@ -133,6 +133,7 @@ namespace {
 
 std::vector<HostPageSource> Sources(const std::vector<IoPiece>& pieces) {
   std::vector<HostPageSource> out;
+  out.reserve(pieces.size());
   for (const IoPiece& p : pieces) out.push_back({reinterpret_cast<uint8_t*>(p.data), false});
   return out;
 }
@@ -306,11 +307,9 @@ bool StagedTransport::WaitForCompletion(std::chrono::milliseconds timeout) {
     }
     if (on_disk && !copying) {
       (void)disk_->WaitForCompletion(kSlice);
-    } else if (copying && !on_disk) {
-      (void)transfers_->WaitForCompletion(kSlice);
-    } else if (!transfers_->WaitForCompletion(kSlice)) {
-      (void)disk_->WaitForCompletion(kSlice);
+      continue;
     }
+    if (!transfers_->WaitForCompletion(kSlice) && on_disk) (void)disk_->WaitForCompletion(kSlice);
   }
 }
 

@@ -17,7 +17,9 @@ std::vector<RankId> Ranks(std::initializer_list<uint32_t> ranks) {
   return out;
 }
 
-RankOutcome Ok(uint32_t rank, uint64_t bytes = 100) { return {RankId(rank), Status::Ok(), false, bytes}; }
+RankOutcome Ok(uint32_t rank, uint64_t bytes = 100) {
+  return {RankId(rank), Status::Ok(), false, bytes};
+}
 RankOutcome Failed(uint32_t rank, Status status, bool fs_full = false) {
   return {RankId(rank), std::move(status), fs_full, 0};
 }
@@ -32,8 +34,8 @@ struct Case {
   std::string name;
   RecordJobKind kind;
   std::vector<Step> steps;
-  StatusCode code;               // of the completion
-  std::string message;           // of the completion, when not OK
+  StatusCode code;      // of the completion
+  std::string message;  // of the completion, when not OK
   bool fs_full;
   std::vector<RankId> wrote;
 };
@@ -43,37 +45,58 @@ TEST(CompletionTrackerTest, EveryRule) {
       {"completes only when every rank reported",
        RecordJobKind::kFetch,
        {{Ok(0)}, {Ok(2)}, {Ok(1), true}},
-       StatusCode::kOk, "", false, {}},
+       StatusCode::kOk,
+       "",
+       false,
+       {}},
       {"the first failure wins",
        RecordJobKind::kFetch,
        {{Failed(2, Status::IoError("read failed"))},
         {Failed(1, Status::Corruption("bad page"))},
         {Ok(0), true}},
-       StatusCode::kIoError, "rank 2: read failed", false, {}},
+       StatusCode::kIoError,
+       "rank 2: read failed",
+       false,
+       {}},
       {"filesystem-full survives a later, different failure",
        RecordJobKind::kStore,
        {{Failed(1, Status::FsFull("no space"), true)},
         {Failed(2, Status::IoError("disk gone"))},
         {Ok(0), true}},
-       StatusCode::kFsFull, "rank 1: no space", true, Ranks({0})},
+       StatusCode::kFsFull,
+       "rank 1: no space",
+       true,
+       Ranks({0})},
       {"filesystem-full survives behind an earlier failure",
        RecordJobKind::kFetch,
        {{Failed(2, Status::IoError("disk gone"))},
         {Failed(1, Status::FsFull("no space"), true)},
         {Ok(0), true}},
-       StatusCode::kIoError, "rank 2: disk gone", true, {}},
+       StatusCode::kIoError,
+       "rank 2: disk gone",
+       true,
+       {}},
       {"a store that failed on one rank names the ranks that wrote",
        RecordJobKind::kStore,
        {{Ok(3)}, {Failed(1, Status::IoError("write failed"))}, {Ok(0)}, {Ok(2), true}},
-       StatusCode::kIoError, "rank 1: write failed", false, Ranks({0, 2, 3})},
+       StatusCode::kIoError,
+       "rank 1: write failed",
+       false,
+       Ranks({0, 2, 3})},
       {"a store that failed everywhere names nobody",
        RecordJobKind::kStore,
        {{Failed(0, Status::Busy("full"))}, {Failed(1, Status::Busy("full")), true}},
-       StatusCode::kBusy, "rank 0: full", false, {}},
+       StatusCode::kBusy,
+       "rank 0: full",
+       false,
+       {}},
       {"a failed unlink names nobody to clean up",
        RecordJobKind::kUnlink,
        {{Ok(0)}, {Failed(1, Status::IoError("unlink failed")), true}},
-       StatusCode::kIoError, "rank 1: unlink failed", false, {}},
+       StatusCode::kIoError,
+       "rank 1: unlink failed",
+       false,
+       {}},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);

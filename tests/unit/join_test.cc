@@ -18,10 +18,10 @@
 namespace strata {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::Cluster;
 using testing::ClusterOptions;
 using testing::FixedTicket;
+using ::testing::HasSubstr;
 using testing::ScratchDir;
 using testing::Soon;
 
@@ -68,9 +68,8 @@ wire::Hello HelloFor(const JoinTicket& ticket, uint32_t rank) {
 // Rank zero starting on another thread, and tickets the test takes itself.
 struct Join {
   explicit Join(Cluster& c, CoordinatorOptions options) : cluster(c) {
-    coordinator = std::async(std::launch::async, [this, options] {
-      return cluster.StartCoordinator(options);
-    });
+    coordinator = std::async(std::launch::async,
+                             [this, options] { return cluster.StartCoordinator(options); });
   }
   JoinTicket TicketFor(uint32_t rank) {
     Result<JoinTicket> t = cluster.rendezvous().Join(RankId(rank), cluster.world_size(), Soon());

@@ -8,10 +8,10 @@
 namespace strata {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::AwaitEvent;
 using testing::Cluster;
 using testing::FaultyTransfers;
+using ::testing::HasSubstr;
 using testing::RootCheckpoint;
 using testing::ScratchDir;
 

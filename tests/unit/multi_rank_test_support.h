@@ -21,10 +21,10 @@
 #include "coordinator/in_process_rendezvous.h"
 #include "coordinator/rendezvous_join.h"
 #include "launch/presets.h"
-#include "store/prefix_history.h"
 #include "rank_agent/rank_agent.h"
 #include "store/device_planes.h"
 #include "store/host_planes.h"
+#include "store/prefix_history.h"
 #include "tests/unit/record_test_support.h"
 
 namespace strata::testing {
@@ -147,8 +147,8 @@ class FaultyTransfers final : public Transfers {
 // play a peer themselves need the nonce too).
 inline RankJoin FixedTicket(const JoinTicket& ticket) {
   return [ticket](std::chrono::steady_clock::time_point) -> Result<RecordLinkTicket> {
-    return RecordLinkTicket{{ticket.record_host, ticket.record_port}, ticket.nonce.bytes,
-                            ticket.world_size};
+    return RecordLinkTicket{
+        {ticket.record_host, ticket.record_port}, ticket.nonce.bytes, ticket.world_size};
   };
 }
 
@@ -278,7 +278,8 @@ class Cluster {
   // Rank r's record directory (the one namespace directory under its base).
   std::string RecordDir(uint32_t rank) const {
     std::error_code ec;
-    for (const auto& e : std::filesystem::directory_iterator(base_ + "/rank" + std::to_string(rank), ec)) {
+    for (const auto& e :
+         std::filesystem::directory_iterator(base_ + "/rank" + std::to_string(rank), ec)) {
       if (e.is_directory()) return e.path().string();
     }
     return "";
@@ -313,14 +314,14 @@ class Cluster {
 
 // Skips the test when the scratch filesystem refuses O_DIRECT (tmpfs);
 // otherwise the status must be OK.
-#define STRATA_OK_OR_SKIP_DIRECT_IO(expr)                                               \
-  do {                                                                                  \
-    ::strata::Status strata_s_ = (expr);                                                \
-    if (strata_s_.message().find("O_DIRECT") != std::string::npos &&                    \
-        strata_s_.code() == ::strata::StatusCode::kFailedPrecondition) {                \
-      GTEST_SKIP() << strata_s_.message();                                              \
-    }                                                                                   \
-    ASSERT_TRUE(strata_s_.ok()) << strata_s_.ToString();                                \
+#define STRATA_OK_OR_SKIP_DIRECT_IO(expr)                                \
+  do {                                                                   \
+    ::strata::Status strata_s_ = (expr);                                 \
+    if (strata_s_.message().find("O_DIRECT") != std::string::npos &&     \
+        strata_s_.code() == ::strata::StatusCode::kFailedPrecondition) { \
+      GTEST_SKIP() << strata_s_.message();                               \
+    }                                                                    \
+    ASSERT_TRUE(strata_s_.ok()) << strata_s_.ToString();                 \
   } while (0)
 
 inline uint64_t WallMs() {

@@ -13,11 +13,11 @@
 namespace strata {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::AwaitEvent;
 using testing::Cluster;
 using testing::ClusterOptions;
 using testing::FaultyTransfers;
+using ::testing::HasSubstr;
 using testing::RootCheckpoint;
 using testing::ScratchDir;
 
@@ -72,8 +72,8 @@ TEST(RankAgentTest, AnUnconfirmedDrainKeepsTheStagingAliveAndEndsWithTheError) {
   Cluster c(dir.path(), o);
   RankAgentOptions options = c.AgentOptionsFor(1);
   options.drain_timeout = std::chrono::milliseconds(200);
-  STRATA_OK_OR_SKIP_DIRECT_IO(c.StartAgent(
-      1, options, JoinThroughRendezvous(c.rendezvous(), RankId(1), o.world_size)));
+  STRATA_OK_OR_SKIP_DIRECT_IO(
+      c.StartAgent(1, options, JoinThroughRendezvous(c.rendezvous(), RankId(1), o.world_size)));
   CoordinatorOptions co = c.CoordinatorOptionsFor();
   co.store.close_deadline = std::chrono::milliseconds(300);
   STRATA_OK_OR_SKIP_DIRECT_IO(c.StartCoordinator(co));

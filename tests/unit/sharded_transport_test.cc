@@ -85,9 +85,8 @@ struct Rig {
       side->link = listener.NextLink();
       sides.push_back(std::move(side));
     }
-    transport = std::make_unique<ShardedTransport>(std::move(local_owned),
-                                                   std::move(sharded_peers), inbox, clock.Fn(),
-                                                   options);
+    transport = std::make_unique<ShardedTransport>(std::move(local_owned), std::move(sharded_peers),
+                                                   inbox, clock.Fn(), options);
   }
   // Starts reading on every peer side (a test that keeps one stuck skips it).
   void StartPeers() {
@@ -214,8 +213,7 @@ TEST(ShardedTransportTest, FilesystemFullOnOnePeerSurvivesAggregation) {
   Rig rig(2);
   rig.StartPeers();
   ASSERT_TRUE(rig.transport->Submit(UnlinkJob(4)).ok());
-  rig.sides[0]->Answer(rig.NextJob(1), RankId(1), Status::FsFull("no space on /nvme"),
-                       true);
+  rig.sides[0]->Answer(rig.NextJob(1), RankId(1), Status::FsFull("no space on /nvme"), true);
   rig.sides[1]->Answer(rig.NextJob(2), RankId(2));
   std::optional<RecordJobDone> done = rig.NextDone();
   ASSERT_TRUE(done.has_value());
@@ -341,8 +339,7 @@ TEST(ShardedTransportTest, ALinkLostWithAJobOutstandingStopsTheTransport) {
   (void)rig.NextJob(1);
   rig.sides[0]->link->Close();  // rank 1 goes away with the job
   ASSERT_TRUE(rig.WaitStopped());
-  EXPECT_THAT(rig.transport->stopped().message(),
-              HasSubstr("the record link to rank 1 closed"));
+  EXPECT_THAT(rig.transport->stopped().message(), HasSubstr("the record link to rank 1 closed"));
   EXPECT_THAT(rig.transport->stopped().message(), HasSubstr("with jobs outstanding"));
   EXPECT_EQ(rig.transport->Submit(StoreJob(6)).code(), StatusCode::kAborted);
   EXPECT_EQ(rig.transport->PeerReports()[0].errors_by_reason["link_lost"], 1u);
