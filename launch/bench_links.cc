@@ -50,6 +50,7 @@ struct LinksBenchOptions {
   uint32_t records = 48;
   uint32_t record_pages = 64;
   std::string dir = "/var/tmp";
+  int disk_nice = DiskThreadOptions{}.nice;  // every rank's disk thread
 };
 
 double Seconds(Clock::time_point a, Clock::time_point b) {
@@ -102,7 +103,7 @@ class TempDir {
 class BenchCluster {
  public:
   static Result<std::unique_ptr<BenchCluster>> Start(uint32_t world, const std::string& base,
-                                                     uint64_t page_count) {
+                                                     uint64_t page_count, int disk_nice) {
     std::unique_ptr<BenchCluster> c(new BenchCluster());
     STRATA_ASSIGN_OR_RETURN(CacheGeometry g, PresetGeometry("tiny", 1, page_count, 4));
     const NamespaceIdentity identity =
@@ -110,6 +111,7 @@ class BenchCluster {
     for (uint32_t r = 0; r < world; ++r) c->planes_.push_back(std::make_unique<HostPlanes>(g));
     LocalDiskOptions disk;
     disk.host_headroom_bytes = uint64_t{256} << 20;
+    disk.disk_thread.nice = disk_nice;
     for (uint32_t r = 1; r < world; ++r) {
       RankAgentOptions o;
       o.rank = RankId(r);
@@ -335,7 +337,8 @@ int RunLinksBench(const LinksBenchOptions& o) {
   for (uint32_t world : kWorldSizes) {
     if (world > o.ranks) break;
     const std::string base = dir.path() + "/world" + std::to_string(world);
-    Result<std::unique_ptr<BenchCluster>> cluster = BenchCluster::Start(world, base, page_count);
+    Result<std::unique_ptr<BenchCluster>> cluster =
+        BenchCluster::Start(world, base, page_count, o.disk_nice);
     if (!cluster.ok()) return fail(cluster.status().WithContext(std::to_string(world) + " ranks"));
     uint64_t next_id = 1;
     Result<std::vector<double>> us =
@@ -364,6 +367,7 @@ int RunLinksBench(const LinksBenchOptions& o) {
     nlohmann::json j;
     j["benchmark"] = "links";
     j["round_trips"] = o.round_trips;
+    j["disk_thread_nice"] = o.disk_nice;
     j["raw_ping_pong_us"] = {{"p50", raw_latency.p50_us}, {"p99", raw_latency.p99_us}};
     j["fanout"] = nlohmann::json::array();
     for (const FanoutRow& r : fanout) {
@@ -391,8 +395,10 @@ int RunLinksBench(const LinksBenchOptions& o) {
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
-  std::printf("control-only job round trip (unlink of a missing file), loopback, %u trips\n",
-              o.round_trips);
+  std::printf(
+      "control-only job round trip (unlink of a missing file), loopback, %u trips, disk threads "
+      "at nice %d\n",
+      o.round_trips, o.disk_nice);
   std::printf("  %-22s %10s %10s %14s\n", "", "p50 us", "p99 us", "p99 / raw p99");
   std::printf("  %-22s %10.1f %10.1f %14.2f\n", "raw TCP ping-pong", raw_latency.p50_us,
               raw_latency.p99_us, 1.0);
@@ -438,6 +444,10 @@ void AddLinksBench(CLI::App& bench) {
   cmd->add_option("--record-pages", o->record_pages, "Pages per record (16 KiB each)")
       ->capture_default_str()
       ->check(CLI::Range(1u, 1024u));
+  cmd->add_option("--disk-nice", o->disk_nice,
+                  "Nice value of every rank's disk thread (SCHED_BATCH); 10 in production")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 19));
   cmd->add_option("--dir", o->dir, "Where the ranks' record directories go (needs O_DIRECT)")
       ->capture_default_str();
   cmd->callback([o] {
