@@ -19,5 +19,9 @@ void AddDiskBenchmark(CLI::App& bench);
 // `strata bench gpu`: copy-out and restore through CudaTransfers next to a
 // pinned contiguous copy of the same bytes (launch/bench_gpu.cc).
 void AddGpuBench(CLI::App& bench);
+// `strata bench links`: control-only job round trips through rank zero's
+// sharded transport with 1, 2, 4 and 8 ranks on loopback next to a raw TCP
+// ping-pong, and record store/fetch across 4 ranks vs 1 (launch/bench_links.cc).
+void AddLinksBench(CLI::App& bench);
 
 }  // namespace strata

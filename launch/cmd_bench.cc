@@ -13,6 +13,7 @@ void AddBenchCommand(CLI::App& app) {
   AddIndexBench(*bench);
   AddDiskBenchmark(*bench);
   AddGpuBench(*bench);
+  AddLinksBench(*bench);
 }
 
 }  // namespace strata

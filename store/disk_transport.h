@@ -50,6 +50,7 @@ struct RecordJob {
   std::optional<StateSlot> row_slot;
   bool replicated_pages = false;  // kStore/kFetch: the file holds one page share
   bool replicated_row = false;
+  friend bool operator==(const RecordJob&, const RecordJob&) = default;
 };
 
 struct RecordJobDone {

@@ -38,8 +38,8 @@ Result<std::unique_ptr<LocalDisk>> LocalDisk::Open(const CacheGeometry& geometry
       SlabPool::Create(slot_bytes, options.warm_slots, d->intake_.slots, options.registrar));
   d->pool_ = std::move(pool);
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<BlockIo> io, OpenUringBlockIo(kRingCapacity));
-  STRATA_ASSIGN_OR_RETURN(d->disk_,
-                          DiskThread::Start(d->fs_, std::move(io), d->dir_->fd(), path, {}));
+  STRATA_ASSIGN_OR_RETURN(
+      d->disk_, DiskThread::Start(d->fs_, std::move(io), d->dir_->fd(), path, options.disk_thread));
   return d;
 }
 

@@ -29,6 +29,7 @@ struct LocalDiskOptions {
   uint64_t host_headroom_bytes = uint64_t{8} << 30;  // what intake may take
   Durability durability = Durability::kNone;
   HostRegistrar* registrar = nullptr;  // CUDA host registration; not owned
+  DiskThreadOptions disk_thread;       // queue bounds and scheduling (nice 10 by default)
 };
 
 class LocalDisk {

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "store/checksum.h"
+#include "store/digest.h"
 
 namespace strata {
 
@@ -302,6 +303,17 @@ std::optional<std::string> FirstHeaderDifference(const RecordHeader& expected,
   if (expected.shape != actual.shape) return "plane or row sizes";
   if (expected.row_checksum != actual.row_checksum) return "row checksum";
   return std::nullopt;
+}
+
+Result<Digest128> HeaderAgreementDigest(const RecordHeader& header) {
+  RecordHeader shared = header;
+  shared.fingerprint = {};
+  shared.row_checksum = 0;
+  shared.created_unix_ns = 0;
+  std::array<std::byte, kRecordHeaderBytes> bytes{};
+  STRATA_RETURN_IF_ERROR(EncodeRecordHeader(shared, bytes));
+  const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
+  return Blake2b128(std::span(data, bytes.size()));
 }
 
 }  // namespace strata

@@ -141,4 +141,11 @@ Result<RecordHeader> DecodeRecordHeader(std::span<const std::byte> bytes);
 std::optional<std::string> FirstHeaderDifference(const RecordHeader& expected,
                                                  const RecordHeader& actual);
 
+// BLAKE2b-128 of the encoded header with its layout fingerprint, row checksum
+// and creation time zeroed: what every rank's file of one record must share
+// when ranks run on separate hosts (the fingerprint covers the rank, the row
+// bytes and write time differ per rank). Ranks keep a record at join only
+// when these digests agree (seed 2.14). Errors as EncodeRecordHeader.
+Result<Digest128> HeaderAgreementDigest(const RecordHeader& header);
+
 }  // namespace strata

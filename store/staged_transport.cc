@@ -296,8 +296,20 @@ bool StagedTransport::WaitForCompletion(std::chrono::milliseconds timeout) {
       return true;
     }
     if (std::chrono::steady_clock::now() >= deadline || active_.empty()) return false;
+    // Wait on the one source that can finish something; alternate only when
+    // jobs wait on both (a wait on an idle source would add its whole slice).
     constexpr auto kSlice = std::chrono::milliseconds(2);
-    if (!transfers_->WaitForCompletion(kSlice)) (void)disk_->WaitForCompletion(kSlice);
+    bool copying = false;
+    bool on_disk = false;
+    for (const auto& [id, a] : active_) {
+      copying |= a.phase == Phase::kCopyOut || a.phase == Phase::kCopyIn;
+      on_disk |= a.phase == Phase::kWrite || a.phase == Phase::kRead || a.phase == Phase::kDisk;
+    }
+    if (on_disk && !copying) {
+      (void)disk_->WaitForCompletion(kSlice);
+      continue;
+    }
+    if (!transfers_->WaitForCompletion(kSlice) && on_disk) (void)disk_->WaitForCompletion(kSlice);
   }
 }
 

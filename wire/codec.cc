@@ -140,31 +140,37 @@ Status Put(s::Envelope::Builder env, const AgreementApplied& m) {
   return Status::Ok();
 }
 
-Result<s::JobKind> ToJobKind(JobKind kind) {
+Result<s::JobKind> ToJobKind(RecordJobKind kind) {
   switch (kind) {
-    case JobKind::kStore: return s::JobKind::STORE;
-    case JobKind::kFetch: return s::JobKind::FETCH;
-    case JobKind::kTruncate: return s::JobKind::TRUNCATE;
-    case JobKind::kUnlink: return s::JobKind::UNLINK;
+    case RecordJobKind::kStore: return s::JobKind::STORE;
+    case RecordJobKind::kFetch: return s::JobKind::FETCH;
+    case RecordJobKind::kTruncate: return s::JobKind::TRUNCATE;
+    case RecordJobKind::kUnlink: return s::JobKind::UNLINK;
   }
   return Status::InvalidArgument(
       fmt::format("Job.kind {} is unknown", static_cast<unsigned>(kind)));
 }
 
 Status Put(s::Envelope::Builder env, const Job& m) {
+  const RecordJob& j = m.record;
   auto out = env.initJob();
-  out.setId(m.id.value);
-  STRATA_ASSIGN_OR_RETURN(s::JobKind kind, ToJobKind(m.kind));
+  out.setId(j.id.value);
+  STRATA_ASSIGN_OR_RETURN(s::JobKind kind, ToJobKind(j.kind));
   out.setKind(kind);
-  out.setFileName(AsText(m.file_name));
-  auto ids = out.initPageIds(static_cast<unsigned>(m.page_ids.size()));
-  for (unsigned i = 0; i < ids.size(); ++i) ids.set(i, m.page_ids[i].value);
-  if (m.state_slot) {
-    out.initStateSlot().setSlot(m.state_slot->value);
+  Put(out.initKey(), j.key);
+  if (j.parent) Put(out.initParent(), *j.parent);
+  out.setBucket(AsData(j.bucket));
+  out.setTailPages(j.tail_pages);
+  auto ids = out.initPageIds(static_cast<unsigned>(j.page_ids.size()));
+  for (unsigned i = 0; i < ids.size(); ++i) ids.set(i, j.page_ids[i].value);
+  out.setFirstPage(j.first_page);
+  if (j.row_slot) {
+    out.initRowSlot().setSlot(j.row_slot->value);
   } else {
-    out.initStateSlot().setNone();
+    out.initRowSlot().setNone();
   }
-  out.setBytes(m.bytes);
+  out.setReplicatedPages(j.replicated_pages);
+  out.setReplicatedRow(j.replicated_row);
   return Status::Ok();
 }
 
@@ -315,38 +321,45 @@ Result<Message> Get(s::Agreement::Reader in) {
   return Message(std::move(m));
 }
 
-Result<JobKind> GetJobKind(s::JobKind kind) {
+Result<RecordJobKind> GetJobKind(s::JobKind kind) {
   switch (kind) {
-    case s::JobKind::STORE: return JobKind::kStore;
-    case s::JobKind::FETCH: return JobKind::kFetch;
-    case s::JobKind::TRUNCATE: return JobKind::kTruncate;
-    case s::JobKind::UNLINK: return JobKind::kUnlink;
+    case s::JobKind::STORE: return RecordJobKind::kStore;
+    case s::JobKind::FETCH: return RecordJobKind::kFetch;
+    case s::JobKind::TRUNCATE: return RecordJobKind::kTruncate;
+    case s::JobKind::UNLINK: return RecordJobKind::kUnlink;
   }
   return Invalid("Job.kind", fmt::format("unknown kind {}", static_cast<unsigned>(kind)));
 }
 
 Result<Message> Get(s::Job::Reader in) {
   Job m;
-  m.id = JobId(in.getId());
-  STRATA_ASSIGN_OR_RETURN(m.kind, GetJobKind(in.getKind()));
-  STRATA_ASSIGN_OR_RETURN(m.file_name,
-                          GetText(in.getFileName(), kFileNameBytesMax, "Job.file_name"));
+  RecordJob& j = m.record;
+  j.id = JobId(in.getId());
+  STRATA_ASSIGN_OR_RETURN(j.kind, GetJobKind(in.getKind()));
+  STRATA_ASSIGN_OR_RETURN(j.key, GetKey(in.getKey(), "Job.key"));
+  if (in.hasParent()) {
+    STRATA_ASSIGN_OR_RETURN(j.parent, GetKey(in.getParent(), "Job.parent"));
+  }
+  STRATA_ASSIGN_OR_RETURN(j.bucket, GetBytes<16>(in.getBucket(), "Job.bucket"));
+  j.tail_pages = in.getTailPages();
   auto ids = in.getPageIds();
   if (ids.size() > kJobPageIdsMax) {
     return Invalid("Job.page_ids",
                    fmt::format("{} page ids, at most {} allowed", ids.size(), kJobPageIdsMax));
   }
-  m.page_ids.reserve(ids.size());
-  for (uint32_t id : ids) m.page_ids.emplace_back(id);
-  auto slot = in.getStateSlot();
+  j.page_ids.reserve(ids.size());
+  for (uint32_t id : ids) j.page_ids.emplace_back(id);
+  j.first_page = in.getFirstPage();
+  auto slot = in.getRowSlot();
   switch (slot.which()) {
-    case s::Job::StateSlot::NONE: break;
-    case s::Job::StateSlot::SLOT: m.state_slot = StateSlot(slot.getSlot()); break;
+    case s::Job::RowSlot::NONE: break;
+    case s::Job::RowSlot::SLOT: j.row_slot = StateSlot(slot.getSlot()); break;
     default:
-      return Invalid("Job.state_slot",
+      return Invalid("Job.row_slot",
                      fmt::format("unknown variant {}", static_cast<unsigned>(slot.which())));
   }
-  m.bytes = in.getBytes();
+  j.replicated_pages = in.getReplicatedPages();
+  j.replicated_row = in.getReplicatedRow();
   return Message(std::move(m));
 }
 

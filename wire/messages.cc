@@ -27,21 +27,6 @@ Status CheckOutcome(std::string_view field, const Status& status) {
   return CheckText(field, status.message());
 }
 
-Status CheckFileName(std::string_view name) {
-  constexpr std::string_view kField = "Job.file_name";
-  if (name.empty()) return Invalid(kField, "empty");
-  if (name.size() > kFileNameBytesMax) {
-    return Invalid(kField,
-                   fmt::format("{} bytes, at most {} allowed", name.size(), kFileNameBytesMax));
-  }
-  if (name == "." || name == "..") return Invalid(kField, fmt::format("'{}' is not a file", name));
-  if (name.find('/') != std::string_view::npos) {
-    return Invalid(kField, "contains '/': must name a file inside the record directory");
-  }
-  if (name.find('\0') != std::string_view::npos) return Invalid(kField, "contains a NUL byte");
-  return Status::Ok();
-}
-
 Status Check(const Hello& m) {
   if (m.protocol_version == 0) return Invalid("Hello.protocol_version", "zero");
   if (m.world_size == 0 || m.world_size > kWorldSizeMax) {
@@ -103,22 +88,39 @@ Status Check(const Agreement& m) {
 Status Check(const AgreementApplied& m) { return CheckOutcome("AgreementApplied", m.status); }
 
 Status Check(const Job& m) {
-  if (static_cast<unsigned>(m.kind) > static_cast<unsigned>(JobKind::kUnlink)) {
-    return Invalid("Job.kind", fmt::format("unknown kind {}", static_cast<unsigned>(m.kind)));
+  const RecordJob& j = m.record;
+  if (static_cast<unsigned>(j.kind) > static_cast<unsigned>(RecordJobKind::kUnlink)) {
+    return Invalid("Job.kind", fmt::format("unknown kind {}", static_cast<unsigned>(j.kind)));
   }
-  STRATA_RETURN_IF_ERROR(CheckFileName(m.file_name));
-  if (m.page_ids.size() > kJobPageIdsMax) {
-    return Invalid("Job.page_ids", fmt::format("{} page ids, at most {} allowed", m.page_ids.size(),
-                                               kJobPageIdsMax));
+  const std::string_view kind = RecordJobKindName(j.kind);
+  if (j.key.consumed == 0) return Invalid("Job.key.consumed", "zero");
+  if (j.parent && j.parent->consumed >= j.key.consumed) {
+    return Invalid("Job.parent.consumed",
+                   fmt::format("{} is not below the key's {}", j.parent->consumed, j.key.consumed));
   }
-  const bool moves_bytes = m.kind == JobKind::kStore || m.kind == JobKind::kFetch;
-  const bool names_something = !m.page_ids.empty() || m.state_slot.has_value();
+  if (j.page_ids.size() > kJobPageIdsMax || j.tail_pages > kJobPageIdsMax) {
+    return Invalid("Job.page_ids",
+                   fmt::format("{} page ids of a {} page record, at most {} allowed",
+                               j.page_ids.size(), j.tail_pages, kJobPageIdsMax));
+  }
+  const bool moves_bytes = j.kind == RecordJobKind::kStore || j.kind == RecordJobKind::kFetch;
+  const bool names_something = !j.page_ids.empty() || j.row_slot.has_value();
   if (moves_bytes && !names_something) {
-    return Invalid("Job",
-                   fmt::format("a {} job names no page and no state slot", JobKindName(m.kind)));
+    return Invalid("Job", fmt::format("a {} job names no page and no state slot", kind));
   }
   if (!moves_bytes && names_something) {
-    return Invalid("Job", fmt::format("a {} job names pages or a state slot", JobKindName(m.kind)));
+    return Invalid("Job", fmt::format("a {} job names pages or a state slot", kind));
+  }
+  if (j.kind == RecordJobKind::kStore && (j.first_page != 0 || j.page_ids.size() != j.tail_pages)) {
+    return Invalid("Job.page_ids",
+                   fmt::format("a store names {} page ids from page {} of a {} page record",
+                               j.page_ids.size(), j.first_page, j.tail_pages));
+  }
+  if (j.kind == RecordJobKind::kFetch &&
+      (j.first_page > j.tail_pages || j.page_ids.size() != j.tail_pages - j.first_page)) {
+    return Invalid("Job.page_ids",
+                   fmt::format("a fetch names {} page ids from page {} of a {} page record",
+                               j.page_ids.size(), j.first_page, j.tail_pages));
   }
   return Status::Ok();
 }
@@ -145,16 +147,6 @@ std::string_view MessageName(const Message& message) {
   return kNames[message.index()];
 }
 
-std::string_view JobKindName(JobKind kind) {
-  switch (kind) {
-    case JobKind::kStore: return "store";
-    case JobKind::kFetch: return "fetch";
-    case JobKind::kTruncate: return "truncate";
-    case JobKind::kUnlink: return "unlink";
-  }
-  return "unknown";
-}
-
 std::string_view VerdictName(Verdict verdict) {
   switch (verdict) {
     case Verdict::kKeep: return "keep";
@@ -166,6 +158,26 @@ std::string_view VerdictName(Verdict verdict) {
 
 Status CheckMessage(const Message& message) {
   return std::visit([](const auto& m) { return Check(m); }, message);
+}
+
+std::string FitText(std::string text) {
+  if (text.size() > kTextBytesMax) text.resize(kTextBytesMax);
+  return text;
+}
+
+Status FitForWire(const Status& status) {
+  if (status.ok()) return status;
+  return Status(status.code(), FitText(status.message()));
+}
+
+Result<ScanRecord> SummarizeRecord(const ScannedRecord& record) {
+  ScanRecord out;
+  out.key = record.key;
+  out.parent = record.parent;
+  STRATA_ASSIGN_OR_RETURN(out.header_digest, HeaderAgreementDigest(record.header));
+  out.row_present = record.row_present;
+  out.size_bytes = record.file_bytes;
+  return out;
 }
 
 }  // namespace strata::wire

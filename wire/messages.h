@@ -13,19 +13,21 @@
 #include <vector>
 
 #include "store/digest.h"
+#include "store/disk_transport.h"
 #include "store/ids.h"
 #include "store/prefix_key.h"
+#include "store/record_scan.h"
 #include "store/status.h"
 
 namespace strata::wire {
 
 // Bumped on any change a peer of the previous version would misread.
-inline constexpr uint32_t kProtocolVersion = 1;
+// 2: Job carries the whole record job (key, parent, bucket, pages, row slot).
+inline constexpr uint32_t kProtocolVersion = 2;
 
 // Limits every message obeys, checked when encoding and when decoding.
 inline constexpr uint32_t kWorldSizeMax = 4096;
 inline constexpr size_t kTextBytesMax = 4096;      // reasons and error texts
-inline constexpr size_t kFileNameBytesMax = 255;   // NAME_MAX
 inline constexpr size_t kJobPageIdsMax = 1 << 20;  // pages of one record
 inline constexpr size_t kScanRecordsPerFrameMax = 32768;
 inline constexpr size_t kAgreementEntriesPerFrameMax = 65536;
@@ -105,19 +107,15 @@ struct AgreementApplied {
   friend bool operator==(const AgreementApplied&, const AgreementApplied&) = default;
 };
 
-enum class JobKind : uint8_t { kStore, kFetch, kTruncate, kUnlink };
-
-// Rank zero -> peer: run the same job on the peer's own transport.
-// Store and fetch name at least one page or a state slot; truncate and unlink
-// name neither. `bytes` is the record's size (store, fetch) or the length to
-// truncate to (truncate).
+// Rank zero -> peer: run the same record job on the peer's own transport
+// (store/disk_transport.h): the file "<key stem>.ckpt" in the peer's record
+// directory, the same page ids, first page and state slot. Rules: key
+// consumed > 0; parent below the key; a store names exactly tail_pages page
+// ids from page 0; a fetch names tail_pages - first_page ids; a store or
+// fetch names at least one page or a row slot; a truncate or unlink names
+// neither.
 struct Job {
-  JobId id;
-  JobKind kind = JobKind::kStore;
-  std::string file_name;         // a plain name: no '/', no NUL, not "." or ".."
-  std::vector<PageId> page_ids;  // at most kJobPageIdsMax
-  std::optional<StateSlot> state_slot;
-  uint64_t bytes = 0;
+  RecordJob record;
   friend bool operator==(const Job&, const Job&) = default;
 };
 
@@ -161,11 +159,20 @@ using Message = std::variant<Hello, HelloAccept, HelloReject, ScanSummary, Agree
 
 // "Hello", "JobDone", ...: for logs and errors.
 std::string_view MessageName(const Message& message);
-std::string_view JobKindName(JobKind kind);
 std::string_view VerdictName(Verdict verdict);
 
 // Checks every limit and rule stated above. Returns kInvalidArgument naming
 // the message, the field and what is wrong.
 Status CheckMessage(const Message& message);
+
+// `text` cut to at most kTextBytesMax bytes, and `status` with its message
+// cut the same way: what a reason or completion may carry on the wire.
+std::string FitText(std::string text);
+Status FitForWire(const Status& status);
+
+// The summary entry of one record a scan kept: its header digest is
+// HeaderAgreementDigest (store/record_header.h). Errors: a header that does
+// not encode (never one a scan accepted).
+Result<ScanRecord> SummarizeRecord(const ScannedRecord& record);
 
 }  // namespace strata::wire

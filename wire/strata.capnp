@@ -92,17 +92,24 @@ enum JobKind {
   unlink @3;
 }
 
-# Rank zero -> peer: run this job on the peer's own transport.
+# Rank zero -> peer: run this record job (store/disk_transport.h RecordJob)
+# on the peer's own transport: the file "<key stem>.ckpt" in the peer's record
+# directory, the same page ids and state slot as rank zero's own job.
 struct Job {
   id @0 :UInt64;
   kind @1 :JobKind;
-  fileName @2 :Text;            # a plain file name inside the record directory
-  pageIds @3 :List(UInt32);
-  stateSlot :union {
-    none @4 :Void;
-    slot @5 :UInt32;
+  key @2 :PrefixKey;
+  parent @3 :PrefixKey;         # store: absent for a record without a parent
+  bucket @4 :Data;              # 16 bytes; store: the header's bucket digest
+  tailPages @5 :UInt32;         # page records in the file
+  pageIds @6 :List(UInt32);     # store: the file's pages; fetch: pages [firstPage, tailPages)
+  firstPage @7 :UInt32;         # fetch
+  rowSlot :union {
+    none @8 :Void;
+    slot @9 :UInt32;
   }
-  bytes @6 :UInt64;
+  replicatedPages @10 :Bool;
+  replicatedRow @11 :Bool;
 }
 
 # Peer -> rank zero: one per Job.

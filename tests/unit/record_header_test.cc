@@ -314,5 +314,43 @@ TEST(RecordHeaderTest, FirstDifferenceNamesTheField) {
   EXPECT_EQ(FirstHeaderDifference(a, b), "layout fingerprint");
 }
 
+TEST(HeaderAgreementDigestTest, IgnoresFingerprintRowChecksumAndCreationTime) {
+  const RecordHeader a = SampleHeader();
+  RecordHeader b = a;
+  b.fingerprint[0] ^= 1;
+  b.row_checksum = 7;
+  b.created_unix_ns = 9;
+  EXPECT_EQ(*HeaderAgreementDigest(a), *HeaderAgreementDigest(b));
+}
+
+TEST(HeaderAgreementDigestTest, CoversEveryOtherField) {
+  const Digest128 base = *HeaderAgreementDigest(SampleHeader());
+  std::vector<std::pair<std::string, RecordHeader>> variants;
+  auto vary = [&](const std::string& what, auto change) {
+    RecordHeader h = SampleHeader();
+    change(h);
+    variants.emplace_back(what, h);
+  };
+  vary("key", [](RecordHeader& h) { h.key.digest[3] ^= 1; });
+  vary("parent", [](RecordHeader& h) { h.parent->digest[0] ^= 1; });
+  vary("no parent", [](RecordHeader& h) {
+    h.parent.reset();
+    h.tail_page_count = 10;
+  });
+  vary("bucket", [](RecordHeader& h) { h.bucket[15] ^= 1; });
+  vary("tail pages", [](RecordHeader& h) {
+    h.key.consumed += 64;
+    h.tail_page_count = 3;
+  });
+  vary("identity", [](RecordHeader& h) { h.identity[31] ^= 1; });
+  vary("row size", [](RecordHeader& h) { h.shape.ranks[1].row_bytes += 1; });
+  vary("page replication", [](RecordHeader& h) { h.pages_replicated = true; });
+  for (const auto& [what, header] : variants) {
+    Result<Digest128> d = HeaderAgreementDigest(header);
+    ASSERT_TRUE(d.ok()) << what << ": " << d.status().ToString();
+    EXPECT_NE(*d, base) << what;
+  }
+}
+
 }  // namespace
 }  // namespace strata

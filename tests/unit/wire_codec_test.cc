@@ -89,8 +89,11 @@ TEST(WireCodec, EveryMessageRoundTrips) {
 
 TEST(WireCodec, EmptyListsAndAbsentOptionalsRoundTrip) {
   Job job = SampleJob();
-  job.page_ids.clear();  // a row-only store
-  job.kind = JobKind::kStore;
+  job.record.kind = RecordJobKind::kStore;  // a row-only root store
+  job.record.page_ids.clear();
+  job.record.tail_pages = 0;
+  job.record.first_page = 0;
+  job.record.parent.reset();
   for (const Message& message : std::vector<Message>{ScanSummary{}, Agreement{}, job}) {
     Result<Message> decoded = DecodeFrame(Encode(message).words);
     ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
@@ -105,8 +108,9 @@ TEST(WireCodec, LargestAllowedMessagesFitInAFrame) {
                                testing::Bytes<16>(5), true, ~uint64_t{0}});
   }
   Job job = SampleJob();
-  job.page_ids.assign(kJobPageIdsMax, PageId(0xffffffffU));
-  job.file_name.assign(kFileNameBytesMax, 'f');
+  job.record.page_ids.assign(kJobPageIdsMax, PageId(0xffffffffU));
+  job.record.first_page = 0;
+  job.record.tail_pages = kJobPageIdsMax;
   Agreement agreement;
   agreement.entries.assign(kAgreementEntriesPerFrameMax, {Key(~uint64_t{0}, 1), Verdict::kDelete});
   for (const Message& message : std::vector<Message>{summary, job, agreement}) {
@@ -327,33 +331,57 @@ TEST(WireCodec, RejectsAnUnknownJobKind) {
                  StatusCode::kInvalidArgument, "Job.kind: unknown kind 77");
 }
 
-TEST(WireCodec, RejectsAnUnknownStateSlotVariant) {
+TEST(WireCodec, RejectsAnUnknownRowSlotVariant) {
   const uint32_t offset =
-      capnp::Schema::from<s::Job::StateSlot>().getProto().getStruct().getDiscriminantOffset();
+      capnp::Schema::from<s::Job::RowSlot>().getProto().getStruct().getDiscriminantOffset();
   ExpectRejected(DecodeMutated(SampleJob(),
                                [&](s::Envelope::Builder env) {
                                  PokeDiscriminant<s::Job>(env.getJob(), offset, 9);
                                }),
-                 StatusCode::kInvalidArgument, "Job.state_slot: unknown variant 9");
+                 StatusCode::kInvalidArgument, "Job.row_slot: unknown variant 9");
 }
 
-TEST(WireCodec, RejectsFileNamesThatLeaveTheRecordDirectory) {
-  const std::vector<std::string> names = {"",
-                                          ".",
-                                          "..",
-                                          "../x",
-                                          "a/b.ckpt",
-                                          "/etc/passwd",
-                                          std::string("a\0b", 3),
-                                          std::string(256, 'n')};
-  for (const std::string& name : names) {
-    ExpectRejected(
-        DecodeMutated(SampleJob(),
-                      [&](s::Envelope::Builder env) {
-                        env.getJob().setFileName(capnp::Text::Reader(name.data(), name.size()));
-                      }),
-        StatusCode::kInvalidArgument, "Job.file_name");
-  }
+TEST(WireCodec, RejectsAJobKeyWithoutTokens) {
+  ExpectRejected(
+      DecodeMutated(SampleJob(),
+                    [](s::Envelope::Builder env) { env.getJob().getKey().setConsumed(0); }),
+      StatusCode::kInvalidArgument, "Job.key.consumed: zero");
+}
+
+TEST(WireCodec, RejectsAJobKeyDigestOfTheWrongSize) {
+  ExpectRejected(
+      DecodeMutated(SampleJob(),
+                    [](s::Envelope::Builder env) { env.getJob().getKey().initDigest(15); }),
+      StatusCode::kInvalidArgument, "Job.key.digest: 15 bytes, expected exactly 16");
+}
+
+TEST(WireCodec, RejectsAJobParentNotBelowItsKey) {
+  ExpectRejected(
+      DecodeMutated(SampleJob(),
+                    [](s::Envelope::Builder env) { env.getJob().getParent().setConsumed(128); }),
+      StatusCode::kInvalidArgument, "Job.parent.consumed: 128 is not below the key's 128");
+}
+
+TEST(WireCodec, RejectsABucketOfTheWrongSize) {
+  ExpectRejected(
+      DecodeMutated(SampleJob(), [](s::Envelope::Builder env) { env.getJob().initBucket(17); }),
+      StatusCode::kInvalidArgument, "Job.bucket: 17 bytes, expected exactly 16");
+}
+
+TEST(WireCodec, RejectsAFetchWhosePagesDoNotMatchItsRange) {
+  ExpectRejected(
+      DecodeMutated(SampleJob(), [](s::Envelope::Builder env) { env.getJob().setFirstPage(3); }),
+      StatusCode::kInvalidArgument, "a fetch names 4 page ids from page 3 of a 6 page record");
+  ExpectRejected(
+      DecodeMutated(SampleJob(), [](s::Envelope::Builder env) { env.getJob().setFirstPage(7); }),
+      StatusCode::kInvalidArgument, "from page 7 of a 6 page record");
+}
+
+TEST(WireCodec, RejectsAStoreThatDoesNotNameItsWholeTail) {
+  ExpectRejected(
+      DecodeMutated(SampleJob(),
+                    [](s::Envelope::Builder env) { env.getJob().setKind(s::JobKind::STORE); }),
+      StatusCode::kInvalidArgument, "a store names 4 page ids from page 2 of a 6 page record");
 }
 
 TEST(WireCodec, RejectsTooManyPageIds) {
@@ -376,7 +404,7 @@ TEST(WireCodec, RejectsAStoreThatNamesNothing) {
                                  auto job = env.getJob();
                                  job.setKind(s::JobKind::STORE);
                                  job.initPageIds(0);
-                                 job.getStateSlot().setNone();
+                                 job.getRowSlot().setNone();
                                }),
                  StatusCode::kInvalidArgument, "a store job names no page and no state slot");
 }
@@ -433,11 +461,11 @@ TEST(WireCodec, EncodeRejectsWhatDecodeWould) {
   Hello hello = SampleHello();
   hello.rank = RankId(hello.world_size);
   Job unlink = SampleJob();
-  unlink.kind = JobKind::kUnlink;
+  unlink.record.kind = RecordJobKind::kUnlink;
   Job bad_kind = SampleJob();
-  bad_kind.kind = static_cast<JobKind>(9);
-  Job bad_name = SampleJob();
-  bad_name.file_name = "../escape";
+  bad_kind.record.kind = static_cast<RecordJobKind>(9);
+  Job bad_range = SampleJob();
+  bad_range.record.tail_pages = 5;
   JobDone done{JobId(1), RankId(1), Status::Ok(), true, 0};
   Agreement agreement;
   agreement.entries.push_back({Key(1, 1), static_cast<Verdict>(7)});
@@ -445,7 +473,7 @@ TEST(WireCodec, EncodeRejectsWhatDecodeWould) {
       {hello, "Hello.rank"},
       {unlink, "names pages"},
       {bad_kind, "Job.kind: unknown kind 9"},
-      {bad_name, "Job.file_name"},
+      {bad_range, "Job.page_ids: a fetch names 4 page ids from page 2 of a 5 page record"},
       {done, "JobDone.filesystem_full"},
       {agreement, "Agreement.entries[0].verdict: unknown verdict 7"},
       {Close{std::string(kTextBytesMax + 1, 'c')}, "Close.reason"},
@@ -456,6 +484,31 @@ TEST(WireCodec, EncodeRejectsWhatDecodeWould) {
     EXPECT_EQ(frame.status().code(), StatusCode::kInvalidArgument);
     EXPECT_THAT(frame.status().message(), HasSubstr(names));
   }
+}
+
+// ---- scan summaries ------------------------------------------------------------
+
+TEST(WireSummary, SummarizeRecordCarriesTheScanAndTheAgreementDigest) {
+  ScannedRecord r;
+  r.key = Key(128, 1);
+  r.parent = Key(64, 2);
+  r.row_present = true;
+  r.file_bytes = 5 * 4096;
+  r.header.key = r.key;
+  r.header.parent = r.parent;
+  r.header.tail_page_count = 1;
+  r.header.shape.page_tokens = 64;
+  r.header.shape.ranks = {RankShape{{4096}, 100}};
+  r.header.row_checksum = 77;
+  Result<ScanRecord> summary = SummarizeRecord(r);
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  EXPECT_EQ(summary->key, r.key);
+  EXPECT_EQ(summary->parent, r.parent);
+  EXPECT_TRUE(summary->row_present);
+  EXPECT_EQ(summary->size_bytes, 5u * 4096);
+  EXPECT_EQ(summary->header_digest, *HeaderAgreementDigest(r.header));
+  r.header.row_checksum = 78;  // another rank's row bytes
+  EXPECT_EQ(SummarizeRecord(r)->header_digest, summary->header_digest);
 }
 
 }  // namespace

@@ -71,10 +71,15 @@ TEST(WireFrameReader, ReadsAMultiSegmentFrame) {
   capnp::MallocMessageBuilder builder(8, capnp::AllocationStrategy::FIXED_SIZE);
   auto job = builder.initRoot<schema::Envelope>().initJob();
   job.setKind(schema::JobKind::STORE);
-  job.setFileName("multi.ckpt");
+  const std::array<uint8_t, 16> digest{};
+  auto key = job.initKey();
+  key.setConsumed(6400);
+  key.setDigest(capnp::Data::Reader(digest.data(), digest.size()));
+  job.setBucket(capnp::Data::Reader(digest.data(), digest.size()));
+  job.setTailPages(100);
   auto ids = job.initPageIds(100);
   for (unsigned i = 0; i < ids.size(); ++i) ids.set(i, i * 3);
-  job.setBytes(4096);
+  job.initRowSlot().setNone();
   kj::Array<capnp::word> flat = capnp::messageToFlatArray(builder);
   std::vector<uint64_t> words(flat.size());
   std::memcpy(words.data(), flat.begin(), flat.asBytes().size());
@@ -86,7 +91,7 @@ TEST(WireFrameReader, ReadsAMultiSegmentFrame) {
   EXPECT_EQ(used, words.size() * 8);
   Result<Message> decoded = DecodeFrame(reader.frame());
   ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
-  const Job& out = std::get<Job>(*decoded);
+  const RecordJob& out = std::get<Job>(*decoded).record;
   ASSERT_EQ(out.page_ids.size(), 100u);
   EXPECT_EQ(out.page_ids[99], PageId(297));
 }

@@ -177,8 +177,9 @@ TEST(WireLinkFault, PeerThatNeverReadsFillsTheQueueAndSendRefuses) {
   ASSERT_NE(stuck_peer, nullptr);
 
   Job job = testing::SampleJob();
-  job.page_ids.assign(size_t{1} << 16, PageId(1));  // 256 KiB frames
-  constexpr int kAttemptsMax = 4096;                // 1 GiB: far beyond socket buffers
+  job.record.page_ids.assign(size_t{1} << 16, PageId(1));  // 256 KiB frames
+  job.record.tail_pages = job.record.first_page + (uint32_t{1} << 16);
+  constexpr int kAttemptsMax = 4096;  // 1 GiB: far beyond socket buffers
   Status refused;
   int attempts = 0;
   while (attempts < kAttemptsMax) {

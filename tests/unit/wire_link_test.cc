@@ -229,7 +229,7 @@ TEST(WireLink, SendRejectsAnInvalidMessage) {
   Pair pair;
   Connect(listener, pair);
   Job job = testing::SampleJob();
-  job.file_name = "../../etc/passwd";
+  job.record.key.consumed = 0;
   EXPECT_EQ(pair.dialer->Send(job).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(pair.dialer->stats().frames_out, 0u);
 }

@@ -47,14 +47,20 @@ inline Hello SampleHello() {
   return m;
 }
 
+// A fetch of pages [2, 6) of a record and its row, every field set.
 inline Job SampleJob() {
   Job m;
-  m.id = JobId(0x1234'5678'9abcULL);
-  m.kind = JobKind::kFetch;
-  m.file_name = Key(128, 9).ToFileStem() + ".ckpt";
-  m.page_ids = {PageId(7), PageId(0), PageId(0xffffffffU), PageId(42)};
-  m.state_slot = StateSlot(5);
-  m.bytes = 3 * 4096 + 17;
+  RecordJob& j = m.record;
+  j.id = JobId(0x1234'5678'9abcULL);
+  j.kind = RecordJobKind::kFetch;
+  j.key = Key(128, 9);
+  j.parent = Key(64, 4);
+  j.bucket = Bytes<16>(6);
+  j.tail_pages = 6;
+  j.first_page = 2;
+  j.page_ids = {PageId(7), PageId(0), PageId(0xffffffffU), PageId(42)};
+  j.row_slot = StateSlot(5);
+  j.replicated_pages = true;
   return m;
 }
 
@@ -69,9 +75,9 @@ inline std::vector<Message> SampleMessages() {
                        {Key(100, 2), Verdict::kTruncate},
                        {Key(200, 3), Verdict::kDelete}};
   Job unlink;
-  unlink.id = JobId(9);
-  unlink.kind = JobKind::kUnlink;
-  unlink.file_name = "x.ckpt";
+  unlink.record.id = JobId(9);
+  unlink.record.kind = RecordJobKind::kUnlink;
+  unlink.record.key = Key(4096, 8);
   JobDone done;
   done.id = JobId(9);
   done.rank = RankId(2);

@@ -1,0 +1,148 @@
+// ShardedTransport (seed 2.14): rank zero's DiskTransport when ranks run on
+// separate hosts. Each job runs on rank zero's own transport (its
+// StagedTransport) and is sent, unchanged (same file, page ids, state slot),
+// to every peer over its record link; it completes only when every rank
+// finished it (coordinator/completion_tracker.h): a fetch once every rank's
+// planes hold the bytes, a store once every rank copied out and wrote.
+//
+// Failures:
+//   - a store that failed on some ranks is unlinked from the ranks that
+//     wrote it before the failure is reported; a failed cleanup is reported
+//     with that failure;
+//   - a peer whose send queue is full fails the job on that rank (Submit
+//     never blocks);
+//   - a lost link, a protocol error, or a job not finished by every rank
+//     within job_timeout stops the transport: stopped() says why, no
+//     completion is reported from then on (the job's device ids may still be
+//     written by a peer and must never be reused), and Submit refuses.
+//
+// Thread: the owner's (the disk store's). Link I/O threads only feed the
+// inbox.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "coordinator/completion_tracker.h"
+#include "coordinator/peer_link_report.h"
+#include "store/disk_transport.h"
+#include "wire/link.h"
+#include "wire/link_inbox.h"
+
+namespace strata {
+
+struct ShardedOptions {
+  // A job not finished by every rank this long after Submit stops the
+  // transport.
+  std::chrono::milliseconds job_timeout{60'000};
+  // Jobs accepted and not yet finished by every rank; Submit says kBusy
+  // beyond.
+  uint32_t max_outstanding_jobs = 1024;
+};
+
+// The time job deadlines are measured in; steady_clock::now in production, a
+// test's own clock otherwise. Called on the owner thread.
+using ShardedClock = std::function<std::chrono::steady_clock::time_point()>;
+
+// A peer rank's record link, started with `inbox` handlers under `tag`.
+struct ShardedPeer {
+  RankId rank;
+  uint64_t tag = 0;
+  std::unique_ptr<wire::Link> link;
+};
+
+class ShardedTransport final : public DiskTransport {
+ public:
+  // `local` runs rank zero's share; `peers` are ranks 1 .. N-1, each once;
+  // `inbox` receives their links' events.
+  ShardedTransport(std::unique_ptr<DiskTransport> local, std::vector<ShardedPeer> peers,
+                   std::shared_ptr<wire::LinkInbox> inbox, ShardedClock clock,
+                   ShardedOptions options = {});
+  // Close(job_timeout) unless closed.
+  ~ShardedTransport() override;
+  ShardedTransport(const ShardedTransport&) = delete;
+  ShardedTransport& operator=(const ShardedTransport&) = delete;
+
+  Status Submit(RecordJob job) override;
+  void Poll(std::vector<RecordJobDone>& out) override;
+  bool WaitForCompletion(std::chrono::milliseconds timeout) override;
+  Status stopped() const override { return stopped_; }
+  // Finishes accepted jobs (unless stopped), sends Drain to every peer and
+  // waits for their Drained, sends Close and closes the links, then closes
+  // rank zero's transport, all within `deadline`. Returns the local close:
+  // an error means rank zero's copies may still run. Peers that did not
+  // confirm their drain are in peer_drain_status().
+  Status Close(std::chrono::milliseconds deadline) override;
+
+  // OK when every peer confirmed its drain at Close; otherwise the first
+  // that did not (that peer keeps its own memory alive).
+  const Status& peer_drain_status() const { return peer_drain_status_; }
+  // What Close returned (rank zero's own transport); OK before Close.
+  const Status& local_close_status() const { return close_status_; }
+  // One entry per peer, in rank order. Owner thread.
+  std::vector<PeerLinkReport> PeerReports() const;
+  uint32_t world_size() const { return static_cast<uint32_t>(peers_.size()) + 1; }
+
+ private:
+  struct Peer {
+    RankId rank;
+    std::unique_ptr<wire::Link> link;
+    bool closed = false;  // its link closed
+    bool failed = false;  // lost, protocol error, timeout, or no drain
+    std::optional<Status> drained;
+    std::map<std::string, uint64_t> errors;
+    uint64_t jobs_sent = 0;
+    uint64_t jobs_done = 0;
+    uint64_t jobs_failed = 0;
+  };
+  // A job as rank zero accepted it (for cleanup and messages).
+  struct JobInfo {
+    RecordJobKind kind = RecordJobKind::kStore;
+    PrefixKey key;
+  };
+  // A store that failed on some ranks, waiting for its cleanup unlink.
+  struct Cleanup {
+    JobCompletion failure;
+  };
+
+  void Pump();
+  void SendToPeers(const RecordJob& job, const std::vector<RankId>& ranks);
+  void HandleOutcome(JobId id, RankOutcome outcome);
+  void HandleEvent(wire::LinkEvent& event);
+  void StartCleanup(JobCompletion failure, const PrefixKey& key);
+  void CheckDeadlines();
+  void Stop(Peer* peer, const std::string& reason, const std::string& error_kind);
+  void SubmitLocalCleanups();
+  Peer* PeerOf(RankId rank);
+  std::string Describe(JobId id) const;
+
+  std::unique_ptr<DiskTransport> local_;
+  std::vector<Peer> peers_;                 // rank order
+  std::map<uint64_t, size_t> peer_by_tag_;  // inbox tag -> index in peers_
+  std::shared_ptr<wire::LinkInbox> inbox_;
+  ShardedClock clock_;
+  ShardedOptions options_;
+  CompletionTracker tracker_;
+  std::vector<RankId> all_ranks_;
+  std::map<JobId, JobInfo> jobs_;         // accepted, not yet reported
+  std::map<JobId, Cleanup> cleanups_;     // by cleanup job id
+  std::deque<RecordJob> local_cleanups_;  // refused by `local` with kBusy; retried
+  uint64_t next_cleanup_ = 1;
+  std::vector<RecordJobDone> ready_;  // completions for the next Poll
+  std::vector<RecordJobDone> local_done_;
+  std::vector<wire::LinkEvent> events_;
+  Status stopped_;
+  bool closing_ = false;
+  bool closed_ = false;
+  Status close_status_;
+  Status peer_drain_status_;
+};
+
+}  // namespace strata

@@ -1,0 +1,406 @@
+#include "rank_agent/rank_agent.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "rank_agent/apply_agreement.h"
+#include "store/fingerprint.h"
+#include "store/record_dir.h"
+
+namespace strata {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// How long the serving loop sleeps between checks while no job is active
+// (Stop and link events wake it earlier).
+constexpr auto kIdleWake = std::chrono::milliseconds(500);
+// A wait on the staged transport while jobs are active; short, because a
+// new job from rank zero is noticed only between waits.
+constexpr auto kActiveWait = std::chrono::milliseconds(1);
+// Between retries of a Send refused because the queue was full (join only).
+constexpr auto kSendRetryPause = std::chrono::milliseconds(1);
+
+std::string RankName(RankId rank) { return "rank " + std::to_string(rank.value); }
+
+}  // namespace
+
+std::string_view AgentStateName(AgentState state) {
+  switch (state) {
+    case AgentState::kJoining: return "joining";
+    case AgentState::kServing: return "serving";
+    case AgentState::kDraining: return "draining";
+    case AgentState::kClosed: return "closed";
+    case AgentState::kFailed: return "failed";
+  }
+  return "unknown";
+}
+
+RankAgent::RankAgent(RankAgentOptions options, RankJoin join)
+    : options_(std::move(options)),
+      join_(std::move(join)),
+      inbox_(std::make_shared<wire::LinkInbox>(options_.inbox_messages_max)) {}
+
+Result<std::unique_ptr<RankAgent>> RankAgent::Start(RankAgentOptions options, RankJoin join,
+                                                    std::unique_ptr<Transfers> transfers) {
+  if (options.world_size < 2 || options.world_size > wire::kWorldSizeMax) {
+    return Status::InvalidArgument("a rank agent needs a world size of 2.." +
+                                   std::to_string(wire::kWorldSizeMax) + ", not " +
+                                   std::to_string(options.world_size));
+  }
+  if (options.rank.value == 0 || options.rank.value >= options.world_size) {
+    return Status::InvalidArgument(RankName(options.rank) + " is not a peer rank of world size " +
+                                   std::to_string(options.world_size));
+  }
+  if (options.geometry.rank_count() != 1) {
+    return Status::InvalidArgument("a rank agent's geometry holds its own rank only, not " +
+                                   std::to_string(options.geometry.rank_count()) + " ranks");
+  }
+  if (options.disk_limit_bytes == 0) return Status::InvalidArgument("disk limit is zero");
+  if (transfers == nullptr) return Status::InvalidArgument("no transfers for this rank's planes");
+  if (!join) return Status::InvalidArgument("no way to join rank zero");
+  STRATA_RETURN_IF_ERROR(ValidateGeometry(options.geometry));
+  std::unique_ptr<RankAgent> agent(new RankAgent(std::move(options), std::move(join)));
+  const RankAgentOptions& o = agent->options_;
+  const LayoutFingerprint fingerprint = ComputeRankLayoutFingerprint(
+      o.geometry.ranks[0], o.geometry.page_tokens, o.rank.value, o.world_size);
+  const std::string context = RankName(o.rank) + " cannot open its record service";
+  Result<std::unique_ptr<LocalDisk>> disk =
+      LocalDisk::Open(o.geometry, o.identity, fingerprint, o.disk);
+  if (!disk.ok()) return disk.status().WithContext(context);
+  agent->disk_ = std::move(*disk);
+  agent->record_dir_ = agent->disk_->path();
+  Result<std::unique_ptr<StagedTransport>> staged =
+      agent->disk_->MakeTransport(std::move(transfers), o.staged);
+  if (!staged.ok()) return staged.status().WithContext(context);
+  agent->staged_ = std::move(*staged);
+  agent->thread_ = std::thread([a = agent.get()] { a->Run(); });
+  return agent;
+}
+
+RankAgent::~RankAgent() {
+  Stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+void RankAgent::Stop() {
+  stop_ = true;
+  inbox_->Interrupt();
+}
+
+std::optional<Status> RankAgent::Wait(Clock::time_point deadline) {
+  std::unique_lock lock(mu_);
+  ended_.wait_until(lock, deadline, [&] { return outcome_.has_value(); });
+  return outcome_;
+}
+
+AgentStats RankAgent::stats() const {
+  return {jobs_done_.load(), jobs_failed_.load(), bytes_.load()};
+}
+
+void RankAgent::Run() {
+  Status outcome = Join();
+  if (outcome.ok()) outcome = Serve();
+  outcome = Finish(std::move(outcome));
+  if (!outcome.ok())
+    spdlog::warn("{} record service ended: {}", RankName(options_.rank), outcome.ToString());
+  state_ = outcome.ok() ? AgentState::kClosed : AgentState::kFailed;
+  {
+    std::lock_guard lock(mu_);
+    outcome_ = outcome;
+  }
+  ended_.notify_all();
+}
+
+// ---- join ------------------------------------------------------------------
+
+Status RankAgent::Join() {
+  const Clock::time_point deadline = Clock::now() + options_.join_timeout;
+  Result<RecordLinkTicket> ticket = join_(deadline);
+  if (!ticket.ok()) return ticket.status().WithContext(RankName(options_.rank) + " rendezvous");
+  if (ticket->world_size != options_.world_size) {
+    return Status::FailedPrecondition(
+        "rank zero has world size " + std::to_string(ticket->world_size) + ", " +
+        RankName(options_.rank) + " " + std::to_string(options_.world_size));
+  }
+  if (stop_) return Status::Aborted(RankName(options_.rank) + " was stopped while joining");
+  wire::LinkOptions link_options = options_.link;
+  link_options.name = "record link to rank zero";
+  Result<std::unique_ptr<wire::Link>> link = wire::Dial(ticket->record, link_options);
+  if (!link.ok()) return link.status().WithContext("dialing rank zero");
+  link_ = std::move(*link);
+  link_->Start(inbox_->HandlersFor(0));
+
+  wire::Hello hello;
+  hello.nonce = ticket->nonce;
+  hello.rank = options_.rank;
+  hello.world_size = options_.world_size;
+  hello.layout_fingerprint = ComputeLayoutFingerprint(options_.geometry);
+  hello.disk_limit_bytes = options_.disk_limit_bytes;
+  hello.has_disk_store = true;
+  STRATA_RETURN_IF_ERROR(link_->Send(hello));
+  STRATA_ASSIGN_OR_RETURN(wire::Message answer, Next(deadline, "its answer to Hello"));
+  if (auto* reject = std::get_if<wire::HelloReject>(&answer)) {
+    return Status::FailedPrecondition("rank zero rejected " + RankName(options_.rank) + ": " +
+                                      reject->reason);
+  }
+  auto* accept = std::get_if<wire::HelloAccept>(&answer);
+  if (accept == nullptr) {
+    return Status::FailedPrecondition("rank zero answered Hello with " +
+                                      std::string(wire::MessageName(answer)));
+  }
+  if (accept->protocol_version != wire::kProtocolVersion) {
+    return Status::FailedPrecondition("rank zero speaks protocol version " +
+                                      std::to_string(accept->protocol_version) + ", this rank " +
+                                      std::to_string(wire::kProtocolVersion));
+  }
+  STRATA_RETURN_IF_ERROR(SendScan(deadline));
+  return ReceiveAgreement(deadline);
+}
+
+Status RankAgent::SendScan(Clock::time_point deadline) {
+  std::vector<wire::ScanRecord> records;
+  for (const ScannedRecord& r : disk_->scan().records) {
+    STRATA_ASSIGN_OR_RETURN(wire::ScanRecord summary, wire::SummarizeRecord(r));
+    records.push_back(summary);
+  }
+  size_t sent = 0;
+  do {
+    wire::ScanSummary chunk;
+    const size_t n = std::min(records.size() - sent, wire::kScanRecordsPerFrameMax);
+    chunk.records.assign(records.begin() + static_cast<std::ptrdiff_t>(sent),
+                         records.begin() + static_cast<std::ptrdiff_t>(sent + n));
+    sent += n;
+    chunk.last = sent == records.size();
+    STRATA_RETURN_IF_ERROR(SendPatiently(chunk, deadline));
+  } while (sent < records.size());
+  return Status::Ok();
+}
+
+Status RankAgent::ReceiveAgreement(Clock::time_point deadline) {
+  std::vector<wire::AgreementEntry> verdicts;
+  const size_t summarized = disk_->scan().records.size();
+  for (;;) {
+    STRATA_ASSIGN_OR_RETURN(wire::Message m, Next(deadline, "the agreement"));
+    auto* part = std::get_if<wire::Agreement>(&m);
+    if (part == nullptr) {
+      return Status::FailedPrecondition("rank zero sent " + std::string(wire::MessageName(m)) +
+                                        " instead of the agreement");
+    }
+    if (verdicts.size() + part->entries.size() > summarized) {
+      return Status::FailedPrecondition("rank zero sent more verdicts than this rank's " +
+                                        std::to_string(summarized) + " records");
+    }
+    verdicts.insert(verdicts.end(), part->entries.begin(), part->entries.end());
+    if (part->last) break;
+  }
+  Status applied = ApplyAgreement(*disk_, verdicts, options_.disk.durability);
+  if (applied.ok()) staged_->Seed(disk_->scan());
+  STRATA_RETURN_IF_ERROR(
+      SendPatiently(wire::AgreementApplied{wire::FitForWire(applied)}, deadline));
+  return applied.WithContext(RankName(options_.rank) + " applying the agreement");
+}
+
+Result<wire::Message> RankAgent::Next(Clock::time_point deadline, std::string_view waiting_for) {
+  for (;;) {
+    if (events_.empty()) {
+      std::vector<wire::LinkEvent> fresh;
+      inbox_->Take(fresh);
+      for (wire::LinkEvent& e : fresh) events_.push_back(std::move(e));
+    }
+    if (!events_.empty()) {
+      wire::LinkEvent e = std::move(events_.front());
+      events_.pop_front();
+      switch (e.kind) {
+        case wire::LinkEvent::Kind::kMessage:
+          if (auto* close = std::get_if<wire::Close>(&e.message)) {
+            return Status::Unavailable("rank zero ended the join while this rank waited for " +
+                                       std::string(waiting_for) + ": " + close->reason);
+          }
+          if (std::holds_alternative<wire::Heartbeat>(e.message)) continue;
+          return std::move(e.message);
+        case wire::LinkEvent::Kind::kClosed:
+          return Status::Unavailable("the record link to rank zero closed (" +
+                                     std::string(wire::CloseCauseName(e.state.cause)) +
+                                     ") while this rank waited for " + std::string(waiting_for) +
+                                     (e.state.reason.ok() ? "" : ": " + e.state.reason.message()));
+        case wire::LinkEvent::Kind::kOverflow:
+          return Status::FailedPrecondition("rank zero sent more messages than this rank queues");
+      }
+    }
+    if (stop_) return Status::Aborted(RankName(options_.rank) + " was stopped while joining");
+    if (Clock::now() >= deadline) {
+      return Status::Unavailable("rank zero did not send " + std::string(waiting_for) +
+                                 " within the join timeout of " +
+                                 std::to_string(options_.join_timeout.count()) + " ms");
+    }
+    (void)inbox_->WaitUntil(deadline);
+  }
+}
+
+Status RankAgent::SendPatiently(const wire::Message& message, Clock::time_point deadline) {
+  for (;;) {
+    Status s = link_->Send(message);
+    if (s.code() != StatusCode::kBusy || Clock::now() >= deadline || stop_) return s;
+    std::this_thread::sleep_for(kSendRetryPause);
+  }
+}
+
+// ---- serving ---------------------------------------------------------------
+
+Status RankAgent::Serve() {
+  state_ = AgentState::kServing;
+  std::vector<wire::LinkEvent> fresh;
+  for (;;) {
+    if (stop_) return Status::Aborted(RankName(options_.rank) + " was stopped by its owner");
+    fresh.clear();
+    inbox_->Take(fresh);
+    for (wire::LinkEvent& e : fresh) events_.push_back(std::move(e));
+    while (!events_.empty()) {
+      wire::LinkEvent e = std::move(events_.front());
+      events_.pop_front();
+      bool ended = false;
+      Status s = Handle(e, ended);
+      if (!s.ok() || ended) return s;
+    }
+    STRATA_RETURN_IF_ERROR(Pump());
+    if (draining_ && !drained_ && active_.empty() && held_.empty()) {
+      drain_status_ = staged_->Close(options_.drain_timeout);
+      staged_closed_ = true;
+      drained_ = true;
+      STRATA_RETURN_IF_ERROR(link_->Send(wire::Drained{wire::FitForWire(drain_status_)}));
+      if (!drain_status_.ok()) return drain_status_;
+    }
+    if (!active_.empty()) {
+      (void)staged_->WaitForCompletion(kActiveWait);
+    } else {
+      (void)inbox_->WaitUntil(Clock::now() + kIdleWake);
+    }
+  }
+}
+
+Status RankAgent::Handle(wire::LinkEvent& e, bool& ended) {
+  if (e.kind == wire::LinkEvent::Kind::kClosed) {
+    ended = true;
+    if (drained_) return Status::Ok();
+    return Status::Unavailable("the record link to rank zero closed (" +
+                               std::string(wire::CloseCauseName(e.state.cause)) + ")" +
+                               (e.state.reason.ok() ? "" : ": " + e.state.reason.message()));
+  }
+  if (e.kind == wire::LinkEvent::Kind::kOverflow) {
+    return Status::FailedPrecondition("rank zero sent more messages than this rank queues");
+  }
+  wire::Message& m = e.message;
+  if (auto* job = std::get_if<wire::Job>(&m)) {
+    Accept(std::move(job->record));
+    return Status::Ok();
+  }
+  if (std::holds_alternative<wire::Drain>(m)) {
+    draining_ = true;
+    state_ = AgentState::kDraining;
+    return Status::Ok();
+  }
+  if (auto* close = std::get_if<wire::Close>(&m)) {
+    ended = true;
+    if (drained_) return Status::Ok();
+    return Status::Unavailable("rank zero closed the session before draining: " + close->reason);
+  }
+  if (std::holds_alternative<wire::Heartbeat>(m)) return Status::Ok();
+  return Status::FailedPrecondition("rank zero sent " + std::string(wire::MessageName(m)) +
+                                    " while this rank was serving");
+}
+
+void RankAgent::Accept(RecordJob job) {
+  const JobId id = job.id;
+  if (draining_) {
+    (void)Reply({id, Status::Aborted(RankName(options_.rank) + " is draining"), false, 0});
+    return;
+  }
+  if (!held_.empty()) {
+    if (held_.size() >= options_.held_jobs_max) {
+      (void)Reply({id,
+                   Status::Busy(RankName(options_.rank) + " holds " + std::to_string(held_.size()) +
+                                " jobs waiting for staging"),
+                   false, 0});
+    } else {
+      held_.push_back(std::move(job));
+    }
+    return;
+  }
+  Status s = staged_->Submit(job);
+  if (s.code() == StatusCode::kBusy) {
+    held_.push_back(std::move(job));
+  } else if (!s.ok()) {
+    (void)Reply({id, s, false, 0});
+  } else {
+    active_.insert(id);
+  }
+}
+
+Status RankAgent::Pump() {
+  while (!held_.empty()) {
+    Status s = staged_->Submit(held_.front());
+    if (s.code() == StatusCode::kBusy) break;
+    const JobId id = held_.front().id;
+    held_.pop_front();
+    if (s.ok()) {
+      active_.insert(id);
+    } else {
+      STRATA_RETURN_IF_ERROR(Reply({id, s, false, 0}));
+    }
+  }
+  done_.clear();
+  staged_->Poll(done_);
+  for (const RecordJobDone& d : done_) {
+    active_.erase(d.id);
+    STRATA_RETURN_IF_ERROR(Reply(d));
+  }
+  return Status::Ok();
+}
+
+Status RankAgent::Reply(const RecordJobDone& d) {
+  ++(d.status.ok() ? jobs_done_ : jobs_failed_);
+  bytes_ += d.bytes;
+  wire::JobDone done;
+  done.id = d.id;
+  done.rank = options_.rank;
+  done.status = wire::FitForWire(d.status);
+  done.filesystem_full = d.fs_full && !d.status.ok();
+  done.bytes = d.bytes;
+  Status sent = link_->Send(done);
+  if (!sent.ok()) {
+    return sent.WithContext("reporting job " + std::to_string(d.id.value) + " to rank zero");
+  }
+  return Status::Ok();
+}
+
+// ---- ending ----------------------------------------------------------------
+
+Status RankAgent::Finish(Status outcome) {
+  if (link_) {
+    if (!outcome.ok()) {
+      (void)link_->Send(wire::Close{wire::FitText(outcome.message())});
+    }
+    link_->Close();
+  }
+  if (!staged_closed_) {
+    drain_status_ = staged_->Close(options_.drain_timeout);
+    staged_closed_ = true;
+  }
+  if (!drain_status_.ok()) {
+    // Copies or disk I/O may still use the staging and this rank's planes:
+    // keep the transport, its threads, the pool and the directory alive.
+    (void)staged_.release();
+    (void)disk_.release();
+    const std::string kept = RankName(options_.rank) +
+                             " did not confirm its drain; its transport, threads and staging "
+                             "stay alive (keep device memory allocated): " +
+                             drain_status_.message();
+    return Status::Aborted(outcome.ok() ? kept : outcome.message() + "; " + kept);
+  }
+  return outcome;
+}
+
+}  // namespace strata

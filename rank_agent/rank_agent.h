@@ -1,0 +1,176 @@
+// RankAgent: a peer rank's record service when ranks run on separate hosts
+// (seed 2.14, docs/wire.md). It opens its own record directory, slab pool,
+// disk thread and staged transport (over the caller's transfer threads)
+// before it joins, so a rank that cannot open them fails here and never
+// joins. Then, on its own thread: the rendezvous, the record link to rank
+// zero, Hello, its scan summary, the agreement (delete / truncate, rescan),
+// and every Job rank zero sends, run on its own staged transport and
+// answered with JobDone. On Drain it finishes the jobs it accepted and
+// reports Drained; Close from rank zero ends the session.
+//
+// When its drain is not confirmed (copies or disk I/O did not stop within
+// drain_timeout) it keeps its transport, transfer threads, disk thread and
+// staging alive (leaked) and ends with the error: the caller must then keep
+// this rank's device planes allocated.
+//
+// Thread: Start, Wait, Stop, state and stats may be called from any thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+#include "store/geometry.h"
+#include "store/local_disk.h"
+#include "store/staged_transport.h"
+#include "store/transfers.h"
+#include "wire/link.h"
+#include "wire/link_inbox.h"
+
+namespace strata {
+
+// How a peer reaches rank zero's record listener: what the rendezvous hands
+// it (coordinator/rendezvous.h JoinTicket; coordinator/rendezvous_join.h
+// adapts a RendezvousClient).
+struct RecordLinkTicket {
+  wire::Endpoint record;  // rank zero's record listener, numeric address
+  wire::Nonce nonce{};    // presented in Hello
+  uint32_t world_size = 0;
+};
+// Blocks until rank zero hands out this rank's ticket, or fails at
+// `deadline`. Called once, on the agent's thread.
+using RankJoin =
+    std::function<Result<RecordLinkTicket>(std::chrono::steady_clock::time_point deadline)>;
+
+struct RankAgentOptions {
+  RankId rank;              // 1 .. world_size-1
+  uint32_t world_size = 0;  // at least 2
+  // This rank's geometry alone (exactly one rank: its planes and row). Its
+  // layout fingerprint must equal rank zero's own.
+  CacheGeometry geometry;
+  NamespaceIdentity identity{};
+  LocalDiskOptions disk;          // base_dir: where this rank's record directory goes
+  uint64_t disk_limit_bytes = 0;  // > 0; rank zero uses the smallest limit of all ranks
+  StagedOptions staged;
+  wire::LinkOptions link;  // the record link to rank zero
+  // Bound on the whole join: rendezvous, Hello, scan summary, agreement.
+  std::chrono::milliseconds join_timeout{120'000};
+  // Bound on finishing accepted jobs and stopping threads (Drain, a lost
+  // link, Stop).
+  std::chrono::milliseconds drain_timeout{30'000};
+  // Jobs held while the staged transport is full; beyond, a job fails with
+  // kBusy on this rank.
+  size_t held_jobs_max = 1024;
+  size_t inbox_messages_max = wire::LinkInbox::kDefaultMessagesMax;
+};
+
+enum class AgentState : uint8_t {
+  kJoining,   // rendezvous, Hello, scan, agreement
+  kServing,   // running jobs
+  kDraining,  // rank zero sent Drain
+  kClosed,    // ended cleanly
+  kFailed,    // ended with an error (see Wait)
+};
+std::string_view AgentStateName(AgentState state);
+
+struct AgentStats {
+  uint64_t jobs_done = 0;    // answered OK
+  uint64_t jobs_failed = 0;  // answered with an error
+  uint64_t bytes = 0;        // payload bytes the jobs moved
+};
+
+class RankAgent {
+ public:
+  // Opens the record directory ("<base>/<identity>-<this rank's
+  // fingerprint>", scanned and cleaned), the pool, the disk thread and the
+  // staged transport over `transfers` (this rank's planes, which must
+  // outlive the agent), then starts the agent's thread, which calls `join`
+  // first. Errors: invalid options, or what LocalDisk::Open / MakeTransport
+  // report.
+  static Result<std::unique_ptr<RankAgent>> Start(RankAgentOptions options, RankJoin join,
+                                                  std::unique_ptr<Transfers> transfers);
+  // Stop(), then waits for the agent's thread (bounded by the join and drain
+  // timeouts).
+  ~RankAgent();
+  RankAgent(const RankAgent&) = delete;
+  RankAgent& operator=(const RankAgent&) = delete;
+
+  // The agent's outcome once its thread ended, or nullopt at `deadline`. OK:
+  // rank zero closed the session after a confirmed drain. Otherwise why it
+  // ended; a message containing "keep device memory" means the drain was not
+  // confirmed and the staging stays allocated.
+  std::optional<Status> Wait(std::chrono::steady_clock::time_point deadline);
+  // Asks the agent to end: it closes its link (rank zero stops its transport
+  // if a job was outstanding), finishes accepted jobs within drain_timeout
+  // and ends with kAborted. Returns at once. During the rendezvous it takes
+  // effect when `join` returns.
+  void Stop();
+
+  AgentState state() const { return state_.load(); }
+  AgentStats stats() const;
+  // This rank's record directory.
+  const std::string& record_dir() const { return record_dir_; }
+
+ private:
+  RankAgent(RankAgentOptions options, RankJoin join);
+  void Run();
+  Status Join();
+  Status SendScan(std::chrono::steady_clock::time_point deadline);
+  Status ReceiveAgreement(std::chrono::steady_clock::time_point deadline);
+  Status Serve();
+  Status Finish(Status outcome);
+  // The next link event of the join, or why there is none.
+  Result<wire::Message> Next(std::chrono::steady_clock::time_point deadline,
+                             std::string_view waiting_for);
+  // Send, retrying a full queue (large scan summaries) until `deadline`.
+  Status SendPatiently(const wire::Message& message,
+                       std::chrono::steady_clock::time_point deadline);
+  // Serving: one event from rank zero. Sets `ended` when the session ends.
+  Status Handle(wire::LinkEvent& event, bool& ended);
+  void Accept(RecordJob job);
+  Status Reply(const RecordJobDone& done);
+  Status Pump();
+
+  RankAgentOptions options_;
+  RankJoin join_;
+  std::string record_dir_;
+  // Declaration order is destruction order in reverse: the link (whose
+  // thread feeds the inbox) goes first, the transport before the disk.
+  std::unique_ptr<LocalDisk> disk_;
+  std::unique_ptr<StagedTransport> staged_;
+  std::shared_ptr<wire::LinkInbox> inbox_;
+  std::unique_ptr<wire::Link> link_;
+
+  // Agent thread only.
+  std::deque<wire::LinkEvent> events_;
+  std::deque<RecordJob> held_;        // waiting for room in the staged transport
+  std::unordered_set<JobId> active_;  // accepted by the staged transport
+  std::vector<RecordJobDone> done_;
+  bool draining_ = false;
+  bool drained_ = false;        // Drained was sent
+  bool staged_closed_ = false;  // staged_->Close ran
+  Status drain_status_;         // its result
+
+  std::atomic<AgentState> state_{AgentState::kJoining};
+  std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> jobs_done_{0};
+  std::atomic<uint64_t> jobs_failed_{0};
+  std::atomic<uint64_t> bytes_{0};
+  std::mutex mu_;
+  std::condition_variable ended_;
+  std::optional<Status> outcome_;  // guarded by mu_
+  std::thread thread_;
+};
+
+}  // namespace strata

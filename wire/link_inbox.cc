@@ -1,0 +1,75 @@
+#include "wire/link_inbox.h"
+
+#include <utility>
+
+namespace strata::wire {
+
+LinkInbox::LinkInbox(size_t messages_max) : messages_max_(messages_max) {}
+
+LinkHandlers LinkInbox::HandlersFor(uint64_t tag) {
+  LinkHandlers h;
+  h.on_message = [this, tag](Message m) {
+    LinkEvent e;
+    e.kind = LinkEvent::Kind::kMessage;
+    e.tag = tag;
+    e.message = std::move(m);
+    Push(std::move(e));
+  };
+  h.on_closed = [this, tag](const LinkState& state) {
+    LinkEvent e;
+    e.kind = LinkEvent::Kind::kClosed;
+    e.tag = tag;
+    e.state = state;
+    Push(std::move(e));
+  };
+  return h;
+}
+
+void LinkInbox::Push(LinkEvent event) {
+  {
+    std::lock_guard lock(mu_);
+    if (event.kind == LinkEvent::Kind::kMessage) {
+      if (messages_queued_ >= messages_max_) {
+        ++dropped_;
+        if (!overflowed_.insert(event.tag).second) return;
+        event.kind = LinkEvent::Kind::kOverflow;
+        event.message = Message();
+      } else {
+        ++messages_queued_;
+      }
+    }
+    events_.push_back(std::move(event));
+  }
+  ready_.notify_one();
+}
+
+void LinkInbox::Take(std::vector<LinkEvent>& out) {
+  std::lock_guard lock(mu_);
+  for (LinkEvent& e : events_) {
+    if (e.kind == LinkEvent::Kind::kMessage) --messages_queued_;
+    out.push_back(std::move(e));
+  }
+  events_.clear();
+}
+
+bool LinkInbox::WaitUntil(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock lock(mu_);
+  ready_.wait_until(lock, deadline, [&] { return !events_.empty() || interrupted_; });
+  interrupted_ = false;
+  return !events_.empty();
+}
+
+void LinkInbox::Interrupt() {
+  {
+    std::lock_guard lock(mu_);
+    interrupted_ = true;
+  }
+  ready_.notify_all();
+}
+
+uint64_t LinkInbox::overflowed() const {
+  std::lock_guard lock(mu_);
+  return dropped_;
+}
+
+}  // namespace strata::wire
