@@ -11,5 +11,7 @@ namespace strata {
 
 void AddVersionCommand(CLI::App& app);
 void AddLayoutCommand(CLI::App& app);
+// `strata bench <name>` (benchmarks register in cmd_bench.cc, see bench.h).
+void AddBenchCommand(CLI::App& app);
 
 }  // namespace strata

@@ -39,8 +39,8 @@ Result<std::unique_ptr<DiskStore>> DiskStore::Open(const CacheGeometry& geometry
   std::unordered_map<PrefixKey, uint64_t> file_of;
   for (const ScannedRecord& r : records) {
     const uint64_t id = s->next_file_++;
-    s->files_[id] = File{r.tail_page_count, r.row_present, r.pages_replicated, r.row_replicated,
-                         r.file_bytes};
+    s->files_[id] =
+        File{r.tail_page_count, r.row_present, r.pages_replicated, r.row_replicated, r.file_bytes};
     file_of[r.key] = id;
     committed.push_back({r.key, r.parent, r.bucket, r.tail_page_count, NodeLocation(id),
                          r.row_present ? RowPresence::kPresent : RowPresence::kPageOnly,
@@ -85,6 +85,7 @@ void DiskStore::Unlink(const PrefixKey& key, uint64_t file_id) {
   Operation op;
   op.kind = Operation::Kind::kUnlink;
   op.key = key;
+  op.file_id = file_id;
   RecordJob j;
   j.kind = RecordJobKind::kUnlink;
   j.key = key;
@@ -98,10 +99,34 @@ void DiskStore::Unlink(const PrefixKey& key, uint64_t file_id) {
   StartOperation(std::move(op));
 }
 
+void DiskStore::Drop(const PrefixKey& key, uint64_t file_id) {
+  if (listener_ != nullptr) listener_->OnRecordRemoved(key);
+  auto f = files_.find(file_id);
+  if (f != files_.end() && f->second.writing) {
+    orphaned_names_[key] = file_id;
+    orphaned_writes_[file_id] = f->second;
+    files_.erase(f);
+    return;
+  }
+  if (f != files_.end() && !f->second.written) {  // held in host memory: no file
+    used_bytes_ -= f->second.bytes;
+    files_.erase(f);
+    return;
+  }
+  Unlink(key, file_id);
+}
+
 void DiskStore::Truncate(const std::optional<RowDrop>& drop) {
   if (!drop) return;
+  if (listener_ != nullptr) listener_->OnRowDropped(drop->key);
   File& f = files_.at(drop->location.value);
   if (!f.has_row) return;
+  // The index never drops the row of a pinned record, and writes pin theirs.
+  STRATA_ASSERT(!f.writing, "row dropped while its file is written");
+  if (!f.written) {  // held: a later spill writes the record without its row
+    f.has_row = false;
+    return;
+  }
   Operation op;
   op.kind = Operation::Kind::kTruncate;
   op.key = drop->key;
@@ -115,13 +140,13 @@ void DiskStore::Truncate(const std::optional<RowDrop>& drop) {
 }
 
 void DiskStore::ApplyRemoved(const std::vector<RemovedRecord>& removed) {
-  for (const RemovedRecord& r : removed) Unlink(r.key, r.location.value);
+  for (const RemovedRecord& r : removed) Drop(r.key, r.location.value);
 }
 
 bool DiskStore::MakeRoom(uint64_t bytes) {
   while (used_bytes_ - releasing_bytes_ + bytes > options_.disk_limit_bytes) {
-    EvictionDecision d = index_.EvictOne(
-        [](const IndexEntry& e) { return e.state == TransferState::kReady; });
+    EvictionDecision d =
+        index_.EvictOne([](const IndexEntry& e) { return e.state == TransferState::kReady; });
     if (d.empty()) return false;
     stats_.disk.evicted_total += d.removed.size();
     ApplyRemoved(d.removed);
@@ -148,29 +173,21 @@ StoreOutcome DiskStore::Count(StoreOutcome o) {
 std::optional<HostHit> DiskStore::Lookup(const PrefixHistory& history, uint64_t resident_tokens,
                                          uint64_t before) {
   ++stats_.lookups;
-  if (closed_ || !transport_->stopped().ok()) return std::nullopt;
-  std::optional<LookupHit> hit =
-      index_.Lookup(history, resident_tokens, before, {TransferState::kReady});
-  if (!hit) return std::nullopt;
-  HostHit h;
-  h.endpoint = hit->endpoint();
-  for (const ChainLink& l : hit->chain) h.chain.push_back(l.key);
-  h.skip_pages = hit->skip_pages;
-  h.pages = hit->restore_page_count();
-  h.bytes = h.pages * page_bytes_all_ranks_ + row_bytes_all_ranks_;
-  h.tokens_gained = h.endpoint.consumed - resident_tokens;
-  h.tier = Tier::kDisk;
+  std::optional<HostHit> h = LookupIn(history, resident_tokens, before, {TransferState::kReady});
+  if (!h) return std::nullopt;
   ++stats_.hits;
-  stats_.reused_tokens += h.tokens_gained;
+  stats_.reused_tokens += h->tokens_gained;
   return h;
 }
 
 StoreOutcome DiskStore::Store(const PublishedCheckpoint& cp) {
   if (closed_ || !transport_->stopped().ok()) return Count(StoreOutcome::kDisabled);
   if (index_.Contains(cp.key)) return Count(StoreOutcome::kPresent);
+  if (orphaned_names_.count(cp.key) != 0) return Count(StoreOutcome::kRetry);
   const uint64_t pt = geometry_.page_tokens;
   const uint64_t chain_pages = cp.key.consumed / pt;
-  STRATA_ASSERT(cp.chain.size() == chain_pages, "published chain must hold every page from the root");
+  STRATA_ASSERT(cp.chain.size() == chain_pages,
+                "published chain must hold every page from the root");
   const bool parent_held = cp.parent && index_.Contains(*cp.parent);
   if (parent_held) (void)index_.Pin(*cp.parent);
   const uint64_t tail = parent_held ? chain_pages - cp.parent->consumed / pt : chain_pages;
@@ -193,7 +210,7 @@ StoreOutcome DiskStore::Store(const PublishedCheckpoint& cp) {
   if (parent_held) Unpin({*cp.parent});
   STRATA_ASSERT(ins.ok() && ins->tail_page_count == tail, "index disagrees on the tail");
   (void)index_.Pin(cp.key);
-  files_[file_id] = File{static_cast<uint32_t>(tail), true, false, false, bytes};
+  files_[file_id] = File{static_cast<uint32_t>(tail), true, false, false, bytes, false, true};
   RecordJob job = JobFor(RecordJobKind::kStore, cp.key);
   job.id = JobId(next_job_++);
   job.page_ids.assign(cp.chain.end() - static_cast<std::ptrdiff_t>(tail), cp.chain.end());
@@ -211,6 +228,7 @@ StoreOutcome DiskStore::Store(const PublishedCheckpoint& cp) {
   Operation op;
   op.kind = Operation::Kind::kStore;
   op.key = cp.key;
+  op.file_id = file_id;
   op.checkpoint_id = cp.checkpoint_id;
   op.pinned = {cp.key};
   op.outstanding = 1;
@@ -278,6 +296,21 @@ void DiskStore::Unpin(const std::vector<PrefixKey>& keys) {
 }
 
 void DiskStore::Pump() {
+  // Finishing an operation may start others (truncates, unlinks), which
+  // pump again: run those passes here, never nested inside this one.
+  if (pumping_) {
+    repump_ = true;
+    return;
+  }
+  pumping_ = true;
+  do {
+    repump_ = false;
+    PumpOnce();
+  } while (repump_);
+  pumping_ = false;
+}
+
+void DiskStore::PumpOnce() {
   done_.clear();
   transport_->Poll(done_);
   for (const RecordJobDone& d : done_) {
@@ -297,7 +330,7 @@ void DiskStore::Pump() {
     Operation& op = it->second;
     while (!op.unsubmitted.empty()) {
       JobId id = op.unsubmitted.front().id;
-      Status s = transport_->Submit(op.unsubmitted.front());
+      Status s = SubmitJob(op, op.unsubmitted.front());
       if (s.code() == StatusCode::kBusy) break;
       op.unsubmitted.pop_front();
       if (!s.ok()) {
@@ -319,43 +352,80 @@ void DiskStore::Pump() {
   }
 }
 
+Status DiskStore::SubmitJob(const Operation& op, const RecordJob& job) {
+  return op.host ? transport_->SubmitHost(job, *op.host) : transport_->Submit(job);
+}
+
+bool DiskStore::FinishOrphanedWrite(const Operation& op) {
+  auto it = orphaned_writes_.find(op.file_id);
+  if (it == orphaned_writes_.end()) return false;
+  File f = it->second;
+  orphaned_writes_.erase(it);
+  if (op.status.ok()) {
+    // The record was dropped while its file was written: delete what
+    // committed; the name stays taken until that unlink completes.
+    f.writing = false;
+    f.written = true;
+    files_[op.file_id] = f;
+    Unlink(op.key, op.file_id);
+  } else {
+    used_bytes_ -= f.bytes;  // the writer removed its temporary file
+    orphaned_names_.erase(op.key);
+  }
+  return true;
+}
+
+void DiskStore::FinishStore(Operation& op) {
+  if (FinishOrphanedWrite(op)) {
+    ++stats_.store_failed;
+    events_.push_back({StoreEvent::Kind::kStoreFailed,
+                       op.checkpoint_id,
+                       {},
+                       op.key,
+                       Status::Aborted("record removed while its file was written"),
+                       0});
+    return;
+  }
+  File& f = files_.at(op.file_id);
+  f.writing = false;
+  if (op.status.ok()) {
+    f.written = true;
+    Result<std::optional<RowDrop>> committed = index_.SetState(op.key, TransferState::kReady);
+    if (committed.ok()) Truncate(*committed);
+    Unpin(op.pinned);
+    ++stats_.disk.stored_total;
+    ++stats_.disk.per_rank_total;
+    stats_.disk.bytes_in_total += op.bytes;
+    events_.push_back(
+        {StoreEvent::Kind::kStored, op.checkpoint_id, {}, op.key, Status::Ok(), op.bytes});
+    return;
+  }
+  // The transport left no file behind; descendants published meanwhile go too.
+  Result<std::vector<RemovedRecord>> removed = index_.Remove(op.key);
+  used_bytes_ -= f.bytes;
+  files_.erase(op.file_id);
+  if (listener_ != nullptr) listener_->OnRecordRemoved(op.key);
+  if (removed.ok()) {
+    for (const RemovedRecord& r : *removed) {
+      if (r.key != op.key) Drop(r.key, r.location.value);
+    }
+  }
+  ++stats_.store_failed;
+  events_.push_back({StoreEvent::Kind::kStoreFailed, op.checkpoint_id, {}, op.key, op.status, 0});
+}
+
 void DiskStore::FinishOperation(uint64_t, Operation& op) {
   switch (op.kind) {
-    case Operation::Kind::kStore:
-      if (op.status.ok()) {
-        Result<std::optional<RowDrop>> committed = index_.SetState(op.key, TransferState::kReady);
-        if (committed.ok()) Truncate(*committed);
-        Unpin(op.pinned);
-        ++stats_.disk.stored_total;
-        ++stats_.disk.per_rank_total;
-        stats_.disk.bytes_in_total += op.bytes;
-        events_.push_back({StoreEvent::Kind::kStored, op.checkpoint_id, {}, op.key, Status::Ok(), op.bytes});
-      } else {
-        // The transport left no file behind; descendants published meanwhile go too.
-        std::optional<IndexEntry> e = index_.Find(op.key);
-        Result<std::vector<RemovedRecord>> removed = index_.Remove(op.key);
-        if (e) {
-          auto f = files_.find(e->location.value);
-          if (f != files_.end()) {
-            used_bytes_ -= f->second.bytes;
-            files_.erase(f);
-          }
-        }
-        if (removed.ok()) {
-          for (const RemovedRecord& r : *removed) {
-            if (r.key != op.key) Unlink(r.key, r.location.value);
-          }
-        }
-        ++stats_.store_failed;
-        events_.push_back({StoreEvent::Kind::kStoreFailed, op.checkpoint_id, {}, op.key, op.status, 0});
-      }
-      break;
+    case Operation::Kind::kStore: FinishStore(op); break;
+    case Operation::Kind::kSpill: FinishSpill(op); break;
+    case Operation::Kind::kReadInto: FinishReadInto(op); break;
     case Operation::Kind::kFetch:
       Unpin(op.pinned);
       if (op.status.ok()) {
         (void)index_.Touch(op.key, now_ms_);
         stats_.disk.bytes_out_total += op.bytes;
-        events_.push_back({StoreEvent::Kind::kFetched, 0, op.ticket, op.key, Status::Ok(), op.bytes});
+        events_.push_back(
+            {StoreEvent::Kind::kFetched, 0, op.ticket, op.key, Status::Ok(), op.bytes});
       } else {
         ++stats_.fetch_failed;
         events_.push_back({StoreEvent::Kind::kFetchFailed, 0, op.ticket, op.key, op.status, 0});
@@ -363,6 +433,10 @@ void DiskStore::FinishOperation(uint64_t, Operation& op) {
       break;
     case Operation::Kind::kTruncate:
     case Operation::Kind::kUnlink:
+      if (auto n = orphaned_names_.find(op.key);
+          n != orphaned_names_.end() && n->second == op.file_id) {
+        orphaned_names_.erase(n);
+      }
       releasing_bytes_ -= op.release_bytes;
       if (op.status.ok()) {
         used_bytes_ -= op.release_bytes;
@@ -383,8 +457,9 @@ void DiskStore::Poll(uint64_t now_ms, std::vector<StoreEvent>& events) {
     events_.push_back({StoreEvent::Kind::kStopped, 0, {}, {}, stopped, 0});
   }
   if (options_.max_age_ms > 0 && stopped.ok() && !closed_) {
+    // Parked records (a composite's, in host memory only) expire too.
     ExpirySweep sweep = index_.Expire(now_ms_, options_.max_age_ms, [](const IndexEntry& e) {
-      return e.state == TransferState::kReady;
+      return e.state == TransferState::kReady || e.state == TransferState::kParked;
     });
     stats_.disk.expired_total += sweep.expired_leaves;
     ApplyRemoved(sweep.removed);
@@ -403,6 +478,11 @@ bool DiskStore::WaitIdle(std::chrono::milliseconds bound) {
   return ops_.empty();
 }
 
+void DiskStore::WaitForCompletion(std::chrono::milliseconds bound) {
+  (void)transport_->WaitForCompletion(bound);
+  Pump();
+}
+
 StoreStats DiskStore::Stats() const {
   StoreStats s = stats_;
   s.disk.records = index_.size();
@@ -418,15 +498,16 @@ Status DiskStore::Close() {
     (void)transport_->WaitForCompletion(std::chrono::milliseconds(20));
     Pump();
   }
-  const auto left = std::max(std::chrono::milliseconds(1),
-                             std::chrono::duration_cast<std::chrono::milliseconds>(
-                                 until - std::chrono::steady_clock::now()));
+  const auto left =
+      std::max(std::chrono::milliseconds(1), std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                 until - std::chrono::steady_clock::now()));
   Status s = transport_->Close(left);
   if (!s.ok()) {
     (void)transport_.release();  // copies may still run: keep everything alive
     return s;
   }
-  if (!ops_.empty()) return Status::Aborted(std::to_string(ops_.size()) + " disk jobs did not drain");
+  if (!ops_.empty())
+    return Status::Aborted(std::to_string(ops_.size()) + " disk jobs did not drain");
   return Status::Ok();
 }
 

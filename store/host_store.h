@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "store/ids.h"
+#include "store/index_types.h"
 #include "store/prefix_history.h"
 #include "store/prefix_key.h"
 #include "store/status.h"
@@ -47,6 +48,11 @@ struct HostHit {
   uint64_t tokens_gained = 0;    // endpoint.consumed - resident tokens
   Tier tier = Tier::kMemory;     // the slowest tier the restore reads
 };
+
+// The HostHit of an index lookup hit restoring beyond `resident_tokens`;
+// `page_bytes` and `row_bytes` are unpadded, over all ranks.
+HostHit MakeHostHit(const LookupHit& hit, uint64_t resident_tokens, uint64_t page_bytes,
+                    uint64_t row_bytes, Tier tier);
 
 // Destination of a restore: free GPU page ids (exactly hit.pages of them, in
 // chain order) and a free state slot, owned by the runtime's scheduler until

@@ -33,9 +33,9 @@ Result<std::unique_ptr<LocalDisk>> LocalDisk::Open(const CacheGeometry& geometry
   const uint64_t slot_bytes = layout.page_record_bytes();
   const uint64_t row_slots = RowSlots(layout.row_segment_bytes(), slot_bytes);
   d->intake_ = PlanIntake(options.max_active, row_slots, slot_bytes, options.host_headroom_bytes);
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<SlabPool> pool,
-                          SlabPool::Create(slot_bytes, options.warm_slots, d->intake_.slots,
-                                           options.registrar));
+  STRATA_ASSIGN_OR_RETURN(
+      std::unique_ptr<SlabPool> pool,
+      SlabPool::Create(slot_bytes, options.warm_slots, d->intake_.slots, options.registrar));
   d->pool_ = std::move(pool);
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<BlockIo> io, OpenUringBlockIo(kRingCapacity));
   STRATA_ASSIGN_OR_RETURN(d->disk_,

@@ -23,9 +23,9 @@
 namespace strata {
 
 struct LocalDiskOptions {
-  std::string base_dir;            // the namespace directory is created below it
-  uint64_t warm_slots = 0;         // retention slots for a memory tier sharing the pool
-  uint64_t max_active = 4;         // concurrent requests, for intake sizing
+  std::string base_dir;     // the namespace directory is created below it
+  uint64_t warm_slots = 0;  // retention slots for a memory tier sharing the pool
+  uint64_t max_active = 4;  // concurrent requests, for intake sizing
   uint64_t host_headroom_bytes = uint64_t{8} << 30;  // what intake may take
   Durability durability = Durability::kNone;
   HostRegistrar* registrar = nullptr;  // CUDA host registration; not owned

@@ -33,8 +33,8 @@ class DiskRig {
     }
     disk_ = std::move(*disk);
     auto transport = *disk_->MakeTransport(*MakeHostTransfers(planes));
-    Result<std::unique_ptr<DiskStore>> store =
-        DiskStore::Open(g, std::move(transport), disk_->scan().records, {.disk_limit_bytes = limit});
+    Result<std::unique_ptr<DiskStore>> store = DiskStore::Open(
+        g, std::move(transport), disk_->scan().records, {.disk_limit_bytes = limit});
     *open_status = store.status();
     if (store.ok()) store_ = std::move(*store);
   }
@@ -54,13 +54,13 @@ class DiskRig {
   std::unique_ptr<DiskStore> store_;
 };
 
-#define OPEN_RIG(rig, base, planes, limit)                                          \
-  Status rig##_status;                                                              \
-  DiskRig rig(base, planes, limit, &rig##_status);                                  \
-  if (rig##_status.code() == StatusCode::kFailedPrecondition &&                     \
-      rig##_status.message().find("O_DIRECT") != std::string::npos) {               \
-    GTEST_SKIP() << rig##_status.message();                                         \
-  }                                                                                 \
+#define OPEN_RIG(rig, base, planes, limit)                            \
+  Status rig##_status;                                                \
+  DiskRig rig(base, planes, limit, &rig##_status);                    \
+  if (rig##_status.code() == StatusCode::kFailedPrecondition &&       \
+      rig##_status.message().find("O_DIRECT") != std::string::npos) { \
+    GTEST_SKIP() << rig##_status.message();                           \
+  }                                                                   \
   ASSERT_TRUE(rig##_status.ok()) << rig##_status.ToString()
 
 TEST(DiskStoreTest, RestoreAfterGpuEvictionAndAfterRestartIsByteExact) {
