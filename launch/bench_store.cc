@@ -201,8 +201,13 @@ Result<Sample> StoreBench::DirectIo(BlockOp op) {
   STRATA_ASSIGN_OR_RETURN(int dir_fd, fs.OpenDirectory(o_.dir, true));
   if (op == BlockOp::kWrite) (void)fs.Unlink(dir_fd, kBaselineName);
   ::syncfs(dir_fd);  // neither path pays for what the other left behind
+  // The disk thread's request size and requests in flight.
+  DirectIoBaseline b;
+  b.requests = DiskThreadOptions{}.max_inflight_requests;
+  b.request_bytes = DiskThreadOptions{}.max_request_bytes;
+  b.nice = DiskThreadOptions{}.nice;
   Result<DirectIoResult> r = RunDirectIoBaseline(fs, dir_fd, std::string(kBaselineName), op,
-                                                 file_bytes_, io_memory_.span(), {});
+                                                 file_bytes_, io_memory_.span(), b);
   if (op == BlockOp::kRead) (void)fs.Unlink(dir_fd, kBaselineName);
   ::syncfs(dir_fd);
   fs.Close(dir_fd);
@@ -267,9 +272,10 @@ Status StoreBench::Composite(uint32_t round) {
     // Warm retention for every record, and twice the intake free besides:
     // nothing is written ahead of need.
     const RecordLayout layout(geometry_);
-    const IntakePlan intake = PlanIntake(
-        LocalDiskOptions{}.max_active, RowSlots(layout.row_segment_bytes(), layout.page_record_bytes()),
-        layout.page_record_bytes(), LocalDiskOptions{}.host_headroom_bytes);
+    const IntakePlan intake =
+        PlanIntake(LocalDiskOptions{}.max_active,
+                   RowSlots(layout.row_segment_bytes(), layout.page_record_bytes()),
+                   layout.page_record_bytes(), LocalDiskOptions{}.host_headroom_bytes);
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<LocalDisk> disk,
                             OpenDisk(record_slots_ * o_.records + 2 * intake.slots));
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> staged, MakeHostTransfers(*planes_));
@@ -287,7 +293,6 @@ Status StoreBench::Composite(uint32_t round) {
       STRATA_ASSIGN_OR_RETURN(DriveResult fetched, FetchAll(*store, records_, o_.depth));
       Record(kCompositeFetch, round, FromDrive(fetched, payload_bytes_), copy_out);
       STRATA_ASSIGN_OR_RETURN(write, DirectIo(BlockOp::kWrite));
-      fprintf(stderr, "DEBUG before close: disk stored %lu parked %lu free %lu total %lu intake %lu\n", store->Stats().disk.stored_total, store->Stats().parked_records, disk->pool()->free_slots(), disk->pool()->total_slots(), disk->pool()->intake_slots());
       const double cpu_before = ProcessCpuSeconds();
       const auto start = std::chrono::steady_clock::now();
       STRATA_RETURN_IF_ERROR(store->Close());  // the drain writes every record
