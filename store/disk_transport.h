@@ -78,7 +78,7 @@ class DiskTransport {
   // Runs a kStore or kFetch job against host memory instead of device ids;
   // the job's replicated flags describe `buffers`. Only a transport over this
   // process's own ranks can; the default refuses with kFailedPrecondition.
-  virtual Status SubmitHost(RecordJob job, HostBuffers buffers);
+  virtual Status SubmitHost(const RecordJob& job, const HostBuffers& buffers);
   // Appends finished jobs. Never blocks.
   virtual void Poll(std::vector<RecordJobDone>& out) = 0;
   // Blocks up to `timeout` until a completion is ready (tests, drains).

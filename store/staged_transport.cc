@@ -16,7 +16,7 @@ std::string_view RecordJobKindName(RecordJobKind kind) {
   return "unknown";
 }
 
-Status DiskTransport::SubmitHost(RecordJob job, HostBuffers) {
+Status DiskTransport::SubmitHost(const RecordJob& job, const HostBuffers& /*buffers*/) {
   return Status::FailedPrecondition("this disk transport cannot move " + job.key.ToFileStem() +
                                     " through host buffers");
 }
@@ -105,7 +105,7 @@ Status StagedTransport::Submit(RecordJob job) {
   return Accept(std::move(job), std::nullopt);
 }
 
-Status StagedTransport::SubmitHost(RecordJob job, HostBuffers buffers) {
+Status StagedTransport::SubmitHost(const RecordJob& job, const HostBuffers& buffers) {
   if (closed_) return Status::Aborted("staged transport is closed");
   if (job.kind != RecordJobKind::kStore && job.kind != RecordJobKind::kFetch) {
     return Status::InvalidArgument("host buffers serve store and fetch jobs only");
@@ -123,7 +123,7 @@ Status StagedTransport::SubmitHost(RecordJob job, HostBuffers buffers) {
                                    std::to_string(buffers.pages.size()) + " page buffers for " +
                                    std::to_string(job.tail_pages - first) + " pages");
   }
-  return Accept(std::move(job), std::move(buffers));
+  return Accept(job, buffers);
 }
 
 Status StagedTransport::Accept(RecordJob job, std::optional<HostBuffers> host) {
@@ -165,6 +165,7 @@ namespace {
 
 std::vector<HostPageSource> Sources(const std::vector<IoPiece>& pieces, bool replicated) {
   std::vector<HostPageSource> out;
+  out.reserve(pieces.size());
   for (const IoPiece& p : pieces) out.push_back({reinterpret_cast<uint8_t*>(p.data), replicated});
   return out;
 }

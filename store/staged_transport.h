@@ -55,7 +55,7 @@ class StagedTransport final : public DiskTransport {
   void Seed(const ScanReport& report);
 
   Status Submit(RecordJob job) override;
-  Status SubmitHost(RecordJob job, HostBuffers buffers) override;
+  Status SubmitHost(const RecordJob& job, const HostBuffers& buffers) override;
   void Poll(std::vector<RecordJobDone>& out) override;
   bool WaitForCompletion(std::chrono::milliseconds timeout) override;
   Status stopped() const override { return Status::Ok(); }
