@@ -40,7 +40,7 @@ HttpEndpoint::~HttpEndpoint() {
 uint16_t HttpEndpoint::port() const { return impl_->port; }
 
 Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const HttpEndpointOptions& options,
-                                                          SnapshotSource source) {
+                                                          const SnapshotSource& source) {
   auto impl = std::make_unique<Impl>();
   httplib::Server& server = impl->server;
   const size_t workers = std::max<size_t>(1, options.worker_threads);

@@ -34,7 +34,7 @@ class HttpEndpoint {
   // Binds at once (so the port is known and a busy port fails here) and
   // serves on a thread of its own until destroyed.
   static Result<std::unique_ptr<HttpEndpoint>> Start(const HttpEndpointOptions& options,
-                                                     SnapshotSource source);
+                                                     const SnapshotSource& source);
   // Stops serving and joins its threads.
   ~HttpEndpoint();
   HttpEndpoint(const HttpEndpoint&) = delete;
