@@ -23,5 +23,8 @@ void AddGpuBench(CLI::App& bench);
 // sharded transport with 1, 2, 4 and 8 ranks on loopback next to a raw TCP
 // ping-pong, and record store/fetch across 4 ranks vs 1 (launch/bench_links.cc).
 void AddLinksBench(CLI::App& bench);
+// `strata bench store`: memory, disk and composite stores through host
+// transfers next to memcpy and plain O_DIRECT I/O (launch/bench_store.cc).
+void AddStoreBenchmark(CLI::App& bench);
 
 }  // namespace strata

@@ -104,6 +104,16 @@ double ProcessCpuSeconds() {
   return s(u.ru_utime) + s(u.ru_stime);
 }
 
+void RunLikeWorkerThreads(int nice, const std::function<void()>& work) {
+  std::thread worker([&] {
+    sched_param param{};
+    (void)pthread_setschedparam(pthread_self(), SCHED_BATCH, &param);
+    (void)setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), nice);
+    work();
+  });
+  worker.join();
+}
+
 Result<SequentialIoResult> RunSequentialIo(FileSystem& fs, int dir_fd,
                                            const SequentialIoSpec& spec) {
   if (spec.requests == 0 || spec.request_bytes == 0 || spec.request_bytes % 4096 != 0 ||
@@ -114,13 +124,7 @@ Result<SequentialIoResult> RunSequentialIo(FileSystem& fs, int dir_fd,
   Status status;
   // Its own thread, with the disk thread's scheduling, so CPU contention
   // treats the baseline and the store alike.
-  std::thread loop([&] {
-    sched_param param{};
-    (void)pthread_setschedparam(pthread_self(), SCHED_BATCH, &param);
-    (void)setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), spec.nice);
-    status = Loop(fs, dir_fd, spec, result);
-  });
-  loop.join();
+  RunLikeWorkerThreads(spec.nice, [&] { status = Loop(fs, dir_fd, spec, result); });
   if (!status.ok()) return status;
   return result;
 }

@@ -1,10 +1,11 @@
-// The baseline of `strata bench disk`: a plain sequential O_DIRECT write or
+// The baseline of `strata bench disk` and `strata bench store`: a plain sequential O_DIRECT write or
 // read of one file through io_uring (BlockIo), with nothing of the record
 // path (no checksums, headers, temporary names or renames).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -38,5 +39,10 @@ Result<SequentialIoResult> RunSequentialIo(FileSystem& fs, int dir_fd,
 
 // User + system CPU seconds of this process so far.
 double ProcessCpuSeconds();
+
+// Runs `work` on a new thread scheduled like Strata's worker threads
+// (SCHED_BATCH, `nice`) and waits for it: baselines get the CPU share the
+// transfer and disk threads get.
+void RunLikeWorkerThreads(int nice, const std::function<void()>& work);
 
 }  // namespace strata

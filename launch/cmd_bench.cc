@@ -14,6 +14,7 @@ void AddBenchCommand(CLI::App& app) {
   AddDiskBenchmark(*bench);
   AddGpuBench(*bench);
   AddLinksBench(*bench);
+  AddStoreBenchmark(*bench);
 }
 
 }  // namespace strata

@@ -75,34 +75,11 @@ RecordJob DiskStore::JobFor(RecordJobKind kind, const PrefixKey& key) const {
   return j;
 }
 
-uint64_t DiskStore::StartOperation(Operation op) {
-  const uint64_t id = next_op_++;
-  for (RecordJob& j : op.unsubmitted) j.id = JobId(next_job_++);
-  auto it = ops_.emplace(id, std::move(op)).first;
-  SubmitQueued(id, it->second);  // the rest go out, and it finishes, in Pump
-  return id;
-}
-
-void DiskStore::SubmitQueued(uint64_t id, Operation& op) {
-  while (!op.unsubmitted.empty()) {
-    JobId job = op.unsubmitted.front().id;
-    Status s = transport_->Submit(op.unsubmitted.front());
-    if (s.code() == StatusCode::kBusy) break;
-    op.unsubmitted.pop_front();
-    if (!s.ok()) {
-      if (op.status.ok()) op.status = s;
-      op.unsubmitted.clear();
-      break;
-    }
-    ++op.outstanding;
-    job_op_[job] = id;
-  }
-}
-
 void DiskStore::Unlink(const PrefixKey& key, uint64_t file_id) {
   Operation op;
   op.kind = Operation::Kind::kUnlink;
   op.key = key;
+  op.file_id = file_id;
   RecordJob j;
   j.kind = RecordJobKind::kUnlink;
   j.key = key;
@@ -116,10 +93,34 @@ void DiskStore::Unlink(const PrefixKey& key, uint64_t file_id) {
   StartOperation(std::move(op));
 }
 
+void DiskStore::Drop(const PrefixKey& key, uint64_t file_id) {
+  if (listener_ != nullptr) listener_->OnRecordRemoved(key);
+  auto f = files_.find(file_id);
+  if (f != files_.end() && f->second.writing) {
+    orphaned_names_[key] = file_id;
+    orphaned_writes_[file_id] = f->second;
+    files_.erase(f);
+    return;
+  }
+  if (f != files_.end() && !f->second.written) {  // held in host memory: no file
+    used_bytes_ -= f->second.bytes;
+    files_.erase(f);
+    return;
+  }
+  Unlink(key, file_id);
+}
+
 void DiskStore::Truncate(const std::optional<RowDrop>& drop) {
   if (!drop) return;
+  if (listener_ != nullptr) listener_->OnRowDropped(drop->key);
   File& f = files_.at(drop->location.value);
   if (!f.has_row) return;
+  // The index never drops the row of a pinned record, and writes pin theirs.
+  STRATA_ASSERT(!f.writing, "row dropped while its file is written");
+  if (!f.written) {  // held: a later spill writes the record without its row
+    f.has_row = false;
+    return;
+  }
   Operation op;
   op.kind = Operation::Kind::kTruncate;
   op.key = drop->key;
@@ -133,7 +134,7 @@ void DiskStore::Truncate(const std::optional<RowDrop>& drop) {
 }
 
 void DiskStore::ApplyRemoved(const std::vector<RemovedRecord>& removed) {
-  for (const RemovedRecord& r : removed) Unlink(r.key, r.location.value);
+  for (const RemovedRecord& r : removed) Drop(r.key, r.location.value);
 }
 
 bool DiskStore::MakeRoom(uint64_t bytes) {
@@ -156,19 +157,16 @@ StoreOutcome DiskStore::Count(StoreOutcome o) { return CountOutcome(stats_, o); 
 std::optional<HostHit> DiskStore::Lookup(const PrefixHistory& history, uint64_t resident_tokens,
                                          uint64_t before) {
   ++stats_.lookups;
-  if (closed_ || !transport_->stopped().ok()) return std::nullopt;
-  std::optional<LookupHit> hit =
-      index_.Lookup(history, resident_tokens, before, {TransferState::kReady});
-  if (!hit) return std::nullopt;
-  HostHit h =
-      MakeHostHit(*hit, resident_tokens, page_bytes_all_ranks_, row_bytes_all_ranks_, Tier::kDisk);
-  CountHit(stats_, h);
+  std::optional<HostHit> h = LookupIn(history, resident_tokens, before, {TransferState::kReady});
+  if (!h) return std::nullopt;
+  CountHit(stats_, *h);
   return h;
 }
 
 StoreOutcome DiskStore::Store(const PublishedCheckpoint& cp) {
   if (closed_ || !transport_->stopped().ok()) return Count(StoreOutcome::kDisabled);
   if (index_.Contains(cp.key)) return Count(StoreOutcome::kPresent);
+  if (orphaned_names_.count(cp.key) != 0) return Count(StoreOutcome::kRetry);
   const uint64_t pt = geometry_.page_tokens;
   const uint64_t chain_pages = cp.key.consumed / pt;
   STRATA_ASSERT(cp.chain.size() == chain_pages,
@@ -195,7 +193,7 @@ StoreOutcome DiskStore::Store(const PublishedCheckpoint& cp) {
   if (parent_held) Unpin({*cp.parent});
   STRATA_ASSERT(ins.ok() && ins->tail_page_count == tail, "index disagrees on the tail");
   (void)index_.Pin(cp.key);
-  files_[file_id] = File{static_cast<uint32_t>(tail), true, false, false, bytes};
+  files_[file_id] = File{static_cast<uint32_t>(tail), true, false, false, bytes, false, true};
   RecordJob job = JobFor(RecordJobKind::kStore, cp.key);
   job.id = JobId(next_job_++);
   job.page_ids.assign(cp.chain.end() - static_cast<std::ptrdiff_t>(tail), cp.chain.end());
@@ -213,6 +211,7 @@ StoreOutcome DiskStore::Store(const PublishedCheckpoint& cp) {
   Operation op;
   op.kind = Operation::Kind::kStore;
   op.key = cp.key;
+  op.file_id = file_id;
   op.checkpoint_id = cp.checkpoint_id;
   op.pinned = {cp.key};
   op.outstanding = 1;
@@ -279,96 +278,6 @@ void DiskStore::Unpin(const std::vector<PrefixKey>& keys) {
   }
 }
 
-void DiskStore::Pump() {
-  done_.clear();
-  transport_->Poll(done_);
-  for (const RecordJobDone& d : done_) {
-    auto j = job_op_.find(d.id);
-    if (j == job_op_.end()) continue;
-    Operation& op = ops_.at(j->second);
-    job_op_.erase(j);
-    --op.outstanding;
-    op.bytes += d.bytes;
-    if (!d.status.ok() && op.status.ok()) {
-      op.status = d.status;
-      op.unsubmitted.clear();
-      if (d.fs_full) ++stats_.fs_full_retries;
-    }
-  }
-  // Finishing an operation may start others (unlinks, truncates); std::map
-  // insertions keep iterators valid and they are visited in this pass.
-  for (auto it = ops_.begin(); it != ops_.end();) {
-    Operation& op = it->second;
-    SubmitQueued(it->first, op);
-    if (op.outstanding == 0 && op.unsubmitted.empty()) {
-      Operation done = std::move(op);
-      const uint64_t id = it->first;
-      it = ops_.erase(it);
-      FinishOperation(id, done);
-    } else {
-      ++it;
-    }
-  }
-}
-
-void DiskStore::FinishOperation(uint64_t, Operation& op) {
-  switch (op.kind) {
-    case Operation::Kind::kStore:
-      if (op.status.ok()) {
-        Result<std::optional<RowDrop>> committed = index_.SetState(op.key, TransferState::kReady);
-        if (committed.ok()) Truncate(*committed);
-        Unpin(op.pinned);
-        ++stats_.disk.stored_total;
-        ++stats_.disk.per_rank_total;
-        stats_.disk.bytes_in_total += op.bytes;
-        events_.push_back(
-            {StoreEvent::Kind::kStored, op.checkpoint_id, {}, op.key, Status::Ok(), op.bytes});
-      } else {
-        // The transport left no file behind; descendants published meanwhile go too.
-        std::optional<IndexEntry> e = index_.Find(op.key);
-        Result<std::vector<RemovedRecord>> removed = index_.Remove(op.key);
-        if (e) {
-          auto f = files_.find(e->location.value);
-          if (f != files_.end()) {
-            used_bytes_ -= f->second.bytes;
-            files_.erase(f);
-          }
-        }
-        if (removed.ok()) {
-          for (const RemovedRecord& r : *removed) {
-            if (r.key != op.key) Unlink(r.key, r.location.value);
-          }
-        }
-        ++stats_.store_failed;
-        events_.push_back(
-            {StoreEvent::Kind::kStoreFailed, op.checkpoint_id, {}, op.key, op.status, 0});
-      }
-      break;
-    case Operation::Kind::kFetch:
-      Unpin(op.pinned);
-      if (op.status.ok()) {
-        (void)index_.Touch(op.key, now_ms_);
-        stats_.disk.bytes_out_total += op.bytes;
-        events_.push_back(
-            {StoreEvent::Kind::kFetched, 0, op.ticket, op.key, Status::Ok(), op.bytes});
-      } else {
-        ++stats_.fetch_failed;
-        events_.push_back({StoreEvent::Kind::kFetchFailed, 0, op.ticket, op.key, op.status, 0});
-      }
-      break;
-    case Operation::Kind::kTruncate:
-    case Operation::Kind::kUnlink:
-      releasing_bytes_ -= op.release_bytes;
-      if (op.status.ok()) {
-        used_bytes_ -= op.release_bytes;
-      } else {
-        ++cleanup_failures_;  // the bytes stay charged: the file may still be there
-        ++stats_.disk.dropped_io_total;
-      }
-      break;
-  }
-}
-
 void DiskStore::Poll(uint64_t now_ms, std::vector<StoreEvent>& events) {
   now_ms_ = std::max(now_ms_, now_ms);
   Pump();
@@ -378,8 +287,9 @@ void DiskStore::Poll(uint64_t now_ms, std::vector<StoreEvent>& events) {
     events_.push_back({StoreEvent::Kind::kStopped, 0, {}, {}, stopped, 0});
   }
   if (options_.max_age_ms > 0 && stopped.ok() && !closed_) {
+    // Parked records (a composite's, in host memory only) expire too.
     ExpirySweep sweep = index_.Expire(now_ms_, options_.max_age_ms, [](const IndexEntry& e) {
-      return e.state == TransferState::kReady;
+      return e.state == TransferState::kReady || e.state == TransferState::kParked;
     });
     stats_.disk.expired_total += sweep.expired_leaves;
     ApplyRemoved(sweep.removed);
@@ -396,6 +306,11 @@ bool DiskStore::WaitIdle(std::chrono::milliseconds bound) {
     Pump();
   }
   return ops_.empty();
+}
+
+void DiskStore::WaitForCompletion(std::chrono::milliseconds bound) {
+  (void)transport_->WaitForCompletion(bound);
+  Pump();
 }
 
 StoreStats DiskStore::Stats() const {

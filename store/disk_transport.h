@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "store/digest.h"
+#include "store/disk_thread.h"
 #include "store/ids.h"
 #include "store/prefix_key.h"
 #include "store/status.h"
@@ -60,12 +61,25 @@ struct RecordJobDone {
   uint64_t bytes = 0;    // payload bytes moved, all ranks
 };
 
+// Host memory that a kStore job writes its file from, or a kFetch job reads
+// into, instead of device ids: the record in its stored layout (a composite's
+// write_from and read_into, seed 2.4). The caller owns the memory until the
+// job's completion is polled.
+struct HostBuffers {
+  std::vector<IoPiece> pages;  // one piece per stored page record (kFetch: from first_page)
+  std::vector<IoPiece> row;    // the stored row segment; empty: no row
+};
+
 class DiskTransport {
  public:
   virtual ~DiskTransport() = default;
   // kBusy when full (nothing started); kAborted once stopped or closed;
   // kInvalidArgument for a malformed job.
   virtual Status Submit(RecordJob job) = 0;
+  // Runs a kStore or kFetch job against host memory instead of device ids;
+  // the job's replicated flags describe `buffers`. Only a transport over this
+  // process's own ranks can; the default refuses with kFailedPrecondition.
+  virtual Status SubmitHost(const RecordJob& job, const HostBuffers& buffers);
   // Appends finished jobs. Never blocks.
   virtual void Poll(std::vector<RecordJobDone>& out) = 0;
   // Blocks up to `timeout` until a completion is ready (tests, drains).

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "store/ids.h"
+#include "store/index_types.h"
 #include "store/prefix_history.h"
 #include "store/prefix_key.h"
 #include "store/status.h"

@@ -2,22 +2,17 @@
 
 #include "store/store_accounting.h"
 
-#include "store/replication.h"
-
 namespace strata {
 
 MemoryStore::MemoryStore(const CacheGeometry& geometry, std::shared_ptr<SlabPool> pool,
                          std::unique_ptr<Transfers> transfers, MemoryStoreOptions options)
     : geometry_(geometry),
-      layout_(geometry),
       pool_(std::move(pool)),
+      records_(geometry, pool_),
       transfers_(std::move(transfers)),
       tracker_(*transfers_),
       options_(options),
-      index_(geometry.page_tokens),
-      row_slots_(RowSlots(layout_.row_segment_bytes(), pool_->slot_bytes())) {
-  STRATA_ASSERT(pool_->slot_bytes() >= layout_.page_record_bytes(),
-                "slab slots must hold a page record");
+      index_(geometry.page_tokens) {
   for (const RankGeometry& g : geometry.ranks) {
     page_bytes_all_ranks_ += g.page_bytes();
     row_bytes_all_ranks_ += g.row.unit_bytes;
@@ -63,35 +58,13 @@ void MemoryStore::ApplyEviction(const EvictionDecision& d) {
 
 void MemoryStore::ApplyRemoved(const std::vector<RemovedRecord>& removed) {
   for (const RemovedRecord& r : removed) {
-    auto it = records_.find(r.location.value);
-    if (it == records_.end()) continue;
-    it->second.removed = true;
-    if (it->second.users == 0) ReleaseRecord(r.location.value);
+    if (records_.contains(r.location.value)) records_.Remove(r.location.value);
   }
 }
 
 void MemoryStore::ApplyRowDrop(const std::optional<RowDrop>& drop) {
-  if (!drop) return;
-  auto it = records_.find(drop->location.value);
-  if (it == records_.end()) return;
   // The index never drops the row of a pinned record, so no copy reads it.
-  pool_->Free(it->second.row_slots);
-  it->second.row_slots.clear();
-}
-
-void MemoryStore::ReleaseRecord(uint64_t id) {
-  auto it = records_.find(id);
-  pool_->Free(it->second.page_slots);
-  pool_->Free(it->second.row_slots);
-  stats_.memory.bytes -=
-      std::min(stats_.memory.bytes, it->second.pages.size() * page_bytes_all_ranks_);
-  records_.erase(it);
-}
-
-std::vector<HostPiece> MemoryStore::RowPieces(const Record& r) const {
-  std::vector<HostPiece> pieces;
-  for (SlotId s : r.row_slots) pieces.push_back({pool_->address(s), pool_->slot_bytes()});
-  return pieces;
+  if (drop && records_.contains(drop->location.value)) records_.DropRow(drop->location.value);
 }
 
 StoreOutcome MemoryStore::Store(const PublishedCheckpoint& cp) {
@@ -118,11 +91,7 @@ StoreOutcome MemoryStore::Store(const PublishedCheckpoint& cp) {
     if (parent_held) Unpin({*cp.parent});
     return count(outcome);
   }
-  const uint64_t id = next_record_++;
-  Record rec;
-  rec.page_slots.assign(slots.begin(), slots.begin() + static_cast<std::ptrdiff_t>(tail));
-  rec.row_slots.assign(slots.begin() + static_cast<std::ptrdiff_t>(tail), slots.end());
-  for (SlotId s : rec.page_slots) rec.pages.push_back(pool_->address(s));
+  const uint64_t id = records_.Add(std::move(slots), {tail});
   Result<InsertResult> ins =
       index_.Insert({cp.key, parent_held ? cp.parent : std::nullopt, cp.bucket, NodeLocation(id),
                      TransferState::kInFlight, RowPresence::kPresent},
@@ -130,19 +99,12 @@ StoreOutcome MemoryStore::Store(const PublishedCheckpoint& cp) {
   if (parent_held) Unpin({*cp.parent});
   STRATA_ASSERT(ins.ok() && ins->tail_page_count == tail, "index disagrees on the tail");
   (void)index_.Pin(cp.key);
-  std::vector<HostPageSource> sources;
-  for (uint8_t* p : rec.pages) sources.push_back({p, false});
   std::vector<PageId> ids(cp.chain.end() - static_cast<std::ptrdiff_t>(tail), cp.chain.end());
-  std::vector<TransferJob> jobs = PlanTransfers(TransferDirection::kDeviceToHost, sources, ids,
-                                                HostRowSource{RowPieces(rec), false}, cp.row_slot);
   const uint64_t op = next_op_++;
-  rec.users = 1;
-  records_.emplace(id, std::move(rec));
-  if (Status s = tracker_.Start(op, std::move(jobs)); !s.ok()) {
+  if (Status s = tracker_.Start(op, records_.PlanCopyOut(id, ids, cp.row_slot)); !s.ok()) {
     (void)index_.Remove(cp.key);  // an in-flight leaf: nothing else goes with it
-    records_.at(id).removed = true;
-    records_.at(id).users = 0;
-    ReleaseRecord(id);
+    records_.Remove(id);
+    records_.Release(id);
     return count(s.code() == StatusCode::kBusy ? StoreOutcome::kRetry : StoreOutcome::kDeferred);
   }
   ops_[op] = Operation{Operation::Kind::kCopyOut, cp.key, cp.checkpoint_id, {}, {cp.key}, {id}};
@@ -155,33 +117,20 @@ Status MemoryStore::Fetch(const HostHit& hit, const InboundTicket& ticket) {
     return Status::InvalidArgument("ticket has " + std::to_string(ticket.page_ids.size()) +
                                    " page ids for a restore of " + std::to_string(hit.pages));
   }
-  std::vector<HostPageSource> sources;
   std::vector<uint64_t> ids;
   for (const PrefixKey& k : hit.chain) {
     std::optional<IndexEntry> e = index_.Find(k);
     if (!e || e->state != TransferState::kReady) {
       return Status::NotFound("record " + k.ToFileStem() + " left memory since the lookup");
     }
-    const Record& r = records_.at(e->location.value);
-    for (uint8_t* p : r.pages) sources.push_back({p, r.replicated_pages});
     ids.push_back(e->location.value);
   }
-  const Record& end = records_.at(ids.back());
-  if (end.row_slots.empty()) {
-    return Status::NotFound("record " + hit.endpoint.ToFileStem() + " lost its row");
-  }
-  if (sources.size() != hit.skip_pages + hit.pages) {
-    return Status::FailedPrecondition("chain of " + hit.endpoint.ToFileStem() +
-                                      " changed since the lookup");
-  }
-  sources.erase(sources.begin(), sources.begin() + static_cast<std::ptrdiff_t>(hit.skip_pages));
-  std::vector<TransferJob> jobs =
-      PlanTransfers(TransferDirection::kHostToDevice, sources, ticket.page_ids,
-                    HostRowSource{RowPieces(end), end.replicated_row}, ticket.row_slot);
+  Result<std::vector<TransferJob>> jobs = records_.PlanRestore(ids, hit.skip_pages, ticket);
+  if (!jobs.ok()) return jobs.status().WithContext("restore of " + hit.endpoint.ToFileStem());
   const uint64_t op = next_op_++;
-  STRATA_RETURN_IF_ERROR(tracker_.Start(op, std::move(jobs)));
+  STRATA_RETURN_IF_ERROR(tracker_.Start(op, std::move(*jobs)));
   for (const PrefixKey& k : hit.chain) (void)index_.Pin(k);
-  for (uint64_t id : ids) ++records_.at(id).users;
+  for (uint64_t id : ids) records_.Use(id);
   ops_[op] = Operation{Operation::Kind::kRestore, hit.endpoint, 0, ticket.ticket, hit.chain, ids};
   ++stats_.fetches;
   return Status::Ok();
@@ -194,34 +143,11 @@ void MemoryStore::Unpin(const std::vector<PrefixKey>& keys) {
   }
 }
 
-void MemoryStore::Pack(Record& r) {
-  if (layout_.rank_count() < 2) return;
-  bool packed = false;
-  if (layout_.pages_can_replicate() && !r.pages.empty()) {
-    bool same = true;
-    for (uint8_t* p : r.pages) same = same && PageRanksIdentical(layout_, p);
-    if (same) {
-      r.pages = PackPageShares(layout_, r.pages);
-      const size_t keep = (r.pages.size() + layout_.rank_count() - 1) / layout_.rank_count();
-      for (size_t i = keep; i < r.page_slots.size(); ++i) pool_->Free(r.page_slots[i]);
-      r.page_slots.resize(keep);
-      r.replicated_pages = packed = true;
-    }
-  }
-  if (!r.row_slots.empty() && RowRanksIdentical(layout_, RowPieces(r))) {
-    const uint64_t keep = RowSlots(layout_.replicated_row_segment_bytes(), pool_->slot_bytes());
-    for (size_t i = keep; i < r.row_slots.size(); ++i) pool_->Free(r.row_slots[i]);
-    r.row_slots.resize(keep);
-    r.replicated_row = packed = true;
-  }
-  ++(packed ? stats_.memory.packed_total : stats_.memory.per_rank_total);
-}
-
 void MemoryStore::FinishCopyOut(const Operation& op, const FinishedOperation& f) {
-  Record& rec = records_.at(op.records[0]);
-  --rec.users;
-  if (rec.removed) {  // evicted with an ancestor's failure while copying
-    if (rec.users == 0) ReleaseRecord(op.records[0]);
+  const uint64_t id = op.records[0];
+  const bool removed = records_.at(id).removed;
+  records_.Release(id);
+  if (removed) {  // evicted with an ancestor's failure while copying
     events_.push_back({StoreEvent::Kind::kStoreFailed,
                        op.checkpoint_id,
                        {},
@@ -238,23 +164,20 @@ void MemoryStore::FinishCopyOut(const Operation& op, const FinishedOperation& f)
     ++stats_.store_failed;
     return;
   }
-  if (options_.pack_replicated) Pack(rec);
+  const bool packed = options_.pack_replicated && records_.Pack(id);
+  ++(packed ? stats_.memory.packed_total : stats_.memory.per_rank_total);
   Result<std::optional<RowDrop>> committed = index_.SetState(op.key, TransferState::kReady);
   if (committed.ok()) ApplyRowDrop(*committed);
   Unpin({op.key});
   ++stats_.memory.stored_total;
   stats_.memory.bytes_in_total += f.bytes;
-  stats_.memory.bytes += rec.pages.size() * page_bytes_all_ranks_;
   events_.push_back(
       {StoreEvent::Kind::kStored, op.checkpoint_id, {}, op.key, Status::Ok(), f.bytes});
 }
 
 void MemoryStore::FinishRestore(const Operation& op, const FinishedOperation& f) {
   Unpin(op.pinned);
-  for (uint64_t id : op.records) {
-    Record& r = records_.at(id);
-    if (--r.users == 0 && r.removed) ReleaseRecord(id);
-  }
+  for (uint64_t id : op.records) records_.Release(id);
   if (f.status.ok()) {
     (void)index_.Touch(op.key, now_ms_);
     stats_.memory.bytes_out_total += f.bytes;
@@ -296,6 +219,7 @@ StoreStats MemoryStore::Stats() const {
   s.slots_total = pool_->total_slots();
   s.intake_slots = pool_->intake_slots();
   s.memory.records = index_.size();
+  s.memory.bytes = records_.held_bytes();
   return s;
 }
 

@@ -5,8 +5,7 @@
 // resident. Several ranks in one process: byte-identical rank shares are
 // packed after copy-out, and restores fan the one share out.
 //
-// Thread: the owner's (model worker) thread; never blocks. The composite store
-// drives one through the Resident* calls.
+// Thread: the owner's (model worker) thread; never blocks.
 #pragma once
 
 #include <chrono>
@@ -17,7 +16,7 @@
 #include "store/host_store.h"
 #include "store/index.h"
 #include "store/record_layout.h"
-#include "store/slab_pool.h"
+#include "store/slab_records.h"
 #include "store/transfer_plan.h"
 #include "store/transfer_tracker.h"
 
@@ -47,18 +46,9 @@ class MemoryStore final : public HostStore {
 
   const PrefixIndex& index() const { return index_; }
   // Slots a record of `tail_pages` pages and a row occupies before packing.
-  uint64_t SlotsFor(uint64_t tail_pages) const { return tail_pages + row_slots_; }
+  uint64_t SlotsFor(uint64_t tail_pages) const { return records_.SlotsFor({tail_pages}); }
 
  private:
-  struct Record {
-    std::vector<SlotId> page_slots;
-    std::vector<uint8_t*> pages;  // one page record (or packed share) per tail page
-    std::vector<SlotId> row_slots;
-    bool replicated_pages = false;
-    bool replicated_row = false;
-    uint32_t users = 0;    // operations reading or writing its slots
-    bool removed = false;  // gone from the index; free when users reach 0
-  };
   struct Operation {
     enum class Kind : unsigned char { kCopyOut, kRestore } kind = Kind::kCopyOut;
     PrefixKey key;
@@ -72,28 +62,22 @@ class MemoryStore final : public HostStore {
   void ApplyEviction(const EvictionDecision& d);
   void ApplyRemoved(const std::vector<RemovedRecord>& removed);
   void ApplyRowDrop(const std::optional<RowDrop>& drop);
-  void ReleaseRecord(uint64_t id);
-  void Pack(Record& r);
-  std::vector<HostPiece> RowPieces(const Record& r) const;
   void FinishCopyOut(const Operation& op, const FinishedOperation& f);
   void FinishRestore(const Operation& op, const FinishedOperation& f);
   void Unpin(const std::vector<PrefixKey>& keys);
 
   CacheGeometry geometry_;
-  RecordLayout layout_;
   std::shared_ptr<SlabPool> pool_;
+  SlabRecords records_;  // by NodeLocation value
   std::unique_ptr<Transfers> transfers_;
   TransferTracker tracker_;
   MemoryStoreOptions options_;
   PrefixIndex index_;
-  uint64_t row_slots_;
-  uint64_t page_bytes_all_ranks_ = 0;             // unpadded
-  uint64_t row_bytes_all_ranks_ = 0;              // unpadded
-  std::unordered_map<uint64_t, Record> records_;  // by NodeLocation value
+  uint64_t page_bytes_all_ranks_ = 0;  // unpadded
+  uint64_t row_bytes_all_ranks_ = 0;   // unpadded
   std::unordered_map<uint64_t, Operation> ops_;
   std::vector<StoreEvent> events_;
   std::vector<FinishedOperation> finished_;
-  uint64_t next_record_ = 1;
   uint64_t next_op_ = 1;
   uint64_t now_ms_ = 0;
   bool closed_ = false;

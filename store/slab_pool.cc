@@ -8,6 +8,14 @@
 
 namespace strata {
 
+namespace {
+#ifdef MADV_POPULATE_WRITE
+constexpr int kPopulateWrite = MADV_POPULATE_WRITE;
+#else
+constexpr int kPopulateWrite = 23;  // Linux 5.14 uapi value
+#endif
+}  // namespace
+
 IntakePlan PlanIntake(uint64_t max_active, uint64_t row_slots, uint64_t slot_bytes,
                       uint64_t headroom_bytes) {
   IntakePlan p;
@@ -44,14 +52,29 @@ Result<std::unique_ptr<SlabPool>> SlabPool::Create(uint64_t slot_bytes, uint64_t
   pool->total_slots_ = total;
   pool->intake_slots_ = intake_slots;
   pool->mapped_bytes_ = pool->slot_bytes_ * total;
-  void* p = mmap(nullptr, pool->mapped_bytes_, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  void* p = mmap(nullptr, pool->mapped_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                 -1, 0);
   if (p == MAP_FAILED) {
     return Status::FromErrno(
         errno, "mapping a slab pool of " + std::to_string(pool->mapped_bytes_ >> 20) + " MiB");
   }
   pool->base_ = static_cast<uint8_t*>(p);
   (void)madvise(p, pool->mapped_bytes_, MADV_HUGEPAGE);  // advisory: THP may be off
+  // Populate for writing, after the huge-page advice: MAP_POPULATE may map
+  // the shared zero page, leaving every first copy-out to fault (measured at
+  // 0.4 GB/s on the development VM).
+  if (madvise(p, pool->mapped_bytes_, kPopulateWrite) != 0) {
+    if (errno != EINVAL) {
+      const int err = errno;
+      munmap(p, pool->mapped_bytes_);
+      pool->base_ = nullptr;
+      return Status::FromErrno(
+          err, "populating a slab pool of " + std::to_string(pool->mapped_bytes_ >> 20) + " MiB");
+    }
+    for (uint64_t off = 0; off < pool->mapped_bytes_; off += kRecordAlign) {
+      static_cast<volatile uint8_t*>(p)[off] = 0;  // kernels before 5.14
+    }
+  }
   if (registrar != nullptr) {
     Status s = registrar->Register(p, pool->mapped_bytes_);
     if (!s.ok()) return s.WithContext("registering the slab pool");

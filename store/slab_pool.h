@@ -49,7 +49,8 @@ uint64_t RowSlots(uint64_t row_segment_bytes, uint64_t slot_bytes);
 class SlabPool {
  public:
   // Maps `warm_slots + intake_slots` slots of `slot_bytes` (rounded up to
-  // 4 KiB) with MAP_POPULATE, advised for transparent huge pages, and
+  // 4 KiB), advised for transparent huge pages and populated for writing
+  // (MADV_POPULATE_WRITE, or a touch of every page before Linux 5.14), and
   // registers the mapping with `registrar` when one is given (not owned; it
   // must outlive the pool).
   static Result<std::unique_ptr<SlabPool>> Create(uint64_t slot_bytes, uint64_t warm_slots,

@@ -16,6 +16,11 @@ std::string_view RecordJobKindName(RecordJobKind kind) {
   return "unknown";
 }
 
+Status DiskTransport::SubmitHost(const RecordJob& job, const HostBuffers& /*buffers*/) {
+  return Status::FailedPrecondition("this disk transport cannot move " + job.key.ToFileStem() +
+                                    " through host buffers");
+}
+
 StagedTransport::StagedTransport(const CacheGeometry& geometry, const NamespaceIdentity& identity,
                                  const LayoutFingerprint& fingerprint,
                                  std::shared_ptr<SlabPool> pool,
@@ -97,6 +102,31 @@ Status StagedTransport::Submit(RecordJob job) {
                                    std::to_string(SlotsFor(job)) + " staging slots; the pool has " +
                                    std::to_string(pool_->total_slots()));
   }
+  return Accept(std::move(job), std::nullopt);
+}
+
+Status StagedTransport::SubmitHost(const RecordJob& job, const HostBuffers& buffers) {
+  if (closed_) return Status::Aborted("staged transport is closed");
+  if (job.kind != RecordJobKind::kStore && job.kind != RecordJobKind::kFetch) {
+    return Status::InvalidArgument("host buffers serve store and fetch jobs only");
+  }
+  const uint64_t pt = geometry_.page_tokens;
+  if (job.kind == RecordJobKind::kStore &&
+      job.tail_pages != job.key.consumed / pt - (job.parent ? job.parent->consumed / pt : 0)) {
+    return Status::InvalidArgument("host store of " + job.key.ToFileStem() +
+                                   " names the wrong tail");
+  }
+  const uint64_t first = job.kind == RecordJobKind::kFetch ? job.first_page : 0;
+  if (first > job.tail_pages || buffers.pages.size() != job.tail_pages - first) {
+    return Status::InvalidArgument("host " + std::string(RecordJobKindName(job.kind)) + " of " +
+                                   job.key.ToFileStem() + " has " +
+                                   std::to_string(buffers.pages.size()) + " page buffers for " +
+                                   std::to_string(job.tail_pages - first) + " pages");
+  }
+  return Accept(job, buffers);
+}
+
+Status StagedTransport::Accept(RecordJob job, std::optional<HostBuffers> host) {
   if (active_.size() >= options_.max_waiting_jobs) {
     return Status::Busy("staged transport has " + std::to_string(active_.size()) + " jobs");
   }
@@ -104,6 +134,7 @@ Status StagedTransport::Submit(RecordJob job) {
   if (active_.count(id) != 0) return Status::InvalidArgument("job id already active");
   Active a;
   a.job = std::move(job);
+  a.host = std::move(host);
   active_.emplace(id, std::move(a));
   StartWaiting();
   return Status::Ok();
@@ -112,8 +143,9 @@ Status StagedTransport::Submit(RecordJob job) {
 std::vector<IoPiece> StagedTransport::PagePieces(const Active& a, uint64_t pages) const {
   std::vector<IoPiece> out;
   for (uint64_t i = 0; i < pages; ++i) {
-    out.push_back(
-        {reinterpret_cast<std::byte*>(pool_->address(a.slots[i])), layout_.page_record_bytes()});
+    // A replicated file's page records are single shares (one per slot).
+    out.push_back({reinterpret_cast<std::byte*>(pool_->address(a.slots[i])),
+                   layout_.stored_page_record_bytes(a.job.replicated_pages)});
   }
   return out;
 }
@@ -131,15 +163,16 @@ std::vector<IoPiece> StagedTransport::RowPieces(const Active& a, uint64_t first_
 
 namespace {
 
-std::vector<HostPageSource> Sources(const std::vector<IoPiece>& pieces) {
+std::vector<HostPageSource> Sources(const std::vector<IoPiece>& pieces, bool replicated) {
   std::vector<HostPageSource> out;
   out.reserve(pieces.size());
-  for (const IoPiece& p : pieces) out.push_back({reinterpret_cast<uint8_t*>(p.data), false});
+  for (const IoPiece& p : pieces) out.push_back({reinterpret_cast<uint8_t*>(p.data), replicated});
   return out;
 }
 
-HostRowSource RowSource(const std::vector<IoPiece>& pieces) {
+HostRowSource RowSource(const std::vector<IoPiece>& pieces, bool replicated) {
   HostRowSource row;
+  row.replicated = replicated;
   for (const IoPiece& p : pieces)
     row.pieces.push_back({reinterpret_cast<uint8_t*>(p.data), p.bytes});
   return row;
@@ -158,8 +191,23 @@ void StagedTransport::SubmitDisk(Active& a, DiskJobBody body, Phase phase) {
   }
 }
 
+void StagedTransport::BeginHost(Active& a) {
+  a.header = HeaderFor(a.job);
+  if (a.job.kind == RecordJobKind::kStore) {
+    SubmitDisk(a, WriteRecordJob{a.header, a.host->pages, a.host->row, options_.durability},
+               Phase::kWrite);
+  } else {
+    SubmitDisk(a, ReadRecordJob{a.header, a.job.first_page, a.host->pages, a.host->row},
+               Phase::kRead);
+  }
+}
+
 bool StagedTransport::Begin(Active& a) {
   const RecordJob& job = a.job;
+  if (a.host) {
+    BeginHost(a);
+    return true;
+  }
   switch (job.kind) {
     case RecordJobKind::kUnlink:
       SubmitDisk(a, UnlinkRecordJob{job.key, options_.durability}, Phase::kDisk);
@@ -176,16 +224,18 @@ bool StagedTransport::Begin(Active& a) {
   a.header = HeaderFor(job);
   std::vector<IoPiece> page_pieces = PagePieces(a, pages);
   std::vector<IoPiece> row_pieces;
-  if (job.row_slot) row_pieces = RowPieces(a, pages, layout_.row_segment_bytes());
+  if (job.row_slot) {
+    row_pieces = RowPieces(a, pages, layout_.stored_row_segment_bytes(job.replicated_row));
+  }
   if (job.kind == RecordJobKind::kFetch) {
     SubmitDisk(a, ReadRecordJob{a.header, job.first_page, page_pieces, row_pieces}, Phase::kRead);
     return true;
   }
   std::optional<HostRowSource> row;
-  if (job.row_slot) row = RowSource(row_pieces);
-  Status s = tracker_.Start(job.id.value,
-                            PlanTransfers(TransferDirection::kDeviceToHost, Sources(page_pieces),
-                                          job.page_ids, row, job.row_slot));
+  if (job.row_slot) row = RowSource(row_pieces, false);
+  Status s = tracker_.Start(
+      job.id.value, PlanTransfers(TransferDirection::kDeviceToHost, Sources(page_pieces, false),
+                                  job.page_ids, row, job.row_slot));
   if (s.code() == StatusCode::kBusy) {
     pool_->Free(a.slots);
     a.slots.clear();
@@ -197,6 +247,7 @@ bool StagedTransport::Begin(Active& a) {
 }
 
 void StagedTransport::StartWaiting() {
+  bool blocked = false;  // an older staging job is waiting for slots
   for (auto it = active_.begin(); it != active_.end();) {
     Active& a = it->second;
     ++it;  // Begin may finish (erase) the job
@@ -204,14 +255,24 @@ void StagedTransport::StartWaiting() {
       const uint64_t pages = a.job.tail_pages - a.job.first_page;
       std::vector<IoPiece> page_pieces = PagePieces(a, pages);
       std::optional<HostRowSource> row;
-      if (a.job.row_slot) row = RowSource(RowPieces(a, pages, layout_.row_segment_bytes()));
-      Status s = tracker_.Start(
-          a.job.id.value, PlanTransfers(TransferDirection::kHostToDevice, Sources(page_pieces),
-                                        a.job.page_ids, row, a.job.row_slot));
+      if (a.job.row_slot) {
+        row = RowSource(RowPieces(a, pages, layout_.stored_row_segment_bytes(a.job.replicated_row)),
+                        a.job.replicated_row);
+      }
+      Status s =
+          tracker_.Start(a.job.id.value, PlanTransfers(TransferDirection::kHostToDevice,
+                                                       Sources(page_pieces, a.job.replicated_pages),
+                                                       a.job.page_ids, row, a.job.row_slot));
       if (!s.ok() && s.code() != StatusCode::kBusy) Finish(a.job.id.value, s);
       continue;
     }
-    if (a.phase == Phase::kWaiting && !Begin(a)) break;  // keep submission order
+    if (a.phase != Phase::kWaiting) continue;
+    // Jobs that stage keep their submission order; host jobs and unlinks or
+    // truncates take no slots and never wait behind them.
+    const bool stages =
+        !a.host && (a.job.kind == RecordJobKind::kStore || a.job.kind == RecordJobKind::kFetch);
+    if (stages && blocked) continue;
+    if (!Begin(a)) blocked = true;
   }
 }
 
@@ -266,12 +327,17 @@ void StagedTransport::Poll(std::vector<RecordJobDone>& out) {
       case Phase::kWrite:
         if (c.header) row_checksums_[a.job.key] = c.header->row_checksum;
         stats_.bytes_written += c.payload_bytes;
+        if (a.host) a.bytes += c.payload_bytes;
         Finish(c.id.value, Status::Ok());
         break;
       case Phase::kRead:
         stats_.bytes_read += c.payload_bytes;
         a.bytes += c.payload_bytes;
-        a.phase = Phase::kCopyIn;  // started by StartWaiting
+        if (a.host) {
+          Finish(c.id.value, Status::Ok());
+        } else {
+          a.phase = Phase::kCopyIn;  // started by StartWaiting
+        }
         break;
       default:
         if (a.job.kind == RecordJobKind::kUnlink) row_checksums_.erase(a.job.key);

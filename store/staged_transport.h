@@ -3,7 +3,9 @@
 // the shared slab pool (Transfers), then the disk thread writes the file; a
 // fetch reads a page suffix (+ row) into staging slots, then copies them into
 // the destination ids. Jobs wait, in order and within a bound, for staging
-// slots; slot use never blocks.
+// slots; slot use never blocks. Host jobs (SubmitHost: a composite's
+// write_from and read_into) skip staging and the copies: the disk thread
+// writes the file from, or reads it into, the caller's slabs.
 //
 // It remembers each record's row checksum (from the startup scan and its own
 // writes) so every read checks the file's whole header before payload I/O.
@@ -53,6 +55,7 @@ class StagedTransport final : public DiskTransport {
   void Seed(const ScanReport& report);
 
   Status Submit(RecordJob job) override;
+  Status SubmitHost(const RecordJob& job, const HostBuffers& buffers) override;
   void Poll(std::vector<RecordJobDone>& out) override;
   bool WaitForCompletion(std::chrono::milliseconds timeout) override;
   Status stopped() const override { return Status::Ok(); }
@@ -72,10 +75,13 @@ class StagedTransport final : public DiskTransport {
     std::vector<SlotId> slots;
     RecordHeader header;
     uint64_t bytes = 0;
+    std::optional<HostBuffers> host;  // a host job: no staging, no copies
   };
 
   void StartWaiting();
   bool Begin(Active& a);
+  void BeginHost(Active& a);
+  Status Accept(RecordJob job, std::optional<HostBuffers> host);
   void SubmitDisk(Active& a, DiskJobBody body, Phase phase);
   void Finish(uint64_t id, Status status);
   std::vector<IoPiece> PagePieces(const Active& a, uint64_t pages) const;

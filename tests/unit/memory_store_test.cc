@@ -46,7 +46,8 @@ TEST(MemoryStoreTest, HostRestoreAfterGpuEvictionIsByteExact) {
     EXPECT_TRUE(u.host_hit);
     EXPECT_EQ(rt.stats().mismatches, 0u);
     EXPECT_GT(rt.stats().restored_bytes, 0u);
-    EXPECT_TRUE(f.store->index().CheckInvariants().ok());
+    EXPECT_TRUE(f.store->index().CheckInvariants().ok())
+        << f.store->index().CheckInvariants().ToString();
   }
 }
 
