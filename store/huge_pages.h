@@ -29,13 +29,13 @@ class HugePageAllocator {
   T* allocate(size_t n) {
     const size_t bytes = n * sizeof(T);
     if (bytes >= kHugePageBytes) return static_cast<T*>(AllocateHugePages(bytes));
-    return static_cast<T*>(::operator new(bytes, std::align_val_t{alignof(T)}));
+    return static_cast<T*>(::operator new (bytes, std::align_val_t{alignof(T)}));
   }
   void deallocate(T* p, size_t n) noexcept {
     if (n * sizeof(T) >= kHugePageBytes) {
       FreeHugePages(p);
     } else {
-      ::operator delete(p, std::align_val_t{alignof(T)});
+      ::operator delete (p, std::align_val_t{alignof(T)});
     }
   }
 
