@@ -16,7 +16,6 @@
 #include <optional>
 #include <vector>
 
-#include "store/huge_pages.h"
 #include "store/index_types.h"
 #include "store/prefix_history.h"
 
@@ -153,7 +152,7 @@ class PrefixIndex {
   static_assert(sizeof(Node) == 128, "a node is two cache lines");
   static_assert(offsetof(Node, flags) < 64, "a chain walk and a probe read one line");
   using HashChain = uint32_t Node::*;
-  using Heads = std::vector<uint32_t, HugePageAllocator<uint32_t>>;
+  using Heads = std::vector<uint32_t>;
 
   uint32_t FindNode(const PrefixKey& key) const;
   IndexEntry EntryOf(uint32_t idx) const;
@@ -199,7 +198,7 @@ class PrefixIndex {
   Status CheckNode(uint32_t idx) const;
 
   uint32_t page_tokens_;
-  std::vector<Node, HugePageAllocator<Node>> nodes_;
+  std::vector<Node> nodes_;
   uint32_t free_head_ = kNil;
   size_t live_count_ = 0;
   // Chained hash heads over nodes_, powers of two grown together: at most one
