@@ -20,6 +20,9 @@ uint64_t First8(const Digest128& d) {
   return v;
 }
 
+// Bits of the bucket digest the slot does not use (tables stay under 2^32).
+uint32_t TagOf(const Digest128& bucket) { return static_cast<uint32_t>(First8(bucket) >> 32); }
+
 Status NotFoundError(const PrefixKey& key) {
   return Status::NotFound("no indexed record " + key.ToFileStem());
 }
@@ -45,13 +48,15 @@ uint64_t LookupHit::restore_page_count() const {
 PrefixIndex::PrefixIndex(uint32_t page_tokens)
     : page_tokens_(page_tokens),
       key_heads_(kInitialHeads, kNil),
-      bucket_heads_(kInitialHeads, kNil) {
+      bucket_heads_(kInitialHeads * kBucketHeadsPerKeyHead, kNil) {
   STRATA_ASSERT(page_tokens > 0, "PrefixIndex needs a positive page size");
 }
 
 size_t PrefixIndex::KeySlot(const PrefixKey& key) const {
   return (First8(key.digest) ^ (key.consumed * 0x9e3779b97f4a7c15ULL)) & (key_heads_.size() - 1);
 }
+
+uint32_t PrefixIndex::BucketTag(const Digest128& bucket) { return TagOf(bucket); }
 
 size_t PrefixIndex::BucketSlot(const Digest128& bucket) const {
   return First8(bucket) & (bucket_heads_.size() - 1);
@@ -116,6 +121,13 @@ size_t PrefixIndex::MemoryBytes() const {
 
 // ---- storage and hash chains ------------------------------------------------
 
+void PrefixIndex::Reserve(size_t records) {
+  nodes_.reserve(records);
+  size_t heads = key_heads_.size();
+  while (heads < records) heads *= 2;
+  if (heads != key_heads_.size()) Rehash(heads);
+}
+
 uint32_t PrefixIndex::AllocateNode() {
   uint32_t idx;
   if (free_head_ != kNil) {
@@ -130,10 +142,10 @@ uint32_t PrefixIndex::AllocateNode() {
   return idx;
 }
 
-void PrefixIndex::GrowHeads() {
-  size_t size = key_heads_.size() * 2;
+void PrefixIndex::Rehash(size_t key_head_count) {
+  const size_t size = key_head_count;
   key_heads_.assign(size, kNil);
-  bucket_heads_.assign(size, kNil);
+  bucket_heads_.assign(size * kBucketHeadsPerKeyHead, kNil);
   for (uint32_t i = 0; i < nodes_.size(); ++i) {
     if ((nodes_[i].flags & kLive) == 0) continue;
     Node& n = nodes_[i];
@@ -150,7 +162,7 @@ void PrefixIndex::LinkHashes(uint32_t idx) {
   // At most one record per head on average. The node is already counted and
   // live, so growing links it with every other.
   if (live_count_ > key_heads_.size()) {
-    GrowHeads();
+    Rehash(key_heads_.size() * 2);
     return;
   }
   Node& n = nodes_[idx];
@@ -162,8 +174,7 @@ void PrefixIndex::LinkHashes(uint32_t idx) {
   bucket_head = idx;
 }
 
-void PrefixIndex::UnlinkHash(std::vector<uint32_t>& heads, HashChain next, size_t slot,
-                             uint32_t idx) {
+void PrefixIndex::UnlinkHash(Heads& heads, HashChain next, size_t slot, uint32_t idx) {
   uint32_t* link = &heads[slot];
   while (*link != idx) {
     STRATA_ASSERT(*link != kNil, "record missing from its hash chain");
@@ -309,6 +320,7 @@ Result<InsertResult> PrefixIndex::Insert(const NewRecord& record, uint64_t now_m
   Node& n = nodes_[idx];
   n.key = key;
   n.bucket = record.bucket_digest;
+  n.bucket_tag = BucketTag(record.bucket_digest);
   n.location = record.location;
   n.state = record.state;
   n.flags = kLive | (record.row == RowPresence::kPresent ? kHasRow : 0);

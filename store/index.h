@@ -9,6 +9,7 @@
 // ("The prefix index").
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -41,6 +42,11 @@ class PrefixIndex {
   std::vector<IndexEntry> Entries() const;
   // Heap bytes the index holds (nodes, hash heads, LRU sets), approximately.
   size_t MemoryBytes() const;
+
+  // Makes room for `records` records so that reaching them never grows the
+  // index's arrays (a growth copies them on the owning thread). Stores call
+  // it at startup with their record bound.
+  void Reserve(size_t records);
 
   // Publishes a record as the newest in LRU order, refreshing its ancestors'
   // last use. A key already present (in any state) is reported, not changed.
@@ -128,6 +134,7 @@ class PrefixIndex {
     uint32_t ancestors[kAncestorWindow] = {kNil, kNil, kNil, kNil};
     uint32_t tail_pages = 0;
     uint32_t next_in_bucket = kNil;  // bucket hash chain
+    uint32_t bucket_tag = 0;         // BucketTag(bucket): probes read this line only
     TransferState state = TransferState::kInFlight;
     uint8_t flags = 0;
     Digest128 bucket{};
@@ -143,7 +150,9 @@ class PrefixIndex {
     bool has_row() const { return (flags & kHasRow) != 0; }
   };
   static_assert(sizeof(Node) == 128, "a node is two cache lines");
+  static_assert(offsetof(Node, flags) < 64, "a chain walk and a probe read one line");
   using HashChain = uint32_t Node::*;
+  using Heads = std::vector<uint32_t>;
 
   uint32_t FindNode(const PrefixKey& key) const;
   IndexEntry EntryOf(uint32_t idx) const;
@@ -153,10 +162,12 @@ class PrefixIndex {
   // Storage and hash chains.
   uint32_t AllocateNode();
   void LinkHashes(uint32_t idx);
-  void UnlinkHash(std::vector<uint32_t>& heads, HashChain next, size_t slot, uint32_t idx);
-  void GrowHeads();
+  void UnlinkHash(Heads& heads, HashChain next, size_t slot, uint32_t idx);
+  // Resizes both head arrays (key_head_count a power of two) and relinks.
+  void Rehash(size_t key_head_count);
   size_t KeySlot(const PrefixKey& key) const;
   size_t BucketSlot(const Digest128& bucket) const;
+  static uint32_t BucketTag(const Digest128& bucket);
 
   // Tree shape and LRU classification.
   void AttachToParent(uint32_t idx, uint32_t parent);
@@ -190,9 +201,12 @@ class PrefixIndex {
   std::vector<Node> nodes_;
   uint32_t free_head_ = kNil;
   size_t live_count_ = 0;
-  // Chained hash heads over nodes_, both sized to the same power of two.
-  std::vector<uint32_t> key_heads_;
-  std::vector<uint32_t> bucket_heads_;
+  // Chained hash heads over nodes_, powers of two grown together: at most one
+  // record per key head, half a record per bucket head (a lookup probes many
+  // buckets that hold nothing of its history).
+  static constexpr size_t kBucketHeadsPerKeyHead = 2;
+  Heads key_heads_;
+  Heads bucket_heads_;
   // Access tick -> node, for leaves and for compaction candidates (one child,
   // row present). Pinned and refused nodes stay listed and are skipped.
   std::map<uint64_t, uint32_t> leaves_;

@@ -21,6 +21,7 @@ Status PrefixIndex::CheckNode(uint32_t idx) const {
     in_bucket_chain |= i == idx;
   }
   if (!in_bucket_chain) return Broken(n.key, "missing from its bucket chain");
+  if (n.bucket_tag != BucketTag(n.bucket)) return Broken(n.key, "bucket tag is stale");
   if (n.key.consumed == 0) return Broken(n.key, "consumes no tokens");
   if (n.parent() != kNil) {
     const Node& p = nodes_[n.parent()];
@@ -66,9 +67,9 @@ Status PrefixIndex::CheckNode(uint32_t idx) const {
 }
 
 Status PrefixIndex::CheckInvariants() const {
-  if (key_heads_.size() != bucket_heads_.size() ||
+  if (bucket_heads_.size() != key_heads_.size() * kBucketHeadsPerKeyHead ||
       (key_heads_.size() & (key_heads_.size() - 1)) != 0) {
-    return Status::Internal("index hash heads are not one power of two");
+    return Status::Internal("index hash heads are not powers of two grown together");
   }
   size_t live = 0;
   for (uint32_t idx = 0; idx < nodes_.size(); ++idx) {

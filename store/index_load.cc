@@ -37,8 +37,16 @@ Result<LoadReport> PrefixIndex::LoadCommitted(std::vector<CommittedRecord> recor
     return Status::FailedPrecondition("too many committed records: " +
                                       std::to_string(records.size()));
   }
-  // Start from fresh storage so that node indices follow the load order.
-  *this = PrefixIndex(page_tokens_);
+  // Fresh storage (reserved capacity kept), so node indices follow the load
+  // order.
+  nodes_.clear();
+  free_head_ = kNil;
+  std::fill(key_heads_.begin(), key_heads_.end(), kNil);
+  std::fill(bucket_heads_.begin(), bucket_heads_.end(), kNil);
+  leaves_.clear();
+  compactable_.clear();
+  clock_ = 0;
+  last_sweep_ms_.reset();
   LoadReport report;
   // A parent is shorter than its child, so ascending consumed order links
   // every parent before its children.
@@ -64,6 +72,7 @@ Result<LoadReport> PrefixIndex::LoadCommitted(std::vector<CommittedRecord> recor
     Node& n = nodes_[idx];
     n.key = r.key;
     n.bucket = r.bucket_digest;
+    n.bucket_tag = BucketTag(r.bucket_digest);
     n.location = r.location;
     n.state = TransferState::kReady;
     n.flags = kLive | (r.row == RowPresence::kPresent ? kHasRow : 0);

@@ -38,9 +38,14 @@ bool PrefixIndex::ProbeBucket(const PrefixHistory& history, uint64_t block, uint
                               uint64_t top, StateSet restorable, LookupHit& hit) const {
   const Digest128& bucket = history.aligned_digest(block);
   const uint32_t head = bucket_heads_[BucketSlot(bucket)];
+  const uint32_t tag = BucketTag(bucket);
+  // Reads only a record's first cache line. A record of another bucket with
+  // the same tag and block cannot carry this history's key at its endpoint
+  // (that key would put it in this bucket), so the key check below settles it.
   auto qualifies = [&](const Node& n, uint64_t bound) {
-    return n.bucket == bucket && n.key.consumed > resident && n.key.consumed <= bound &&
-           n.has_row() && restorable.contains(n.state);
+    return n.bucket_tag == tag && n.key.consumed / PrefixHistory::kBlockTokens == block &&
+           n.key.consumed > resident && n.key.consumed <= bound && n.has_row() &&
+           restorable.contains(n.state);
   };
   // Distinct endpoints in this block, deepest first. At most one record per
   // endpoint can carry this history's key there.
@@ -73,9 +78,7 @@ void PrefixIndex::PrefetchBuckets(const PrefixHistory& history, uint64_t high, u
   }
   for (size_t i = 0; i < count; ++i) {
     uint32_t head = bucket_heads_[slots[i]];
-    if (head == kNil) continue;
-    __builtin_prefetch(&nodes_[head]);
-    __builtin_prefetch(reinterpret_cast<const char*>(&nodes_[head]) + 64);
+    if (head != kNil) __builtin_prefetch(&nodes_[head]);
   }
 }
 

@@ -248,8 +248,11 @@ TEST_P(IndexEvictTest, LoadCommittedRebuildsPrunesAndReportsOrphans) {
   records.push_back(bad);
   records.push_back(rec(other, 1300, 1200, 80));  // child of a rejected record
 
+  index_.Reserve(100);
+  const size_t reserved = index_.MemoryBytes();
   Result<LoadReport> report = index_.LoadCommitted(records);
   ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_LE(index_.MemoryBytes() - reserved, 100u * 64);  // the reservation held
   EXPECT_TRUE(index_.CheckInvariants().ok()) << index_.CheckInvariants().ToString();
   ASSERT_EQ(report->rejected.size(), 1u);
   EXPECT_EQ(report->rejected[0].key, other.key_at(1200));

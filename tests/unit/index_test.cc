@@ -221,6 +221,24 @@ TEST_P(IndexTest, DeferredRowDropCancelledByASecondChild) {
   EXPECT_EQ(index_.Find(h_.key_at(450))->row, RowPresence::kPresent);
 }
 
+TEST_P(IndexTest, ReserveKeepsArraysFromGrowing) {
+  index_.Reserve(600);
+  const size_t reserved = index_.MemoryBytes();
+  std::vector<PrefixHistory> histories;
+  for (uint64_t i = 0; i < 200; ++i) histories.emplace_back(Tokens(400, 1000 + i));
+  for (const PrefixHistory& h : histories) {
+    Publish(h, 100, std::nullopt);
+    Publish(h, 250, 100);
+    Publish(h, 390, 250);
+  }
+  EXPECT_EQ(index_.size(), 600u);
+  // Only the LRU lists' small entries were added; no array grew.
+  EXPECT_LE(index_.MemoryBytes() - reserved, 600u * 64);
+  for (const PrefixHistory& h : histories) {
+    EXPECT_THAT(ChainCounts(*Lookup(h, 0)), ElementsAre(100u, 250u, 390u));
+  }
+}
+
 TEST_P(IndexTest, BadInputIsAnErrorNotAnAssertion) {
   NewRecord empty = RecordAt(h_, 10, std::nullopt);
   empty.key.consumed = 0;
