@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "coordinator/join_session.h"
@@ -83,6 +84,8 @@ class Coordinator {
   // The record listener's address (its port, when 0 was asked for).
   const wire::Endpoint& listen_endpoint() const { return listen_endpoint_; }
   const JoinStats& join_stats() const { return join_stats_; }
+  // Rank zero's own record directory.
+  const std::string& record_dir() const { return disk_->path(); }
   // Per-peer link state and error counters, in rank order.
   std::vector<PeerLinkReport> PeerLinks() const;
   // Drains the store (accepted jobs finish on every rank), has every peer

@@ -1,6 +1,6 @@
-// The baseline of `strata bench disk` and `strata bench store`: a plain sequential O_DIRECT write or
-// read of one file through io_uring (BlockIo), with nothing of the record
-// path (no checksums, headers, temporary names or renames).
+// The baseline of `strata bench disk` and `strata bench store`: a plain sequential O_DIRECT write
+// or read of one file through io_uring (BlockIo), with nothing of the record path (no checksums,
+// headers, temporary names or renames).
 #pragma once
 
 #include <cstddef>

@@ -66,7 +66,9 @@ struct Sample {
 Sample FromDrive(const DriveResult& d, uint64_t bytes) {
   return {bytes, d.seconds, d.cpu_seconds, d.latency_ms};
 }
-Sample FromIo(const SequentialIoResult& d) { return {d.bytes, d.seconds, d.cpu_seconds, d.latency_ms}; }
+Sample FromIo(const SequentialIoResult& d) {
+  return {d.bytes, d.seconds, d.cpu_seconds, d.latency_ms};
+}
 
 double Percentile(std::vector<double> v, double q) {
   if (v.empty()) return 0;

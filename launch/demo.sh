@@ -1,18 +1,17 @@
 #!/usr/bin/env bash
-# The main job: install what is missing, build, then qualify N ranks with the
-# synthetic runtime:
-#   1. GPU-cache hit with no host hit        (disk tier)
-#   2. host restore after GPU eviction       (same process)
-#   3. restart, restore from disk            (a new process, same directories)
-#   4. memory tier                           (one process holding every rank)
+# The main job: install what is missing, build, then qualify a local cluster
+# of N ranks, one `strata rank` process per rank, with the synthetic runtime:
+#   1. GPU-cache hit with no host hit        (disk tier, rank zero coordinates)
+#   2. host restore after GPU eviction       (same processes)
+#   3. restart every rank, restore from disk (new processes, same directories)
+#   4. one process holding every rank, memory + disk (composite store):
+#      phases 1-2, then drain to disk, read-through and memory hits
 # After each phase the record files are compared across ranks and every
-# restored byte is checked. Exits non-zero on any failure.
+# restored byte is checked. Exits non-zero on any failure; the failing
+# rank's log tail is printed.
 #
-# Ranks run in ONE process in this build: ranks in separate processes need
-# the coordinator and rank agent (issue 6), which are not in the tree yet;
-# `strata rank` refuses that layout with a message saying so.
-#
-#   ./launch/demo.sh [--ranks N] [--dir DIR] [--preset NAME] [--keep]
+#   ./launch/demo.sh [--ranks N] [--single-process] [--dir DIR] [--preset NAME] [--keep]
+#   --single-process runs phases 1-3 with every rank in one process.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,13 +19,15 @@ RANKS=2
 DIR=""
 PRESET=tiny
 KEEP=0
+SINGLE=0
 while (($#)); do
   case "$1" in
     --ranks) RANKS=$2; shift 2 ;;
     --dir) DIR=$2; shift 2 ;;
     --preset) PRESET=$2; shift 2 ;;
     --keep) KEEP=1; shift ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    --single-process) SINGLE=1; shift ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "demo: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -70,15 +71,20 @@ run_cluster() {  # $1 = workload; starts ranks 1..N-1 in the background, rank 0 
   return $rc
 }
 
-launch_ranks=run_single
-[[ ${STRATA_DEMO_PROCESSES:-0} == 1 ]] && launch_ranks=run_cluster  # needs issue 6
-echo "== phases 1-2: $RANKS ranks, disk tier, preset $PRESET"
+launch_ranks=run_cluster
+layout="one process per rank"
+if [[ $SINGLE == 1 || $RANKS == 1 ]]; then
+  launch_ranks=run_single
+  layout="one process"
+fi
+echo "== phases 1-2: $RANKS ranks ($layout), disk tier, preset $PRESET"
 $launch_ranks qualify
-echo "== phase 3: restarted on the same record directory"
+echo "== phase 3: every rank restarted on the same record directories"
 $launch_ranks restore
-echo "== phase 4: one process holding all $RANKS ranks, memory tier"
+echo "== phase 4: one process holding all $RANKS ranks, memory + disk (composite)"
 "$STRATA" rank --world-size "$RANKS" --single-process --metrics-port "$METRICS_PORT" \
-  --prefix-cache-memory 64MiB --preset "$PRESET" --workload qualify \
-  --summary-json "$DIR/summary.memory.json"
+  --prefix-cache-memory 64MiB --prefix-cache-disk "$DIR/composite" --prefix-cache-disk-limit 2GiB \
+  --prefix-cache-drain-on-shutdown \
+  --preset "$PRESET" --workload qualify --summary-json "$DIR/summary.composite.json"
 echo
 echo "demo: all phases passed (summaries: $DIR/summary.*.json$([[ $KEEP == 1 ]] || echo ', removed on exit'))"

@@ -36,6 +36,7 @@ Result<std::unique_ptr<RuntimeService>> RuntimeService::Start(DevicePlanes& plan
                                                               uint16_t port) {
   auto impl = std::make_unique<Impl>();
   httplib::Server& s = impl->server;
+  s.set_tcp_nodelay(true);  // one small request at a time: no Nagle/delayed-ACK stalls
   const RankGeometry& g = planes.geometry().ranks.at(0);
   auto fail = [](httplib::Response& res, const Status& st) {
     res.status = st.code() == StatusCode::kInvalidArgument ? 400 : 500;
@@ -108,6 +109,7 @@ struct RemotePlanes::Peer {
     client.set_read_timeout(kIoTimeoutS, 0);
     client.set_write_timeout(kIoTimeoutS, 0);
     client.set_keep_alive(true);
+    client.set_tcp_nodelay(true);
   }
   httplib::Client client;
 };

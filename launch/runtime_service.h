@@ -22,7 +22,9 @@
 
 namespace strata {
 
-// The port a rank's runtime service uses: its metrics port + 1000.
+// Rank r's runtime service listens on metrics.port + kRuntimeServicePortOffset
+// + r (the rank, not the local rank, so rank zero can compute every peer's
+// port on any host layout).
 inline constexpr uint16_t kRuntimeServicePortOffset = 1000;
 
 // Lists "<name> <bytes>" of every *.ckpt file in `dir`, sorted by name.
