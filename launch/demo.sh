@@ -5,13 +5,17 @@
 #   2. host restore after GPU eviction       (same processes)
 #   3. restart every rank, restore from disk (new processes, same directories)
 #   4. one process holding every rank, memory + disk (composite store):
-#      phases 1-2, then drain to disk, read-through and memory hits
+#      phases 1-2 with records spilled under memory pressure, then drain to
+#      disk, read-through into memory, memory hits
 # After each phase the record files are compared across ranks and every
 # restored byte is checked. Exits non-zero on any failure; the failing
 # rank's log tail is printed.
 #
-#   ./launch/demo.sh [--ranks N] [--single-process] [--dir DIR] [--preset NAME] [--keep]
+#   ./launch/demo.sh [--ranks N] [--single-process] [--dir DIR] [--preset NAME]
+#                    [--memory SIZE] [--keep]
 #   --single-process runs phases 1-3 with every rank in one process.
+#   --memory is phase 4's memory tier (default 16MiB: below the tiny preset's
+#   working set, so records spill to disk under pressure; scale it with the preset).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,6 +24,7 @@ DIR=""
 PRESET=tiny
 KEEP=0
 SINGLE=0
+MEMORY=16MiB
 while (($#)); do
   case "$1" in
     --ranks) RANKS=$2; shift 2 ;;
@@ -27,7 +32,8 @@ while (($#)); do
     --preset) PRESET=$2; shift 2 ;;
     --keep) KEEP=1; shift ;;
     --single-process) SINGLE=1; shift ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    --memory) MEMORY=$2; shift 2 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "demo: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -40,7 +46,7 @@ mkdir -p "$DIR"
 [[ $KEEP == 1 ]] || trap 'rm -rf "$DIR"' EXIT
 # Ports for this run: rendezvous, and metrics from there (rank r serves on +r,
 # its runtime service on +1000+r).
-BASE=$((20000 + RANDOM % 20000))
+BASE=$((10000 + RANDOM % 20000))  # below the ephemeral range (32768+)
 MASTER_PORT=$BASE
 METRICS_PORT=$((BASE + 10))
 
@@ -83,7 +89,7 @@ echo "== phase 3: every rank restarted on the same record directories"
 $launch_ranks restore
 echo "== phase 4: one process holding all $RANKS ranks, memory + disk (composite)"
 "$STRATA" rank --world-size "$RANKS" --single-process --metrics-port "$METRICS_PORT" \
-  --prefix-cache-memory 64MiB --prefix-cache-disk "$DIR/composite" --prefix-cache-disk-limit 2GiB \
+  --prefix-cache-memory "$MEMORY" --prefix-cache-disk "$DIR/composite" --prefix-cache-disk-limit 2GiB \
   --prefix-cache-drain-on-shutdown \
   --preset "$PRESET" --workload qualify --summary-json "$DIR/summary.composite.json"
 echo

@@ -93,11 +93,9 @@ class RankZeroStores final : public RankStores {
     const ClusterConfig& cl = config.cluster;
     planes_ = std::make_unique<HostPlanes>(me.own);
     STRATA_ASSIGN_OR_RETURN(
-        rendezvous_,
-        TcpRendezvousServer::Listen(cl.master_addr, cl.master_port, OsNonceSource(), {},
-                                    [](const Status& s) {
-                                      spdlog::warn("rendezvous: {}", s.ToString());
-                                    }));
+        rendezvous_, TcpRendezvousServer::Listen(
+                         cl.master_addr, cl.master_port, OsNonceSource(), {},
+                         [](const Status& s) { spdlog::warn("rendezvous: {}", s.ToString()); }));
     spdlog::info("rendezvous listening on {}; waiting up to {} s for {} peer(s)",
                  HostPort(cl.master_addr, rendezvous_->port()), cl.connect_timeout.count() / 1000,
                  cl.world_size - 1);
@@ -107,14 +105,16 @@ class RankZeroStores final : public RankStores {
     o.identity = me.identity;
     o.disk.base_dir = *config.prefix_cache.disk_dir;
     o.disk_limit_bytes = me.disk_limit;
-    o.store.max_age_ms =
-        config.prefix_cache.max_age ? static_cast<uint64_t>(config.prefix_cache.max_age->count()) : 0;
+    o.store.max_age_ms = config.prefix_cache.max_age
+                             ? static_cast<uint64_t>(config.prefix_cache.max_age->count())
+                             : 0;
     o.listen = wire::Endpoint{"0.0.0.0", cl.record_port};
     o.join_timeout = cl.connect_timeout;
     o.sharded.job_timeout = cl.job_timeout;
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> t, MakeHostTransfers(*planes_));
     RecordingRendezvous recording(*rendezvous_);
-    STRATA_ASSIGN_OR_RETURN(coordinator_, Coordinator::Start(std::move(o), recording, std::move(t)));
+    STRATA_ASSIGN_OR_RETURN(coordinator_,
+                            Coordinator::Start(std::move(o), recording, std::move(t)));
     std::vector<std::string> services;
     for (const RendezvousPeer& p : recording.table().peers) {
       STRATA_ASSIGN_OR_RETURN(uint16_t port, ServicePort(config, p.rank.value));
@@ -125,10 +125,10 @@ class RankZeroStores final : public RankStores {
                                                   SyntheticRuntimeOptions{.seed = seed});
     const JoinStats& j = coordinator_->join_stats();
     summary_ = "coordinator for " + std::to_string(cl.world_size) + " ranks, disk store at " +
-               coordinator_->record_dir() + ", limit " +
-               std::to_string(j.disk_limit_bytes >> 20) + " MiB (smallest of all ranks), " +
-               std::to_string(coordinator_->store().Stats().disk.records) +
-               " records agreed, " + std::to_string(cl.world_size - 1) + " peer(s) joined";
+               coordinator_->record_dir() + ", limit " + std::to_string(j.disk_limit_bytes >> 20) +
+               " MiB (smallest of all ranks), " +
+               std::to_string(coordinator_->store().Stats().disk.records) + " records agreed, " +
+               std::to_string(cl.world_size - 1) + " peer(s) joined";
     return Status::Ok();
   }
 
@@ -215,8 +215,9 @@ class PeerStores final : public RankStores {
     // reaches for a service that is not there yet.
     RankJoin through = JoinThroughRendezvous(*client_, o.rank, cl.world_size);
     std::shared_future<Status> service_up = service_up_.get_future().share();
-    RankJoin join = [through, service_up](std::chrono::steady_clock::time_point deadline)
-        -> Result<RecordLinkTicket> {
+    RankJoin join =
+        [through,
+         service_up](std::chrono::steady_clock::time_point deadline) -> Result<RecordLinkTicket> {
       if (service_up.wait_until(deadline) != std::future_status::ready) {
         return Status::Unavailable("runtime service did not start before the join deadline");
       }

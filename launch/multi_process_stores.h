@@ -13,7 +13,6 @@ namespace strata {
 // Rank zero blocks until every peer joined (cluster.connect_timeout); a peer
 // returns once its agent started and joins in the background.
 // `config.prefix_cache.disk_limit_bytes` must be resolved (OpenRankStores).
-Result<std::unique_ptr<RankStores>> OpenMultiProcessStores(const RankConfig& config,
-                                                           uint64_t seed);
+Result<std::unique_ptr<RankStores>> OpenMultiProcessStores(const RankConfig& config, uint64_t seed);
 
 }  // namespace strata

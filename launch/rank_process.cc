@@ -5,8 +5,11 @@
 #include <unistd.h>
 #include <atomic>
 #include <csignal>
+#include <cstdio>
+#include <ctime>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
 #include "launch/http_endpoint.h"
@@ -22,9 +25,30 @@ namespace {
 
 std::atomic<int> g_signals{0};
 
+// How long a signalled peer keeps serving while rank zero drains it.
+constexpr std::chrono::seconds kPeerStopGrace{10};
+
+// Monotonic nanoseconds of the first signal (0: none yet).
+std::atomic<int64_t> g_first_signal_ns{0};
+// Signals this close to the first are the same request delivered twice (a
+// wrapper such as timeout(1) signals the child and then its process group).
+constexpr int64_t kSameSignalWindowNs = 1'000'000'000;
+
+int64_t MonotonicNs() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);  // async-signal-safe
+  return int64_t{t.tv_sec} * 1'000'000'000 + t.tv_nsec;
+}
+
 void OnSignal(int) {
-  // The first signal asks for a clean drain; a second exits at once.
-  if (g_signals.fetch_add(1) >= 1) _exit(130);
+  // The first signal asks for a clean drain; a later one exits at once.
+  const int64_t now = MonotonicNs();
+  int64_t first = 0;
+  if (g_first_signal_ns.compare_exchange_strong(first, now)) {
+    g_signals.fetch_add(1);
+    return;
+  }
+  if (now - first >= kSameSignalWindowNs) _exit(130);
 }
 
 void InstallSignalHandlers() {
@@ -59,6 +83,22 @@ nlohmann::json PhaseJson(const PhaseReport& p) {
 
 void PrintPhase(const PhaseReport& p) {
   spdlog::info("phase {}: {} — {}", p.name, p.ok ? "PASS" : "FAIL", p.detail);
+}
+
+// The qualification's summary table, on stdout.
+void PrintSummaryTable(const std::vector<PhaseReport>& phases, const std::string& metrics_url) {
+  std::printf("\n%-52s %-6s %9s %9s %8s %12s %10s\n", "phase", "result", "records", "host hits",
+              "GPU hits", "restored MiB", "GB/s");
+  for (const PhaseReport& p : phases) {
+    std::printf("%-52s %-6s %9llu %9llu %8llu %12.2f %10.2f\n", p.name.c_str(),
+                p.ok ? "PASS" : "FAIL", static_cast<unsigned long long>(p.records),
+                static_cast<unsigned long long>(p.host_hits),
+                static_cast<unsigned long long>(p.gpu_hits),
+                static_cast<double>(p.restored_bytes) / (1 << 20), p.restore_gbps);
+  }
+  std::printf("records: record files per rank after the phase; metrics: %s\n\n",
+              metrics_url.c_str());
+  std::fflush(stdout);
 }
 
 }  // namespace
@@ -103,10 +143,23 @@ int RunRank(const LoadedConfig& loaded, const RankRunOptions& run) {
 
   int exit_code = 0;
   if (!stores.drives_runtime()) {
-    // A peer: serve jobs until rank zero closes or a signal arrives.
-    while (g_signals.load() == 0 && stores.Serving()) {
+    // A peer: serve jobs until rank zero closes the session. A launcher
+    // signals every rank at once, and rank zero drains the peers as it
+    // stops, so a signalled peer keeps serving for a bounded grace first;
+    // only then does it end its side alone.
+    std::optional<std::chrono::steady_clock::time_point> signalled;
+    while (stores.Serving()) {
+      if (g_signals.load() != 0 && !signalled) {
+        signalled = std::chrono::steady_clock::now();
+        spdlog::info("signal: waiting up to {} s for rank zero to close the session",
+                     kPeerStopGrace.count());
+      }
+      if (signalled && std::chrono::steady_clock::now() - *signalled > kPeerStopGrace) {
+        spdlog::warn("rank zero did not close the session in time; stopping this rank alone");
+        break;
+      }
       publish();
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   } else if (run.workload == Workload::kServe) {
     SyntheticRuntime& rt = stores.runtime();
@@ -143,11 +196,13 @@ int RunRank(const LoadedConfig& loaded, const RankRunOptions& run) {
       PrintPhase(phases.back());
     }
     publish();
+    const std::string metrics_url =
+        "http://" + config.metrics.bind + ":" + std::to_string((*endpoint)->port()) + "/metrics";
+    PrintSummaryTable(phases, metrics_url);
     nlohmann::json summary = {{"rank", config.cluster.rank},
                               {"world_size", config.cluster.world_size},
                               {"store", stores.Summary()},
-                              {"metrics", "http://" + config.metrics.bind + ":" +
-                                              std::to_string((*endpoint)->port()) + "/metrics"},
+                              {"metrics", metrics_url},
                               {"phases", nlohmann::json::array()}};
     for (const PhaseReport& p : phases) {
       summary["phases"].push_back(PhaseJson(p));

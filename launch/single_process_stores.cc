@@ -62,7 +62,9 @@ class SingleProcessStores final : public RankStores {
     return Qualification(runtime(), listings, idle);
   }
 
-  // With drain_on_shutdown "on": closes the composite (every memory-only
+  // Phases 1-2 must have written records under memory pressure (the memory
+  // tier smaller than the working set). With drain_on_shutdown "on": closes
+  // the composite (every memory-only
   // record is written), reopens it on the same directory with empty memory,
   // then replays the conversations twice through a fresh runtime: the first
   // replay must read every hit through from disk into memory, the second
@@ -80,6 +82,12 @@ class SingleProcessStores final : public RankStores {
       return fail(
           "needs prefix_cache.drain_on_shutdown = \"on\" (it writes every memory-only "
           "record before the store closes)");
+    }
+    const StoreStats before_close = store_->Stats();
+    if (before_close.disk.stored_total == 0) {
+      return fail(
+          "no record was written under memory pressure: give prefix_cache.memory less "
+          "than the qualification's working set");
     }
     if (Status s = Close(); !s.ok()) return fail("closing with drain: " + s.ToString());
     if (Status s = OpenStore(); !s.ok()) return fail("reopening: " + s.ToString());
@@ -100,9 +108,11 @@ class SingleProcessStores final : public RankStores {
     r.host_hits = read_through.host_hits + memory_hit.host_hits;
     r.restored_bytes = read_through.restored_bytes + memory_hit.restored_bytes;
     r.records = memory_hit.records;
-    r.detail = std::to_string(r.records) + " records drained to disk; " +
-               std::to_string(read_through.host_hits) + " read through into memory, then " +
-               std::to_string(memory_hit.host_hits) + " memory hits, every byte checked";
+    r.detail = std::to_string(before_close.disk.stored_total) +
+               " records written under memory pressure, " + std::to_string(r.records) +
+               " on disk after the drain; " + std::to_string(read_through.host_hits) +
+               " read through into memory, then " + std::to_string(memory_hit.host_hits) +
+               " memory hits, every byte checked";
     return r;
   }
 

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Process-level tests of `strata rank`: real processes, one per rank, on
+# loopback. Run by ctest (tests/CMakeLists.txt):
+#
+#   rank_cluster_test.sh STRATA qualify   3 ranks: phases 1-2, then every
+#       rank restarted for phase 3; every phase passes on rank zero, every
+#       rank exits 0 and holds the same record files (names and sizes).
+#   rank_cluster_test.sh STRATA sigterm   2 ranks serving; once rank zero is
+#       healthy, SIGTERM to every rank (what a launcher does): each drains and
+#       exits 0.
+#
+# Every wait is bounded; on failure the ranks' logs are printed.
+set -euo pipefail
+STRATA=$1
+MODE=$2
+DIR=$(mktemp -d "${STRATA_TEST_DIR:-/var/tmp}/strata-process-test-XXXXXX")
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+  [[ -n ${KEEP_TEST_DIR:-} ]] || rm -rf "$DIR"
+}
+trap cleanup EXIT
+fail() {
+  echo "FAIL: $*" >&2
+  for f in "$DIR"/*.log; do [[ -e $f ]] && { echo "--- $f" >&2; tail -n 20 "$f" >&2; }; done
+  exit 1
+}
+# Ports: the rendezvous, then metrics on +10+rank and runtime services on
+# +1010+rank; a random base keeps concurrent runs apart.
+BASE=$((10000 + RANDOM % 20000))  # below the ephemeral range (32768+)
+
+start_rank() {  # rank world workload -> background process, pid in PIDS
+  local r=$1 world=$2 workload=$3
+  timeout 300 "$STRATA" rank --rank "$r" --world-size "$world" --master-port "$BASE" \
+    --local-rank "$r" --metrics-port $((BASE + 10)) --prefix-cache-disk "$DIR/rank$r" \
+    --prefix-cache-disk-limit 256MiB --connect-timeout 60s --log-level "${STRATA_TEST_LOG_LEVEL:-info}" --workload "$workload" \
+    --summary-json "$DIR/summary.$workload.json" >"$DIR/rank$r.$workload.log" 2>&1 &
+  PIDS+=($!)
+}
+
+wait_all() {  # expected exit code; waits for every pid in PIDS
+  local want=$1 rc
+  for p in "${PIDS[@]}"; do
+    rc=0
+    wait "$p" || rc=$?
+    [[ $rc == "$want" ]] || fail "a rank exited with $rc, expected $want"
+  done
+  PIDS=()
+}
+
+listing() {  # "name size" of each record file of rank $1
+  (cd "$DIR/rank$1"/*/ && find . -name '*.ckpt' -printf '%f %s\n' | sort)
+}
+
+same_files_on_every_rank() {  # world
+  local zero
+  zero=$(listing 0)
+  [[ -n $zero ]] || fail "rank 0 holds no record files"
+  for ((r = 1; r < $1; r++)); do
+    [[ $(listing "$r") == "$zero" ]] || fail "rank $r's record files differ from rank 0's"
+  done
+}
+
+phases_passed() {  # summary json, expected phase count
+  local passed
+  passed=$(grep -c '"ok": true' "$1" || true)
+  grep -q '"ok": false' "$1" && fail "a phase failed: $(cat "$1")"
+  [[ $passed == "$2" ]] || fail "expected $2 passing phases in $1, found $passed"
+}
+
+healthy() {  # port -> 0 when /healthz answers 200 (a subshell: a refused connect ends only it)
+  (
+    exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
+    printf 'GET /healthz HTTP/1.0\r\nHost: localhost\r\n\r\n' >&3
+    read -r -t 5 status <&3 || exit 1
+    [[ $status == *" 200"* ]]
+  ) 2>/dev/null
+}
+
+case $MODE in
+  qualify)
+    for workload in qualify restore; do
+      for r in 1 2; do start_rank "$r" 3 "$workload"; done
+      start_rank 0 3 "$workload"
+      wait_all 0
+      same_files_on_every_rank 3
+    done
+    phases_passed "$DIR/summary.qualify.json" 2
+    phases_passed "$DIR/summary.restore.json" 1
+    echo "PASS: 3 ranks in 3 processes, phases 1-3, identical record files"
+    ;;
+  sigterm)
+    start_rank 1 2 serve
+    start_rank 0 2 serve
+    for ((i = 0; i < 600; i++)); do
+      healthy $((BASE + 10)) && break
+      sleep 0.1
+    done
+    healthy $((BASE + 10)) || fail "rank zero never became healthy"
+    kill -TERM "${PIDS[@]}"
+    wait_all 0
+    grep -q "stopped cleanly" "$DIR/rank0.serve.log" || fail "rank zero did not drain cleanly"
+    echo "PASS: SIGTERM drained every rank and each exited 0"
+    ;;
+  *) fail "unknown mode $MODE" ;;
+esac
