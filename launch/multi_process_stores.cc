@@ -22,7 +22,6 @@ namespace strata {
 namespace {
 
 constexpr auto kIdleBound = std::chrono::seconds(60);
-constexpr auto kPeerPollInterval = std::chrono::milliseconds(100);
 
 // What one process of the job holds of the cache: its own rank's planes.
 struct OwnRank {
