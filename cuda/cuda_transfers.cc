@@ -42,7 +42,7 @@ Result<std::unique_ptr<Transfers>> MakeCudaTransfers(
   return std::unique_ptr<Transfers>(std::move(t));
 }
 
-Result<std::unique_ptr<Transfers>> MakeCudaTransfers(const DevicePlanes& planes,
+Result<std::unique_ptr<Transfers>> MakeCudaTransfers(const CudaPlanes& planes,
                                                      CudaTransfersOptions options) {
   std::vector<RankPlanes> rank_planes;
   for (uint32_t r = 0; r < planes.geometry().rank_count(); ++r) {

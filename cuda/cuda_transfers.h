@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "cuda/cuda_copy_engine.h"
-#include "cuda/device_planes.h"
+#include "cuda/cuda_planes.h"
 #include "store/threaded_transfers.h"
 
 namespace strata {
@@ -38,7 +38,7 @@ Result<std::unique_ptr<Transfers>> MakeCudaTransfers(
 
 // Transfers over `planes`, on the devices they were allocated on (options'
 // device_ordinals are ignored). `planes` must outlive the transfers.
-Result<std::unique_ptr<Transfers>> MakeCudaTransfers(const DevicePlanes& planes,
+Result<std::unique_ptr<Transfers>> MakeCudaTransfers(const CudaPlanes& planes,
                                                      CudaTransfersOptions options = {});
 
 }  // namespace strata

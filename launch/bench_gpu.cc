@@ -172,7 +172,7 @@ Status BenchPreset(const std::shared_ptr<const CudaDriver>& driver, const Primar
   const uint64_t pages = std::max<uint64_t>(1, (target / page_bytes + 63) / 64) * 64;
   const uint64_t bytes = pages * page_bytes;
   STRATA_ASSIGN_OR_RETURN(CacheGeometry g, PresetGeometry(preset, 1, pages, 1));
-  STRATA_ASSIGN_OR_RETURN(auto planes, DevicePlanes::Create(driver, g, {o.device}));
+  STRATA_ASSIGN_OR_RETURN(auto planes, CudaPlanes::Create(driver, g, {o.device}));
   STRATA_RETURN_IF_ERROR(planes->Fill(0x5a));
   RecordLayout layout(g);
   STRATA_ASSIGN_OR_RETURN(auto pool,

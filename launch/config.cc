@@ -153,6 +153,28 @@ Status SetPreset(const ConfigValue& value, RankConfig* c) {
   return Status::InvalidArgument(ValueText(value) + " is not a preset (" + known + ")");
 }
 
+// "none" or "" (host memory), or device ordinals like "0,1,2".
+Status SetGpus(const ConfigValue& value, RankConfig* c) {
+  const auto* text = std::get_if<std::string>(&value);
+  if (text == nullptr) return Status::InvalidArgument(ValueText(value) + " is not a list of GPUs");
+  std::vector<int> gpus;
+  if (*text != "none" && !text->empty()) {
+    size_t start = 0;
+    while (start <= text->size()) {
+      const size_t end = std::min(text->find(',', start), text->size());
+      const std::string item = text->substr(start, end - start);
+      if (item.empty() || item.size() > 3 ||
+          item.find_first_not_of("0123456789") != std::string::npos) {
+        return Status::InvalidArgument(ValueText(value) + " is not a list of device ordinals");
+      }
+      gpus.push_back(std::stoi(item));
+      start = end + 1;
+    }
+  }
+  c->runtime.gpus = std::move(gpus);
+  return Status::Ok();
+}
+
 using Arity = ConfigKey::FlagArity;
 
 std::vector<ConfigKey> MakeKeys() {
@@ -245,6 +267,10 @@ std::vector<ConfigKey> MakeKeys() {
        [](const ConfigValue& v, RankConfig* c) {
          STRATA_SET(c->runtime.rows, AsWhole(v, 1, kRuntimeRowsMax));
        }},
+      {"runtime.gpus", "--gpus",
+       "CUDA device ordinals for this process's ranks, like \"0\" or \"0,1\"; \"none\" for host "
+       "memory",
+       "none", SetGpus},
   };
 }
 

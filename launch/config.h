@@ -104,6 +104,9 @@ struct RuntimeConfig {
   uint64_t pages = 256;
   // rows: state rows per rank. Default 16.
   uint64_t rows = 16;
+  // gpus: CUDA device ordinals for this process's ranks' planes, one per rank
+  // (fewer: rank r uses gpus[r % size]). Default empty: host memory (no GPU).
+  std::vector<int> gpus;
 };
 
 struct RankConfig {

@@ -12,10 +12,12 @@
 # rank's log tail is printed.
 #
 #   ./launch/demo.sh [--ranks N] [--single-process] [--dir DIR] [--preset NAME]
-#                    [--memory SIZE] [--keep]
+#                    [--memory SIZE] [--gpus 0,1,...] [--keep]
 #   --single-process runs phases 1-3 with every rank in one process.
 #   --memory is phase 4's memory tier (default 16MiB: below the tiny preset's
 #   working set, so records spill to disk under pressure; scale it with the preset).
+#   --gpus puts the planes in GPU memory: rank r on the r-th listed device
+#   (round robin when fewer), CudaTransfers under every store.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,6 +27,7 @@ PRESET=tiny
 KEEP=0
 SINGLE=0
 MEMORY=16MiB
+GPUS=none
 while (($#)); do
   case "$1" in
     --ranks) RANKS=$2; shift 2 ;;
@@ -33,14 +36,21 @@ while (($#)); do
     --keep) KEEP=1; shift ;;
     --single-process) SINGLE=1; shift ;;
     --memory) MEMORY=$2; shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    --gpus) GPUS=$2; shift 2 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "demo: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
 ((RANKS >= 1)) || { echo "demo: --ranks must be at least 1" >&2; exit 2; }
+IFS=, read -r -a GPU_LIST <<<"$GPUS"
+gpu_of() {  # rank -> its device ordinal, or none
+  [[ $GPUS == none ]] && { echo none; return; }
+  echo "${GPU_LIST[$(($1 % ${#GPU_LIST[@]}))]}"
+}
 
-./launch/bootstrap.sh
-STRATA=${STRATA_BUILD_DIR:-build}/strata
+# STRATA_BIN: a prebuilt strata (e.g. gpu-run/strata on a GPU machine), no bootstrap.
+[[ -n ${STRATA_BIN:-} ]] || ./launch/bootstrap.sh
+STRATA=${STRATA_BIN:-${STRATA_BUILD_DIR:-build}/strata}
 DIR=${DIR:-/var/tmp/strata-demo-$$}
 mkdir -p "$DIR"
 [[ $KEEP == 1 ]] || trap 'rm -rf "$DIR"' EXIT
@@ -51,7 +61,7 @@ MASTER_PORT=$BASE
 METRICS_PORT=$((BASE + 10))
 
 run_single() {  # $1 = workload: every rank in one process, disk tier
-  "$STRATA" rank --world-size "$RANKS" --single-process --metrics-port "$METRICS_PORT" \
+  "$STRATA" rank --world-size "$RANKS" --single-process --metrics-port "$METRICS_PORT" --gpus "$GPUS" \
     --prefix-cache-disk "$DIR/ranks" --prefix-cache-disk-limit 2GiB --preset "$PRESET" \
     --workload "$1" --summary-json "$DIR/summary.$1.json"
 }
@@ -59,12 +69,12 @@ run_single() {  # $1 = workload: every rank in one process, disk tier
 run_cluster() {  # $1 = workload; starts ranks 1..N-1 in the background, rank 0 in front
   local workload=$1 pids=() rc=0
   for ((r = 1; r < RANKS; r++)); do
-    "$STRATA" rank --rank "$r" --world-size "$RANKS" --master-port "$MASTER_PORT" \
+    "$STRATA" rank --rank "$r" --world-size "$RANKS" --master-port "$MASTER_PORT" --gpus "$(gpu_of "$r")" \
       --local-rank "$r" --metrics-port "$METRICS_PORT" --prefix-cache-disk "$DIR/rank$r" \
       --prefix-cache-disk-limit 2GiB --preset "$PRESET" >"$DIR/rank$r.$workload.log" 2>&1 &
     pids+=($!)
   done
-  "$STRATA" rank --rank 0 --world-size "$RANKS" --master-port "$MASTER_PORT" \
+  "$STRATA" rank --rank 0 --world-size "$RANKS" --master-port "$MASTER_PORT" --gpus "$(gpu_of 0)" \
     --metrics-port "$METRICS_PORT" --prefix-cache-disk "$DIR/rank0" \
     --prefix-cache-disk-limit 2GiB --preset "$PRESET" --workload "$workload" \
     --summary-json "$DIR/summary.$workload.json" || rc=$?
@@ -88,7 +98,7 @@ $launch_ranks qualify
 echo "== phase 3: every rank restarted on the same record directories"
 $launch_ranks restore
 echo "== phase 4: one process holding all $RANKS ranks, memory + disk (composite)"
-"$STRATA" rank --world-size "$RANKS" --single-process --metrics-port "$METRICS_PORT" \
+"$STRATA" rank --world-size "$RANKS" --single-process --metrics-port "$METRICS_PORT" --gpus "$GPUS" \
   --prefix-cache-memory "$MEMORY" --prefix-cache-disk "$DIR/composite" --prefix-cache-disk-limit 2GiB \
   --prefix-cache-drain-on-shutdown \
   --preset "$PRESET" --workload qualify --summary-json "$DIR/summary.composite.json"

@@ -12,10 +12,10 @@
 #include "coordinator/rendezvous_join.h"
 #include "launch/multi_process_stores.h"
 #include "launch/presets.h"
+#include "launch/process_planes.h"
 #include "launch/runtime_service.h"
 #include "launch/tcp_rendezvous.h"
 #include "rank_agent/rank_agent.h"
-#include "store/host_planes.h"
 
 namespace strata {
 
@@ -90,7 +90,7 @@ class RankZeroStores final : public RankStores {
   Status Open(const RankConfig& config, uint64_t seed) {
     STRATA_ASSIGN_OR_RETURN(OwnRank me, DescribeOwnRank(config));
     const ClusterConfig& cl = config.cluster;
-    planes_ = std::make_unique<HostPlanes>(me.own);
+    STRATA_ASSIGN_OR_RETURN(planes_, ProcessPlanes::Open(me.own, config.runtime.gpus));
     STRATA_ASSIGN_OR_RETURN(
         rendezvous_, TcpRendezvousServer::Listen(
                          cl.master_addr, cl.master_port, OsNonceSource(), {},
@@ -103,6 +103,7 @@ class RankZeroStores final : public RankStores {
     o.geometry = me.own;
     o.identity = me.identity;
     o.disk.base_dir = *config.prefix_cache.disk_dir;
+    o.disk.registrar = planes_->registrar();
     o.disk_limit_bytes = me.disk_limit;
     o.store.max_age_ms = config.prefix_cache.max_age
                              ? static_cast<uint64_t>(config.prefix_cache.max_age->count())
@@ -110,7 +111,7 @@ class RankZeroStores final : public RankStores {
     o.listen = wire::Endpoint{"0.0.0.0", cl.record_port};
     o.join_timeout = cl.connect_timeout;
     o.sharded.job_timeout = cl.job_timeout;
-    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> t, MakeHostTransfers(*planes_));
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> t, planes_->MakeTransfers());
     RecordingRendezvous recording(*rendezvous_);
     STRATA_ASSIGN_OR_RETURN(coordinator_,
                             Coordinator::Start(std::move(o), recording, std::move(t)));
@@ -119,7 +120,7 @@ class RankZeroStores final : public RankStores {
       STRATA_ASSIGN_OR_RETURN(uint16_t port, ServicePort(config, p.rank.value));
       services.push_back(HostPort(p.address, port));
     }
-    remote_ = std::make_unique<RemotePlanes>(me.all, *planes_, services);
+    remote_ = std::make_unique<RemotePlanes>(me.all, planes_->planes(), services);
     runtime_ = std::make_unique<SyntheticRuntime>(*remote_, &coordinator_->store(),
                                                   SyntheticRuntimeOptions{.seed = seed});
     const JoinStats& j = coordinator_->join_stats();
@@ -127,7 +128,7 @@ class RankZeroStores final : public RankStores {
                coordinator_->record_dir() + ", limit " + std::to_string(j.disk_limit_bytes >> 20) +
                " MiB (smallest of all ranks), " +
                std::to_string(coordinator_->store().Stats().disk.records) + " records agreed, " +
-               std::to_string(cl.world_size - 1) + " peer(s) joined";
+               std::to_string(cl.world_size - 1) + " peer(s) joined, " + planes_->Describe();
     return Status::Ok();
   }
 
@@ -182,7 +183,7 @@ class RankZeroStores final : public RankStores {
   }
 
  private:
-  std::unique_ptr<HostPlanes> planes_;
+  std::unique_ptr<ProcessPlanes> planes_;
   std::unique_ptr<TcpRendezvousServer> rendezvous_;
   std::unique_ptr<Coordinator> coordinator_;
   std::unique_ptr<RemotePlanes> remote_;
@@ -197,7 +198,7 @@ class PeerStores final : public RankStores {
     STRATA_ASSIGN_OR_RETURN(OwnRank me, DescribeOwnRank(config));
     const ClusterConfig& cl = config.cluster;
     STRATA_ASSIGN_OR_RETURN(uint16_t service_port, ServicePort(config, cl.rank));
-    planes_ = std::make_unique<HostPlanes>(me.own);
+    STRATA_ASSIGN_OR_RETURN(planes_, ProcessPlanes::Open(me.own, config.runtime.gpus));
     client_ = std::make_unique<TcpRendezvousClient>(
         cl.master_addr, cl.master_port, TcpRendezvousLimits{}, [](const Status& s) {
           spdlog::debug("rendezvous not reached yet, retrying: {}", s.ToString());
@@ -208,6 +209,7 @@ class PeerStores final : public RankStores {
     o.geometry = me.own;
     o.identity = me.identity;
     o.disk.base_dir = *config.prefix_cache.disk_dir;
+    o.disk.registrar = planes_->registrar();
     o.disk_limit_bytes = me.disk_limit;
     o.join_timeout = cl.connect_timeout;
     // The join waits until the runtime service is up, so rank zero never
@@ -223,15 +225,15 @@ class PeerStores final : public RankStores {
       STRATA_RETURN_IF_ERROR(service_up.get());
       return through(deadline);
     };
-    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> t, MakeHostTransfers(*planes_));
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> t, planes_->MakeTransfers());
     Result<std::unique_ptr<RankAgent>> agent = RankAgent::Start(std::move(o), join, std::move(t));
     if (!agent.ok()) {
       service_up_.set_value(Status::Aborted("agent did not start"));
       return agent.status();
     }
     agent_ = std::move(*agent);
-    Result<std::unique_ptr<RuntimeService>> service =
-        RuntimeService::Start(*planes_, agent_->record_dir(), config.metrics.bind, service_port);
+    Result<std::unique_ptr<RuntimeService>> service = RuntimeService::Start(
+        planes_->planes(), agent_->record_dir(), config.metrics.bind, service_port);
     service_up_.set_value(service.ok() ? Status::Ok() : service.status());
     if (!service.ok()) {
       return service.status().WithContext("runtime service on port " +
@@ -242,7 +244,7 @@ class PeerStores final : public RankStores {
                ", record directory " + agent_->record_dir() + ", limit " +
                std::to_string(me.disk_limit >> 20) + " MiB, joining rank zero through " +
                HostPort(cl.master_addr, cl.master_port) + ", runtime service on port " +
-               std::to_string(service_port);
+               std::to_string(service_port) + ", " + planes_->Describe();
     return Status::Ok();
   }
 
@@ -295,7 +297,7 @@ class PeerStores final : public RankStores {
   }
 
  private:
-  std::unique_ptr<HostPlanes> planes_;
+  std::unique_ptr<ProcessPlanes> planes_;
   std::unique_ptr<TcpRendezvousClient> client_;
   std::promise<Status> service_up_;
   std::unique_ptr<RankAgent> agent_;

@@ -3,10 +3,10 @@
 #include "launch/single_process_stores.h"
 
 #include "launch/presets.h"
+#include "launch/process_planes.h"
 #include "launch/runtime_service.h"
 #include "store/composite_store.h"
 #include "store/disk_store.h"
-#include "store/host_planes.h"
 #include "store/local_disk.h"
 #include "store/memory_store.h"
 
@@ -35,10 +35,10 @@ class SingleProcessStores final : public RankStores {
     const uint32_t ranks = config.cluster.single_process ? config.cluster.world_size : 1;
     STRATA_ASSIGN_OR_RETURN(geometry_, PresetGeometry(config.runtime.preset, ranks,
                                                       config.runtime.pages, config.runtime.rows));
-    planes_ = std::make_unique<HostPlanes>(geometry_);
+    STRATA_ASSIGN_OR_RETURN(planes_, ProcessPlanes::Open(geometry_, config.runtime.gpus));
     STRATA_RETURN_IF_ERROR(OpenStore());
-    summary_ += ", " + std::to_string(ranks) + " rank(s) in this process";
-    runtimes_.push_back(std::make_unique<SyntheticRuntime>(*planes_, store_,
+    summary_ += ", " + std::to_string(ranks) + " rank(s) in this process, " + planes_->Describe();
+    runtimes_.push_back(std::make_unique<SyntheticRuntime>(planes_->planes(), store_,
                                                            SyntheticRuntimeOptions{.seed = seed}));
     return Status::Ok();
   }
@@ -140,7 +140,7 @@ class SingleProcessStores final : public RankStores {
   // The qualification's conversations replayed by a fresh runtime (same
   // seed, empty GPU cache) over the current store.
   PhaseReport Replay() {
-    runtimes_.push_back(std::make_unique<SyntheticRuntime>(*planes_, store_,
+    runtimes_.push_back(std::make_unique<SyntheticRuntime>(planes_->planes(), store_,
                                                            SyntheticRuntimeOptions{.seed = seed_}));
     return MakeQualification().RestoreAfterRestart();
   }
@@ -163,8 +163,8 @@ class SingleProcessStores final : public RankStores {
     const uint64_t max_age_ms = pc.max_age ? static_cast<uint64_t>(pc.max_age->count()) : 0;
     if (!disk && warm > 0) {
       STRATA_ASSIGN_OR_RETURN(std::unique_ptr<SlabPool> pool,
-                              SlabPool::Create(slot_bytes, warm, 0));
-      STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> t, MakeHostTransfers(*planes_));
+                              SlabPool::Create(slot_bytes, warm, 0, planes_->registrar()));
+      STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> t, planes_->MakeTransfers());
       memory_ =
           std::make_unique<MemoryStore>(geometry_, std::shared_ptr<SlabPool>(std::move(pool)),
                                         std::move(t), MemoryStoreOptions{.max_age_ms = max_age_ms});
@@ -180,17 +180,18 @@ class SingleProcessStores final : public RankStores {
     LocalDiskOptions o;
     o.base_dir = *pc.disk_dir;
     o.warm_slots = warm;
+    o.registrar = planes_->registrar();
     STRATA_ASSIGN_OR_RETURN(
         local_, LocalDisk::Open(geometry_,
                                 ComputeNamespaceIdentity("synthetic/" + config_.runtime.preset,
                                                          StateMode::kOrdinary),
                                 ComputeLayoutFingerprint(geometry_), o));
-    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> t, MakeHostTransfers(*planes_));
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> t, planes_->MakeTransfers());
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<StagedTransport> staged,
                             local_->MakeTransport(std::move(t)));
     const std::string scanned = std::to_string(local_->scan().records.size()) + " records scanned";
     if (warm > 0) {
-      STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> memory, MakeHostTransfers(*planes_));
+      STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> memory, planes_->MakeTransfers());
       CompositeStoreOptions co;
       co.disk_limit_bytes = limit;
       co.max_age_ms = max_age_ms;
@@ -216,7 +217,7 @@ class SingleProcessStores final : public RankStores {
   uint64_t seed_ = 1;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   CacheGeometry geometry_;
-  std::unique_ptr<HostPlanes> planes_;
+  std::unique_ptr<ProcessPlanes> planes_;
   std::unique_ptr<LocalDisk> local_;
   std::unique_ptr<MemoryStore> memory_;
   std::unique_ptr<DiskStore> disk_;

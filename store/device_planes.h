@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 
 #include "store/copy_engine.h"
@@ -28,5 +29,11 @@ class DevicePlanes {
   virtual Status WriteRow(uint32_t rank, StateSlot slot, std::span<const uint8_t> bytes) = 0;
   virtual Status ReadRow(uint32_t rank, StateSlot slot, std::span<uint8_t> bytes) = 0;
 };
+
+// Checks one DevicePlanes access against `geometry`: `rank`, `plane` (a page
+// access; nullopt for a row), the page id or slot `index` in range, and
+// `bytes` exactly the unit. InvalidArgument naming what is wrong.
+Status CheckPlaneAccess(const CacheGeometry& geometry, uint32_t rank, std::optional<uint32_t> plane,
+                        uint64_t index, uint64_t bytes);
 
 }  // namespace strata

@@ -31,44 +31,27 @@ uint8_t* HostPlanes::row(uint32_t rank, StateSlot slot) {
   return rows_[rank].data() + slot.value * geometry_.ranks[rank].row.unit_bytes;
 }
 
-Status HostPlanes::Check(uint32_t rank, uint64_t index, uint64_t count, uint64_t have,
-                         uint64_t want) const {
-  if (rank >= geometry_.rank_count()) return Status::InvalidArgument("rank out of range");
-  if (index >= count) return Status::InvalidArgument("page id or slot out of range");
-  if (have != want) {
-    return Status::InvalidArgument("buffer of " + std::to_string(have) + " bytes for a unit of " +
-                                   std::to_string(want));
-  }
-  return Status::Ok();
-}
-
 Status HostPlanes::WritePage(uint32_t rank, uint32_t plane, PageId id,
                              std::span<const uint8_t> bytes) {
-  const RankGeometry& g = geometry_.ranks.at(rank);
-  STRATA_RETURN_IF_ERROR(
-      Check(rank, id.value, g.page_count, bytes.size(), g.page_planes.at(plane).unit_bytes));
+  STRATA_RETURN_IF_ERROR(CheckPlaneAccess(geometry_, rank, plane, id.value, bytes.size()));
   std::memcpy(page(rank, plane, id), bytes.data(), bytes.size());
   return Status::Ok();
 }
 
 Status HostPlanes::ReadPage(uint32_t rank, uint32_t plane, PageId id, std::span<uint8_t> bytes) {
-  const RankGeometry& g = geometry_.ranks.at(rank);
-  STRATA_RETURN_IF_ERROR(
-      Check(rank, id.value, g.page_count, bytes.size(), g.page_planes.at(plane).unit_bytes));
+  STRATA_RETURN_IF_ERROR(CheckPlaneAccess(geometry_, rank, plane, id.value, bytes.size()));
   std::memcpy(bytes.data(), page(rank, plane, id), bytes.size());
   return Status::Ok();
 }
 
 Status HostPlanes::WriteRow(uint32_t rank, StateSlot slot, std::span<const uint8_t> bytes) {
-  const RankGeometry& g = geometry_.ranks.at(rank);
-  STRATA_RETURN_IF_ERROR(Check(rank, slot.value, g.row_count, bytes.size(), g.row.unit_bytes));
+  STRATA_RETURN_IF_ERROR(CheckPlaneAccess(geometry_, rank, std::nullopt, slot.value, bytes.size()));
   std::memcpy(row(rank, slot), bytes.data(), bytes.size());
   return Status::Ok();
 }
 
 Status HostPlanes::ReadRow(uint32_t rank, StateSlot slot, std::span<uint8_t> bytes) {
-  const RankGeometry& g = geometry_.ranks.at(rank);
-  STRATA_RETURN_IF_ERROR(Check(rank, slot.value, g.row_count, bytes.size(), g.row.unit_bytes));
+  STRATA_RETURN_IF_ERROR(CheckPlaneAccess(geometry_, rank, std::nullopt, slot.value, bytes.size()));
   std::memcpy(bytes.data(), row(rank, slot), bytes.size());
   return Status::Ok();
 }

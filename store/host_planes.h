@@ -27,7 +27,6 @@ class HostPlanes final : public DevicePlanes {
   uint8_t* row(uint32_t rank, StateSlot slot);
 
  private:
-  Status Check(uint32_t rank, uint64_t index, uint64_t count, uint64_t have, uint64_t want) const;
   CacheGeometry geometry_;
   std::vector<std::vector<std::vector<uint8_t>>> page_planes_;  // [rank][plane]
   std::vector<std::vector<uint8_t>> rows_;                      // [rank]

@@ -230,7 +230,7 @@ TEST_P(GpuTransfersTest, MultiWindowRoundTripIntoDifferentIdsIsByteExact) {
   CacheGeometry g = *PresetGeometry(c.preset, 2, kPages, 4);
   auto devices = AssignDevices(2, *driver_->DeviceCount(), {});
   ASSERT_TRUE(devices.ok());
-  auto planes = DevicePlanes::Create(driver_, g, *devices);
+  auto planes = CudaPlanes::Create(driver_, g, *devices);
   ASSERT_TRUE(planes.ok()) << planes.status().ToString();
   auto registrar = *CudaHostRegistrar::Create(driver_, ordinal_);
   RecordLayout layout(g);
@@ -277,7 +277,7 @@ INSTANTIATE_TEST_SUITE_P(PresetsAndMethods, GpuTransfersTest,
 
 TEST_F(GpuTest, ReplicatedRestoreFansOneShareOutToEveryRank) {
   CacheGeometry g = *PresetGeometry("small-planes", 3, 200, 2);
-  auto planes = *DevicePlanes::Create(driver_, g, *AssignDevices(3, *driver_->DeviceCount(), {}));
+  auto planes = *CudaPlanes::Create(driver_, g, *AssignDevices(3, *driver_->DeviceCount(), {}));
   auto registrar = *CudaHostRegistrar::Create(driver_, ordinal_);
   RecordLayout layout(g);
   auto pool = *SlabPool::Create(layout.page_record_bytes(), 100 + 64, 0, registrar.get());

@@ -1,5 +1,5 @@
 // Test support shared by the CPU tests (fake driver) and the GPU tests:
-// patterns written into chosen page ids and a state row of DevicePlanes,
+// patterns written into chosen page ids and a state row of CudaPlanes,
 // copied out through a Transfers into slab slots in windows of at most 64
 // pages, the device storage poisoned, copied back into other ids and slot,
 // and compared byte-exact.
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda/device_planes.h"
+#include "cuda/cuda_planes.h"
 #include "store/record_layout.h"
 #include "store/slab_pool.h"
 #include "store/transfers.h"
@@ -43,8 +43,7 @@ inline TransferCompletion WaitOne(Transfers& t,
 
 // Writes page `k`'s pattern into `ids[k]` of every plane, and the row pattern
 // into `slot`, on every rank; everything else is zero.
-inline Status WritePatterns(const DevicePlanes& dp, const std::vector<PageId>& ids,
-                            StateSlot slot) {
+inline Status WritePatterns(const CudaPlanes& dp, const std::vector<PageId>& ids, StateSlot slot) {
   const CacheGeometry& g = dp.geometry();
   for (uint32_t r = 0; r < g.rank_count(); ++r) {
     const RankGeometry& rg = g.ranks[r];
@@ -68,7 +67,7 @@ inline Status WritePatterns(const DevicePlanes& dp, const std::vector<PageId>& i
 // "" when `ids[k]` holds page k's pattern on every plane of every rank and
 // `slot` holds the row pattern (`share_rank` >= 0: every rank holds that
 // rank's pattern, as after a replicated restore); else the first mismatch.
-inline std::string CheckPatterns(const DevicePlanes& dp, const std::vector<PageId>& ids,
+inline std::string CheckPatterns(const CudaPlanes& dp, const std::vector<PageId>& ids,
                                  StateSlot slot, int share_rank = -1) {
   const CacheGeometry& g = dp.geometry();
   for (uint32_t r = 0; r < g.rank_count(); ++r) {

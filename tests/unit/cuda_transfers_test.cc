@@ -39,7 +39,7 @@ TEST(CopyMethodTest, NamesRoundTrip) {
 }
 
 struct Rig {
-  std::unique_ptr<DevicePlanes> planes;
+  std::unique_ptr<CudaPlanes> planes;
   std::unique_ptr<CudaHostRegistrar> registrar;
   std::unique_ptr<SlabPool> pool;
   std::unique_ptr<Transfers> transfers;
@@ -49,7 +49,7 @@ Rig MakeRig(const FakeCuda& fake, const char* preset, uint32_t ranks, uint64_t p
             CopyMethod method, uint32_t batches_in_flight = 1) {
   Rig rig;
   CacheGeometry g = *PresetGeometry(preset, ranks, pages, 4);
-  rig.planes = *DevicePlanes::Create(fake.driver(), g, std::vector<int>(ranks, 0));
+  rig.planes = *CudaPlanes::Create(fake.driver(), g, std::vector<int>(ranks, 0));
   rig.registrar = *CudaHostRegistrar::Create(fake.driver(), 0);
   RecordLayout layout(g);
   rig.pool = *SlabPool::Create(layout.page_record_bytes(), pages + 64, 0, rig.registrar.get());
@@ -206,7 +206,7 @@ TEST(CudaTransfersTest, PipelinedFailureIsReportedAfterEveryIssuedBatchDrained) 
 TEST(CudaTransfersTest, UnregisteredHostMemoryIsRefusedByTheDriver) {
   STRATA_USE_FAKE_CUDA(fake);
   CacheGeometry g = *PresetGeometry("tiny", 1, 8, 2);
-  auto planes = *DevicePlanes::Create(fake.driver(), g, {0});
+  auto planes = *CudaPlanes::Create(fake.driver(), g, {0});
   auto t = *MakeCudaTransfers(*planes);
   auto pool = *SlabPool::Create(RecordLayout(g).page_record_bytes(), 8, 0);  // not registered
   Slabs slabs = AllocateSlabs(*pool, RecordLayout(g), 1);
@@ -220,14 +220,14 @@ TEST(CudaTransfersTest, UnregisteredHostMemoryIsRefusedByTheDriver) {
 TEST(CudaTransfersTest, EngineStartFailureFailsCreationAndNamesTheDevice) {
   STRATA_USE_FAKE_CUDA(fake);
   CacheGeometry g = *PresetGeometry("tiny", 2, 8, 2);
-  auto planes = *DevicePlanes::Create(fake.driver(), g, {0, 0});
+  auto planes = *CudaPlanes::Create(fake.driver(), g, {0, 0});
   fake.Inject("cuStreamCreateWithPriority", kCudaErrorInvalidValue);
   auto t = MakeCudaTransfers(*planes);
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.status().message().find("CUDA device 0"), std::string::npos) << t.status().ToString();
   EXPECT_NE(t.status().message().find("cuStreamCreateWithPriority"), std::string::npos);
   // The rank that started released its context again: retains balance releases.
-  EXPECT_EQ(fake.Calls("cuDevicePrimaryCtxRetain") - 2,  // DevicePlanes' two ranks
+  EXPECT_EQ(fake.Calls("cuDevicePrimaryCtxRetain") - 2,  // CudaPlanes' two ranks
             fake.Calls("cuDevicePrimaryCtxRelease"));
 }
 

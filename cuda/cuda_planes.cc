@@ -1,15 +1,15 @@
-#include "cuda/device_planes.h"
+#include "cuda/cuda_planes.h"
 
 namespace strata {
 
-Result<std::unique_ptr<DevicePlanes>> DevicePlanes::Create(
+Result<std::unique_ptr<CudaPlanes>> CudaPlanes::Create(
     const std::shared_ptr<const CudaDriver>& driver, const CacheGeometry& geometry,
     std::vector<int> device_ordinals) {
   STRATA_RETURN_IF_ERROR(ValidateGeometry(geometry));
   if (device_ordinals.size() != geometry.ranks.size()) {
     return Status::InvalidArgument("device planes need one device ordinal per rank");
   }
-  std::unique_ptr<DevicePlanes> p(new DevicePlanes(driver, geometry));
+  std::unique_ptr<CudaPlanes> p(new CudaPlanes(driver, geometry));
   p->ordinals_ = std::move(device_ordinals);
   for (size_t r = 0; r < geometry.ranks.size(); ++r) {
     const RankGeometry& g = geometry.ranks[r];
@@ -33,7 +33,7 @@ Result<std::unique_ptr<DevicePlanes>> DevicePlanes::Create(
   return p;
 }
 
-DevicePlanes::~DevicePlanes() {
+CudaPlanes::~CudaPlanes() {
   for (Rank& rank : ranks_) {
     ContextGuard guard(*driver_, rank.context->get());
     if (!guard.status().ok()) continue;  // the context is gone with its memory
@@ -42,23 +42,23 @@ DevicePlanes::~DevicePlanes() {
   }
 }
 
-RankPlanes DevicePlanes::planes(uint32_t rank) const {
+RankPlanes CudaPlanes::planes(uint32_t rank) const {
   RankPlanes p;
   for (const Allocation& a : ranks_[rank].page_planes) p.page_plane_base.push_back(a.address);
   p.row_base = ranks_[rank].row.address;
   return p;
 }
 
-uint64_t DevicePlanes::page_address(uint32_t rank, uint32_t plane, PageId page) const {
+uint64_t CudaPlanes::page_address(uint32_t rank, uint32_t plane, PageId page) const {
   return ranks_[rank].page_planes[plane].address +
          page.value * geometry_.ranks[rank].page_planes[plane].unit_bytes;
 }
 
-uint64_t DevicePlanes::row_address(uint32_t rank, StateSlot slot) const {
+uint64_t CudaPlanes::row_address(uint32_t rank, StateSlot slot) const {
   return ranks_[rank].row.address + slot.value * geometry_.ranks[rank].row.unit_bytes;
 }
 
-Status DevicePlanes::Write(uint32_t rank, uint64_t device, std::span<const uint8_t> bytes) const {
+Status CudaPlanes::Write(uint32_t rank, uint64_t device, std::span<const uint8_t> bytes) const {
   ContextGuard guard(*driver_, ranks_[rank].context->get());
   STRATA_RETURN_IF_ERROR(guard.status());
   STRATA_RETURN_IF_ERROR(driver_->CopySync(TransferDirection::kHostToDevice, device,
@@ -68,13 +68,13 @@ Status DevicePlanes::Write(uint32_t rank, uint64_t device, std::span<const uint8
   return driver_->SynchronizeStream(nullptr);
 }
 
-Status DevicePlanes::Read(uint32_t rank, uint64_t device, std::span<uint8_t> bytes) const {
+Status CudaPlanes::Read(uint32_t rank, uint64_t device, std::span<uint8_t> bytes) const {
   ContextGuard guard(*driver_, ranks_[rank].context->get());
   STRATA_RETURN_IF_ERROR(guard.status());
   return driver_->CopySync(TransferDirection::kDeviceToHost, device, bytes.data(), bytes.size());
 }
 
-Status DevicePlanes::Fill(uint8_t value) const {
+Status CudaPlanes::Fill(uint8_t value) const {
   for (const Rank& rank : ranks_) {
     ContextGuard guard(*driver_, rank.context->get());
     STRATA_RETURN_IF_ERROR(guard.status());
@@ -90,6 +90,27 @@ Status DevicePlanes::Fill(uint8_t value) const {
     STRATA_RETURN_IF_ERROR(driver_->SynchronizeStream(nullptr));
   }
   return Status::Ok();
+}
+
+Status CudaPlanes::WritePage(uint32_t rank, uint32_t plane, PageId page,
+                             std::span<const uint8_t> bytes) {
+  STRATA_RETURN_IF_ERROR(CheckPlaneAccess(geometry_, rank, plane, page.value, bytes.size()));
+  return Write(rank, page_address(rank, plane, page), bytes);
+}
+
+Status CudaPlanes::ReadPage(uint32_t rank, uint32_t plane, PageId page, std::span<uint8_t> bytes) {
+  STRATA_RETURN_IF_ERROR(CheckPlaneAccess(geometry_, rank, plane, page.value, bytes.size()));
+  return Read(rank, page_address(rank, plane, page), bytes);
+}
+
+Status CudaPlanes::WriteRow(uint32_t rank, StateSlot slot, std::span<const uint8_t> bytes) {
+  STRATA_RETURN_IF_ERROR(CheckPlaneAccess(geometry_, rank, std::nullopt, slot.value, bytes.size()));
+  return Write(rank, row_address(rank, slot), bytes);
+}
+
+Status CudaPlanes::ReadRow(uint32_t rank, StateSlot slot, std::span<uint8_t> bytes) {
+  STRATA_RETURN_IF_ERROR(CheckPlaneAccess(geometry_, rank, std::nullopt, slot.value, bytes.size()));
+  return Read(rank, row_address(rank, slot), bytes);
 }
 
 }  // namespace strata

@@ -1,4 +1,4 @@
-// DevicePlanes: page planes and state rows in device memory (cuMemAlloc),
+// CudaPlanes: page planes and state rows in device memory (cuMemAlloc),
 // laid out like a runtime's: plane p of page id i at base_p + i * unit_p, row
 // of slot s at row_base + s * row_unit. The synthetic runtime and the GPU
 // tests own their "device" memory through it; the CUDA counterpart of
@@ -15,27 +15,28 @@
 
 #include "cuda/driver_api.h"
 #include "store/copy_engine.h"
+#include "store/device_planes.h"
 #include "store/geometry.h"
 #include "store/ids.h"
 
 namespace strata {
 
-class DevicePlanes {
+class CudaPlanes final : public DevicePlanes {
  public:
   // Allocates every plane and row of every rank of `geometry`; rank r lives
   // on device `device_ordinals[r]`.
-  static Result<std::unique_ptr<DevicePlanes>> Create(
-      const std::shared_ptr<const CudaDriver>& driver, const CacheGeometry& geometry,
-      std::vector<int> device_ordinals);
-  ~DevicePlanes();
-  DevicePlanes(const DevicePlanes&) = delete;
-  DevicePlanes& operator=(const DevicePlanes&) = delete;
+  static Result<std::unique_ptr<CudaPlanes>> Create(const std::shared_ptr<const CudaDriver>& driver,
+                                                    const CacheGeometry& geometry,
+                                                    std::vector<int> device_ordinals);
+  ~CudaPlanes() override;
+  CudaPlanes(const CudaPlanes&) = delete;
+  CudaPlanes& operator=(const CudaPlanes&) = delete;
 
-  const CacheGeometry& geometry() const { return geometry_; }
+  const CacheGeometry& geometry() const override { return geometry_; }
   const std::vector<int>& device_ordinals() const { return ordinals_; }
   const std::shared_ptr<const CudaDriver>& driver() const { return driver_; }
   // The plane addresses of `rank` for ThreadedTransfers.
-  RankPlanes planes(uint32_t rank) const;
+  RankPlanes planes(uint32_t rank) const override;
   uint64_t page_address(uint32_t rank, uint32_t plane, PageId page) const;
   uint64_t row_address(uint32_t rank, StateSlot slot) const;
 
@@ -45,8 +46,15 @@ class DevicePlanes {
   // Sets every byte of every plane and row of every rank (poisoning).
   Status Fill(uint8_t value) const;
 
+  // DevicePlanes: one page of one plane, or one row, through Write / Read.
+  Status WritePage(uint32_t rank, uint32_t plane, PageId page,
+                   std::span<const uint8_t> bytes) override;
+  Status ReadPage(uint32_t rank, uint32_t plane, PageId page, std::span<uint8_t> bytes) override;
+  Status WriteRow(uint32_t rank, StateSlot slot, std::span<const uint8_t> bytes) override;
+  Status ReadRow(uint32_t rank, StateSlot slot, std::span<uint8_t> bytes) override;
+
  private:
-  DevicePlanes(std::shared_ptr<const CudaDriver> driver, const CacheGeometry& geometry)
+  CudaPlanes(std::shared_ptr<const CudaDriver> driver, const CacheGeometry& geometry)
       : driver_(std::move(driver)), geometry_(geometry) {}
   struct Allocation {
     uint64_t address;
