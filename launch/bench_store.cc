@@ -28,6 +28,7 @@
 #include "launch/bench.h"
 #include "launch/bench_baseline.h"
 #include "launch/presets.h"
+#include "launch/process_planes.h"
 #include "launch/store_bench_driver.h"
 #include "store/aligned_buffer.h"
 #include "store/composite_store.h"
@@ -52,6 +53,7 @@ struct StoreBenchOptions {
   uint32_t pages = 64;
   uint32_t rounds = 3;
   uint32_t depth = 4;  // restores in flight
+  int gpu = -1;        // CUDA device for the planes; -1: host memory
 };
 
 // One measurement: bytes moved over a time, with per-record latencies.
@@ -119,7 +121,7 @@ class StoreBench {
   CacheGeometry geometry_;
   NamespaceIdentity identity_{};
   LayoutFingerprint fingerprint_{};
-  std::unique_ptr<HostPlanes> planes_;
+  std::unique_ptr<ProcessPlanes> planes_;
   std::vector<BenchRecord> records_;
   uint64_t payload_bytes_ = 0;  // unpadded page and row bytes of every record
   uint64_t file_bytes_ = 0;     // record file bytes of every record
@@ -135,23 +137,30 @@ Status StoreBench::Setup() {
   identity_ = ComputeNamespaceIdentity("strata-bench/store", StateMode::kOrdinary);
   fingerprint_ = ComputeLayoutFingerprint(geometry_);
   record_dir_ = RecordDirPath(o_.dir, identity_, fingerprint_);
-  planes_ = std::make_unique<HostPlanes>(geometry_);
+  STRATA_ASSIGN_OR_RETURN(
+      planes_,
+      ProcessPlanes::Open(geometry_, o_.gpu >= 0 ? std::vector<int>{o_.gpu} : std::vector<int>{}));
   const RankGeometry& g = geometry_.ranks[0];
   uint64_t x = 0x2545f4914f6cdd1dULL;
-  auto fill = [&](uint8_t* p, uint64_t n) {
+  std::vector<uint8_t> unit;
+  auto fill = [&](uint64_t n) -> std::span<const uint8_t> {
+    unit.resize(n);
     for (uint64_t i = 0; i < n; ++i) {
       x ^= x << 13;
       x ^= x >> 7;
       x ^= x << 17;
-      p[i] = static_cast<uint8_t>(x);
+      unit[i] = static_cast<uint8_t>(x);
     }
+    return unit;
   };
+  DevicePlanes& planes = planes_->planes();
   for (uint32_t plane = 0; plane < g.page_planes.size(); ++plane) {
     for (uint32_t p = 0; p < o_.pages; ++p) {
-      fill(planes_->page(0, plane, PageId(p)), g.page_planes[plane].unit_bytes);
+      STRATA_RETURN_IF_ERROR(
+          planes.WritePage(0, plane, PageId(p), fill(g.page_planes[plane].unit_bytes)));
     }
   }
-  fill(planes_->row(0, StateSlot(0)), g.row.unit_bytes);
+  STRATA_RETURN_IF_ERROR(planes.WriteRow(0, StateSlot(0), fill(g.row.unit_bytes)));
   records_ = MakeBenchRecords(o_.records, o_.pages, geometry_.page_tokens);
   const RecordLayout layout(geometry_);
   payload_bytes_ = uint64_t{o_.records} * (o_.pages * g.page_bytes() + g.row.unit_bytes);
@@ -194,6 +203,7 @@ Result<std::unique_ptr<LocalDisk>> StoreBench::OpenDisk(uint64_t warm_slots) {
   LocalDiskOptions d;
   d.base_dir = o_.dir;
   d.warm_slots = warm_slots;
+  d.registrar = planes_->registrar();
   return LocalDisk::Open(geometry_, identity_, fingerprint_, d);
 }
 
@@ -230,11 +240,11 @@ Status StoreBench::RemoveRecords() {
 
 Status StoreBench::Memory(uint32_t round) {
   const RecordLayout layout(geometry_);
-  STRATA_ASSIGN_OR_RETURN(
-      std::unique_ptr<SlabPool> p,
-      SlabPool::Create(layout.page_record_bytes(), record_slots_ * o_.records, 0));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<SlabPool> p,
+                          SlabPool::Create(layout.page_record_bytes(), record_slots_ * o_.records,
+                                           0, planes_->registrar()));
   std::shared_ptr<SlabPool> pool = std::move(p);
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> transfers, MakeHostTransfers(*planes_));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> transfers, planes_->MakeTransfers());
   MemoryStore store(geometry_, pool, std::move(transfers));
   const Sample copy_in = Memcpy();
   STRATA_ASSIGN_OR_RETURN(DriveResult stored, StoreAll(store, records_));
@@ -242,14 +252,14 @@ Status StoreBench::Memory(uint32_t round) {
   const Sample copy_out = Memcpy();
   STRATA_ASSIGN_OR_RETURN(DriveResult fetched, FetchAll(store, records_, o_.depth));
   Record(kMemoryFetch, round, FromDrive(fetched, payload_bytes_), copy_out);
-  STRATA_RETURN_IF_ERROR(CheckRestored(*planes_, o_.pages, 0));
+  STRATA_RETURN_IF_ERROR(CheckRestored(planes_->planes(), o_.pages, 0));
   return store.Close();
 }
 
 Status StoreBench::Disk(uint32_t round) {
   STRATA_RETURN_IF_ERROR(RemoveRecords());
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<LocalDisk> disk, OpenDisk(0));
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> transfers, MakeHostTransfers(*planes_));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> transfers, planes_->MakeTransfers());
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<StagedTransport> transport,
                           disk->MakeTransport(std::move(transfers)));
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<DiskStore> store,
@@ -262,7 +272,7 @@ Status StoreBench::Disk(uint32_t round) {
   STRATA_ASSIGN_OR_RETURN(Sample read, DirectIo(BlockOp::kRead));
   STRATA_ASSIGN_OR_RETURN(DriveResult fetched, FetchAll(*store, records_, o_.depth));
   Record(kDiskFetch, round, FromDrive(fetched, file_bytes_), read);
-  STRATA_RETURN_IF_ERROR(CheckRestored(*planes_, o_.pages, 0));
+  STRATA_RETURN_IF_ERROR(CheckRestored(planes_->planes(), o_.pages, 0));
   return store->Close();
 }
 
@@ -283,10 +293,10 @@ Status StoreBench::Composite(uint32_t round) {
                    layout.page_record_bytes(), LocalDiskOptions{}.host_headroom_bytes);
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<LocalDisk> disk,
                             OpenDisk(record_slots_ * o_.records + 2 * intake.slots));
-    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> staged, MakeHostTransfers(*planes_));
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> staged, planes_->MakeTransfers());
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<StagedTransport> transport,
                             disk->MakeTransport(std::move(staged)));
-    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> memory, MakeHostTransfers(*planes_));
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> memory, planes_->MakeTransfers());
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<CompositeStore> store,
                             CompositeStore::Open(geometry_, disk->pool(), std::move(memory),
                                                  std::move(transport), disk->scan().records, co));
@@ -316,7 +326,7 @@ Status StoreBench::Composite(uint32_t round) {
       STRATA_ASSIGN_OR_RETURN(Sample read, DirectIo(BlockOp::kRead));
       STRATA_ASSIGN_OR_RETURN(DriveResult fetched, FetchAll(*store, records_, o_.depth));
       Record(kCompositeDiskFetch, round, FromDrive(fetched, file_bytes_), read);
-      STRATA_RETURN_IF_ERROR(CheckRestored(*planes_, o_.pages, 0));
+      STRATA_RETURN_IF_ERROR(CheckRestored(planes_->planes(), o_.pages, 0));
       co.drain.mode = ShutdownDrain::Mode::kOff;
       STRATA_RETURN_IF_ERROR(store->Close());
     }
@@ -358,6 +368,7 @@ Status StoreBench::Run(nlohmann::json& out) {
   out = {{"benchmark", "store"},
          {"dir", o_.dir},
          {"preset", o_.preset},
+         {"planes", planes_->Describe()},
          {"records", o_.records},
          {"pages", o_.pages},
          {"rounds", o_.rounds},
@@ -374,9 +385,10 @@ Status StoreBench::Run(nlohmann::json& out) {
 }
 
 void PrintTable(const nlohmann::json& j) {
-  std::printf("strata bench store: %u rounds of %u records of %u pages (%s) in %s; medians\n",
+  std::printf("strata bench store: %u rounds of %u records of %u pages (%s) in %s, %s; medians\n",
               j["rounds"].get<uint32_t>(), j["records"].get<uint32_t>(), j["pages"].get<uint32_t>(),
-              j["preset"].get<std::string>().c_str(), j["dir"].get<std::string>().c_str());
+              j["preset"].get<std::string>().c_str(), j["dir"].get<std::string>().c_str(),
+              j["planes"].get<std::string>().c_str());
   std::printf("%-21s %8s %15s %9s %7s %8s %8s %9s\n", "path", "GB/s", "baseline", "GB/s", "ratio",
               "p50 ms", "p99 ms", "CPU s/GB");
   for (size_t p = 0; p < kPhases; ++p) {
@@ -418,6 +430,10 @@ void AddStoreBenchmark(CLI::App& bench) {
   cmd->add_option("--depth", o->depth, "Restores in flight")
       ->capture_default_str()
       ->check(CLI::Range(1u, 16u));
+  cmd->add_option("--gpu", o->gpu,
+                  "CUDA device whose memory holds the planes (CudaTransfers under every store, "
+                  "registered slabs); -1: host memory")
+      ->capture_default_str();
   cmd->callback([o] {
     nlohmann::json result;
     StoreBench run(*o);

@@ -160,23 +160,30 @@ Result<DriveResult> FetchAll(HostStore& store, const std::vector<BenchRecord>& r
   return r;
 }
 
-Status CheckRestored(HostPlanes& planes, uint32_t pages, uint32_t slot) {
+Status CheckRestored(DevicePlanes& planes, uint32_t pages, uint32_t slot) {
   const CacheGeometry& g = planes.geometry();
+  std::vector<uint8_t> stored;
+  std::vector<uint8_t> restored;
   for (uint32_t rank = 0; rank < g.rank_count(); ++rank) {
     for (uint32_t plane = 0; plane < g.ranks[rank].page_planes.size(); ++plane) {
       const uint64_t unit = g.ranks[rank].page_planes[plane].unit_bytes;
+      stored.resize(unit);
+      restored.resize(unit);
       for (uint32_t p = 0; p < pages; ++p) {
-        if (std::memcmp(planes.page(rank, plane, PageId(p)),
-                        planes.page(rank, plane, PageId((1 + slot) * pages + p)), unit) != 0) {
+        STRATA_RETURN_IF_ERROR(planes.ReadPage(rank, plane, PageId(p), stored));
+        STRATA_RETURN_IF_ERROR(
+            planes.ReadPage(rank, plane, PageId((1 + slot) * pages + p), restored));
+        if (stored != restored) {
           return Status::Corruption("restored page " + std::to_string(p) + " plane " +
                                     std::to_string(plane) + " differs");
         }
       }
     }
-    if (std::memcmp(planes.row(rank, StateSlot(0)), planes.row(rank, StateSlot(1 + slot)),
-                    g.ranks[rank].row.unit_bytes) != 0) {
-      return Status::Corruption("restored row differs");
-    }
+    stored.resize(g.ranks[rank].row.unit_bytes);
+    restored.resize(g.ranks[rank].row.unit_bytes);
+    STRATA_RETURN_IF_ERROR(planes.ReadRow(rank, StateSlot(0), stored));
+    STRATA_RETURN_IF_ERROR(planes.ReadRow(rank, StateSlot(1 + slot), restored));
+    if (stored != restored) return Status::Corruption("restored row differs");
   }
   return Status::Ok();
 }

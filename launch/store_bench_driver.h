@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "store/host_planes.h"
+#include "store/device_planes.h"
 #include "store/host_store.h"
 
 namespace strata {
@@ -40,6 +40,6 @@ Result<DriveResult> FetchAll(HostStore& store, const std::vector<BenchRecord>& r
 // Compares the pages and row restored into window `slot` with the published
 // ones (device pages [0, pages), row slot 0). kCorruption names the first
 // difference.
-Status CheckRestored(HostPlanes& planes, uint32_t pages, uint32_t slot);
+Status CheckRestored(DevicePlanes& planes, uint32_t pages, uint32_t slot);
 
 }  // namespace strata

@@ -4,8 +4,8 @@
 
 namespace strata {
 
-Status CheckPlaneAccess(const CacheGeometry& geometry, uint32_t rank,
-                        std::optional<uint32_t> plane, uint64_t index, uint64_t bytes) {
+Status CheckPlaneAccess(const CacheGeometry& geometry, uint32_t rank, std::optional<uint32_t> plane,
+                        uint64_t index, uint64_t bytes) {
   if (rank >= geometry.rank_count()) {
     return Status::InvalidArgument("rank " + std::to_string(rank) + " out of range (" +
                                    std::to_string(geometry.rank_count()) + " ranks)");
@@ -23,8 +23,8 @@ Status CheckPlaneAccess(const CacheGeometry& geometry, uint32_t rank,
   }
   const uint64_t unit = plane ? g.page_planes[*plane].unit_bytes : g.row.unit_bytes;
   if (bytes != unit) {
-    return Status::InvalidArgument("buffer of " + std::to_string(bytes) +
-                                   " bytes for a unit of " + std::to_string(unit));
+    return Status::InvalidArgument("buffer of " + std::to_string(bytes) + " bytes for a unit of " +
+                                   std::to_string(unit));
   }
   return Status::Ok();
 }

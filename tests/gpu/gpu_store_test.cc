@@ -85,21 +85,19 @@ TEST_P(GpuStoreTest, QualificationRestoresEveryByteThroughTheStoreOnTheGpu) {
   const PhaseReport restart = q.RestoreAfterRestart();
   ASSERT_TRUE(restart.ok) << restart.detail;
   EXPECT_GT(restart.host_hits, 0u);
-  std::fprintf(stderr, "%s after restart: %s, %.2f GB/s\n", GetParam().name,
-               restart.detail.c_str(), restart.restore_gbps);
+  std::fprintf(stderr, "%s after restart: %s, %.2f GB/s\n", GetParam().name, restart.detail.c_str(),
+               restart.restore_gbps);
   ASSERT_TRUE((*again)->Close().ok());
 }
 
-INSTANTIATE_TEST_SUITE_P(Stores, GpuStoreTest,
-                         ::testing::Values(StoreCase{"memory", true, false, "tiny"},
-                                           StoreCase{"disk", false, true, "tiny"},
-                                           StoreCase{"composite", true, true, "tiny"},
-                                           StoreCase{"disk_qwen", false, true, "qwen-like"},
-                                           StoreCase{"composite_deepseek", true, true,
-                                                     "deepseek-like"}),
-                         [](const ::testing::TestParamInfo<StoreCase>& info) {
-                           return std::string(info.param.name);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Stores, GpuStoreTest,
+    ::testing::Values(StoreCase{"memory", true, false, "tiny"},
+                      StoreCase{"disk", false, true, "tiny"},
+                      StoreCase{"composite", true, true, "tiny"},
+                      StoreCase{"disk_qwen", false, true, "qwen-like"},
+                      StoreCase{"composite_deepseek", true, true, "deepseek-like"}),
+    [](const ::testing::TestParamInfo<StoreCase>& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace strata
