@@ -111,6 +111,7 @@ class RankZeroStores final : public RankStores {
     o.listen = wire::Endpoint{"0.0.0.0", cl.record_port};
     o.join_timeout = cl.connect_timeout;
     o.sharded.job_timeout = cl.job_timeout;
+    o.store.latencies = latencies_;
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> t, planes_->MakeTransfers());
     RecordingRendezvous recording(*rendezvous_);
     STRATA_ASSIGN_OR_RETURN(coordinator_,

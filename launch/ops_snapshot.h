@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "launch/latency_histogram.h"
 #include "store/ids.h"
+#include "store/latency_histogram.h"
 #include "store/store_stats.h"
 
 namespace strata {

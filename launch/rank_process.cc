@@ -124,6 +124,7 @@ int RunRank(const LoadedConfig& loaded, const RankRunOptions& run) {
     s.world_size = config.cluster.world_size;
     if (stores.store() != nullptr) s.store = stores.store()->Stats();
     s.peers = stores.PeerLinks();
+    if (stores.store() != nullptr) s.job_latency = stores.JobLatencies();
     s.unhealthy_reason = stores.UnhealthyReason();
     s.taken_at = std::chrono::steady_clock::now();
     publisher.Publish(std::move(s));

@@ -13,6 +13,13 @@ PhaseReport RankStores::CompositePhase() {
   return r;
 }
 
+std::vector<JobLatency> RankStores::JobLatencies() const {
+  return {{"store", latencies_->store.Snapshot()},
+          {"fetch", latencies_->fetch.Snapshot()},
+          {"truncate", latencies_->truncate.Snapshot()},
+          {"unlink", latencies_->unlink.Snapshot()}};
+}
+
 Result<std::unique_ptr<RankStores>> OpenRankStores(const RankConfig& config, uint64_t seed) {
   RankConfig resolved = config;
   PrefixCacheConfig& pc = resolved.prefix_cache;

@@ -15,6 +15,7 @@
 #include "launch/ops_snapshot.h"
 #include "launch/qualification.h"
 #include "launch/synthetic_runtime.h"
+#include "store/disk_store.h"
 #include "store/host_store.h"
 
 namespace strata {
@@ -40,6 +41,14 @@ class RankStores {
   virtual bool Serving() const { return true; }
   // Drains and closes in dependency order; an error means memory stays alive.
   virtual Status Close() = 0;
+
+  // Disk operation latencies by kind ("store", "fetch", "truncate",
+  // "unlink"), start to completion on every rank, for /metrics.
+  std::vector<JobLatency> JobLatencies() const;
+
+ protected:
+  // Given to the disk tier (DiskStoreOptions / CompositeStoreOptions).
+  std::shared_ptr<DiskJobLatencies> latencies_ = std::make_shared<DiskJobLatencies>();
 };
 
 // Opens what `config` asks for. Errors name the setting or the peer at fault.

@@ -196,6 +196,7 @@ class SingleProcessStores final : public RankStores {
       co.disk_limit_bytes = limit;
       co.max_age_ms = max_age_ms;
       co.drain = ToShutdownDrain(pc.drain_on_shutdown);
+      co.latencies = latencies_;
       STRATA_ASSIGN_OR_RETURN(composite_,
                               CompositeStore::Open(geometry_, local_->pool(), std::move(memory),
                                                    std::move(staged), local_->scan().records, co));
@@ -205,9 +206,10 @@ class SingleProcessStores final : public RankStores {
       store_ = composite_.get();
       return Status::Ok();
     }
-    STRATA_ASSIGN_OR_RETURN(disk_,
-                            DiskStore::Open(geometry_, std::move(staged), local_->scan().records,
-                                            {.disk_limit_bytes = limit, .max_age_ms = max_age_ms}));
+    STRATA_ASSIGN_OR_RETURN(
+        disk_, DiskStore::Open(
+                   geometry_, std::move(staged), local_->scan().records,
+                   {.disk_limit_bytes = limit, .max_age_ms = max_age_ms, .latencies = latencies_}));
     summary_ = "disk store at " + local_->path() + ", limit " + Mib(limit) + ", " + scanned;
     store_ = disk_.get();
     return Status::Ok();

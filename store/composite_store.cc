@@ -44,6 +44,7 @@ Result<std::unique_ptr<CompositeStore>> CompositeStore::Open(
   d.disk_limit_bytes = options.disk_limit_bytes;
   d.max_age_ms = options.max_age_ms;
   d.close_deadline = options.close_deadline;
+  d.latencies = options.latencies;
   STRATA_ASSIGN_OR_RETURN(s->disk_, DiskStore::Open(geometry, std::move(transport), records, d));
   s->disk_->SetListener(s.get());
   s->stats_.slots_total = s->pool_->total_slots();

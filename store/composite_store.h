@@ -61,6 +61,8 @@ struct CompositeStoreOptions {
   ShutdownDrain drain;            // default off
   // Bound on Close's wait for accepted copies, spills and reads to drain.
   std::chrono::milliseconds close_deadline{30'000};
+  // The disk tier's operation latencies (DiskStoreOptions::latencies).
+  std::shared_ptr<DiskJobLatencies> latencies = nullptr;
 };
 
 class CompositeStore final : public HostStore, private DiskTierListener {

@@ -25,6 +25,7 @@
 #include "store/geometry.h"
 #include "store/host_store.h"
 #include "store/index.h"
+#include "store/latency_histogram.h"
 #include "store/record_layout.h"
 #include "store/record_scan.h"
 
@@ -56,10 +57,22 @@ struct FileShape {
   bool replicated_row = false;
 };
 
+// Latency of the store's disk operations from start to completion on every
+// rank, by kind (a spill counts as a store, a read into memory as a fetch).
+// Recorded on the store's owner thread, read from any thread (metrics).
+struct DiskJobLatencies {
+  LatencyHistogram store;
+  LatencyHistogram fetch;
+  LatencyHistogram truncate;
+  LatencyHistogram unlink;
+};
+
 struct DiskStoreOptions {
   uint64_t disk_limit_bytes = 0;  // record bytes on disk, including in-flight writes
   uint64_t max_age_ms = 0;        // record expiry; 0 = off
   std::chrono::milliseconds close_deadline{30'000};  // bound on Close's drain
+  // Where operation latencies go; none recorded when null.
+  std::shared_ptr<DiskJobLatencies> latencies = nullptr;
 };
 
 // Bytes of a record file with `tail_pages` page records, with or without its
@@ -171,6 +184,7 @@ class DiskStore final : public HostStore {
     Status status;
     uint64_t bytes = 0;
     uint64_t release_bytes = 0;  // charge dropped when a truncate/unlink completes
+    std::chrono::steady_clock::time_point started;  // for options_.latencies
   };
 
   DiskStore(const CacheGeometry& geometry, std::unique_ptr<DiskTransport> transport,
@@ -188,6 +202,7 @@ class DiskStore final : public HostStore {
   void Pump();
   void PumpOnce();
   void FinishOperation(uint64_t id, Operation& op);
+  void RecordLatency(const Operation& op);
   void FinishStore(Operation& op);
   void FinishSpill(Operation& op);
   void FinishReadInto(Operation& op);

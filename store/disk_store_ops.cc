@@ -8,6 +8,7 @@ namespace strata {
 uint64_t DiskStore::StartOperation(Operation op) {
   const uint64_t id = next_op_++;
   for (RecordJob& j : op.unsubmitted) j.id = JobId(next_job_++);
+  if (options_.latencies) op.started = std::chrono::steady_clock::now();
   ops_.emplace(id, std::move(op));
   Pump();
   return id;
@@ -132,7 +133,25 @@ void DiskStore::FinishStore(Operation& op) {
   events_.push_back({StoreEvent::Kind::kStoreFailed, op.checkpoint_id, {}, op.key, op.status, 0});
 }
 
+void DiskStore::RecordLatency(const Operation& op) {
+  if (!options_.latencies) return;
+  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(
+      std::chrono::steady_clock::now() - op.started);
+  DiskJobLatencies& l = *options_.latencies;
+  LatencyHistogram* h = &l.store;
+  switch (op.kind) {
+    case Operation::Kind::kStore:
+    case Operation::Kind::kSpill: h = &l.store; break;
+    case Operation::Kind::kFetch:
+    case Operation::Kind::kReadInto: h = &l.fetch; break;
+    case Operation::Kind::kTruncate: h = &l.truncate; break;
+    case Operation::Kind::kUnlink: h = &l.unlink; break;
+  }
+  h->Record(static_cast<uint64_t>(us.count()));
+}
+
 void DiskStore::FinishOperation(uint64_t, Operation& op) {
+  RecordLatency(op);
   switch (op.kind) {
     case Operation::Kind::kStore: FinishStore(op); break;
     case Operation::Kind::kSpill: FinishSpill(op); break;

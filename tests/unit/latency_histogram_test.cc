@@ -1,4 +1,4 @@
-#include "launch/latency_histogram.h"
+#include "store/latency_histogram.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // /metrics as a dashboard sees it: a real store (one process, two ranks, disk
 // tier) runs a known workload (the qualification's phases 1 and 2), the
-// snapshot `strata rank` publishes is served by the HTTP endpoint, scraped
+// snapshot `strata rank` publishes (store stats and disk job latencies) is served by the HTTP endpoint, scraped
 // over TCP, parsed, and every store counter must equal the store's stats.
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -42,6 +42,7 @@ TEST(RankMetricsTest, ScrapedMetricsEqualTheStoreStatsAfterAKnownWorkload) {
   snap.rank = RankId(0);
   snap.world_size = 2;
   snap.store = st;
+  snap.job_latency = stores.JobLatencies();
   snap.taken_at = std::chrono::steady_clock::now();
   publisher.Publish(snap);
   Result<std::unique_ptr<HttpEndpoint>> endpoint =
@@ -71,6 +72,11 @@ TEST(RankMetricsTest, ScrapedMetricsEqualTheStoreStatsAfterAKnownWorkload) {
             is(st.disk.bytes_out_total));
   EXPECT_EQ(ValueOf(e, "strata_host_cache_records", {{"tier", "memory"}}), "0");
   EXPECT_EQ(ValueOf(e, "strata_host_cache_slots"), is(st.slots_total));
+  // Every disk operation's latency was recorded, start to completion.
+  EXPECT_EQ(ValueOf(e, "strata_job_latency_seconds_count", {{"kind", "store"}}),
+            is(st.disk.stored_total + st.store_failed));
+  EXPECT_EQ(ValueOf(e, "strata_job_latency_seconds_count", {{"kind", "fetch"}}), is(st.fetches));
+  EXPECT_GT(st.disk.stored_total, 0u);
   EXPECT_TRUE(stores.Close().ok());
 }
 
