@@ -84,6 +84,9 @@ run_cluster() {  # $1 = workload; starts ranks 1..N-1 in the background, rank 0 
   if ((rc != 0)); then
     for ((r = 1; r < RANKS; r++)); do tail -n 5 "$DIR/rank$r.$workload.log" >&2; done
   fi
+  for ((r = 1; r < RANKS; r++)); do  # each peer's share, next to rank zero's per-rank figure
+    grep -h "record jobs on this rank" "$DIR/rank$r.$workload.log" || true
+  done
   return $rc
 }
 

@@ -173,6 +173,13 @@ class RankZeroStores final : public RankStores {
     if (!coordinator_) return Status::Ok();
     runtime_.reset();
     Status s = coordinator_->Close();
+    // Every rank's planes have the same geometry, so each rank moved an
+    // equal share of the bytes the store's jobs reported (the peers log theirs).
+    const StoreStats st = coordinator_->store().Stats();
+    const uint64_t world = remote_->geometry().rank_count();
+    const uint64_t moved = st.disk.bytes_in_total + st.disk.bytes_out_total;
+    spdlog::info("record jobs moved {} bytes over {} ranks: {} bytes per rank", moved, world,
+                 moved / world);
     if (!s.ok()) {
       // Copies may still run on rank zero: keep what they could touch alive.
       (void)coordinator_.release();
@@ -276,6 +283,9 @@ class PeerStores final : public RankStores {
     if (!agent_) return Status::Ok();
     const bool stopped_here = Serving();
     agent_->Stop();
+    const AgentStats stats = agent_->stats();
+    spdlog::info("record jobs on this rank: {} done, {} failed, {} bytes moved", stats.jobs_done,
+                 stats.jobs_failed, stats.bytes);
     // The agent bounds its own join and drain; this only guards a hang.
     std::optional<Status> outcome =
         agent_->Wait(std::chrono::steady_clock::now() + std::chrono::minutes(5));

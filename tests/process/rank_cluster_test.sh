@@ -4,7 +4,8 @@
 #
 #   rank_cluster_test.sh STRATA qualify   3 ranks: phases 1-2, then every
 #       rank restarted for phase 3; every phase passes on rank zero, every
-#       rank exits 0 and holds the same record files (names and sizes).
+#       rank exits 0, holds the same record files (names and sizes) and moved
+#       the same bytes (ranks share one geometry).
 #   rank_cluster_test.sh STRATA sigterm   2 ranks serving; once rank zero is
 #       healthy, SIGTERM to every rank (what a launcher does): each drains and
 #       exits 0.
@@ -61,6 +62,16 @@ same_files_on_every_rank() {  # world
   done
 }
 
+same_bytes_on_every_rank() {  # world workload: each peer moved rank zero's per-rank share
+  local share moved
+  share=$(sed -n 's/.*bytes over [0-9]* ranks: \([0-9]*\) bytes per rank.*/\1/p' "$DIR/rank0.$2.log")
+  [[ -n $share && $share -gt 0 ]] || fail "rank 0 reported no record bytes for $2"
+  for ((r = 1; r < $1; r++)); do
+    moved=$(sed -n 's/.*failed, \([0-9]*\) bytes moved.*/\1/p' "$DIR/rank$r.$2.log")
+    [[ $moved == "$share" ]] || fail "rank $r moved ${moved:-no} bytes in $2, rank 0's share is $share"
+  done
+}
+
 phases_passed() {  # summary json, expected phase count
   local passed
   passed=$(grep -c '"ok": true' "$1" || true)
@@ -84,10 +95,11 @@ case $MODE in
       start_rank 0 3 "$workload"
       wait_all 0
       same_files_on_every_rank 3
+      same_bytes_on_every_rank 3 "$workload"
     done
     phases_passed "$DIR/summary.qualify.json" 2
     phases_passed "$DIR/summary.restore.json" 1
-    echo "PASS: 3 ranks in 3 processes, phases 1-3, identical record files"
+    echo "PASS: 3 ranks in 3 processes, phases 1-3, identical record files and bytes per rank"
     ;;
   sigterm)
     start_rank 1 2 serve

@@ -1,7 +1,7 @@
 // /metrics as a dashboard sees it: a real store (one process, two ranks, disk
 // tier) runs a known workload (the qualification's phases 1 and 2), the
-// snapshot `strata rank` publishes (store stats and disk job latencies) is served by the HTTP endpoint, scraped
-// over TCP, parsed, and every store counter must equal the store's stats.
+// snapshot `strata rank` publishes (store stats and disk job latencies) is served by the HTTP
+// endpoint, scraped over TCP, parsed, and every store counter must equal the store's stats.
 #include <gtest/gtest.h>
 #include <httplib.h>
 
