@@ -3,15 +3,26 @@
 // result and their ratio, as a table and, with --json, as one JSON object.
 #pragma once
 
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string_view>
+
+#include "store/status.h"
+
 namespace CLI {
 class App;
 }
 
 namespace strata {
 
+// The end of a benchmark's callback: on error prints "strata bench NAME:
+// <status>" and exits 2 (CLI::RuntimeError); otherwise prints `result` as
+// one JSON object with --json, else through `table`.
+void PrintBenchResult(std::string_view name, const Status& status, const nlohmann::json& result,
+                      bool json, const std::function<void(const nlohmann::json&)>& table);
+
 // Called by AddBenchCommand with the `bench` subcommand; one per benchmark.
 // (Add a declaration here and a call in cmd_bench.cc for each new benchmark.)
-
 // `strata bench index`: PrefixIndex lookup latency and insert rate by size.
 void AddIndexBench(CLI::App& bench);
 // `strata bench disk`: record files through the disk thread vs plain O_DIRECT.

@@ -477,16 +477,8 @@ void AddDiskBenchmark(CLI::App& bench) {
   cmd->callback([o] {
     nlohmann::json result;
     DiskBench bench_run(*o);
-    Status s = bench_run.Run(result);
-    if (!s.ok()) {
-      std::fprintf(stderr, "strata bench disk: %s\n", s.ToString().c_str());
-      throw CLI::RuntimeError(2);
-    }
-    if (o->json) {
-      std::printf("%s\n", result.dump(2).c_str());
-    } else {
-      PrintTable(result);
-    }
+    const Status s = bench_run.Run(result);
+    PrintBenchResult("disk", s, result, o->json, PrintTable);
   });
 }
 

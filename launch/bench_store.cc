@@ -437,16 +437,8 @@ void AddStoreBenchmark(CLI::App& bench) {
   cmd->callback([o] {
     nlohmann::json result;
     StoreBench run(*o);
-    Status s = run.Run(result);
-    if (!s.ok()) {
-      std::fprintf(stderr, "strata bench store: %s\n", s.ToString().c_str());
-      throw CLI::RuntimeError(2);
-    }
-    if (o->json) {
-      std::printf("%s\n", result.dump(2).c_str());
-    } else {
-      PrintTable(result);
-    }
+    const Status s = run.Run(result);
+    PrintBenchResult("store", s, result, o->json, PrintTable);
   });
 }
 
