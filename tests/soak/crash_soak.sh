@@ -155,7 +155,7 @@ kill_cycle() {
       echo "cycle $CYCLES: a survivor ignored SIGTERM for ${STOP_BOUND}s ($workload, killed rank $victim); SIGKILL"
       kill -KILL "$p" 2>/dev/null || true
     fi
-    wait "$p" 2>/dev/null || true
+    { wait "$p"; } 2>/dev/null || true  # no "Killed" job notice
   done
   PIDS=()
   echo "cycle $CYCLES: $workload, killed rank $victim"

@@ -15,6 +15,7 @@
 #include "launch/presets.h"
 #include "launch/record_tools.h"
 #include "launch/synthetic_runtime.h"
+#include "store/composite_store.h"
 #include "store/disk_store.h"
 #include "store/fault_plan.h"
 #include "store/faulty_block_io.h"
@@ -67,10 +68,11 @@ struct Case {
   FaultOp op;
   FaultEffect effect;
   int error;
+  bool composite = false;  // a CompositeStore (memory over disk) instead of a DiskStore
 };
 
 std::string CaseName(const Case& c) {
-  std::string name(FaultOpName(c.op));
+  std::string name = std::string(c.composite ? "composite-" : "") + std::string(FaultOpName(c.op));
   if (c.effect == FaultEffect::kShort) return name + "/short";
   return name + "/" + (c.error == ENOSPC ? "ENOSPC" : c.error == EINTR ? "EINTR" : "EIO");
 }
@@ -121,12 +123,20 @@ void RunWorkload(SyntheticRuntime& rt) {
   EXPECT_EQ(rt.stats().mismatches, 0u);
 }
 
+uint64_t NowMs() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
+}
+
 RunResult FaultyRun(const std::string& base, HostPlanes& planes, const FaultPlan& plan,
-                    FaultCounters& counters) {
+                    FaultCounters& counters, bool composite_store) {
   RunResult r;
   PosixFileSystem posix;
   FaultyFileSystem fs(posix, plan, counters);
   LocalDiskOptions o = DiskOptions(base, Durability::kSync);
+  // A composite's memory tier holds about two of the three conversations: the rest spill.
+  if (composite_store) o.warm_slots = 24;
   o.file_system = &fs;
   o.wrap_block_io = [&](std::unique_ptr<BlockIo> io) -> std::unique_ptr<BlockIo> {
     return std::make_unique<FaultyBlockIo>(std::move(io), plan, counters);
@@ -144,31 +154,71 @@ RunResult FaultyRun(const std::string& base, HostPlanes& planes, const FaultPlan
       (*disk)->MakeTransport(*MakeHostTransfers(planes));
   EXPECT_TRUE(transport.ok());
   if (!transport.ok()) return r;
-  Result<std::unique_ptr<DiskStore>> store =
-      DiskStore::Open(g, std::move(*transport), (*disk)->scan().records, StoreOptions(g));
-  if (!store.ok()) {
-    EXPECT_GT(counters.fired_total(), 0u) << store.status().ToString();
+  std::unique_ptr<DiskStore> disk_store;
+  std::unique_ptr<CompositeStore> composite;
+  HostStore* store = nullptr;
+  const PrefixIndex* disk_index = nullptr;
+  Status opened;
+  if (composite_store) {
+    Result<std::unique_ptr<Transfers>> memory = MakeHostTransfers(planes);
+    EXPECT_TRUE(memory.ok());
+    if (!memory.ok()) return r;
+    CompositeStoreOptions co;
+    co.disk_limit_bytes = StoreOptions(g).disk_limit_bytes;
+    Result<std::unique_ptr<CompositeStore>> c = CompositeStore::Open(
+        g, (*disk)->pool(), std::move(*memory), std::move(*transport), (*disk)->scan().records, co);
+    opened = c.status();
+    if (c.ok()) {
+      composite = std::move(*c);
+      store = composite.get();
+      disk_index = &composite->disk().index();
+    }
+  } else {
+    Result<std::unique_ptr<DiskStore>> d =
+        DiskStore::Open(g, std::move(*transport), (*disk)->scan().records, StoreOptions(g));
+    opened = d.status();
+    if (d.ok()) {
+      disk_store = std::move(*d);
+      store = disk_store.get();
+      disk_index = &disk_store->index();
+    }
+  }
+  if (store == nullptr) {
+    EXPECT_GT(counters.fired_total(), 0u) << opened.ToString();
     return r;
   }
   r.opened = true;
   {
-    AckRecorder recorder(**store);
+    AckRecorder recorder(*store);
     SyntheticRuntime rt(planes, &recorder, {.seed = 11, .wait_bound = std::chrono::seconds(30)});
     RunWorkload(rt);
     r.acked = recorder.acked;
   }
-  EXPECT_TRUE((*store)->WaitIdle(kIdleBound));
-  r.stats = (*store)->Stats();
-  EXPECT_EQ(r.stats.slots_in_use, 0u) << "slab slots leaked";
-  EXPECT_TRUE((*store)->index().CheckInvariants().ok());
-  for (const PrefixKey& k : r.acked) {
-    if ((*store)->index().Contains(k)) r.held.push_back(k);
+  if (composite) {
+    EXPECT_TRUE(composite->WaitIdle(NowMs(), kIdleBound));
+    const Status invariants = composite->CheckInvariants();
+    EXPECT_TRUE(invariants.ok()) << invariants.ToString();
+  } else {
+    EXPECT_TRUE(disk_store->WaitIdle(kIdleBound));
+    EXPECT_TRUE(disk_index->CheckInvariants().ok());
   }
-  // Acknowledged records the store let go of were evicted or dropped, and counted.
-  EXPECT_LE(r.acked.size() - r.held.size(),
-            r.stats.disk.evicted_total + r.stats.disk.dropped_io_total);
-  EXPECT_TRUE((*store)->Close().ok());
-  store->reset();
+  r.stats = store->Stats();
+  // A composite keeps memory copies in the pool; its invariants check those slots.
+  if (!composite) {
+    EXPECT_EQ(r.stats.slots_in_use, 0u) << "slab slots leaked";
+  }
+  for (const PrefixKey& k : r.acked) {
+    const std::optional<IndexEntry> e = disk_index->Find(k);
+    if (e && e->state == TransferState::kReady) r.held.push_back(k);
+  }
+  if (!composite) {
+    // Acknowledged records the store let go of were evicted or dropped, and counted.
+    EXPECT_LE(r.acked.size() - r.held.size(),
+              r.stats.disk.evicted_total + r.stats.disk.dropped_io_total);
+  }
+  EXPECT_TRUE(store->Close().ok());
+  composite.reset();
+  disk_store.reset();
   return r;
 }
 
@@ -236,7 +286,7 @@ TEST_P(FaultSweepTest, EveryNthOperationFailsCleanly) {
     ScratchDir dir;
     FaultCounters counters;
     const FaultPlan plan = FaultPlan::Nth(c.op, n, c.effect, c.error);
-    const RunResult r = FaultyRun(dir.path(), planes, plan, counters);
+    const RunResult r = FaultyRun(dir.path(), planes, plan, counters, c.composite);
     const bool fired = counters.fired(c.op) > 0;
     if (fired && c.effect == FaultEffect::kError) {
       EXPECT_TRUE(Observed(c, r)) << "no counter moved";
@@ -253,30 +303,35 @@ TEST_P(FaultSweepTest, EveryNthOperationFailsCleanly) {
   std::cout << "fault sweep " << CaseName(c) << ": " << fired_runs << " faults injected\n";
 }
 
-INSTANTIATE_TEST_SUITE_P(Faults, FaultSweepTest,
-                         ::testing::Values(Case{FaultOp::kAllocate, FaultEffect::kError, ENOSPC},
-                                           Case{FaultOp::kAllocate, FaultEffect::kError, EIO},
-                                           Case{FaultOp::kBlockWrite, FaultEffect::kError, EIO},
-                                           Case{FaultOp::kBlockWrite, FaultEffect::kError, ENOSPC},
-                                           Case{FaultOp::kBlockWrite, FaultEffect::kError, EINTR},
-                                           Case{FaultOp::kBlockWrite, FaultEffect::kShort, 0},
-                                           Case{FaultOp::kBlockSync, FaultEffect::kError, EIO},
-                                           Case{FaultOp::kBlockRead, FaultEffect::kError, EIO},
-                                           Case{FaultOp::kBlockRead, FaultEffect::kShort, 0},
-                                           Case{FaultOp::kRename, FaultEffect::kError, EIO},
-                                           Case{FaultOp::kUnlink, FaultEffect::kError, EIO},
-                                           Case{FaultOp::kOpen, FaultEffect::kError, EIO},
-                                           Case{FaultOp::kSync, FaultEffect::kError, EIO},
-                                           Case{FaultOp::kTruncate, FaultEffect::kError, EIO},
-                                           Case{FaultOp::kReadAt, FaultEffect::kError, EIO},
-                                           Case{FaultOp::kWriteAt, FaultEffect::kShort, 0}),
-                         [](const ::testing::TestParamInfo<Case>& info) {
-                           std::string name = CaseName(info.param);
-                           for (char& ch : name) {
-                             if (ch == '/' || ch == '-') ch = '_';
-                           }
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Faults, FaultSweepTest,
+    ::testing::Values(Case{FaultOp::kAllocate, FaultEffect::kError, ENOSPC},
+                      Case{FaultOp::kAllocate, FaultEffect::kError, EIO},
+                      Case{FaultOp::kBlockWrite, FaultEffect::kError, EIO},
+                      Case{FaultOp::kBlockWrite, FaultEffect::kError, ENOSPC},
+                      Case{FaultOp::kBlockWrite, FaultEffect::kError, EINTR},
+                      Case{FaultOp::kBlockWrite, FaultEffect::kShort, 0},
+                      Case{FaultOp::kBlockSync, FaultEffect::kError, EIO},
+                      Case{FaultOp::kBlockRead, FaultEffect::kError, EIO},
+                      Case{FaultOp::kBlockRead, FaultEffect::kShort, 0},
+                      Case{FaultOp::kRename, FaultEffect::kError, EIO},
+                      Case{FaultOp::kUnlink, FaultEffect::kError, EIO},
+                      Case{FaultOp::kOpen, FaultEffect::kError, EIO},
+                      Case{FaultOp::kSync, FaultEffect::kError, EIO},
+                      Case{FaultOp::kTruncate, FaultEffect::kError, EIO},
+                      Case{FaultOp::kReadAt, FaultEffect::kError, EIO},
+                      Case{FaultOp::kWriteAt, FaultEffect::kShort, 0},
+                      Case{FaultOp::kAllocate, FaultEffect::kError, ENOSPC, true},
+                      Case{FaultOp::kBlockWrite, FaultEffect::kError, EIO, true},
+                      Case{FaultOp::kBlockRead, FaultEffect::kError, EIO, true},
+                      Case{FaultOp::kRename, FaultEffect::kError, EIO, true}),
+    [](const ::testing::TestParamInfo<Case>& info) {
+      std::string name = CaseName(info.param);
+      for (char& ch : name) {
+        if (ch == '/' || ch == '-') ch = '_';
+      }
+      return name;
+    });
 
 // The random mode: a seeded plan over several kinds at once.
 TEST(FaultSweepTest, SeededRandomFaultsKeepEveryInvariant) {
@@ -289,7 +344,7 @@ TEST(FaultSweepTest, SeededRandomFaultsKeepEveryInvariant) {
                           FaultRule{.op = FaultOp::kAllocate, .probability = 0.05, .error = ENOSPC},
                           FaultRule{.op = FaultOp::kUnlink, .probability = 0.1, .error = EIO}},
                          seed);
-    const RunResult r = FaultyRun(dir.path(), planes, plan, counters);
+    const RunResult r = FaultyRun(dir.path(), planes, plan, counters, false);
     CheckAfterRestart(dir.path(), planes, r);
     if (::testing::Test::HasFailure()) {
       std::cout << "seeded fault run failed at seed " << seed << "\n";
