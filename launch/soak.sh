@@ -15,7 +15,7 @@ ARGS=()
 while (($#)); do
   case "$1" in
     --build) BUILD=$2; shift 2 ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
     *) ARGS+=("$1"); shift ;;
   esac
 done
