@@ -20,6 +20,7 @@ Result<std::unique_ptr<LocalDisk>> LocalDisk::Open(const CacheGeometry& geometry
   d->identity_ = identity;
   d->fingerprint_ = fingerprint;
   d->options_ = options;
+  if (options.file_system != nullptr) d->fs_ = options.file_system;
   std::error_code ec;
   std::filesystem::create_directories(options.base_dir, ec);
   if (ec) {
@@ -27,7 +28,7 @@ Result<std::unique_ptr<LocalDisk>> LocalDisk::Open(const CacheGeometry& geometry
                            "': " + ec.message());
   }
   const std::string path = RecordDirPath(options.base_dir, identity, fingerprint);
-  STRATA_ASSIGN_OR_RETURN(d->dir_, RecordDir::Open(d->fs_, path, RecordDir::Create::kYes));
+  STRATA_ASSIGN_OR_RETURN(d->dir_, RecordDir::Open(*d->fs_, path, RecordDir::Create::kYes));
   STRATA_RETURN_IF_ERROR(d->Rescan());
   RecordLayout layout(geometry);
   const uint64_t slot_bytes = layout.page_record_bytes();
@@ -38,8 +39,9 @@ Result<std::unique_ptr<LocalDisk>> LocalDisk::Open(const CacheGeometry& geometry
       SlabPool::Create(slot_bytes, options.warm_slots, d->intake_.slots, options.registrar));
   d->pool_ = std::move(pool);
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<BlockIo> io, OpenUringBlockIo(kRingCapacity));
-  STRATA_ASSIGN_OR_RETURN(
-      d->disk_, DiskThread::Start(d->fs_, std::move(io), d->dir_->fd(), path, options.disk_thread));
+  if (options.wrap_block_io) io = options.wrap_block_io(std::move(io));
+  STRATA_ASSIGN_OR_RETURN(d->disk_, DiskThread::Start(*d->fs_, std::move(io), d->dir_->fd(), path,
+                                                      options.disk_thread));
   return d;
 }
 

@@ -8,9 +8,11 @@
 // be destroyed before the LocalDisk that owns the directory and pool.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
+#include "store/block_io.h"
 #include "store/file_system.h"
 #include "store/fingerprint.h"
 #include "store/geometry.h"
@@ -30,6 +32,12 @@ struct LocalDiskOptions {
   Durability durability = Durability::kNone;
   HostRegistrar* registrar = nullptr;  // CUDA host registration; not owned
   DiskThreadOptions disk_thread;       // queue bounds and scheduling (nice 10 by default)
+  // Fault-injection seam (tests): the filesystem every record call goes
+  // through instead of the real one (not owned; must outlive the LocalDisk),
+  // and a wrapper around the io_uring BlockIo the disk thread gets. Unset:
+  // the production path.
+  FileSystem* file_system = nullptr;
+  std::function<std::unique_ptr<BlockIo>(std::unique_ptr<BlockIo>)> wrap_block_io;
 };
 
 class LocalDisk {
@@ -53,7 +61,7 @@ class LocalDisk {
   const RecordDir::Cleanup& cleanup() const { return cleanup_; }
   const IntakePlan& intake() const { return intake_; }
   std::shared_ptr<SlabPool> pool() const { return pool_; }
-  FileSystem& fs() { return fs_; }
+  FileSystem& fs() { return *fs_; }
   RecordDir& dir() { return *dir_; }
   // Re-scans after the caller changed files (e.g. applied an agreement).
   Status Rescan();
@@ -64,7 +72,8 @@ class LocalDisk {
   NamespaceIdentity identity_{};
   LayoutFingerprint fingerprint_{};
   LocalDiskOptions options_;
-  PosixFileSystem fs_;
+  PosixFileSystem posix_fs_;
+  FileSystem* fs_ = &posix_fs_;  // posix_fs_ or options_.file_system
   std::unique_ptr<RecordDir> dir_;
   ScanReport scan_;
   RecordDir::Cleanup cleanup_;

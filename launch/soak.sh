@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Runs the crash soak (tests/soak/crash_soak.sh) against this tree's build:
+# a local multi-rank cluster SIGKILLed at random moments and restarted, with
+# record sets, byte-exact restores and leftover temporary files checked after
+# every restart. Exits non-zero on any violation.
+#
+#   ./launch/soak.sh [--duration SECONDS] [--ranks N] [--seed N] [--dir DIR] [--keep]
+#       [--build DIR]
+#   --duration defaults to 300 (five minutes); hours: --duration 14400.
+#   --build is the build directory holding the strata binary (default build).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=build
+ARGS=()
+while (($#)); do
+  case "$1" in
+    --build) BUILD=$2; shift 2 ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    *) ARGS+=("$1"); shift ;;
+  esac
+done
+[[ " ${ARGS[*]} " == *" --duration "* ]] || ARGS+=(--duration 300)
+STRATA="$BUILD/strata"
+[[ -x $STRATA ]] || { echo "soak: no $STRATA; build first (ninja -C $BUILD)" >&2; exit 2; }
+exec bash tests/soak/crash_soak.sh "$STRATA" "${ARGS[@]}"

@@ -1,0 +1,67 @@
+#include "store/fault_plan.h"
+
+namespace strata {
+
+namespace {
+
+// splitmix64: a well-mixed 64-bit value from (seed, op, ordinal), so a random
+// plan's decision for one operation does not depend on any other.
+uint64_t Mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+std::string_view FaultOpName(FaultOp op) {
+  switch (op) {
+    case FaultOp::kOpen: return "open";
+    case FaultOp::kAllocate: return "fallocate";
+    case FaultOp::kTruncate: return "truncate";
+    case FaultOp::kReadAt: return "pread";
+    case FaultOp::kWriteAt: return "pwrite";
+    case FaultOp::kRename: return "rename";
+    case FaultOp::kUnlink: return "unlink";
+    case FaultOp::kSync: return "fsync";
+    case FaultOp::kBlockRead: return "block-read";
+    case FaultOp::kBlockWrite: return "block-write";
+    case FaultOp::kBlockSync: return "block-sync";
+  }
+  return "unknown";
+}
+
+FaultPlan FaultPlan::Nth(FaultOp op, uint64_t nth, FaultEffect effect, int error) {
+  return FaultPlan({FaultRule{.op = op, .nth = nth, .effect = effect, .error = error}}, 0);
+}
+
+FaultPlan FaultPlan::Random(FaultOp op, double probability, FaultEffect effect, int error,
+                            uint64_t seed) {
+  return FaultPlan(
+      {FaultRule{.op = op, .probability = probability, .effect = effect, .error = error}}, seed);
+}
+
+FaultDecision FaultPlan::Decide(FaultOp op, uint64_t ordinal) const {
+  for (const FaultRule& r : rules_) {
+    if (r.op != op) continue;
+    bool fire = false;
+    if (r.nth != 0) {
+      fire = ordinal == r.nth;
+    } else if (r.probability > 0) {
+      const uint64_t h = Mix(seed_ ^ Mix((static_cast<uint64_t>(op) << 56) ^ ordinal));
+      // The top 53 bits as a uniform double in [0, 1).
+      fire = static_cast<double>(h >> 11) * 0x1.0p-53 < r.probability;
+    }
+    if (fire) return FaultDecision{.effect = r.effect, .error = r.error};
+  }
+  return {};
+}
+
+uint64_t FaultCounters::fired_total() const {
+  uint64_t total = 0;
+  for (const auto& f : fired_) total += f.load();
+  return total;
+}
+
+}  // namespace strata

@@ -1,0 +1,207 @@
+#!/usr/bin/env bash
+# Crash soak: a local cluster of `strata rank` processes (one per rank, rank
+# zero coordinates) is SIGKILLed at random moments and restarted, for a
+# bounded time. First a clean `qualify` run and a `restore` run commit the
+# qualification's records (the baseline every later check restores). Then
+# each cycle:
+#   1. start every rank with a victim workload (`serve`, the light steady
+#      load, or `qualify`, which writes harder), wait a random 0-4 s, then
+#      SIGKILL one random rank or, one time in three, every rank; survivors
+#      get SIGTERM, and one still running after a bound is SIGKILLed too
+#      (counted in the summary: `qualify` runs its phases to the end);
+#   2. restart every rank with `--workload restore`: the startup scan and the
+#      agreement between ranks clean up what the kill left, and rank zero
+#      restores the committed records from disk, checking every byte; every
+#      rank must exit 0;
+#   3. check: record sets (names and sizes of *.ckpt) identical on every
+#      rank, no temporary file survived the scans, and `strata fsck` verifies
+#      every record file of every rank (headers, sizes, every checksum).
+# Prints a summary (cycles, kills, restarts, records checked) and exits 1 on
+# any violation (the directory is kept and the log tails printed).
+#
+#   crash_soak.sh STRATA [--duration SECONDS] [--ranks N] [--seed N] [--dir DIR] [--keep]
+#
+# Every wait is bounded. Ports are picked below the ephemeral range (32768+).
+set -euo pipefail
+STRATA=$1
+shift
+DURATION=180
+RANKS=3
+SEED=$$
+KEEP=0
+DIR=""
+while (($#)); do
+  case "$1" in
+    --duration) DURATION=$2; shift 2 ;;
+    --ranks) RANKS=$2; shift 2 ;;
+    --seed) SEED=$2; shift 2 ;;
+    --dir) DIR=$2; shift 2 ;;
+    --keep) KEEP=1; shift ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    *) echo "crash_soak: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+[[ -n $DIR ]] || DIR=$(mktemp -d "${STRATA_TEST_DIR:-/var/tmp}/strata-soak-XXXXXX")
+mkdir -p "$DIR"
+RANDOM=$SEED
+
+STOP_BOUND=15       # seconds a survivor may take to exit after SIGTERM (peers wait 10 s for rank zero)
+READY_BOUND=600     # tenths of a second to wait for rank zero's /healthz
+RUN_BOUND=300       # seconds one qualify/restore cluster run may take
+
+PIDS=()
+BASE=0
+CYCLES=0
+KILLS=0
+RESTARTS=0
+RECORDS_CHECKED=0
+FORCED=0
+VIOLATIONS=0
+
+cleanup() {
+  for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+  if ((KEEP == 0 && VIOLATIONS == 0)); then rm -rf "$DIR"; fi
+}
+trap cleanup EXIT
+
+summary() {
+  echo "crash soak: seed $SEED, $RANKS ranks, $CYCLES cycles, $KILLS ranks killed," \
+    "$RESTARTS cluster restarts, $RECORDS_CHECKED records checked, $FORCED survivors SIGKILLed" \
+    "after ignoring SIGTERM for ${STOP_BOUND}s, $VIOLATIONS violations"
+}
+
+violation() {
+  echo "VIOLATION (cycle $CYCLES): $*" >&2
+  VIOLATIONS=$((VIOLATIONS + 1))
+  for f in "$DIR"/*.log; do [[ -e $f ]] && { echo "--- $f" >&2; tail -n 15 "$f" >&2; }; done
+  summary
+  echo "logs and record directories kept in $DIR" >&2
+  exit 1
+}
+
+new_ports() {  # a fresh port base per cluster start: no reuse of a killed rank's ports
+  BASE=$((10000 + RANDOM % 20000))
+}
+
+start_rank() {  # rank workload -> background process, pid in PIDS
+  local r=$1 workload=$2
+  # No `timeout` wrapper: SIGKILL must reach the rank itself. Waits are bounded here.
+  "$STRATA" rank --rank "$r" --world-size "$RANKS" --master-port "$BASE" \
+    --local-rank "$r" --metrics-port $((BASE + 10)) --prefix-cache-disk "$DIR/rank$r" \
+    --prefix-cache-disk-limit 2GiB --connect-timeout 60s --log-level info \
+    --workload "$workload" --summary-json "$DIR/summary.$workload.json" \
+    >"$DIR/rank$r.$workload.log" 2>&1 &
+  PIDS+=($!)
+}
+
+start_cluster() {  # workload: peers first, rank zero last
+  new_ports
+  PIDS=()
+  for ((r = 1; r < RANKS; r++)); do start_rank "$r" "$1"; done
+  start_rank 0 "$1"
+}
+
+healthy() {  # port -> 0 when /healthz answers 200
+  (
+    exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
+    printf 'GET /healthz HTTP/1.0\r\nHost: localhost\r\n\r\n' >&3
+    read -r -t 5 status <&3 || exit 1
+    [[ $status == *" 200"* ]]
+  ) 2>/dev/null
+}
+
+alive() { kill -0 "$1" 2>/dev/null; }
+
+wait_exit() {  # pid seconds -> 0 when it exited within the bound
+  local i
+  for ((i = 0; i < $2 * 10; i++)); do
+    alive "$1" || return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+listing() {  # "name size" of each record file of rank $1
+  (cd "$DIR/rank$1" 2>/dev/null && find . -name '*.ckpt' -printf '%f %s\n' | sort)
+}
+
+# 1. A victim run killed at a random moment.
+kill_cycle() {
+  local workload=serve victim p i
+  ((RANDOM % 2 == 0)) && workload=qualify
+  start_cluster "$workload"
+  for ((i = 0; i < READY_BOUND; i++)); do
+    healthy $((BASE + 10)) && break
+    alive "${PIDS[$((RANKS - 1))]}" || break
+    sleep 0.1
+  done
+  sleep "$((RANDOM % 4)).$((RANDOM % 10))"
+  if ((RANDOM % 3 == 0)); then
+    victim=all
+    for p in "${PIDS[@]}"; do alive "$p" && KILLS=$((KILLS + 1)); kill -KILL "$p" 2>/dev/null || true; done
+  else
+    victim=$((RANDOM % RANKS))
+    # PIDS holds ranks 1..N-1 then rank 0.
+    p=${PIDS[$(((victim + RANKS - 1) % RANKS))]}
+    alive "$p" && KILLS=$((KILLS + 1))
+    kill -KILL "$p" 2>/dev/null || true
+  fi
+  for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]}"; do
+    if ! wait_exit "$p" "$STOP_BOUND"; then
+      # Not a violation: `qualify` runs its phases to the end (bounded waits)
+      # whatever the signal. Counted and reported.
+      FORCED=$((FORCED + 1))
+      echo "cycle $CYCLES: a survivor ignored SIGTERM for ${STOP_BOUND}s ($workload, killed rank $victim); SIGKILL"
+      kill -KILL "$p" 2>/dev/null || true
+    fi
+    { wait "$p"; } 2>/dev/null || true  # no "Killed" job notice
+  done
+  PIDS=()
+  echo "cycle $CYCLES: $workload, killed rank $victim"
+}
+
+# 2. A clean run that must pass: every rank exits 0.
+clean_run() {  # workload
+  local p rc
+  start_cluster "$1"
+  RESTARTS=$((RESTARTS + 1))
+  for p in "${PIDS[@]}"; do
+    wait_exit "$p" "$RUN_BOUND" || violation "a rank ran past ${RUN_BOUND}s in the $1 run"
+    rc=0
+    wait "$p" || rc=$?
+    [[ $rc == 0 ]] || violation "a rank exited $rc in the $1 run"
+  done
+  PIDS=()
+  grep -q '"ok": false' "$DIR/summary.$1.json" && violation "a $1 phase failed: $(cat "$DIR/summary.$1.json")"
+  grep -q '"ok": true' "$DIR/summary.$1.json" || violation "the $1 run reported no passing phase"
+}
+
+# 3. What the restarts left on disk.
+check_disk() {
+  local zero r out tmp records
+  zero=$(listing 0)
+  [[ -n $zero ]] || violation "rank 0 holds no record files"
+  for ((r = 1; r < RANKS; r++)); do
+    [[ $(listing "$r") == "$zero" ]] || violation "rank $r's record files differ from rank 0's"
+  done
+  tmp=$(find "$DIR" -name '*.tmp' | head -n 3)
+  [[ -z $tmp ]] || violation "temporary files survived the scans: $tmp"
+  for ((r = 0; r < RANKS; r++)); do
+    out=$("$STRATA" fsck "$DIR/rank$r" --quiet 2>&1) || violation "fsck of rank $r: $out"
+    records=$(sed -n 's/.* \([0-9][0-9]*\) records ok.*/\1/p' <<<"$out")
+    RECORDS_CHECKED=$((RECORDS_CHECKED + ${records:-0}))
+  done
+}
+
+START=$(date +%s)
+clean_run qualify
+clean_run restore
+check_disk
+while (($(date +%s) - START < DURATION)) || ((CYCLES == 0)); do
+  CYCLES=$((CYCLES + 1))
+  kill_cycle
+  clean_run restore
+  check_disk
+done
+summary
