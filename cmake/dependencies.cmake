@@ -10,6 +10,7 @@ find_package(spdlog REQUIRED)
 find_package(nlohmann_json REQUIRED)
 find_package(tomlplusplus REQUIRED)
 find_package(Threads REQUIRED)
+find_package(OpenSSL REQUIRED)  # mutual TLS on links and the rendezvous (wire/tls.h)
 
 # CUDA is optional at build time: the driver is loaded with dlopen at run time,
 # the header only supplies types. STRATA_USE_CUDA_HEADERS=OFF builds as if

@@ -134,7 +134,12 @@ Status JoinSession::HandleStranger(wire::LinkEvent& e) {
   if (refused_.count(e.tag) != 0) return Status::Ok();  // a refused link's last events
   if (e.kind == wire::LinkEvent::Kind::kClosed) {
     ++stats_.dropped_links;
-    spdlog::info("a record connection closed before its Hello ({})", ClosedWhy(e.state));
+    if (e.state.cause == wire::CloseCause::kHandshakeFailed) {
+      ++stats_.tls_refused;
+      spdlog::warn("record connection refused: {}", ClosedWhy(e.state));
+    } else {
+      spdlog::info("a record connection closed before its Hello ({})", ClosedWhy(e.state));
+    }
     (void)links_.Take(e.tag);
     return Status::Ok();
   }

@@ -49,6 +49,7 @@ struct JoinStats {
   uint64_t rejected_hellos = 0;  // links refused (wrong nonce, address, rank, ...)
   std::string last_rejection;    // the latest refusal's reason
   uint64_t dropped_links = 0;    // connections that closed before a Hello (garbage, probes)
+  uint64_t tls_refused = 0;      // of those, the ones whose TLS handshake failed
   AgreementCounts agreement;
   uint64_t disk_limit_bytes = 0;  // the smallest limit among ranks
 };

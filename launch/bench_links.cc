@@ -6,6 +6,8 @@
 //     a raw TCP ping-pong over loopback measured in the same run; the goal is
 //     a 4-rank p99 within twice the raw p99 (fanout_p99_ratio_4).
 //  2. Store and fetch throughput of whole records across 4 ranks vs 1 rank.
+//  3. With --tls: 1 and 2 at 4 ranks again, plaintext and over mutual TLS 1.3
+//     (a throwaway CA), side by side with their ratios.
 #include <stdlib.h>
 #include <sys/resource.h>
 
@@ -28,6 +30,7 @@
 #include "coordinator/rendezvous_join.h"
 #include "launch/bench.h"
 #include "launch/presets.h"
+#include "launch/throwaway_certs.h"
 #include "rank_agent/rank_agent.h"
 #include "store/host_planes.h"
 
@@ -51,6 +54,7 @@ struct LinksBenchOptions {
   uint32_t record_pages = 64;
   std::string dir = "/var/tmp";
   int disk_nice = DiskThreadOptions{}.nice;  // every rank's disk thread
+  bool tls = false;  // also compare plaintext and mutual TLS links (section 3)
 };
 
 double Seconds(Clock::time_point a, Clock::time_point b) {
@@ -102,8 +106,9 @@ class TempDir {
 // peer, joined over loopback.
 class BenchCluster {
  public:
-  static Result<std::unique_ptr<BenchCluster>> Start(uint32_t world, const std::string& base,
-                                                     uint64_t page_count, int disk_nice) {
+  static Result<std::unique_ptr<BenchCluster>> Start(
+      uint32_t world, const std::string& base, uint64_t page_count, int disk_nice,
+      const std::shared_ptr<const wire::TlsContext>& tls = nullptr) {
     std::unique_ptr<BenchCluster> c(new BenchCluster());
     STRATA_ASSIGN_OR_RETURN(CacheGeometry g, PresetGeometry("tiny", 1, page_count, 4));
     const NamespaceIdentity identity =
@@ -121,6 +126,7 @@ class BenchCluster {
       o.disk = disk;
       o.disk.base_dir = base + "/rank" + std::to_string(r);
       o.disk_limit_bytes = uint64_t{1} << 40;
+      o.link.tls = tls;
       STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> t, MakeHostTransfers(*c->planes_[r]));
       STRATA_ASSIGN_OR_RETURN(
           std::unique_ptr<RankAgent> agent,
@@ -136,6 +142,7 @@ class BenchCluster {
     o.disk.base_dir = base + "/rank0";
     o.disk_limit_bytes = uint64_t{1} << 40;
     o.listen = {"127.0.0.1", 0};
+    o.link.tls = tls;
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> t, MakeHostTransfers(*c->planes_[0]));
     STRATA_ASSIGN_OR_RETURN(c->coordinator_, Coordinator::Start(o, c->rendezvous_, std::move(t)));
     return c;
@@ -315,6 +322,73 @@ struct FanoutRow {
   Latency latency;
 };
 
+// Section 3: one world size, plaintext links and then mutual TLS links.
+struct TlsComparison {
+  uint32_t ranks = 0;
+  Latency plain_latency;
+  Latency tls_latency;
+  Throughput plain;
+  Throughput tls;
+};
+
+Result<TlsComparison> CompareTls(const LinksBenchOptions& o, const std::string& base,
+                                 uint64_t page_count, uint32_t world) {
+  std::filesystem::create_directories(base + "/certs");
+  STRATA_ASSIGN_OR_RETURN(wire::TlsConfig files, MakeThrowawayCerts(base + "/certs"));
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const wire::TlsContext> tls,
+                          wire::TlsContext::Create(files));
+  TlsComparison out;
+  out.ranks = world;
+  for (bool over_tls : {false, true}) {
+    const std::string dir = base + (over_tls ? "/tls" : "/plain");
+    STRATA_ASSIGN_OR_RETURN(
+        std::unique_ptr<BenchCluster> cluster,
+        BenchCluster::Start(world, dir, page_count, o.disk_nice, over_tls ? tls : nullptr));
+    uint64_t next_id = 1;
+    STRATA_ASSIGN_OR_RETURN(
+        std::vector<double> us,
+        ControlRoundTrips(cluster->transport(), o.warmup + o.round_trips, next_id));
+    us.erase(us.begin(), us.begin() + o.warmup);
+    STRATA_ASSIGN_OR_RETURN(Throughput tp,
+                            StoreFetch(cluster->transport(), o.records, o.record_pages, next_id));
+    (over_tls ? out.tls_latency : out.plain_latency) = Summarize(us);
+    (over_tls ? out.tls : out.plain) = tp;
+    STRATA_RETURN_IF_ERROR(cluster->Close());
+  }
+  return out;
+}
+
+nlohmann::json TlsJson(const TlsComparison& c) {
+  auto side = [](const Latency& l, const Throughput& t) {
+    return nlohmann::json{{"p50_us", l.p50_us},
+                          {"p99_us", l.p99_us},
+                          {"store_gbps", t.store_gbps},
+                          {"fetch_gbps", t.fetch_gbps},
+                          {"cpu_seconds_per_gb", t.cpu_seconds_per_gb}};
+  };
+  return {{"ranks", c.ranks},
+          {"plaintext", side(c.plain_latency, c.plain)},
+          {"tls", side(c.tls_latency, c.tls)},
+          {"p99_ratio", c.tls_latency.p99_us / c.plain_latency.p99_us},
+          {"store_ratio", c.tls.store_gbps / c.plain.store_gbps},
+          {"fetch_ratio", c.tls.fetch_gbps / c.plain.fetch_gbps}};
+}
+
+void PrintTls(const TlsComparison& c) {
+  std::printf("\nmutual TLS 1.3 vs plaintext links, %u ranks (same run)\n", c.ranks);
+  std::printf("  %-10s %10s %10s %12s %12s %12s\n", "links", "p50 us", "p99 us", "store GB/s",
+              "fetch GB/s", "CPU s / GB");
+  for (bool over_tls : {false, true}) {
+    const Latency& l = over_tls ? c.tls_latency : c.plain_latency;
+    const Throughput& t = over_tls ? c.tls : c.plain;
+    std::printf("  %-10s %10.1f %10.1f %12.2f %12.2f %12.2f\n", over_tls ? "TLS" : "plaintext",
+                l.p50_us, l.p99_us, t.store_gbps, t.fetch_gbps, t.cpu_seconds_per_gb);
+  }
+  std::printf("  TLS / plaintext: p99 %.2fx, store %.2fx, fetch %.2fx\n",
+              c.tls_latency.p99_us / c.plain_latency.p99_us, c.tls.store_gbps / c.plain.store_gbps,
+              c.tls.fetch_gbps / c.plain.fetch_gbps);
+}
+
 int RunLinksBench(const LinksBenchOptions& o) {
   auto fail = [](const Status& s) {
     std::fprintf(stderr, "strata bench links: %s\n", s.ToString().c_str());
@@ -357,6 +431,14 @@ int RunLinksBench(const LinksBenchOptions& o) {
     if (!closed.ok()) return fail(closed);
   }
 
+  std::optional<TlsComparison> tls;
+  if (o.tls) {
+    Result<TlsComparison> compared =
+        CompareTls(o, dir.path() + "/tls", page_count, std::max(many, 2U));
+    if (!compared.ok()) return fail(compared.status().WithContext("TLS comparison"));
+    tls = *compared;
+  }
+
   double ratio_4 = 0;
   for (const FanoutRow& r : fanout) {
     if (r.ranks == 4 && raw_latency.p99_us > 0) ratio_4 = r.latency.p99_us / raw_latency.p99_us;
@@ -392,6 +474,7 @@ int RunLinksBench(const LinksBenchOptions& o) {
                          {"store_ratio", many_ranks->store_gbps / one_rank->store_gbps},
                          {"fetch_ratio", many_ranks->fetch_gbps / one_rank->fetch_gbps}};
     }
+    if (tls) j["tls"] = TlsJson(*tls);
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
@@ -420,6 +503,7 @@ int RunLinksBench(const LinksBenchOptions& o) {
                 many_ranks->store_gbps / one_rank->store_gbps,
                 many_ranks->fetch_gbps / one_rank->fetch_gbps);
   }
+  if (tls) PrintTls(*tls);
   return 0;
 }
 
@@ -448,6 +532,9 @@ void AddLinksBench(CLI::App& bench) {
                   "Nice value of every rank's disk thread (SCHED_BATCH); 10 in production")
       ->capture_default_str()
       ->check(CLI::Range(0, 19));
+  cmd->add_flag("--tls", o->tls,
+                "Also measure the round trips and store/fetch at 4 ranks with plaintext and with "
+                "mutual TLS 1.3 links, side by side");
   cmd->add_option("--dir", o->dir, "Where the ranks' record directories go (needs O_DIRECT)")
       ->capture_default_str();
   cmd->callback([o] {

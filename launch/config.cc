@@ -271,6 +271,21 @@ std::vector<ConfigKey> MakeKeys() {
        "CUDA device ordinals for this process's ranks, like \"0\" or \"0,1\"; \"none\" for host "
        "memory",
        "none", SetGpus},
+      {"tls.cert", "--tls-cert", "a PEM certificate file (with tls.key and tls.ca)",
+       "unset (plaintext links)",
+       [](const ConfigValue& v, RankConfig* c) {
+         STRATA_SET(c->tls.cert, AsText(v, "a file path"));
+       }},
+      {"tls.key", "--tls-key", "a PEM private key file (with tls.cert and tls.ca)",
+       "unset (plaintext links)",
+       [](const ConfigValue& v, RankConfig* c) {
+         STRATA_SET(c->tls.key, AsText(v, "a file path"));
+       }},
+      {"tls.ca", "--tls-ca", "a PEM CA certificate file (with tls.cert and tls.key)",
+       "unset (plaintext links)",
+       [](const ConfigValue& v, RankConfig* c) {
+         STRATA_SET(c->tls.ca, AsText(v, "a file path"));
+       }},
   };
 }
 
@@ -333,6 +348,17 @@ Status ValidateConfig(const RankConfig& c) {
     return Status::InvalidArgument("metrics.port: " + std::to_string(c.metrics.port) +
                                    " + cluster.local_rank " + std::to_string(cl.local_rank) +
                                    " is above 65535");
+  }
+  const TlsFilesConfig& tls = c.tls;
+  if (tls.cert.has_value() != tls.key.has_value() || tls.cert.has_value() != tls.ca.has_value()) {
+    std::string missing;
+    for (const auto& [name, value] :
+         {std::pair{"tls.cert", &tls.cert}, {"tls.key", &tls.key}, {"tls.ca", &tls.ca}}) {
+      if (!value->has_value()) missing += (missing.empty() ? "" : ", ") + std::string(name);
+    }
+    return Status::InvalidArgument("tls: " + missing +
+                                   " not set; mutual TLS needs all three of tls.cert, tls.key "
+                                   "and tls.ca (or none, for plaintext links)");
   }
   const bool distributed = cl.world_size > 1 && !cl.single_process;
   if (distributed && cl.rank == 0) {

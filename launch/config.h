@@ -109,12 +109,23 @@ struct RuntimeConfig {
   std::vector<int> gpus;
 };
 
+// [tls]: mutual TLS 1.3 on the rendezvous and every record link, with the
+// PEM files of this rank (wire/tls.h). All three or none (ValidateConfig);
+// none (default): plaintext.
+struct TlsFilesConfig {
+  std::optional<std::string> cert;  // cert: this rank's certificate chain
+  std::optional<std::string> key;   // key: its private key
+  std::optional<std::string> ca;    // ca: the CA every rank's certificate chains to
+  bool enabled() const { return cert.has_value(); }
+};
+
 struct RankConfig {
   PrefixCacheConfig prefix_cache;
   ClusterConfig cluster;
   MetricsConfig metrics;
   LogConfig log;
   RuntimeConfig runtime;
+  TlsFilesConfig tls;
 };
 
 // Bounds on [runtime] so the synthetic runtime stays small.
@@ -143,7 +154,8 @@ struct ConfigKey {
   } arity = FlagArity::kValue;
 };
 
-// Every key, in table order ([prefix_cache], [cluster], [metrics], [log], [runtime]).
+// Every key, in table order ([prefix_cache], [cluster], [metrics], [log], [runtime],
+// [tls]).
 const std::vector<ConfigKey>& ConfigKeys();
 // The key named `table.name`, or null.
 const ConfigKey* FindConfigKey(std::string_view name);

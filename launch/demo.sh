@@ -12,8 +12,10 @@
 # rank's log tail is printed.
 #
 #   ./launch/demo.sh [--ranks N] [--single-process] [--dir DIR] [--preset NAME]
-#                    [--memory SIZE] [--gpus 0,1,...] [--keep]
+#                    [--memory SIZE] [--gpus 0,1,...] [--tls] [--keep]
 #   --single-process runs phases 1-3 with every rank in one process.
+#   --tls runs the rendezvous and record links of phases 1-3 over mutual TLS,
+#   with a throwaway CA and per-rank certificates (launch/make-certs.sh).
 #   --memory is phase 4's memory tier (default 16MiB: below the tiny preset's
 #   working set, so records spill to disk under pressure; scale it with the preset).
 #   --gpus puts the planes in GPU memory: rank r on the r-th listed device
@@ -28,6 +30,7 @@ KEEP=0
 SINGLE=0
 MEMORY=16MiB
 GPUS=none
+TLS=0
 while (($#)); do
   case "$1" in
     --ranks) RANKS=$2; shift 2 ;;
@@ -37,7 +40,8 @@ while (($#)); do
     --single-process) SINGLE=1; shift ;;
     --memory) MEMORY=$2; shift 2 ;;
     --gpus) GPUS=$2; shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    --tls) TLS=1; shift ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "demo: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -59,6 +63,13 @@ mkdir -p "$DIR"
 BASE=$((10000 + RANDOM % 20000))  # below the ephemeral range (32768+)
 MASTER_PORT=$BASE
 METRICS_PORT=$((BASE + 10))
+if [[ $TLS == 1 ]]; then
+  ./launch/make-certs.sh "$DIR/tls" "$RANKS"
+fi
+tls_of() {  # rank -> its --tls-* flags, or nothing
+  [[ $TLS == 1 ]] || return 0
+  echo "--tls-cert $DIR/tls/rank$1.crt --tls-key $DIR/tls/rank$1.key --tls-ca $DIR/tls/ca.crt"
+}
 
 run_single() {  # $1 = workload: every rank in one process, disk tier
   "$STRATA" rank --world-size "$RANKS" --single-process --metrics-port "$METRICS_PORT" --gpus "$GPUS" \
@@ -69,13 +80,15 @@ run_single() {  # $1 = workload: every rank in one process, disk tier
 run_cluster() {  # $1 = workload; starts ranks 1..N-1 in the background, rank 0 in front
   local workload=$1 pids=() rc=0
   for ((r = 1; r < RANKS; r++)); do
+    # shellcheck disable=SC2046  # tls_of gives separate words (paths without spaces)
     "$STRATA" rank --rank "$r" --world-size "$RANKS" --master-port "$MASTER_PORT" --gpus "$(gpu_of "$r")" \
-      --local-rank "$r" --metrics-port "$METRICS_PORT" --prefix-cache-disk "$DIR/rank$r" \
+      $(tls_of "$r") --local-rank "$r" --metrics-port "$METRICS_PORT" --prefix-cache-disk "$DIR/rank$r" \
       --prefix-cache-disk-limit 2GiB --preset "$PRESET" >"$DIR/rank$r.$workload.log" 2>&1 &
     pids+=($!)
   done
+  # shellcheck disable=SC2046
   "$STRATA" rank --rank 0 --world-size "$RANKS" --master-port "$MASTER_PORT" --gpus "$(gpu_of 0)" \
-    --metrics-port "$METRICS_PORT" --prefix-cache-disk "$DIR/rank0" \
+    $(tls_of 0) --metrics-port "$METRICS_PORT" --prefix-cache-disk "$DIR/rank0" \
     --prefix-cache-disk-limit 2GiB --preset "$PRESET" --workload "$workload" \
     --summary-json "$DIR/summary.$workload.json" || rc=$?
   for p in "${pids[@]}"; do
@@ -92,6 +105,7 @@ run_cluster() {  # $1 = workload; starts ranks 1..N-1 in the background, rank 0 
 
 launch_ranks=run_cluster
 layout="one process per rank"
+[[ $TLS == 1 ]] && layout+=", mutual TLS"
 if [[ $SINGLE == 1 || $RANKS == 1 ]]; then
   launch_ranks=run_single
   layout="one process"

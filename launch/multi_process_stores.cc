@@ -16,6 +16,7 @@
 #include "launch/runtime_service.h"
 #include "launch/tcp_rendezvous.h"
 #include "rank_agent/rank_agent.h"
+#include "wire/tls.h"
 
 namespace strata {
 
@@ -79,6 +80,16 @@ class RecordingRendezvous final : public RendezvousServer {
   PeerTable table_;
 };
 
+// The TLS context of [tls], or null (plaintext) when it is not configured.
+Result<std::shared_ptr<const wire::TlsContext>> LinkTls(const RankConfig& config) {
+  if (!config.tls.enabled()) return std::shared_ptr<const wire::TlsContext>();
+  return wire::TlsContext::Create({*config.tls.cert, *config.tls.key, *config.tls.ca});
+}
+
+std::string LinkSecurityOf(const std::shared_ptr<const wire::TlsContext>& tls) {
+  return tls ? "mutual TLS 1.3 (CA " + tls->config().ca_file + ")" : "plaintext";
+}
+
 std::string HostPort(const std::string& address, uint16_t port) {
   const bool v6 = address.find(':') != std::string::npos;
   return (v6 ? "[" + address + "]" : address) + ":" + std::to_string(port);
@@ -90,11 +101,13 @@ class RankZeroStores final : public RankStores {
   Status Open(const RankConfig& config, uint64_t seed) {
     STRATA_ASSIGN_OR_RETURN(OwnRank me, DescribeOwnRank(config));
     const ClusterConfig& cl = config.cluster;
+    STRATA_ASSIGN_OR_RETURN(tls_, LinkTls(config));
     STRATA_ASSIGN_OR_RETURN(planes_, ProcessPlanes::Open(me.own, config.runtime.gpus));
     STRATA_ASSIGN_OR_RETURN(
-        rendezvous_, TcpRendezvousServer::Listen(
-                         cl.master_addr, cl.master_port, OsNonceSource(), {},
-                         [](const Status& s) { spdlog::warn("rendezvous: {}", s.ToString()); }));
+        rendezvous_,
+        TcpRendezvousServer::Listen(
+            cl.master_addr, cl.master_port, OsNonceSource(), {},
+            [](const Status& s) { spdlog::warn("rendezvous: {}", s.ToString()); }, tls_));
     spdlog::info("rendezvous listening on {}; waiting up to {} s for {} peer(s)",
                  HostPort(cl.master_addr, rendezvous_->port()), cl.connect_timeout.count() / 1000,
                  cl.world_size - 1);
@@ -111,6 +124,7 @@ class RankZeroStores final : public RankStores {
     o.listen = wire::Endpoint{"0.0.0.0", cl.record_port};
     o.join_timeout = cl.connect_timeout;
     o.sharded.job_timeout = cl.job_timeout;
+    o.link.tls = tls_;
     o.store.latencies = latencies_;
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> t, planes_->MakeTransfers());
     RecordingRendezvous recording(*rendezvous_);
@@ -137,6 +151,7 @@ class RankZeroStores final : public RankStores {
   bool drives_runtime() const override { return true; }
   SyntheticRuntime& runtime() override { return *runtime_; }
   std::string Summary() const override { return summary_; }
+  std::string LinkSecurity() const override { return LinkSecurityOf(tls_); }
 
   Qualification MakeQualification() override {
     RecordListings listings = [this]() -> Result<std::vector<std::vector<std::string>>> {
@@ -191,6 +206,7 @@ class RankZeroStores final : public RankStores {
   }
 
  private:
+  std::shared_ptr<const wire::TlsContext> tls_;  // null: plaintext
   std::unique_ptr<ProcessPlanes> planes_;
   std::unique_ptr<TcpRendezvousServer> rendezvous_;
   std::unique_ptr<Coordinator> coordinator_;
@@ -206,11 +222,14 @@ class PeerStores final : public RankStores {
     STRATA_ASSIGN_OR_RETURN(OwnRank me, DescribeOwnRank(config));
     const ClusterConfig& cl = config.cluster;
     STRATA_ASSIGN_OR_RETURN(uint16_t service_port, ServicePort(config, cl.rank));
+    STRATA_ASSIGN_OR_RETURN(tls_, LinkTls(config));
     STRATA_ASSIGN_OR_RETURN(planes_, ProcessPlanes::Open(me.own, config.runtime.gpus));
     client_ = std::make_unique<TcpRendezvousClient>(
-        cl.master_addr, cl.master_port, TcpRendezvousLimits{}, [](const Status& s) {
+        cl.master_addr, cl.master_port, TcpRendezvousLimits{},
+        [](const Status& s) {
           spdlog::debug("rendezvous not reached yet, retrying: {}", s.ToString());
-        });
+        },
+        tls_);
     RankAgentOptions o;
     o.rank = RankId(cl.rank);
     o.world_size = cl.world_size;
@@ -220,6 +239,7 @@ class PeerStores final : public RankStores {
     o.disk.registrar = planes_->registrar();
     o.disk_limit_bytes = me.disk_limit;
     o.join_timeout = cl.connect_timeout;
+    o.link.tls = tls_;
     // The join waits until the runtime service is up, so rank zero never
     // reaches for a service that is not there yet.
     RankJoin through = JoinThroughRendezvous(*client_, o.rank, cl.world_size);
@@ -267,6 +287,7 @@ class PeerStores final : public RankStores {
     __builtin_unreachable();
   }
   std::string Summary() const override { return summary_; }
+  std::string LinkSecurity() const override { return LinkSecurityOf(tls_); }
 
   std::vector<PeerLinkStats> PeerLinks() const override {
     return {{RankId(0), std::string(AgentStateName(agent_->state())), {}}};
@@ -308,6 +329,7 @@ class PeerStores final : public RankStores {
   }
 
  private:
+  std::shared_ptr<const wire::TlsContext> tls_;  // null: plaintext
   std::unique_ptr<ProcessPlanes> planes_;
   std::unique_ptr<TcpRendezvousClient> client_;
   std::promise<Status> service_up_;

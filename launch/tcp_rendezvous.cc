@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <asio.hpp>
+#include <asio/ssl.hpp>
 #include <list>
 #include <optional>
 #include <thread>
@@ -10,6 +11,7 @@
 
 #include "coordinator/rendezvous_roster.h"
 #include "launch/rendezvous_protocol.h"
+#include "wire/tls_asio.h"
 
 namespace strata {
 
@@ -48,18 +50,41 @@ struct TcpRendezvousServer::Impl {
     std::string peer_ip;
     std::string local_ip;
     bool open = true;
+    bool ready = false;  // the TLS handshake is done (or there is none)
+    // Over `socket` when the rendezvous runs TLS; every read and write then
+    // goes through it.
+    std::optional<asio::ssl::stream<tcp::socket&>> tls;
+
+    template <typename Buffers, typename Handler>
+    void Read(const Buffers& buffers, Handler handler) {
+      if (tls) {
+        asio::async_read(*tls, buffers, std::move(handler));
+      } else {
+        asio::async_read(socket, buffers, std::move(handler));
+      }
+    }
+    template <typename Buffers, typename Handler>
+    void Write(const Buffers& buffers, Handler handler) {
+      if (tls) {
+        asio::async_write(*tls, buffers, std::move(handler));
+      } else {
+        asio::async_write(socket, buffers, std::move(handler));
+      }
+    }
   };
   using ConnPtr = std::shared_ptr<Conn>;
   enum class Phase : unsigned char { kIdle, kRunning, kTicketsSent, kFailed };
 
-  Impl(NonceSource n, TcpRendezvousLimits l, ProblemObserver p)
-      : nonces(std::move(n)), limits(l), on_problem(std::move(p)) {}
+  Impl(NonceSource n, TcpRendezvousLimits l, ProblemObserver p,
+       std::shared_ptr<const wire::TlsContext> t)
+      : nonces(std::move(n)), limits(l), on_problem(std::move(p)), tls(std::move(t)) {}
 
   asio::io_context io;
   tcp::acceptor acceptor{io};
   NonceSource nonces;
   TcpRendezvousLimits limits;
   ProblemObserver on_problem;
+  std::shared_ptr<const wire::TlsContext> tls;  // null: plaintext
   TcpRendezvousStats stats;
   std::optional<RendezvousRoster> roster;
   uint16_t record_port = 0;
@@ -89,17 +114,16 @@ struct TcpRendezvousServer::Impl {
   void SendAndClose(const ConnPtr& c, std::vector<uint8_t> frame) {
     auto bytes = std::make_shared<std::vector<uint8_t>>(std::move(frame));
     ++writes_pending;
-    asio::async_write(
-        c->socket, asio::buffer(*bytes), [this, c, bytes](const asio::error_code& ec, size_t) {
-          --writes_pending;
-          if (ec && phase == Phase::kTicketsSent && c->rank.has_value() && failure.ok()) {
-            failure = NetError("rank " + std::to_string(c->rank->value) +
-                                   " disconnected before it received its ticket",
-                               ec);
-          }
-          Close(c);
-          MaybeStop();
-        });
+    c->Write(asio::buffer(*bytes), [this, c, bytes](const asio::error_code& ec, size_t) {
+      --writes_pending;
+      if (ec && phase == Phase::kTicketsSent && c->rank.has_value() && failure.ok()) {
+        failure = NetError("rank " + std::to_string(c->rank->value) +
+                               " disconnected before it received its ticket",
+                           ec);
+      }
+      Close(c);
+      MaybeStop();
+    });
   }
 
   // A non-fatal problem with one connection: tell it why and close it.
@@ -119,7 +143,11 @@ struct TcpRendezvousServer::Impl {
     const std::vector<ConnPtr> all(conns.begin(), conns.end());
     for (const ConnPtr& c : all) {
       c->hello_timer.cancel();
-      SendAndClose(c, EncodeRendezvousFrame(RendezvousReject{why.message()}));
+      if (c->ready) {
+        SendAndClose(c, EncodeRendezvousFrame(RendezvousReject{why.message()}));
+      } else {
+        Close(c);  // mid-handshake: nothing can be written yet
+      }
     }
     MaybeStop();
   }
@@ -185,8 +213,29 @@ struct TcpRendezvousServer::Impl {
                                   ": no hello within the hello timeout"));
       Close(c);
     });
-    asio::async_read(c->socket, asio::buffer(c->length),
-                     [this, c](const asio::error_code& ec, size_t) { OnLength(c, ec); });
+    if (!tls) {
+      ReadHello(c);
+      return;
+    }
+    // The handshake is bounded by the hello timer, like the hello itself.
+    c->tls.emplace(c->socket, tls->impl().context());
+    c->tls->async_handshake(asio::ssl::stream_base::server, [this, c](const asio::error_code& ec) {
+      if (!c->open || phase != Phase::kRunning) return;
+      if (ec) {
+        ++stats.tls_handshake_failures;
+        Problem(Status::Unavailable("rendezvous connection from " + c->peer_ip + ": " +
+                                    wire::DescribeHandshakeFailure(c->tls->native_handle(), ec)));
+        Close(c);
+        return;
+      }
+      ReadHello(c);
+    });
+  }
+
+  void ReadHello(const ConnPtr& c) {
+    c->ready = true;
+    c->Read(asio::buffer(c->length),
+            [this, c](const asio::error_code& ec, size_t) { OnLength(c, ec); });
   }
 
   void OnLength(const ConnPtr& c, const asio::error_code& ec) {
@@ -201,8 +250,8 @@ struct TcpRendezvousServer::Impl {
       return;
     }
     c->payload.resize(*n);
-    asio::async_read(c->socket, asio::buffer(c->payload),
-                     [this, c](const asio::error_code& ec2, size_t) { OnPayload(c, ec2); });
+    c->Read(asio::buffer(c->payload),
+            [this, c](const asio::error_code& ec2, size_t) { OnPayload(c, ec2); });
   }
 
   void OnPayload(const ConnPtr& c, const asio::error_code& ec) {
@@ -238,14 +287,19 @@ struct TcpRendezvousServer::Impl {
       return;
     }
     // Anything the peer sends or closes before its ticket withdraws it.
-    c->socket.async_read_some(asio::buffer(c->watch), [this, c](const asio::error_code&, size_t) {
+    auto on_watch = [this, c](const asio::error_code&, size_t) {
       if (!c->open || phase != Phase::kRunning) return;
       ++stats.withdrawn;
       roster->Withdraw(*c->rank);
       Problem(Status::Unavailable("rank " + std::to_string(c->rank->value) + " (from " +
                                   c->peer_ip + ") disconnected before its ticket; it may rejoin"));
       Close(c);
-    });
+    };
+    if (c->tls) {
+      c->tls->async_read_some(asio::buffer(c->watch), on_watch);
+    } else {
+      c->socket.async_read_some(asio::buffer(c->watch), on_watch);
+    }
   }
 
   void CloseAll() {
@@ -264,9 +318,10 @@ TcpRendezvousServer::~TcpRendezvousServer() = default;
 
 Result<std::unique_ptr<TcpRendezvousServer>> TcpRendezvousServer::Listen(
     const std::string& address, uint16_t port, NonceSource nonces, TcpRendezvousLimits limits,
-    ProblemObserver on_problem) {
+    ProblemObserver on_problem, std::shared_ptr<const wire::TlsContext> tls) {
   try {
-    auto impl = std::make_unique<Impl>(std::move(nonces), limits, std::move(on_problem));
+    auto impl =
+        std::make_unique<Impl>(std::move(nonces), limits, std::move(on_problem), std::move(tls));
     asio::error_code ec;
     tcp::resolver resolver(impl->io);
     const auto endpoints = resolver.resolve(
@@ -363,8 +418,15 @@ struct Attempt {
 Attempt Retry(Status s) { return {std::nullopt, std::move(s), true}; }
 Attempt Fatal(Status s) { return {std::nullopt, std::move(s), false}; }
 
+// A failure of TLS itself (a certificate refused by either side, a peer
+// that does not speak TLS), which retrying cannot fix.
+bool IsTlsFailure(const asio::error_code& ec) {
+  return ec.category() == asio::error::get_ssl_category();
+}
+
 Attempt TryJoin(const std::string& host, uint16_t port, RankId rank, uint32_t world_size,
-                Clock::time_point deadline, const TcpRendezvousLimits& limits) {
+                Clock::time_point deadline, const TcpRendezvousLimits& limits,
+                const wire::TlsContext* tls_context) {
   asio::io_context io;
   tcp::resolver resolver(io);
   asio::error_code ec;
@@ -379,26 +441,54 @@ Attempt TryJoin(const std::string& host, uint16_t port, RankId rank, uint32_t wo
                             [done](const asio::error_code& e, const tcp::endpoint&) { done(e); });
       });
   if (ec) return Retry(NetError("connect", ec));
+  std::optional<asio::ssl::stream<tcp::socket&>> tls;
+  if (tls_context != nullptr) {
+    tls.emplace(socket, tls_context->impl().context());
+    ec = RunUntil(io, socket, std::min(deadline, Clock::now() + limits.connect_attempt_timeout),
+                  [&](auto done) { tls->async_handshake(asio::ssl::stream_base::client, done); });
+    if (ec && IsTlsFailure(ec)) {
+      return Fatal(Status::Unavailable("rendezvous with " + host + ": " +
+                                       wire::DescribeHandshakeFailure(tls->native_handle(), ec) +
+                                       " (is rank zero running with the same [tls] ca?)"));
+    }
+    if (ec) return Retry(NetError("TLS handshake", ec));
+  }
+  // Reads and writes go through TLS when it is on.
+  auto write = [&](const auto& buffers, auto done) {
+    if (tls) {
+      asio::async_write(*tls, buffers, done);
+    } else {
+      asio::async_write(socket, buffers, done);
+    }
+  };
+  auto read = [&](const auto& buffers, auto done) {
+    if (tls) {
+      asio::async_read(*tls, buffers, done);
+    } else {
+      asio::async_read(socket, buffers, done);
+    }
+  };
   const std::vector<uint8_t> hello = EncodeRendezvousFrame(RendezvousHello{rank, world_size});
   ec =
       RunUntil(io, socket, std::min(deadline, Clock::now() + limits.write_timeout), [&](auto done) {
-        asio::async_write(socket, asio::buffer(hello),
-                          [done](const asio::error_code& e, size_t) { done(e); });
+        write(asio::buffer(hello), [done](const asio::error_code& e, size_t) { done(e); });
       });
   if (ec) return Retry(NetError("send hello", ec));
   // Rank zero answers once every rank has joined: wait up to the deadline.
   std::array<uint8_t, kRendezvousLengthBytes> length{};
   ec = RunUntil(io, socket, deadline, [&](auto done) {
-    asio::async_read(socket, asio::buffer(length),
-                     [done](const asio::error_code& e, size_t) { done(e); });
+    read(asio::buffer(length), [done](const asio::error_code& e, size_t) { done(e); });
   });
+  if (ec && IsTlsFailure(ec)) {
+    return Fatal(Status::Unavailable("rank zero refused this rank's TLS certificate: " +
+                                     ec.message() + " (is it signed by rank zero's [tls] ca?)"));
+  }
   if (ec) return Retry(NetError("wait for rank zero's answer", ec));
   Result<size_t> n = DecodeRendezvousLength(length);
   if (!n.ok()) return Fatal(n.status().WithContext(host + " is not a Strata rendezvous"));
   std::vector<uint8_t> payload(*n);
   ec = RunUntil(io, socket, deadline, [&](auto done) {
-    asio::async_read(socket, asio::buffer(payload),
-                     [done](const asio::error_code& e, size_t) { done(e); });
+    read(asio::buffer(payload), [done](const asio::error_code& e, size_t) { done(e); });
   });
   if (ec) return Retry(NetError("read rank zero's answer", ec));
   Result<RendezvousMessage> m = DecodeRendezvousPayload(payload);
@@ -420,11 +510,13 @@ Attempt TryJoin(const std::string& host, uint16_t port, RankId rank, uint32_t wo
 }  // namespace
 
 TcpRendezvousClient::TcpRendezvousClient(std::string master_addr, uint16_t master_port,
-                                         TcpRendezvousLimits limits, RetryObserver on_retry)
+                                         TcpRendezvousLimits limits, RetryObserver on_retry,
+                                         std::shared_ptr<const wire::TlsContext> tls)
     : master_addr_(std::move(master_addr)),
       master_port_(master_port),
       limits_(limits),
-      on_retry_(std::move(on_retry)) {}
+      on_retry_(std::move(on_retry)),
+      tls_(std::move(tls)) {}
 
 Result<JoinTicket> TcpRendezvousClient::Join(RankId rank, uint32_t world_size,
                                              RendezvousDeadline deadline) {
@@ -435,7 +527,8 @@ Result<JoinTicket> TcpRendezvousClient::Join(RankId rank, uint32_t world_size,
   try {
     while (Clock::now() < deadline) {
       ++attempts;
-      Attempt a = TryJoin(master_addr_, master_port_, rank, world_size, deadline, limits_);
+      Attempt a =
+          TryJoin(master_addr_, master_port_, rank, world_size, deadline, limits_, tls_.get());
       if (a.ticket.has_value()) return *a.ticket;
       if (!a.retry) return a.status;
       last = a.status;

@@ -3,6 +3,8 @@
 // because rank zero may start later, sends a hello (rank, world size) and
 // waits for its ticket, which rank zero sends once every rank has joined.
 // Messages: launch/rendezvous_protocol.h. Asio stays inside the .cc.
+// With a TlsContext both sides speak mutual TLS 1.3 (wire/tls.h) before the
+// first frame; rank zero refuses, counts and reports a failed handshake.
 #pragma once
 
 #include <chrono>
@@ -12,6 +14,7 @@
 #include <string>
 
 #include "coordinator/rendezvous.h"
+#include "wire/tls.h"
 
 namespace strata {
 
@@ -32,11 +35,12 @@ struct TcpRendezvousLimits {
 
 // Counted connection-level problems on rank zero (none fails the rendezvous).
 struct TcpRendezvousStats {
-  uint64_t connections = 0;         // accepted
-  uint64_t refused_over_limit = 0;  // closed at once: connections_max reached
-  uint64_t bad_frames = 0;          // malformed, oversized or wrong-version frames
-  uint64_t hello_timeouts = 0;      // no hello within hello_timeout
-  uint64_t withdrawn = 0;           // joined, then disconnected before tickets
+  uint64_t connections = 0;             // accepted
+  uint64_t refused_over_limit = 0;      // closed at once: connections_max reached
+  uint64_t bad_frames = 0;              // malformed, oversized or wrong-version frames
+  uint64_t hello_timeouts = 0;          // no hello within hello_timeout
+  uint64_t withdrawn = 0;               // joined, then disconnected before tickets
+  uint64_t tls_handshake_failures = 0;  // plaintext or foreign peers (TLS only)
 };
 
 // Rank zero's side. Not thread-safe: one thread calls AwaitPeers.
@@ -49,10 +53,10 @@ class TcpRendezvousServer final : public RendezvousServer {
   // Binds and listens on `address` (an IP or a host name resolving to one of
   // this host's addresses) and `port` (0: ephemeral) at once, so peers that
   // connect before AwaitPeers wait in the backlog.
-  static Result<std::unique_ptr<TcpRendezvousServer>> Listen(const std::string& address,
-                                                             uint16_t port, NonceSource nonces,
-                                                             TcpRendezvousLimits limits = {},
-                                                             ProblemObserver on_problem = {});
+  static Result<std::unique_ptr<TcpRendezvousServer>> Listen(
+      const std::string& address, uint16_t port, NonceSource nonces,
+      TcpRendezvousLimits limits = {}, ProblemObserver on_problem = {},
+      std::shared_ptr<const wire::TlsContext> tls = nullptr);
   ~TcpRendezvousServer() override;
   TcpRendezvousServer(const TcpRendezvousServer&) = delete;
   TcpRendezvousServer& operator=(const TcpRendezvousServer&) = delete;
@@ -78,8 +82,11 @@ class TcpRendezvousClient final : public RendezvousClient {
   // listening yet, connection reset); for logging progress.
   using RetryObserver = std::function<void(const Status&)>;
 
+  // A TLS failure (rank zero's certificate, or rank zero refusing ours) is
+  // not retried.
   TcpRendezvousClient(std::string master_addr, uint16_t master_port,
-                      TcpRendezvousLimits limits = {}, RetryObserver on_retry = {});
+                      TcpRendezvousLimits limits = {}, RetryObserver on_retry = {},
+                      std::shared_ptr<const wire::TlsContext> tls = nullptr);
 
   // Retries connecting until `deadline`; fails at once on rank zero's
   // refusal, a world size that differs, or a reply that is not the protocol.
@@ -90,6 +97,7 @@ class TcpRendezvousClient final : public RendezvousClient {
   uint16_t master_port_;
   TcpRendezvousLimits limits_;
   RetryObserver on_retry_;
+  std::shared_ptr<const wire::TlsContext> tls_;
 };
 
 }  // namespace strata

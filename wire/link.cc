@@ -30,6 +30,7 @@ std::string_view CloseCauseName(CloseCause cause) {
     case CloseCause::kIoError: return "I/O error";
     case CloseCause::kRejectedFrame: return "rejected frame";
     case CloseCause::kConnectFailed: return "connect failed";
+    case CloseCause::kHandshakeFailed: return "TLS handshake failed";
   }
   return "unknown";
 }
@@ -221,6 +222,14 @@ void Link::Impl::Close() {
 void Link::Impl::OnOpened(Result<std::unique_ptr<internal::Stream>> opened) {
   if (closed()) {
     if (opened.ok()) (*opened)->Close();
+    return;
+  }
+  if (!opened.ok() && opener_->HandshakeFailed()) {
+    {
+      std::lock_guard lock(mutex_);
+      ++stats_.tls_handshake_failures;
+    }
+    FinishClose(CloseCause::kHandshakeFailed, opened.status());
     return;
   }
   if (!opened.ok()) {

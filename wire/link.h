@@ -24,6 +24,7 @@
 #include "wire/endpoint.h"
 #include "wire/frame_reader.h"
 #include "wire/messages.h"
+#include "wire/tls.h"
 
 namespace strata::wire {
 
@@ -45,17 +46,21 @@ struct LinkOptions {
   // Close(): how long queued frames may take to drain and the peer to
   // acknowledge the end of the stream before the connection is dropped.
   std::chrono::milliseconds close_timeout{2000};
+  // Mutual TLS (wire/tls.h) when set; plaintext TCP when null (default).
+  // The TLS handshake must also finish within connect_timeout.
+  std::shared_ptr<const TlsContext> tls;
 };
 
 enum class LinkPhase : uint8_t { kConnecting, kOpen, kClosed };
 
 enum class CloseCause : uint8_t {
-  kNone,           // not closed
-  kLocalClose,     // Close() or the destructor
-  kPeerClosed,     // the peer ended the stream between frames
-  kIoError,        // a socket error, or the stream ended inside a frame
-  kRejectedFrame,  // an incoming frame failed its checks (see rejected_frames)
-  kConnectFailed,  // Dial() could not connect within connect_timeout
+  kNone,             // not closed
+  kLocalClose,       // Close() or the destructor
+  kPeerClosed,       // the peer ended the stream between frames
+  kIoError,          // a socket error, or the stream ended inside a frame
+  kRejectedFrame,    // an incoming frame failed its checks (see rejected_frames)
+  kConnectFailed,    // Dial() could not connect within connect_timeout
+  kHandshakeFailed,  // the TLS handshake failed (see tls_handshake_failures)
 };
 std::string_view CloseCauseName(CloseCause cause);
 
@@ -77,6 +82,9 @@ struct LinkStats {
   std::array<uint64_t, kFrameRejectionCount> rejected_frames{};  // by FrameRejection
   uint64_t send_queue_full = 0;                                  // Send() calls refused with kBusy
   uint64_t frames_dropped = 0;  // queued frames never written (closed first)
+  // TLS handshakes that failed: a plaintext peer, a certificate from another
+  // CA, expired or missing, or no handshake within connect_timeout.
+  uint64_t tls_handshake_failures = 0;
 
   uint64_t rejected(FrameRejection r) const { return rejected_frames[static_cast<size_t>(r)]; }
 };

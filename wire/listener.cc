@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "wire/tcp_stream.h"
+#include "wire/tls_stream.h"
 
 namespace strata::wire {
 
@@ -127,9 +128,14 @@ class Listener::Impl {
     }
     const Endpoint remote = internal::ToEndpoint(peer);
     const asio::ip::tcp protocol = peer.protocol();
-    auto link =
-        std::make_unique<Link>(options_.link_options, remote,
-                               std::make_unique<internal::AcceptedTcp>(protocol, socket.release()));
+    std::unique_ptr<internal::StreamOpener> opener =
+        std::make_unique<internal::AcceptedTcp>(protocol, socket.release());
+    if (options_.link_options.tls) {  // the handshake runs on the link's thread
+      opener = std::make_unique<internal::TlsOpener>(std::move(opener), options_.link_options.tls,
+                                                     internal::TlsRole::kServer,
+                                                     options_.link_options.connect_timeout);
+    }
+    auto link = std::make_unique<Link>(options_.link_options, remote, std::move(opener));
     Count(&ListenerStats::accepted);
     on_accept_(std::move(link));
   }

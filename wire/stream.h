@@ -51,6 +51,9 @@ class StreamOpener {
   virtual ~StreamOpener() = default;
   virtual void Open(asio::io_context& io, OpenCallback done) = 0;
   virtual void Cancel() = 0;
+  // After a failed Open(): whether the TLS handshake (not the connection)
+  // failed, so the link counts it in LinkStats::tls_handshake_failures.
+  virtual bool HandshakeFailed() const { return false; }
 };
 
 }  // namespace strata::wire::internal

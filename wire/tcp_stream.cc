@@ -7,6 +7,7 @@
 #include <asio/write.hpp>
 
 #include "wire/link.h"
+#include "wire/tls_stream.h"
 
 namespace strata::wire {
 namespace internal {
@@ -120,8 +121,14 @@ Result<std::unique_ptr<Link>> Dial(const Endpoint& remote, LinkOptions options) 
   if (remote.port == 0) return Status::InvalidArgument("dial: port 0");
   const asio::ip::tcp::endpoint target(address, remote.port);
   const std::chrono::milliseconds timeout = options.connect_timeout;
+  std::unique_ptr<internal::StreamOpener> opener =
+      std::make_unique<internal::TcpConnector>(target, timeout);
+  if (options.tls) {
+    opener = std::make_unique<internal::TlsOpener>(std::move(opener), options.tls,
+                                                   internal::TlsRole::kClient, timeout);
+  }
   return std::make_unique<Link>(std::move(options), internal::ToEndpoint(target),
-                                std::make_unique<internal::TcpConnector>(target, timeout));
+                                std::move(opener));
 }
 
 }  // namespace strata::wire

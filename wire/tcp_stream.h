@@ -24,6 +24,8 @@ class TcpStream final : public Stream {
   void ShutdownSend() override;
   void Close() override;
   Endpoint local_endpoint() const override { return local_; }
+  // Hands the connected socket to a wrapping stream (TLS); this one is spent.
+  asio::ip::tcp::socket TakeSocket() && { return std::move(socket_); }
 
  private:
   asio::ip::tcp::socket socket_;

@@ -9,6 +9,9 @@
 #   rank_cluster_test.sh STRATA sigterm   2 ranks serving; once rank zero is
 #       healthy, SIGTERM to every rank (what a launcher does): each drains and
 #       exits 0.
+#   rank_cluster_test.sh STRATA tls       3 ranks over mutual TLS (certificates
+#       from launch/make-certs.sh): phases 1-2 pass, every rank reports its
+#       links as mutual TLS 1.3 and holds the same record files and bytes.
 #
 # Every wait is bounded; on failure the ranks' logs are printed.
 set -euo pipefail
@@ -30,9 +33,13 @@ fail() {
 # +1010+rank; a random base keeps concurrent runs apart.
 BASE=$((10000 + RANDOM % 20000))  # below the ephemeral range (32768+)
 
+TLS_DIR=""  # set: every rank gets --tls-* flags for its certificate there
+
 start_rank() {  # rank world workload -> background process, pid in PIDS
-  local r=$1 world=$2 workload=$3
-  timeout 300 "$STRATA" rank --rank "$r" --world-size "$world" --master-port "$BASE" \
+  local r=$1 world=$2 workload=$3 tls=()
+  [[ -z $TLS_DIR ]] ||
+    tls=(--tls-cert "$TLS_DIR/rank$r.crt" --tls-key "$TLS_DIR/rank$r.key" --tls-ca "$TLS_DIR/ca.crt")
+  timeout 300 "$STRATA" rank --rank "$r" --world-size "$world" --master-port "$BASE" "${tls[@]}" \
     --local-rank "$r" --metrics-port $((BASE + 10)) --prefix-cache-disk "$DIR/rank$r" \
     --prefix-cache-disk-limit 256MiB --connect-timeout 60s --log-level "${STRATA_TEST_LOG_LEVEL:-info}" --workload "$workload" \
     --summary-json "$DIR/summary.$workload.json" >"$DIR/rank$r.$workload.log" 2>&1 &
@@ -113,6 +120,20 @@ case $MODE in
     wait_all 0
     grep -q "stopped cleanly" "$DIR/rank0.serve.log" || fail "rank zero did not drain cleanly"
     echo "PASS: SIGTERM drained every rank and each exited 0"
+    ;;
+  tls)
+    TLS_DIR=$DIR/tls
+    "$(dirname "$0")/../../launch/make-certs.sh" "$TLS_DIR" 3 >/dev/null
+    for r in 1 2; do start_rank "$r" 3 qualify; done
+    start_rank 0 3 qualify
+    wait_all 0
+    for r in 0 1 2; do
+      grep -q "links mutual TLS 1.3" "$DIR/rank$r.qualify.log" || fail "rank $r's links are not TLS"
+    done
+    same_files_on_every_rank 3
+    same_bytes_on_every_rank 3 qualify
+    phases_passed "$DIR/summary.qualify.json" 2
+    echo "PASS: 3 ranks over mutual TLS, phases 1-2, identical record files and bytes per rank"
     ;;
   *) fail "unknown mode $MODE" ;;
 esac

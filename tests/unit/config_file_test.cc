@@ -98,7 +98,7 @@ TEST(ConfigFileTest, UnknownTableListsTheKnownOnes) {
   Status s = ApplyConfigToml("[prefix-cache]\nmemory = 0\n", "rank.toml", &c);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("unknown table [prefix-cache] (tables: prefix_cache, cluster, "
-                             "metrics, log, runtime)"),
+                             "metrics, log, runtime, tls)"),
             std::string::npos)
       << s.message();
 }

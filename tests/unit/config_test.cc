@@ -49,7 +49,7 @@ TEST(ConfigTest, EveryKeyHasAFlagFormsAndADefault) {
     EXPECT_NE(k.name.find('.'), std::string_view::npos) << k.name;
   }
   EXPECT_EQ(ConfigTables(), (std::vector<std::string_view>{"prefix_cache", "cluster", "metrics",
-                                                           "log", "runtime"}));
+                                                           "log", "runtime", "tls"}));
 }
 
 TEST(ConfigTest, PrefixCacheValues) {
@@ -174,6 +174,24 @@ TEST(ConfigTest, PortsFitAndDoNotCollideOnRankZero) {
   EXPECT_NE(ValidateConfig(c).message().find("metrics.port"), std::string::npos);
   c.cluster.rank = 1;  // a peer listens on neither cluster port
   EXPECT_TRUE(ValidateConfig(c).ok());
+}
+
+TEST(ConfigTest, TlsNeedsAllThreeFilesOrNone) {
+  RankConfig c;
+  EXPECT_TRUE(ValidateConfig(c).ok());
+  EXPECT_FALSE(c.tls.enabled());
+  ASSERT_TRUE(Set("tls.cert", std::string("/etc/strata/rank1.crt"), &c).ok());
+  Status s = ValidateConfig(c);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("tls.key, tls.ca not set"), std::string::npos) << s.ToString();
+  ASSERT_TRUE(Set("tls.ca", std::string("/etc/strata/ca.crt"), &c).ok());
+  s = ValidateConfig(c);
+  EXPECT_NE(s.message().find("tls.key not set"), std::string::npos) << s.ToString();
+  ASSERT_TRUE(Set("tls.key", std::string("/etc/strata/rank1.key"), &c).ok());
+  EXPECT_TRUE(ValidateConfig(c).ok());
+  EXPECT_TRUE(c.tls.enabled());
+  EXPECT_EQ(*c.tls.key, "/etc/strata/rank1.key");
+  EXPECT_FALSE(Set("tls.ca", int64_t{3}, &c).ok());
 }
 
 TEST(ConfigTest, DiskLimitNeedsADirectory) {

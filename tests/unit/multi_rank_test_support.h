@@ -166,6 +166,9 @@ struct ClusterOptions {
   std::chrono::milliseconds job_timeout{30'000};
   std::string rendezvous_peer_address = "127.0.0.1";
   uint64_t nonce_seed = 1;
+  // Mutual TLS on every record link (rank zero's listener and each peer's
+  // dial) when set.
+  std::shared_ptr<const wire::TlsContext> tls;
 };
 
 // Ranks 0 .. N-1 of one model. Start() runs the rendezvous and the join;
@@ -200,6 +203,7 @@ class Cluster {
     o.disk.host_headroom_bytes = uint64_t{64} << 20;
     o.disk_limit_bytes = options_.disk_limit_bytes;
     o.listen = {"127.0.0.1", 0};
+    o.link.tls = options_.tls;
     o.join_timeout = options_.join_timeout;
     o.sharded.job_timeout = options_.job_timeout;
     o.store.close_deadline = std::chrono::milliseconds(20'000);
@@ -216,6 +220,7 @@ class Cluster {
     o.disk_limit_bytes = options_.disk_limit_bytes;
     o.join_timeout = options_.join_timeout;
     o.drain_timeout = std::chrono::milliseconds(20'000);
+    o.link.tls = options_.tls;
     return o;
   }
 
