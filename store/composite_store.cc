@@ -23,7 +23,7 @@ CompositeStore::CompositeStore(const CacheGeometry& geometry, std::shared_ptr<Sl
       records_(geometry, pool_),
       transfers_(std::move(memory_transfers)),
       tracker_(*transfers_),
-      options_(options) {
+      options_(std::move(options)) {
   for (const RankGeometry& g : geometry.ranks) {
     page_bytes_all_ranks_ += g.page_bytes();
     row_bytes_all_ranks_ += g.row.unit_bytes;
@@ -33,7 +33,7 @@ CompositeStore::CompositeStore(const CacheGeometry& geometry, std::shared_ptr<Sl
 Result<std::unique_ptr<CompositeStore>> CompositeStore::Open(
     const CacheGeometry& geometry, std::shared_ptr<SlabPool> pool,
     std::unique_ptr<Transfers> memory_transfers, std::unique_ptr<DiskTransport> transport,
-    const std::vector<ScannedRecord>& records, CompositeStoreOptions options) {
+    const std::vector<ScannedRecord>& records, const CompositeStoreOptions& options) {
   STRATA_RETURN_IF_ERROR(ValidateGeometry(geometry));
   if (pool->slot_bytes() < RecordLayout(geometry).page_record_bytes()) {
     return Status::InvalidArgument("slab slots are smaller than a page record");

@@ -75,7 +75,7 @@ class CompositeStore final : public HostStore, private DiskTierListener {
                                                       std::unique_ptr<Transfers> memory_transfers,
                                                       std::unique_ptr<DiskTransport> transport,
                                                       const std::vector<ScannedRecord>& records,
-                                                      CompositeStoreOptions options);
+                                                      const CompositeStoreOptions& options);
   ~CompositeStore() override;
 
   std::optional<HostHit> Lookup(const PrefixHistory& history, uint64_t resident_tokens,

@@ -18,7 +18,7 @@ DiskStore::DiskStore(const CacheGeometry& geometry, std::unique_ptr<DiskTranspor
     : geometry_(geometry),
       layout_(geometry),
       transport_(std::move(transport)),
-      options_(options),
+      options_(std::move(options)),
       index_(geometry.page_tokens) {
   for (const RankGeometry& g : geometry.ranks) {
     page_bytes_all_ranks_ += g.page_bytes();
@@ -33,7 +33,7 @@ DiskStore::~DiskStore() {
 Result<std::unique_ptr<DiskStore>> DiskStore::Open(const CacheGeometry& geometry,
                                                    std::unique_ptr<DiskTransport> transport,
                                                    const std::vector<ScannedRecord>& records,
-                                                   DiskStoreOptions options) {
+                                                   const DiskStoreOptions& options) {
   STRATA_RETURN_IF_ERROR(ValidateGeometry(geometry));
   if (options.disk_limit_bytes == 0) return Status::InvalidArgument("disk limit is zero");
   std::unique_ptr<DiskStore> s(new DiskStore(geometry, std::move(transport), options));

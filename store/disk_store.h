@@ -88,7 +88,7 @@ class DiskStore final : public HostStore {
   static Result<std::unique_ptr<DiskStore>> Open(const CacheGeometry& geometry,
                                                  std::unique_ptr<DiskTransport> transport,
                                                  const std::vector<ScannedRecord>& records,
-                                                 DiskStoreOptions options);
+                                                 const DiskStoreOptions& options);
   ~DiskStore() override;
 
   std::optional<HostHit> Lookup(const PrefixHistory& history, uint64_t resident_tokens,
