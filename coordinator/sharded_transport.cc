@@ -12,12 +12,6 @@ using Clock = std::chrono::steady_clock;
 
 // Cleanup unlinks use ids with this bit set; a store's ids never have it.
 constexpr uint64_t kCleanupIdBit = uint64_t{1} << 63;
-// While rank zero's own share of a job runs, the wait alternates between its
-// transport and the inbox in slices this long.
-constexpr auto kLocalWaitSlice = std::chrono::milliseconds(1);
-// Close: the slice it waits in while accepted jobs finish.
-constexpr auto kCloseWaitSlice = std::chrono::milliseconds(20);
-
 std::string RankName(RankId rank) { return "rank " + std::to_string(rank.value); }
 
 std::string Join(const std::vector<RankId>& ranks) {
@@ -41,6 +35,7 @@ ShardedTransport::ShardedTransport(std::unique_ptr<DiskTransport> local,
                                    ShardedOptions options)
     : local_(std::move(local)),
       inbox_(std::move(inbox)),
+      signal_(std::make_shared<WakeSignal>()),
       clock_(std::move(clock)),
       options_(options),
       tracker_(static_cast<uint32_t>(peers.size()) + 1) {
@@ -56,6 +51,15 @@ ShardedTransport::ShardedTransport(std::unique_ptr<DiskTransport> local,
     p.link = std::move(peers[i].link);
     peers_.push_back(std::move(p));
   }
+  local_->NotifyOnCompletion(signal_);
+  inbox_->NotifyOnEvent(signal_);
+}
+
+void ShardedTransport::NotifyOnCompletion(std::shared_ptr<WakeSignal> signal) {
+  signal_ = signal ? std::move(signal) : std::make_shared<WakeSignal>();
+  local_->NotifyOnCompletion(signal_);
+  inbox_->NotifyOnEvent(signal_);
+  if (!ready_.empty()) signal_->Notify();
 }
 
 ShardedTransport::~ShardedTransport() {
@@ -98,6 +102,7 @@ Status ShardedTransport::Submit(RecordJob job) {
   STRATA_ASSERT(begun.ok(), "tracker refused a fresh job: " + begun.ToString());
   jobs_[job.id] = {job.kind, job.key};
   SendToPeers(job, all_ranks_);
+  if (!ready_.empty()) signal_->Notify();  // a peer refused it at once
   return Status::Ok();
 }
 
@@ -301,16 +306,8 @@ bool ShardedTransport::WaitForCompletion(std::chrono::milliseconds timeout) {
   for (;;) {
     Pump();
     if (!ready_.empty()) return true;
-    const Clock::time_point now = Clock::now();
-    if (now >= until) return false;
-    const bool local_busy =
-        stopped_.ok() && (tracker_.WaitsOn(RankId(0)) || !local_cleanups_.empty());
-    if (local_busy) {
-      (void)local_->WaitForCompletion(std::min(
-          kLocalWaitSlice, std::chrono::duration_cast<std::chrono::milliseconds>(until - now)));
-    } else {
-      (void)inbox_->WaitUntil(until);
-    }
+    if (Clock::now() >= until) return false;
+    (void)signal_->WaitUntil(until);
   }
 }
 
@@ -325,8 +322,10 @@ Status ShardedTransport::Close(std::chrono::milliseconds deadline) {
                     std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()));
   };
   // Accepted jobs finish first; their completions wait in ready_.
-  while (stopped_.ok() && tracker_.outstanding() > 0 && Clock::now() < until) {
-    (void)WaitForCompletion(std::min(kCloseWaitSlice, left()));
+  for (;;) {
+    Pump();
+    if (!stopped_.ok() || tracker_.outstanding() == 0 || Clock::now() >= until) break;
+    (void)signal_->WaitUntil(until);
   }
   closing_ = true;
   for (Peer& p : peers_) {

@@ -72,7 +72,10 @@ class ShardedTransport final : public DiskTransport {
 
   Status Submit(RecordJob job) override;
   void Poll(std::vector<RecordJobDone>& out) override;
+  // Sleeps on one signal that rank zero's transport and every peer's link
+  // raise, so whichever finishes last wakes it at once.
   bool WaitForCompletion(std::chrono::milliseconds timeout) override;
+  void NotifyOnCompletion(std::shared_ptr<WakeSignal> signal) override;
   Status stopped() const override { return stopped_; }
   // Finishes accepted jobs (unless stopped), sends Drain to every peer and
   // waits for their Drained, sends Close and closes the links, then closes
@@ -127,6 +130,7 @@ class ShardedTransport final : public DiskTransport {
   std::vector<Peer> peers_;                 // rank order
   std::map<uint64_t, size_t> peer_by_tag_;  // inbox tag -> index in peers_
   std::shared_ptr<wire::LinkInbox> inbox_;
+  std::shared_ptr<WakeSignal> signal_;  // raised by local_ and inbox_; never null
   ShardedClock clock_;
   ShardedOptions options_;
   CompletionTracker tracker_;

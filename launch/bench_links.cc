@@ -5,6 +5,9 @@
 //     through rank zero's ShardedTransport with 1, 2, 4 and 8 ranks, next to
 //     a raw TCP ping-pong over loopback measured in the same run; the goal is
 //     a 4-rank p99 within twice the raw p99 (fanout_p99_ratio_4).
+//     Beside each: the context switches of the whole process per round trip,
+//     which is what the fan-out costs over the ping-pong on a loaded machine
+//     (every wake-up of a thread is a chance to wait for a core).
 //  2. Store and fetch throughput of whole records across 4 ranks vs 1 rank.
 //  3. With --tls: 1 and 2 at 4 ranks again, plaintext and over mutual TLS 1.3
 //     (a throwaway CA), side by side with their ratios.
@@ -68,6 +71,13 @@ double CpuSeconds() {
          static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
 }
 
+// Context switches of every thread of this process so far.
+uint64_t ContextSwitches() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<uint64_t>(u.ru_nvcsw + u.ru_nivcsw);
+}
+
 // Nearest-rank percentile of `values` (0 when empty).
 double Percentile(std::vector<double> values, double p) {
   if (values.empty()) return 0;
@@ -79,10 +89,18 @@ double Percentile(std::vector<double> values, double p) {
 struct Latency {
   double p50_us = 0;
   double p99_us = 0;
+  double switches_per_trip = 0;  // context switches of the process per round trip
 };
 
-Latency Summarize(const std::vector<double>& us) {
-  return {Percentile(us, 50), Percentile(us, 99)};
+// Round trips in microseconds, and the process's context switches over them.
+struct Trips {
+  std::vector<double> us;
+  uint64_t switches = 0;
+};
+
+Latency Summarize(const Trips& t) {
+  return {Percentile(t.us, 50), Percentile(t.us, 99),
+          t.us.empty() ? 0.0 : static_cast<double>(t.switches) / static_cast<double>(t.us.size())};
 }
 
 // A scratch directory removed at the end.
@@ -185,16 +203,22 @@ Status RunOne(ShardedTransport& t, const RecordJob& job, std::vector<RecordJobDo
   return Status::Ok();
 }
 
-// Round trips of unlinks of a missing file, in microseconds.
-Result<std::vector<double>> ControlRoundTrips(ShardedTransport& t, uint32_t count,
-                                              uint64_t& next_id) {
+// `count` round trips of unlinks of a missing file after `warmup` unmeasured.
+Result<Trips> ControlRoundTrips(ShardedTransport& t, uint32_t warmup, uint32_t count,
+                                uint64_t& next_id) {
   RecordJob job;
   job.kind = RecordJobKind::kUnlink;
   job.key.consumed = 64;
   job.key.digest.fill(0xee);  // never stored
-  std::vector<double> us;
+  Trips trips;
+  std::vector<double>& us = trips.us;
   std::vector<RecordJobDone> done;
-  for (uint32_t i = 0; i < count; ++i) {
+  uint64_t switches_at_start = 0;
+  for (uint32_t i = 0; i < warmup + count; ++i) {
+    if (i == warmup) {
+      us.clear();
+      switches_at_start = ContextSwitches();
+    }
     job.id = JobId(Coordinator::kDirectJobIdBase + next_id++);
     const Clock::time_point start = Clock::now();
     STRATA_RETURN_IF_ERROR(t.Submit(job));
@@ -210,11 +234,13 @@ Result<std::vector<double>> ControlRoundTrips(ShardedTransport& t, uint32_t coun
     }
     us.push_back(Seconds(start, Clock::now()) * 1e6);
   }
-  return us;
+  trips.switches = ContextSwitches() - switches_at_start;
+  return trips;
 }
 
-// A plain TCP ping-pong over loopback with TCP_NODELAY, in microseconds.
-Result<std::vector<double>> RawPingPong(uint32_t count) {
+// A plain TCP ping-pong over loopback with TCP_NODELAY between two threads of
+// this process: `count` round trips after `warmup` unmeasured.
+Result<Trips> RawPingPong(uint32_t warmup, uint32_t count) {
   try {
     asio::io_context io;
     asio::ip::tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
@@ -232,16 +258,22 @@ Result<std::vector<double>> RawPingPong(uint32_t count) {
     client.connect(acceptor.local_endpoint());
     client.set_option(asio::ip::tcp::no_delay(true));
     std::array<uint8_t, kPingBytes> buf{};
-    std::vector<double> us;
-    for (uint32_t i = 0; i < count; ++i) {
+    Trips trips;
+    uint64_t switches_at_start = 0;
+    for (uint32_t i = 0; i < warmup + count; ++i) {
+      if (i == warmup) {
+        trips.us.clear();
+        switches_at_start = ContextSwitches();
+      }
       const Clock::time_point start = Clock::now();
       asio::write(client, asio::buffer(buf));
       asio::read(client, asio::buffer(buf));
-      us.push_back(Seconds(start, Clock::now()) * 1e6);
+      trips.us.push_back(Seconds(start, Clock::now()) * 1e6);
     }
+    trips.switches = ContextSwitches() - switches_at_start;
     client.close();
     echo.join();
-    return us;
+    return trips;
   } catch (const std::exception& e) {
     return Status::IoError(std::string("raw ping-pong: ") + e.what());
   }
@@ -346,12 +378,10 @@ Result<TlsComparison> CompareTls(const LinksBenchOptions& o, const std::string& 
         BenchCluster::Start(world, dir, page_count, o.disk_nice, over_tls ? tls : nullptr));
     uint64_t next_id = 1;
     STRATA_ASSIGN_OR_RETURN(
-        std::vector<double> us,
-        ControlRoundTrips(cluster->transport(), o.warmup + o.round_trips, next_id));
-    us.erase(us.begin(), us.begin() + o.warmup);
+        Trips trips, ControlRoundTrips(cluster->transport(), o.warmup, o.round_trips, next_id));
     STRATA_ASSIGN_OR_RETURN(Throughput tp,
                             StoreFetch(cluster->transport(), o.records, o.record_pages, next_id));
-    (over_tls ? out.tls_latency : out.plain_latency) = Summarize(us);
+    (over_tls ? out.tls_latency : out.plain_latency) = Summarize(trips);
     (over_tls ? out.tls : out.plain) = tp;
     STRATA_RETURN_IF_ERROR(cluster->Close());
   }
@@ -399,9 +429,8 @@ int RunLinksBench(const LinksBenchOptions& o) {
   if (dir.path().empty()) return fail(Status::IoError("cannot create a directory under " + o.dir));
   const uint64_t page_count = std::max<uint64_t>(256, o.record_pages);
 
-  Result<std::vector<double>> raw = RawPingPong(o.warmup + o.round_trips);
+  Result<Trips> raw = RawPingPong(o.warmup, o.round_trips);
   if (!raw.ok()) return fail(raw.status());
-  raw->erase(raw->begin(), raw->begin() + o.warmup);
   const Latency raw_latency = Summarize(*raw);
 
   std::vector<FanoutRow> fanout;
@@ -415,11 +444,10 @@ int RunLinksBench(const LinksBenchOptions& o) {
         BenchCluster::Start(world, base, page_count, o.disk_nice);
     if (!cluster.ok()) return fail(cluster.status().WithContext(std::to_string(world) + " ranks"));
     uint64_t next_id = 1;
-    Result<std::vector<double>> us =
-        ControlRoundTrips((*cluster)->transport(), o.warmup + o.round_trips, next_id);
-    if (!us.ok()) return fail(us.status());
-    us->erase(us->begin(), us->begin() + o.warmup);
-    fanout.push_back({world, Summarize(*us)});
+    Result<Trips> trips =
+        ControlRoundTrips((*cluster)->transport(), o.warmup, o.round_trips, next_id);
+    if (!trips.ok()) return fail(trips.status());
+    fanout.push_back({world, Summarize(*trips)});
     if (world == 1 || world == many) {
       Result<Throughput> tp =
           StoreFetch((*cluster)->transport(), o.records, o.record_pages, next_id);
@@ -451,12 +479,14 @@ int RunLinksBench(const LinksBenchOptions& o) {
     j["round_trips"] = o.round_trips;
     j["disk_thread_nice"] = o.disk_nice;
     j["raw_ping_pong_us"] = {{"p50", raw_latency.p50_us}, {"p99", raw_latency.p99_us}};
+    j["raw_ping_pong_switches_per_trip"] = raw_latency.switches_per_trip;
     j["fanout"] = nlohmann::json::array();
     for (const FanoutRow& r : fanout) {
       j["fanout"].push_back({{"ranks", r.ranks},
                              {"p50_us", r.latency.p50_us},
                              {"p99_us", r.latency.p99_us},
-                             {"p99_ratio_to_raw", r.latency.p99_us / raw_latency.p99_us}});
+                             {"p99_ratio_to_raw", r.latency.p99_us / raw_latency.p99_us},
+                             {"switches_per_trip", r.latency.switches_per_trip}});
     }
     j["fanout_p99_ratio_4"] = ratio_4;
     j["fanout_p99_ratio_goal"] = 2.0;
@@ -482,12 +512,14 @@ int RunLinksBench(const LinksBenchOptions& o) {
       "control-only job round trip (unlink of a missing file), loopback, %u trips, disk threads "
       "at nice %d\n",
       o.round_trips, o.disk_nice);
-  std::printf("  %-22s %10s %10s %14s\n", "", "p50 us", "p99 us", "p99 / raw p99");
-  std::printf("  %-22s %10.1f %10.1f %14.2f\n", "raw TCP ping-pong", raw_latency.p50_us,
-              raw_latency.p99_us, 1.0);
+  std::printf("  %-22s %10s %10s %14s %16s\n", "", "p50 us", "p99 us", "p99 / raw p99",
+              "switches / trip");
+  std::printf("  %-22s %10.1f %10.1f %14.2f %16.1f\n", "raw TCP ping-pong", raw_latency.p50_us,
+              raw_latency.p99_us, 1.0, raw_latency.switches_per_trip);
   for (const FanoutRow& r : fanout) {
-    std::printf("  %-22s %10.1f %10.1f %14.2f\n", (std::to_string(r.ranks) + " ranks").c_str(),
-                r.latency.p50_us, r.latency.p99_us, r.latency.p99_us / raw_latency.p99_us);
+    std::printf("  %-22s %10.1f %10.1f %14.2f %16.1f\n",
+                (std::to_string(r.ranks) + " ranks").c_str(), r.latency.p50_us, r.latency.p99_us,
+                r.latency.p99_us / raw_latency.p99_us, r.latency.switches_per_trip);
   }
   std::printf("  fanout_p99_ratio_4 = %.2f (goal <= 2)\n", ratio_4);
   if (one_rank && many_ranks) {

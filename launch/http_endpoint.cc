@@ -71,8 +71,7 @@ Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const HttpEndpointOpti
     res.status = h.ok ? 200 : 503;
     res.set_content(h.reason + "\n", "text/plain");
   });
-  server.Get("/status", [source, stale_after](const httplib::Request&,
-                                                                  httplib::Response& res) {
+  server.Get("/status", [source, stale_after](const httplib::Request&, httplib::Response& res) {
     std::shared_ptr<const OpsSnapshot> snap = source();
     Health h = EvaluateHealth(snap.get(), std::chrono::steady_clock::now(), stale_after);
     if (snap == nullptr) res.status = 503;

@@ -14,12 +14,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// How long the serving loop sleeps between checks while no job is active
-// (Stop and link events wake it earlier).
-constexpr auto kIdleWake = std::chrono::milliseconds(500);
-// A wait on the staged transport while jobs are active; short, because a
-// new job from rank zero is noticed only between waits.
-constexpr auto kActiveWait = std::chrono::milliseconds(1);
+// The longest the serving loop sleeps without an event. A frame from rank
+// zero, a disk or copy completion and Stop all raise its one wake signal, so
+// this only bounds the wait; nothing waits for it to pass.
+constexpr auto kServeWakeMax = std::chrono::milliseconds(500);
 // Between retries of a Send refused because the queue was full (join only).
 constexpr auto kSendRetryPause = std::chrono::milliseconds(1);
 
@@ -41,7 +39,10 @@ std::string_view AgentStateName(AgentState state) {
 RankAgent::RankAgent(RankAgentOptions options, RankJoin join)
     : options_(std::move(options)),
       join_(std::move(join)),
-      inbox_(std::make_shared<wire::LinkInbox>(options_.inbox_messages_max)) {}
+      wake_(std::make_shared<WakeSignal>()),
+      inbox_(std::make_shared<wire::LinkInbox>(options_.inbox_messages_max)) {
+  inbox_->NotifyOnEvent(wake_);
+}
 
 Result<std::unique_ptr<RankAgent>> RankAgent::Start(RankAgentOptions options, RankJoin join,
                                                     std::unique_ptr<Transfers> transfers) {
@@ -76,6 +77,7 @@ Result<std::unique_ptr<RankAgent>> RankAgent::Start(RankAgentOptions options, Ra
       agent->disk_->MakeTransport(std::move(transfers), o.staged);
   if (!staged.ok()) return staged.status().WithContext(context);
   agent->staged_ = std::move(*staged);
+  agent->staged_->NotifyOnCompletion(agent->wake_);
   agent->thread_ = std::thread([a = agent.get()] { a->Run(); });
   return agent;
 }
@@ -273,11 +275,7 @@ Status RankAgent::Serve() {
       STRATA_RETURN_IF_ERROR(link_->Send(wire::Drained{wire::FitForWire(drain_status_)}));
       if (!drain_status_.ok()) return drain_status_;
     }
-    if (!active_.empty()) {
-      (void)staged_->WaitForCompletion(kActiveWait);
-    } else {
-      (void)inbox_->WaitUntil(Clock::now() + kIdleWake);
-    }
+    (void)wake_->WaitUntil(Clock::now() + kServeWakeMax);
   }
 }
 

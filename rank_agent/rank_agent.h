@@ -35,6 +35,7 @@
 #include "store/local_disk.h"
 #include "store/staged_transport.h"
 #include "store/transfers.h"
+#include "store/wake_signal.h"
 #include "wire/link.h"
 #include "wire/link_inbox.h"
 
@@ -148,6 +149,9 @@ class RankAgent {
   // Declaration order is destruction order in reverse: the link (whose
   // thread feeds the inbox) goes first, the transport before the disk.
   std::unique_ptr<LocalDisk> disk_;
+  // Raised by the inbox (frames from rank zero, Stop) and by the staged
+  // transport (disk and copy completions): the serving loop's one wait.
+  std::shared_ptr<WakeSignal> wake_;
   std::unique_ptr<StagedTransport> staged_;
   std::shared_ptr<wire::LinkInbox> inbox_;
   std::unique_ptr<wire::Link> link_;

@@ -78,7 +78,8 @@ struct DiskThread::State final : RequestSink, std::enable_shared_from_this<DiskT
   std::condition_variable cv;  // a completion arrived, the thread started or exited
   std::deque<DiskJob> queued;
   std::deque<DiskCompletion> done;
-  uint32_t outstanding = 0;  // submitted, not yet polled
+  std::shared_ptr<WakeSignal> signal;  // the owner's, notified with cv
+  uint32_t outstanding = 0;            // submitted, not yet polled
   bool stop = false;
   bool exited = false;
   bool stuck = false;  // exited with requests still in the kernel
@@ -204,11 +205,14 @@ struct DiskThread::State final : RequestSink, std::enable_shared_from_this<DiskT
 
   void Complete(DiskCompletion c) {
     (c.status.ok() ? jobs_completed : jobs_failed) += 1;
+    std::shared_ptr<WakeSignal> owner;
     {
       std::lock_guard<std::mutex> lock(mu);
       done.push_back(std::move(c));
+      owner = signal;
     }
     cv.notify_all();
+    if (owner) owner->Notify();
   }
 
   void ApplyScheduling() {
@@ -357,6 +361,16 @@ size_t DiskThread::Poll(std::vector<DiskCompletion>& out) {
 bool DiskThread::WaitForCompletion(std::chrono::milliseconds bound) {
   std::unique_lock<std::mutex> lock(state_->mu);
   return state_->cv.wait_for(lock, bound, [&] { return !state_->done.empty(); });
+}
+
+void DiskThread::NotifyOnCompletion(std::shared_ptr<WakeSignal> signal) {
+  std::shared_ptr<WakeSignal> raise;  // set when a completion already waits
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->signal = std::move(signal);
+    if (!state_->done.empty()) raise = state_->signal;
+  }
+  if (raise) raise->Notify();
 }
 
 Status DiskThread::Shutdown(std::chrono::milliseconds deadline) {

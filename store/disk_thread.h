@@ -33,6 +33,7 @@
 #include "store/ids.h"
 #include "store/record_file.h"
 #include "store/record_header.h"
+#include "store/wake_signal.h"
 
 namespace strata {
 
@@ -135,6 +136,10 @@ class DiskThread {
   size_t Poll(std::vector<DiskCompletion>& out);
   // Owner thread. Waits at most `bound` until a completion is available.
   bool WaitForCompletion(std::chrono::milliseconds bound);
+  // Owner thread. From now on every completion also notifies `signal` (the
+  // owner's one wait over several sources); null stops that. A completion
+  // already waiting for Poll notifies it at once.
+  void NotifyOnCompletion(std::shared_ptr<WakeSignal> signal);
 
   // Stops the thread: queued jobs complete with kAborted, jobs under way stop
   // issuing I/O and complete with kAborted once the kernel has returned every

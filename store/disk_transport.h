@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -23,6 +24,7 @@
 #include "store/ids.h"
 #include "store/prefix_key.h"
 #include "store/status.h"
+#include "store/wake_signal.h"
 
 namespace strata {
 
@@ -82,8 +84,15 @@ class DiskTransport {
   virtual Status SubmitHost(const RecordJob& job, const HostBuffers& buffers);
   // Appends finished jobs. Never blocks.
   virtual void Poll(std::vector<RecordJobDone>& out) = 0;
-  // Blocks up to `timeout` until a completion is ready (tests, drains).
+  // Blocks up to `timeout` until a completion is ready; returns at once when
+  // one is already waiting for Poll.
   virtual bool WaitForCompletion(std::chrono::milliseconds timeout) = 0;
+  // From now on, whenever Poll may have something new (a completion, or
+  // progress that changes what Submit accepts), also notifies `signal`: an
+  // owner that waits on several sources sleeps on one signal and polls all
+  // of them when it rises. Null goes back to the transport's own signal.
+  // Notifies at once when a completion is already waiting.
+  virtual void NotifyOnCompletion(std::shared_ptr<WakeSignal> signal) = 0;
   // A transport that can no longer report a job it accepted (a peer lost with
   // a job outstanding, a job timeout) stops: it reports no completion for
   // that job and accepts no new one; the owner must stop and never reuse the

@@ -34,11 +34,21 @@ StagedTransport::StagedTransport(const CacheGeometry& geometry, const NamespaceI
       pool_(std::move(pool)),
       transfers_(std::move(transfers)),
       disk_(std::move(disk)),
+      signal_(std::make_shared<WakeSignal>()),
       tracker_(*transfers_),
       options_(options),
       row_slots_(RowSlots(layout_.row_segment_bytes(), pool_->slot_bytes())) {
   STRATA_ASSERT(pool_->slot_bytes() >= layout_.page_record_bytes(),
                 "staging slots must hold a page record");
+  transfers_->NotifyOnCompletion(signal_);
+  disk_->NotifyOnCompletion(signal_);
+}
+
+void StagedTransport::NotifyOnCompletion(std::shared_ptr<WakeSignal> signal) {
+  signal_ = signal ? std::move(signal) : std::make_shared<WakeSignal>();
+  transfers_->NotifyOnCompletion(signal_);
+  disk_->NotifyOnCompletion(signal_);
+  if (!done_.empty()) signal_->Notify();
 }
 
 StagedTransport::~StagedTransport() {
@@ -137,6 +147,7 @@ Status StagedTransport::Accept(RecordJob job, std::optional<HostBuffers> host) {
   a.host = std::move(host);
   active_.emplace(id, std::move(a));
   StartWaiting();
+  if (!done_.empty()) signal_->Notify();  // a job failed while starting
   return Status::Ok();
 }
 
@@ -362,20 +373,7 @@ bool StagedTransport::WaitForCompletion(std::chrono::milliseconds timeout) {
       return true;
     }
     if (std::chrono::steady_clock::now() >= deadline || active_.empty()) return false;
-    // Wait on the one source that can finish something; alternate only when
-    // jobs wait on both (a wait on an idle source would add its whole slice).
-    constexpr auto kSlice = std::chrono::milliseconds(2);
-    bool copying = false;
-    bool on_disk = false;
-    for (const auto& [id, a] : active_) {
-      copying |= a.phase == Phase::kCopyOut || a.phase == Phase::kCopyIn;
-      on_disk |= a.phase == Phase::kWrite || a.phase == Phase::kRead || a.phase == Phase::kDisk;
-    }
-    if (on_disk && !copying) {
-      (void)disk_->WaitForCompletion(kSlice);
-      continue;
-    }
-    if (!transfers_->WaitForCompletion(kSlice) && on_disk) (void)disk_->WaitForCompletion(kSlice);
+    (void)signal_->WaitUntil(deadline);
   }
 }
 
@@ -383,9 +381,14 @@ Status StagedTransport::Close(std::chrono::milliseconds deadline) {
   if (closed_) return Status::Ok();
   closed_ = true;
   const auto until = std::chrono::steady_clock::now() + deadline;
-  while (!active_.empty() && std::chrono::steady_clock::now() < until) {
-    (void)WaitForCompletion(std::chrono::milliseconds(20));
+  std::vector<RecordJobDone> kept;  // for the owner's next Poll
+  while (true) {
+    Poll(kept);
+    if (active_.empty() || std::chrono::steady_clock::now() >= until) break;
+    (void)signal_->WaitUntil(until);
   }
+  done_.insert(done_.begin(), std::make_move_iterator(kept.begin()),
+               std::make_move_iterator(kept.end()));
   auto left = [&] {
     return std::max(std::chrono::milliseconds(1),
                     std::chrono::duration_cast<std::chrono::milliseconds>(

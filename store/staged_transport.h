@@ -57,7 +57,10 @@ class StagedTransport final : public DiskTransport {
   Status Submit(RecordJob job) override;
   Status SubmitHost(const RecordJob& job, const HostBuffers& buffers) override;
   void Poll(std::vector<RecordJobDone>& out) override;
+  // Sleeps on one signal that the disk thread and the transfers both raise,
+  // so a completion from either wakes it at once.
   bool WaitForCompletion(std::chrono::milliseconds timeout) override;
+  void NotifyOnCompletion(std::shared_ptr<WakeSignal> signal) override;
   Status stopped() const override { return Status::Ok(); }
   Status Close(std::chrono::milliseconds deadline) override;
 
@@ -95,6 +98,7 @@ class StagedTransport final : public DiskTransport {
   std::shared_ptr<SlabPool> pool_;
   std::unique_ptr<Transfers> transfers_;
   std::unique_ptr<DiskThread> disk_;
+  std::shared_ptr<WakeSignal> signal_;  // raised by disk_ and transfers_; never null
   TransferTracker tracker_;
   StagedOptions options_;
   uint64_t row_slots_;

@@ -223,6 +223,16 @@ bool ThreadedTransfers::WaitForCompletion(std::chrono::milliseconds timeout) {
   return done_cv_.wait_for(lock, timeout, [&] { return !done_.empty(); });
 }
 
+void ThreadedTransfers::NotifyOnCompletion(std::shared_ptr<WakeSignal> signal) {
+  std::shared_ptr<WakeSignal> raise;  // set when a completion already waits
+  {
+    std::lock_guard lock(mu_);
+    signal_ = std::move(signal);
+    if (!done_.empty()) raise = signal_;
+  }
+  if (raise) raise->Notify();
+}
+
 Status ThreadedTransfers::Close(std::chrono::milliseconds deadline) {
   std::unique_lock lock(mu_);
   stopping_ = true;
@@ -298,17 +308,21 @@ Status ThreadedTransfers::RunJob(uint32_t rank, const TransferJob& job, uint64_t
 }
 
 void ThreadedTransfers::Finish(JobId id, const Status& status, uint64_t bytes) {
-  std::lock_guard lock(mu_);
-  auto it = pending_.find(id);
-  STRATA_ASSERT(it != pending_.end(), "completion for an unknown transfer job");
-  Pending& p = it->second;
-  if (!status.ok() && p.status.ok()) p.status = status;
-  p.bytes += bytes;
-  if (--p.ranks_left == 0) {
+  std::shared_ptr<WakeSignal> owner;
+  {
+    std::lock_guard lock(mu_);
+    auto it = pending_.find(id);
+    STRATA_ASSERT(it != pending_.end(), "completion for an unknown transfer job");
+    Pending& p = it->second;
+    if (!status.ok() && p.status.ok()) p.status = status;
+    p.bytes += bytes;
+    if (--p.ranks_left != 0) return;
     done_.push_back({id, p.status, p.bytes});
     pending_.erase(it);
     done_cv_.notify_all();
+    owner = signal_;
   }
+  if (owner) owner->Notify();
 }
 
 Status HostCopyEngine::CopyBatch(TransferDirection direction,

@@ -36,6 +36,7 @@ class ThreadedTransfers final : public Transfers {
   Status Submit(TransferJob job) override;
   void Poll(std::vector<TransferCompletion>& out) override;
   bool WaitForCompletion(std::chrono::milliseconds timeout) override;
+  void NotifyOnCompletion(std::shared_ptr<WakeSignal> signal) override;
   Status Close(std::chrono::milliseconds deadline) override;
   uint32_t rank_count() const override { return static_cast<uint32_t>(ranks_.size()); }
 
@@ -56,8 +57,9 @@ class ThreadedTransfers final : public Transfers {
   ThreadedTransfersOptions options_;
   std::vector<std::unique_ptr<Rank>> ranks_;
 
-  std::mutex mu_;  // guards pending_, done_, stopping_
+  std::mutex mu_;  // guards pending_, done_, stopping_, signal_
   std::condition_variable done_cv_;
+  std::shared_ptr<WakeSignal> signal_;  // the owner's, notified with done_cv_
   std::unordered_map<JobId, Pending> pending_;
   std::vector<TransferCompletion> done_;
   bool stopping_ = false;

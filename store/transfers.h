@@ -12,11 +12,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
 #include "store/ids.h"
 #include "store/status.h"
+#include "store/wake_signal.h"
 
 namespace strata {
 
@@ -69,6 +71,10 @@ class Transfers {
   virtual void Poll(std::vector<TransferCompletion>& out) = 0;
   // Blocks up to `timeout` until a completion is ready (tests, drains).
   virtual bool WaitForCompletion(std::chrono::milliseconds timeout) = 0;
+  // From now on, whenever a completion becomes ready for Poll, also notifies
+  // `signal` (the owner's one wait over several sources); null stops that. A
+  // completion already ready notifies it at once.
+  virtual void NotifyOnCompletion(std::shared_ptr<WakeSignal> signal) = 0;
   // Finishes accepted jobs and stops the threads within `deadline`. An error
   // means copies may still run: the caller must keep host memory alive.
   virtual Status Close(std::chrono::milliseconds deadline) = 0;

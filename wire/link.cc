@@ -110,9 +110,14 @@ class Link::Impl {
   bool closing_ = false;          // [mu] Close() began: no sends, no deliveries
   bool start_called_ = false;     // [mu]
   std::deque<Frame> queue_;       // [mu] frames not yet handed to the stream
+  size_t front_written_ = 0;      // [mu] bytes of queue_.front() a direct write already sent
   size_t queued_frames_ = 0;      // [mu] queue_ plus batch_
-  size_t queued_bytes_ = 0;       // [mu] queue_ plus batch_
+  size_t queued_bytes_ = 0;       // [mu] unwritten bytes of queue_ plus batch_
   bool write_scheduled_ = false;  // [mu] a KickWrites is posted or writes are running
+  // [mu] the open stream for Send()'s direct writes; null until open and
+  // from the moment the link closes (before the stream is closed).
+  internal::Stream* direct_ = nullptr;
+  size_t batch_offset_ = 0;  // [io] bytes of batch_.front() written before the batch
 
   std::atomic<std::thread::id> io_thread_id_{};
   std::thread thread_;  // last: starts once every member exists
@@ -192,9 +197,23 @@ Status Link::Impl::Enqueue(Frame frame, std::string_view what) {
           "not reading fast enough",
           options_.name, remote_.ToString(), queued_frames_, queued_bytes_, what));
     }
+    size_t written = 0;
+    if (direct_ != nullptr && !write_scheduled_) {
+      // Open, nothing queued and no write running: this frame is next on
+      // the wire, so the sending thread may write it itself.
+      const asio::const_buffer whole(frame.words.data(), bytes);
+      written = direct_->TryWriteNow(std::span(&whole, 1));
+      stats_.bytes_out += written;
+      if (written == bytes) {
+        ++stats_.frames_out;
+        ++stats_.frames_out_direct;
+        return Status::Ok();
+      }
+      front_written_ = written;  // the queue is empty: this frame becomes its front
+    }
     queue_.push_back(std::move(frame));
     ++queued_frames_;
-    queued_bytes_ += bytes;
+    queued_bytes_ += bytes - written;
     post_kick = !write_scheduled_;
     write_scheduled_ = true;
   }
@@ -241,6 +260,7 @@ void Link::Impl::OnOpened(Result<std::unique_ptr<internal::Stream>> opened) {
     std::lock_guard lock(mutex_);
     state_.phase = LinkPhase::kOpen;
     local_ = stream_->local_endpoint();
+    direct_ = stream_.get();
   }
   if (close_begun_) {
     MaybeEndStream();
@@ -327,6 +347,8 @@ void Link::Impl::KickWrites() {
       write_scheduled_ = false;
       return;
     }
+    batch_offset_ = front_written_;
+    front_written_ = 0;
     while (!queue_.empty() && batch_.size() < kWriteBatchFramesMax) {
       batch_.push_back(std::move(queue_.front()));
       queue_.pop_front();
@@ -335,6 +357,7 @@ void Link::Impl::KickWrites() {
   std::vector<asio::const_buffer> buffers;
   buffers.reserve(batch_.size());
   for (const Frame& frame : batch_) buffers.emplace_back(frame.words.data(), frame.size_bytes());
+  buffers.front() += batch_offset_;  // a direct write sent the start of the first frame
   write_in_flight_ = true;
   stream_->AsyncWriteAll(std::move(buffers), [this](const std::error_code& error, size_t bytes) {
     OnWritten(error, bytes);
@@ -416,6 +439,7 @@ void Link::Impl::FinishClose(CloseCause cause, const Status& reason) {
     state_.cause = cause;
     state_.reason = reason;
     closing_ = true;
+    direct_ = nullptr;  // no direct write reaches the stream closed below
     stats_.frames_dropped += queued_frames_;
     dropped.swap(queue_);
     queued_frames_ = 0;

@@ -2,9 +2,13 @@
 //
 // Threads: each link owns one I/O thread (an Asio io_context) that connects,
 // reads, decodes and delivers messages, and writes queued frames. Send()
-// encodes on the caller's thread and appends to a bounded queue; it never
-// waits for the network. A peer that stops reading fills the queue and
-// Send() returns kBusy: the caller fails the job instead of stalling.
+// encodes on the caller's thread; on an open link with nothing queued it
+// hands the frame to the kernel itself with one non-blocking write (no
+// wake-up of the I/O thread on the latency path), and queues whatever the
+// socket buffer did not take. Otherwise it appends to a bounded queue that
+// the I/O thread writes. It never waits for the network. A peer that stops
+// reading fills the socket buffer, then the queue, and Send() returns kBusy:
+// the caller fails the job instead of stalling.
 //
 // Every incoming frame is size-checked before it is allocated and decoded
 // with a traversal limit; a frame that fails closes the link with a logged,
@@ -81,7 +85,8 @@ struct LinkStats {
   uint64_t bytes_out = 0;
   std::array<uint64_t, kFrameRejectionCount> rejected_frames{};  // by FrameRejection
   uint64_t send_queue_full = 0;                                  // Send() calls refused with kBusy
-  uint64_t frames_dropped = 0;  // queued frames never written (closed first)
+  uint64_t frames_out_direct = 0;  // of frames_out: written whole by Send() itself
+  uint64_t frames_dropped = 0;     // queued frames never written (closed first)
   // TLS handshakes that failed: a plaintext peer, a certificate from another
   // CA, expired or missing, or no handshake within connect_timeout.
   uint64_t tls_handshake_failures = 0;

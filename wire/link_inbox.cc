@@ -26,8 +26,10 @@ LinkHandlers LinkInbox::HandlersFor(uint64_t tag) {
 }
 
 void LinkInbox::Push(LinkEvent event) {
+  std::shared_ptr<WakeSignal> owner;
   {
     std::lock_guard lock(mu_);
+    owner = signal_;
     if (event.kind == LinkEvent::Kind::kMessage) {
       if (messages_queued_ >= messages_max_) {
         ++dropped_;
@@ -41,6 +43,7 @@ void LinkInbox::Push(LinkEvent event) {
     events_.push_back(std::move(event));
   }
   ready_.notify_one();
+  if (owner) owner->Notify();
 }
 
 void LinkInbox::Take(std::vector<LinkEvent>& out) {
@@ -60,11 +63,24 @@ bool LinkInbox::WaitUntil(std::chrono::steady_clock::time_point deadline) {
 }
 
 void LinkInbox::Interrupt() {
+  std::shared_ptr<WakeSignal> owner;
   {
     std::lock_guard lock(mu_);
     interrupted_ = true;
+    owner = signal_;
   }
   ready_.notify_all();
+  if (owner) owner->Notify();
+}
+
+void LinkInbox::NotifyOnEvent(std::shared_ptr<WakeSignal> signal) {
+  std::shared_ptr<WakeSignal> raise;  // set when events already wait
+  {
+    std::lock_guard lock(mu_);
+    signal_ = std::move(signal);
+    if (!events_.empty()) raise = signal_;
+  }
+  if (raise) raise->Notify();
 }
 
 uint64_t LinkInbox::overflowed() const {

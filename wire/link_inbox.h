@@ -16,10 +16,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <vector>
 
+#include "store/wake_signal.h"
 #include "wire/link.h"
 #include "wire/messages.h"
 
@@ -57,6 +59,10 @@ class LinkInbox {
   // forgotten.
   bool WaitUntil(std::chrono::steady_clock::time_point deadline);
   void Interrupt();
+  // From now on every queued event and every Interrupt() also notifies
+  // `signal` (an owner that waits on the inbox and on other sources at
+  // once); null stops that. Notifies at once when events are queued.
+  void NotifyOnEvent(std::shared_ptr<WakeSignal> signal);
 
   // Messages dropped because the inbox was full, over its life.
   uint64_t overflowed() const;
@@ -67,11 +73,12 @@ class LinkInbox {
   const size_t messages_max_;
   mutable std::mutex mu_;
   std::condition_variable ready_;
-  std::deque<LinkEvent> events_;   // guarded by mu_
-  size_t messages_queued_ = 0;     // guarded by mu_
-  std::set<uint64_t> overflowed_;  // guarded by mu_: tags with a kOverflow queued once
-  uint64_t dropped_ = 0;           // guarded by mu_
-  bool interrupted_ = false;       // guarded by mu_
+  std::deque<LinkEvent> events_;        // guarded by mu_
+  size_t messages_queued_ = 0;          // guarded by mu_
+  std::set<uint64_t> overflowed_;       // guarded by mu_: tags with a kOverflow queued once
+  uint64_t dropped_ = 0;                // guarded by mu_
+  bool interrupted_ = false;            // guarded by mu_
+  std::shared_ptr<WakeSignal> signal_;  // guarded by mu_
 };
 
 }  // namespace strata::wire

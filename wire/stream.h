@@ -21,9 +21,9 @@ namespace strata::wire::internal {
 
 using IoCallback = std::function<void(const std::error_code&, size_t bytes)>;
 
-// A connected, ready byte stream. Every call happens on the owning link's
-// I/O thread. At most one read and one write are outstanding at a time; each
-// completes exactly once, with an error after Close().
+// A connected, ready byte stream. Every call but TryWriteNow happens on the
+// owning link's I/O thread. At most one read and one write are outstanding
+// at a time; each completes exactly once, with an error after Close().
 class Stream {
  public:
   virtual ~Stream() = default;
@@ -32,6 +32,15 @@ class Stream {
   virtual void AsyncReadExactly(std::span<std::byte> buffer, IoCallback done) = 0;
   // Writes every buffer in order. The bytes must stay valid until `done`.
   virtual void AsyncWriteAll(std::vector<asio::const_buffer> buffers, IoCallback done) = 0;
+  // Writes what the kernel takes of `buffers` at once, never blocking: the
+  // link's fast path for a send on an idle connection, which spares a wake-up
+  // of the I/O thread. Called from the sending thread under the link's lock,
+  // only while the stream is open, before Close(), and with no write
+  // outstanding (so it never interleaves with AsyncWriteAll). Returns the
+  // bytes written: 0 when the socket buffer is full, on any error (the
+  // queued write that follows reports it), or when the stream can only write
+  // on its I/O thread (a TLS stream, whose records that thread builds).
+  virtual size_t TryWriteNow(std::span<const asio::const_buffer> buffers) = 0;
   // Ends the sending direction after the last write (the peer reads EOF).
   virtual void ShutdownSend() = 0;
   // Releases the connection now; outstanding operations complete with

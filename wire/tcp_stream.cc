@@ -1,7 +1,12 @@
 #include "wire/tcp_stream.h"
 
 #include <fmt/format.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <array>
 
 #include <asio/read.hpp>
 #include <asio/write.hpp>
@@ -20,7 +25,8 @@ Endpoint ToEndpoint(const asio::ip::tcp::endpoint& endpoint) {
   return Endpoint{address.to_string(), endpoint.port()};
 }
 
-TcpStream::TcpStream(asio::ip::tcp::socket socket) : socket_(std::move(socket)) {
+TcpStream::TcpStream(asio::ip::tcp::socket socket)
+    : socket_(std::move(socket)), fd_(socket_.native_handle()) {
   std::error_code ignored;
   socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
   const asio::ip::tcp::endpoint local = socket_.local_endpoint(ignored);
@@ -33,6 +39,21 @@ void TcpStream::AsyncReadExactly(std::span<std::byte> buffer, IoCallback done) {
 
 void TcpStream::AsyncWriteAll(std::vector<asio::const_buffer> buffers, IoCallback done) {
   asio::async_write(socket_, buffers, std::move(done));
+}
+
+size_t TcpStream::TryWriteNow(std::span<const asio::const_buffer> buffers) {
+  constexpr size_t kIovMax = 64;  // a link writes one frame (one buffer) this way
+  std::array<iovec, kIovMax> iov{};
+  const size_t n = std::min(buffers.size(), kIovMax);
+  for (size_t i = 0; i < n; ++i) {
+    iov[i].iov_base = const_cast<void*>(buffers[i].data());  // sendmsg does not write it
+    iov[i].iov_len = buffers[i].size();
+  }
+  msghdr message{};
+  message.msg_iov = iov.data();
+  message.msg_iovlen = n;
+  const ssize_t written = ::sendmsg(fd_, &message, MSG_DONTWAIT | MSG_NOSIGNAL);
+  return written > 0 ? static_cast<size_t>(written) : 0;
 }
 
 void TcpStream::ShutdownSend() {

@@ -21,6 +21,8 @@ class TcpStream final : public Stream {
   explicit TcpStream(asio::ip::tcp::socket socket);
   void AsyncReadExactly(std::span<std::byte> buffer, IoCallback done) override;
   void AsyncWriteAll(std::vector<asio::const_buffer> buffers, IoCallback done) override;
+  // One non-blocking sendmsg on the descriptor (MSG_DONTWAIT | MSG_NOSIGNAL).
+  size_t TryWriteNow(std::span<const asio::const_buffer> buffers) override;
   void ShutdownSend() override;
   void Close() override;
   Endpoint local_endpoint() const override { return local_; }
@@ -29,6 +31,9 @@ class TcpStream final : public Stream {
 
  private:
   asio::ip::tcp::socket socket_;
+  // The descriptor, read once here: TryWriteNow runs off the I/O thread and
+  // must not touch the Asio socket object.
+  const asio::ip::tcp::socket::native_handle_type fd_;
   Endpoint local_;
 };
 

@@ -32,6 +32,8 @@ class TlsStream final : public Stream {
   explicit TlsStream(std::unique_ptr<asio::ssl::stream<asio::ip::tcp::socket>> stream);
   void AsyncReadExactly(std::span<std::byte> buffer, IoCallback done) override;
   void AsyncWriteAll(std::vector<asio::const_buffer> buffers, IoCallback done) override;
+  // Always 0: TLS records are built and written on the link's I/O thread.
+  size_t TryWriteNow(std::span<const asio::const_buffer>) override { return 0; }
   void ShutdownSend() override;
   void Close() override;
   Endpoint local_endpoint() const override { return local_; }

@@ -291,6 +291,34 @@ TEST(DiskThreadTest, UnlinkRemovesAndToleratesAMissingFile) {
       RunJob(*f.thread, {JobId(10), UnlinkRecordJob{r.header.key, Durability::kNone}}).status.ok());
 }
 
+TEST(DiskThreadTest, ACompletionRaisesTheOwnersSignal) {
+  CacheGeometry g = MakeGeometry(64, {4096}, 4096);
+  DiskFixture f(g);
+  ASSERT_TRUE(f.status.ok()) << f.status.ToString();
+  auto signal = std::make_shared<WakeSignal>();
+  f.thread->NotifyOnCompletion(signal);
+  ASSERT_TRUE(f.thread->Submit({JobId(1), UnlinkRecordJob{KeyOf(64), Durability::kNone}}).ok());
+  ASSERT_TRUE(signal->WaitFor(testing::kJobWait)) << "the completion never raised the signal";
+  std::vector<DiskCompletion> out;
+  f.thread->Poll(out);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].id, JobId(1));
+  EXPECT_TRUE(out[0].status.ok()) << out[0].status.ToString();
+}
+
+TEST(DiskThreadTest, ASignalAttachedWhileACompletionWaitsIsRaisedAtOnce) {
+  CacheGeometry g = MakeGeometry(64, {4096}, 4096);
+  DiskFixture f(g);
+  ASSERT_TRUE(f.status.ok()) << f.status.ToString();
+  ASSERT_TRUE(f.thread->Submit({JobId(1), UnlinkRecordJob{KeyOf(64), Durability::kNone}}).ok());
+  ASSERT_TRUE(f.thread->WaitForCompletion(testing::kJobWait));
+  auto signal = std::make_shared<WakeSignal>();
+  f.thread->NotifyOnCompletion(signal);
+  EXPECT_TRUE(signal->WaitUntil(std::chrono::steady_clock::now()));
+  std::vector<DiskCompletion> out;
+  EXPECT_EQ(f.thread->Poll(out), 1u);
+}
+
 TEST(DiskThreadTest, LeavesNoTemporaryFileBehind) {
   CacheGeometry g = MakeGeometry(64, {4096}, 4096);
   DiskFixture f(g);

@@ -61,5 +61,34 @@ TEST(LinkInboxTest, WaitReturnsOnAnEventAnInterruptOrTheDeadline) {
   pusher.join();
 }
 
+TEST(LinkInboxTest, AnAttachedSignalIsRaisedByMessagesClosesAndInterrupts) {
+  LinkInbox inbox;
+  auto signal = std::make_shared<WakeSignal>();
+  inbox.NotifyOnEvent(signal);
+  EXPECT_FALSE(signal->WaitUntil(std::chrono::steady_clock::now()));
+  LinkHandlers h = inbox.HandlersFor(5);
+  std::thread pusher([&] { h.on_message(Drain{}); });
+  EXPECT_TRUE(signal->WaitUntil(std::chrono::steady_clock::now() + 30s));
+  pusher.join();
+  h.on_closed(LinkState{LinkPhase::kClosed, CloseCause::kPeerClosed, Status::Unavailable("gone")});
+  EXPECT_TRUE(signal->WaitUntil(std::chrono::steady_clock::now()));
+  inbox.Interrupt();
+  EXPECT_TRUE(signal->WaitUntil(std::chrono::steady_clock::now()));
+  std::vector<LinkEvent> got;
+  inbox.Take(got);
+  ASSERT_EQ(got.size(), 2u);  // the signal carries nothing; the events stay in the inbox
+}
+
+TEST(LinkInboxTest, ASignalAttachedWhileEventsWaitIsRaisedAtOnce) {
+  LinkInbox inbox;
+  inbox.HandlersFor(1).on_message(Heartbeat{1});
+  auto signal = std::make_shared<WakeSignal>();
+  inbox.NotifyOnEvent(signal);
+  EXPECT_TRUE(signal->WaitUntil(std::chrono::steady_clock::now()));
+  inbox.NotifyOnEvent(nullptr);  // detached: later events raise nothing
+  inbox.HandlersFor(1).on_message(Heartbeat{2});
+  EXPECT_FALSE(signal->WaitUntil(std::chrono::steady_clock::now()));
+}
+
 }  // namespace
 }  // namespace strata::wire

@@ -103,6 +103,7 @@ class FaultyTransfers final : public Transfers {
           held_.push_back(std::move(job));
         } else {
           failed_.push_back({job.id, Status::IoError("injected copy-out failure"), 0});
+          if (signal_) signal_->Notify();
         }
         cv_.notify_all();
         return Status::Ok();
@@ -125,6 +126,16 @@ class FaultyTransfers final : public Transfers {
     }
     return real_->WaitForCompletion(timeout);
   }
+  void NotifyOnCompletion(std::shared_ptr<WakeSignal> signal) override {
+    bool ready;
+    {
+      std::lock_guard lock(mu_);
+      signal_ = signal;
+      ready = !failed_.empty();
+    }
+    if (ready && signal) signal->Notify();
+    real_->NotifyOnCompletion(std::move(signal));
+  }
   Status Close(std::chrono::milliseconds deadline) override {
     {
       std::lock_guard lock(mu_);
@@ -137,6 +148,7 @@ class FaultyTransfers final : public Transfers {
  private:
   std::unique_ptr<Transfers> real_;
   std::mutex mu_;
+  std::shared_ptr<WakeSignal> signal_;  // guarded by mu_
   std::condition_variable cv_;
   Mode mode_ = Mode::kPass;
   std::vector<TransferJob> held_;

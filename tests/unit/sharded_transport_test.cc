@@ -29,6 +29,7 @@ class ScriptedLocal final : public DiskTransport {
   Status Submit(RecordJob job) override {
     submitted.push_back(job);
     pending_.push_back(job);
+    if (signal_) signal_->Notify();  // finished at once: ready for the next Poll
     return Status::Ok();
   }
   void Poll(std::vector<RecordJobDone>& out) override {
@@ -39,6 +40,10 @@ class ScriptedLocal final : public DiskTransport {
     pending_.clear();
   }
   bool WaitForCompletion(std::chrono::milliseconds) override { return !pending_.empty(); }
+  void NotifyOnCompletion(std::shared_ptr<WakeSignal> signal) override {
+    signal_ = std::move(signal);
+    if (signal_ && !pending_.empty()) signal_->Notify();
+  }
   Status stopped() const override { return Status::Ok(); }
   Status Close(std::chrono::milliseconds) override { return Status::Ok(); }
 
@@ -47,6 +52,7 @@ class ScriptedLocal final : public DiskTransport {
 
  private:
   std::vector<RecordJob> pending_;
+  std::shared_ptr<WakeSignal> signal_;
 };
 
 // A clock the test advances.
@@ -59,8 +65,10 @@ struct FakeClock {
 
 // A peer rank played by the test: the accepted side of a loopback link.
 struct ScriptedPeerSide {
-  std::unique_ptr<wire::Link> link;
+  // Declared before the link, so the link (whose I/O thread calls the
+  // recorder's handlers until it is closed) is destroyed first.
   Recorder events;
+  std::unique_ptr<wire::Link> link;
 
   void Answer(const RecordJob& job, RankId rank, Status status = Status::Ok(),
               bool fs_full = false) {
@@ -207,6 +215,29 @@ TEST(ShardedTransportTest, SendsTheSameJobToEveryPeerAndCompletesWhenAllFinished
   EXPECT_TRUE(done->status.ok()) << done->status.ToString();
   EXPECT_EQ(done->bytes, 10u + 5u + 5u);
   EXPECT_TRUE(rig.transport->stopped().ok());
+}
+
+TEST(ShardedTransportTest, TheLastRanksCompletionRaisesTheOwnersSignal) {
+  Rig rig(2);
+  rig.StartPeers();
+  auto signal = std::make_shared<WakeSignal>();
+  rig.transport->NotifyOnCompletion(signal);
+  const RecordJob job = UnlinkJob(3);
+  ASSERT_TRUE(rig.transport->Submit(job).ok());
+  const RecordJob at1 = rig.NextJob(1);
+  const RecordJob at2 = rig.NextJob(2);
+  rig.sides[0]->Answer(at1, RankId(1));
+  rig.sides[1]->Answer(at2, RankId(2));
+  // The owner sleeps on its own signal only; each peer's JobDone raises it.
+  constexpr int kWakeupsMax = 16;
+  std::vector<RecordJobDone> out;
+  for (int i = 0; i < kWakeupsMax && out.empty(); ++i) {
+    ASSERT_TRUE(signal->WaitFor(wire::testing::kEventWait)) << "no event raised the signal";
+    rig.transport->Poll(out);
+  }
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].id, JobId(3));
+  EXPECT_TRUE(out[0].status.ok()) << out[0].status.ToString();
 }
 
 TEST(ShardedTransportTest, FilesystemFullOnOnePeerSurvivesAggregation) {

@@ -311,6 +311,35 @@ TEST(ThreadedTransfersTest, FailureIsReportedOnceAfterEveryRankDrained) {
   EXPECT_EQ(batches.load(), 2);  // the healthy rank finished before the report
 }
 
+TEST(ThreadedTransfersTest, ACompletionRaisesTheOwnersSignal) {
+  CacheGeometry g = *PresetGeometry("tiny", 2, 8, 2);
+  HostPlanes hp(g);
+  auto gate = std::make_shared<std::latch>(1);
+  std::atomic<int> batches{0};
+  std::vector<std::unique_ptr<CopyEngine>> engines;
+  engines.push_back(std::make_unique<GatedEngine>(gate, false, &batches));
+  engines.push_back(std::make_unique<GatedEngine>(gate, false, &batches));
+  auto t = *ThreadedTransfers::Create(g, {hp.planes(0), hp.planes(1)}, std::move(engines));
+  auto signal = std::make_shared<WakeSignal>();
+  t->NotifyOnCompletion(signal);
+  RecordLayout layout(g);
+  Slabs s = MakeSlabs(layout, 1);
+  ASSERT_TRUE(
+      t->Submit(Job(1, TransferDirection::kDeviceToHost, {PageId(0)}, s, StateSlot(0))).ok());
+  gate->count_down();
+  ASSERT_TRUE(signal->WaitFor(30s)) << "the completion never raised the signal";
+  std::vector<TransferCompletion> done;
+  t->Poll(done);
+  ASSERT_EQ(done.size(), 1u);  // raised only once every rank finished
+  EXPECT_EQ(done[0].id, JobId(1));
+  EXPECT_TRUE(done[0].status.ok()) << done[0].status.ToString();
+  EXPECT_EQ(batches.load(), 2);
+  // Attached again while nothing waits: nothing is raised.
+  t->NotifyOnCompletion(signal);
+  EXPECT_FALSE(signal->WaitUntil(std::chrono::steady_clock::now()));
+  ASSERT_TRUE(t->Close(10s).ok());
+}
+
 // A test double that leaves batches "in flight" and reports at Drain.
 class DeferredEngine : public CopyEngine {
  public:

@@ -101,6 +101,63 @@ TEST(WireLink, ManyFramesArriveInOrderBothWays) {
   EXPECT_EQ(sent.send_queue_full, 0u);
 }
 
+TEST(WireLink, ASendOnAnIdleOpenLinkIsWrittenBySendItself) {
+  LoopbackListener listener;
+  Pair pair;
+  Connect(listener, pair);
+  // Open, nothing queued, an empty socket buffer: Send hands the frame to the
+  // kernel itself instead of waking the I/O thread.
+  ASSERT_TRUE(pair.dialer->Send(Heartbeat{7}).ok());
+  const LinkStats sent = pair.dialer->stats();
+  EXPECT_EQ(sent.frames_out_direct, 1u);
+  EXPECT_EQ(sent.frames_out, 1u);
+  std::optional<Message> got = pair.acceptor_events.messages.Pop();
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(std::get<Heartbeat>(*got).sequence, 7u);
+  EXPECT_EQ(pair.acceptor->stats().bytes_in, sent.bytes_out);
+}
+
+TEST(WireLink, FramesTheSocketTakesOnlyInPartArriveWholeAndInOrder) {
+  LoopbackListener listener;
+  Recorder dialer_events;
+  Recorder acceptor_events;
+  auto dialed = Dial(listener.endpoint(), {});
+  ASSERT_TRUE(dialed.ok());
+  std::unique_ptr<Link> dialer = std::move(*dialed);
+  dialer->Start(dialer_events.Handlers());
+  std::unique_ptr<Link> acceptor = listener.NextLink();  // not started: reads nothing yet
+  ASSERT_NE(acceptor, nullptr);
+  ASSERT_TRUE(dialer_events.opened.Pop().has_value());
+  // 4 MiB frames to a peer that does not read: socket buffers take the first
+  // bytes, so some frame is written in part by Send and finished by the I/O
+  // thread, with later frames queued behind it.
+  constexpr uint64_t kBigFrames = 6;  // 24 MiB: beyond any loopback socket buffers
+  std::vector<Job> big;
+  for (uint64_t i = 0; i < kBigFrames; ++i) {
+    Job job = testing::SampleJob();
+    job.record.id = JobId(i);
+    job.record.page_ids.assign(kJobPageIdsMax - 2, PageId(static_cast<uint32_t>(i)));
+    job.record.tail_pages = job.record.first_page + static_cast<uint32_t>(kJobPageIdsMax - 2);
+    const Status sent = dialer->Send(job);
+    ASSERT_TRUE(sent.ok()) << sent.ToString();
+    ASSERT_TRUE(dialer->Send(Heartbeat{i}).ok());
+    big.push_back(std::move(job));
+  }
+  EXPECT_LT(dialer->stats().frames_out_direct, 2 * kBigFrames) << "nothing was queued";
+  acceptor->Start(acceptor_events.Handlers());
+  for (uint64_t i = 0; i < kBigFrames; ++i) {
+    std::optional<Message> job = acceptor_events.messages.Pop();
+    ASSERT_TRUE(job.has_value()) << "big frame " << i << " never arrived";
+    ASSERT_TRUE(std::holds_alternative<Job>(*job));
+    EXPECT_TRUE(std::get<Job>(*job) == big[i]) << "big frame " << i << " differs";
+    std::optional<Message> beat = acceptor_events.messages.Pop();
+    ASSERT_TRUE(beat.has_value());
+    ASSERT_TRUE(std::holds_alternative<Heartbeat>(*beat));
+    EXPECT_EQ(std::get<Heartbeat>(*beat).sequence, i);
+  }
+  EXPECT_EQ(acceptor->stats().frames_in, 2 * kBigFrames);
+}
+
 TEST(WireLink, HandlersMayReply) {
   LoopbackListener listener;
   Recorder dialer_events;

@@ -1,0 +1,46 @@
+// WakeSignal: lets one owner thread sleep until any of several sources (a
+// disk thread, transfer threads, a link inbox) may have something for it, so
+// it waits on all of them at once instead of on one at a time in slices.
+//
+// Level-triggered: Notify() leaves the signal raised until the owner's next
+// Wait returns, so a notification that lands between the owner's poll of its
+// sources and its wait is never lost (the wait returns at once and the owner
+// polls again). A notification carries no data: after waking, the owner polls
+// every source. Spurious wake-ups are allowed.
+//
+// Thread: Notify from any thread; WaitUntil / WaitFor from one owner thread
+// at a time.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+
+namespace strata {
+
+class WakeSignal {
+ public:
+  WakeSignal() = default;
+  WakeSignal(const WakeSignal&) = delete;
+  WakeSignal& operator=(const WakeSignal&) = delete;
+
+  // Raises the signal and wakes a waiting owner. Never blocks for long.
+  void Notify();
+  // Waits until the signal is raised or `deadline` passes; lowers it. True
+  // when it was raised.
+  bool WaitUntil(std::chrono::steady_clock::time_point deadline);
+  bool WaitFor(std::chrono::milliseconds bound) {
+    return WaitUntil(std::chrono::steady_clock::now() + bound);
+  }
+  // Notify() calls over the signal's life (diagnostics and tests).
+  uint64_t notifications() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool raised_ = false;         // guarded by mu_
+  uint64_t notifications_ = 0;  // guarded by mu_
+};
+
+}  // namespace strata
