@@ -13,6 +13,7 @@
 
 #include "store/fingerprint.h"
 #include "tests/unit/multi_rank_test_support.h"
+#include "tests/unit/scripted_rank.h"
 #include "tests/unit/wire_test_util.h"
 
 namespace strata {
@@ -22,48 +23,10 @@ using testing::Cluster;
 using testing::ClusterOptions;
 using testing::FixedTicket;
 using ::testing::HasSubstr;
+using testing::HelloFor;
 using testing::ScratchDir;
+using testing::ScriptedRank;
 using testing::Soon;
-
-// A peer played by the test over a real link.
-class ScriptedRank {
- public:
-  explicit ScriptedRank(const JoinTicket& ticket) {
-    auto link = wire::Dial({ticket.record_host, ticket.record_port}, {});
-    EXPECT_TRUE(link.ok());
-    link_ = std::move(*link);
-    link_->Start(events_.Handlers());
-  }
-  void Send(const wire::Message& m) { ASSERT_TRUE(link_->Send(m).ok()); }
-  wire::Message Next() {
-    std::optional<wire::Message> m = events_.messages.Pop();
-    EXPECT_TRUE(m.has_value()) << "rank zero sent nothing";
-    return m.value_or(wire::Heartbeat{});
-  }
-  // The reason of the HelloReject that must come next.
-  std::string Rejection() {
-    wire::Message m = Next();
-    EXPECT_TRUE(std::holds_alternative<wire::HelloReject>(m)) << wire::MessageName(m);
-    return std::holds_alternative<wire::HelloReject>(m) ? std::get<wire::HelloReject>(m).reason
-                                                        : "";
-  }
-  wire::Link& link() { return *link_; }
-
- private:
-  wire::testing::Recorder events_;
-  std::unique_ptr<wire::Link> link_;
-};
-
-wire::Hello HelloFor(const JoinTicket& ticket, uint32_t rank) {
-  wire::Hello h;
-  h.nonce = ticket.nonce.bytes;
-  h.rank = RankId(rank);
-  h.world_size = ticket.world_size;
-  h.layout_fingerprint = ComputeLayoutFingerprint(testing::RankGeometryOf());
-  h.disk_limit_bytes = uint64_t{1} << 30;
-  h.has_disk_store = true;
-  return h;
-}
 
 // Rank zero starting on another thread, and tickets the test takes itself.
 struct Join {

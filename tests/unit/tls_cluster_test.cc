@@ -10,6 +10,7 @@
 #include "launch/synthetic_runtime.h"
 #include "store/fingerprint.h"
 #include "tests/unit/multi_rank_test_support.h"
+#include "tests/unit/scripted_rank.h"
 #include "tests/unit/tls_test_certs.h"
 #include "tests/unit/wire_test_util.h"
 
@@ -21,9 +22,11 @@ using testing::ClusterOptions;
 using testing::ContextOf;
 using testing::FixedTicket;
 using ::testing::HasSubstr;
+using testing::HelloFor;
 using testing::Issue;
 using testing::Issued;
 using testing::ScratchDir;
+using testing::ScriptedRank;
 using testing::Soon;
 
 constexpr auto kIdleBound = std::chrono::seconds(30);
@@ -35,52 +38,6 @@ struct ClusterPki {
   Issued rank = Issue(dir.path(), "rank", &ca);
   std::shared_ptr<const wire::TlsContext> tls = ContextOf(rank, ca);
 };
-
-// A peer played by the test, dialing rank zero with `tls` (null: plaintext).
-class ScriptedRank {
- public:
-  ScriptedRank(const JoinTicket& ticket, std::shared_ptr<const wire::TlsContext> tls) {
-    wire::LinkOptions o;
-    o.tls = std::move(tls);
-    auto link = wire::Dial({ticket.record_host, ticket.record_port}, o);
-    EXPECT_TRUE(link.ok());
-    link_ = std::move(*link);
-    link_->Start(events_.Handlers());
-  }
-  ~ScriptedRank() { link_.reset(); }
-  ScriptedRank(const ScriptedRank&) = delete;
-  ScriptedRank& operator=(const ScriptedRank&) = delete;
-
-  void Send(const wire::Message& m) { EXPECT_TRUE(link_->Send(m).ok()); }
-  // The HelloReject that must come next.
-  std::string Rejection() {
-    std::optional<wire::Message> m = events_.messages.Pop();
-    EXPECT_TRUE(m.has_value()) << "rank zero sent nothing";
-    if (!m || !std::holds_alternative<wire::HelloReject>(*m)) return "";
-    return std::get<wire::HelloReject>(*m).reason;
-  }
-  // The link must close without one message from rank zero.
-  void ExpectClosedUnanswered() {
-    std::optional<wire::LinkState> closed = events_.closed.Pop();
-    ASSERT_TRUE(closed.has_value()) << "rank zero kept the connection";
-    EXPECT_FALSE(events_.messages.Pop(std::chrono::milliseconds(0)).has_value());
-  }
-
- private:
-  wire::testing::Recorder events_;
-  std::unique_ptr<wire::Link> link_;
-};
-
-wire::Hello HelloFor(const JoinTicket& ticket, uint32_t rank) {
-  wire::Hello h;
-  h.nonce = ticket.nonce.bytes;
-  h.rank = RankId(rank);
-  h.world_size = ticket.world_size;
-  h.layout_fingerprint = ComputeLayoutFingerprint(testing::RankGeometryOf());
-  h.disk_limit_bytes = uint64_t{1} << 30;
-  h.has_disk_store = true;
-  return h;
-}
 
 // Rank zero joining on another thread; the test takes the peers' tickets.
 struct Join {
