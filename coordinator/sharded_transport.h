@@ -51,11 +51,12 @@ struct ShardedOptions {
 // test's own clock otherwise. Called on the owner thread.
 using ShardedClock = std::function<std::chrono::steady_clock::time_point()>;
 
-// A peer rank's record link, started with `inbox` handlers under `tag`.
+// A peer rank's record link, started with `inbox` handlers under `tag`: a
+// wire::Link in production.
 struct ShardedPeer {
   RankId rank;
   uint64_t tag = 0;
-  std::unique_ptr<wire::Link> link;
+  std::unique_ptr<wire::MessageChannel> link;
 };
 
 class ShardedTransport final : public DiskTransport {
@@ -96,7 +97,7 @@ class ShardedTransport final : public DiskTransport {
  private:
   struct Peer {
     RankId rank;
-    std::unique_ptr<wire::Link> link;
+    std::unique_ptr<wire::MessageChannel> link;
     bool closed = false;  // its link closed
     bool failed = false;  // lost, protocol error, timeout, or no drain
     std::optional<Status> drained;

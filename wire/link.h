@@ -106,12 +106,28 @@ struct LinkHandlers {
   std::function<void(const LinkState&)> on_closed;
 };
 
-class Link {
+// What the owner of one peer connection uses once it is open: send, close,
+// and look at its state and counters. Link is the production one; a
+// deterministic simulation (tests/sim) serves the same interface over its
+// simulated network. Thread: as Link's.
+class MessageChannel {
+ public:
+  virtual ~MessageChannel() = default;
+  // Never blocks. kBusy: the peer is not reading fast enough; kUnavailable:
+  // closed; kInvalidArgument: the message fails CheckMessage.
+  virtual Status Send(const Message& message) = 0;
+  // Idempotent; the channel's handlers get their on_closed.
+  virtual void Close() = 0;
+  virtual LinkState state() const = 0;
+  virtual LinkStats stats() const = 0;
+};
+
+class Link final : public MessageChannel {
  public:
   // Use Dial() or a Listener; the opener produces the stream on the I/O thread.
   Link(LinkOptions options, Endpoint remote, std::unique_ptr<internal::StreamOpener> opener);
   // Close(), then joins the I/O thread. Must not run on the I/O thread.
-  ~Link();
+  ~Link() override;
   Link(const Link&) = delete;
   Link& operator=(const Link&) = delete;
 
@@ -124,16 +140,16 @@ class Link {
   // kInvalidArgument (the message fails CheckMessage), kBusy (the send queue
   // is full: the peer is not reading fast enough), kUnavailable (closed or
   // closing). Frames queued while connecting are written once open.
-  Status Send(const Message& message);
+  Status Send(const Message& message) override;
 
   // Stops accepting sends, writes what is queued, ends the stream and waits
   // for the peer's end, all within close_timeout; then drops the connection
   // and joins the I/O thread. Idempotent. From a handler it only begins the
   // close (the destructor joins).
-  void Close();
+  void Close() override;
 
-  LinkState state() const;
-  LinkStats stats() const;
+  LinkState state() const override;
+  LinkStats stats() const override;
   const std::string& name() const;
   // The peer: the dialed address, or the address an accepted peer came from.
   const Endpoint& remote_endpoint() const;
