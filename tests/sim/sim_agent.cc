@@ -16,6 +16,7 @@ void SimAgent::ForEachInFlight(const std::function<void(const RecordJob&)>& fn) 
 }
 
 void SimAgent::Reply(const RecordJobDone& done) {
+  last_answered_ = done.id;
   net_.SendToZero(rank_, wire::JobDone{done.id, rank_, wire::FitForWire(done.status),
                                        done.fs_full && !done.status.ok(), done.bytes});
 }
@@ -72,6 +73,18 @@ Status SimAgent::Step(bool all) {
     net_.SendToZero(rank_, wire::Drained{Status::Ok()});
   }
   return Status::Ok();
+}
+
+void SimAgent::SendHostile() {
+  const uint64_t kind = random_.Below(3);
+  if (kind == 0 && last_answered_) {
+    net_.SendToZero(rank_, wire::JobDone{*last_answered_, rank_, Status::Ok(), false, 0}, true);
+  } else if (kind == 1) {
+    const RankId other(rank_.value == 1 ? 2 : 1);
+    net_.SendToZero(rank_, wire::JobDone{JobId(1), other, Status::Ok(), false, 0}, true);
+  } else {
+    net_.SendToZero(rank_, wire::HelloAccept{}, true);
+  }
 }
 
 void SimAgent::Crash() {

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <deque>
 #include <functional>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -42,6 +43,10 @@ class SimAgent {
   Status Step(bool all);
   // SIGKILL: the link resets, running jobs end whole or absent.
   void Crash();
+  // Sends rank zero a message the protocol forbids (a JobDone for a job it
+  // already answered or never got, one naming another rank, or a message
+  // only rank zero sends): rank zero must stop its transport.
+  void SendHostile();
   // Stops reading its link until `until`.
   void StallUntil(SimTime until) { stalled_until_ = until; }
 
@@ -63,6 +68,7 @@ class SimAgent {
   SimAgentOptions options_;
   std::deque<RecordJob> held_;
   std::set<JobId> acked_;  // ack_early: answered before the disk finished
+  std::optional<JobId> last_answered_;
   SimTime stalled_until_ = 0;
   bool draining_ = false;
   bool drained_ = false;

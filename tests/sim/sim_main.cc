@@ -22,7 +22,8 @@ void PrintSummary(const strata::sim::SimCounts& c, double seconds, uint64_t fail
       "  steps %llu, jobs %llu submitted (%llu ok, %llu failed, %llu refused busy), frames %llu\n"
       "  transport stops %llu, restarts %llu, records checked identical %llu\n"
       "  faults %llu: link resets %llu, rank kills %llu, half-open links %llu, stalled readers "
-      "%llu, delay spikes %llu, disk full %llu, EIO %llu, damaged records %llu\n",
+      "%llu, delay spikes %llu, disk full %llu, EIO %llu, damaged records %llu, hostile messages "
+      "%llu\n",
       static_cast<unsigned long long>(c.seeds), static_cast<unsigned long long>(failures), seconds,
       static_cast<unsigned long long>(c.steps), static_cast<unsigned long long>(c.jobs_submitted),
       static_cast<unsigned long long>(c.jobs_ok), static_cast<unsigned long long>(c.jobs_failed),
@@ -34,7 +35,8 @@ void PrintSummary(const strata::sim::SimCounts& c, double seconds, uint64_t fail
       static_cast<unsigned long long>(c.half_open_links), static_cast<unsigned long long>(c.stalls),
       static_cast<unsigned long long>(c.delay_spikes), static_cast<unsigned long long>(c.disk_full),
       static_cast<unsigned long long>(c.io_errors),
-      static_cast<unsigned long long>(c.damaged_records));
+      static_cast<unsigned long long>(c.damaged_records),
+      static_cast<unsigned long long>(c.hostile_messages));
 }
 
 }  // namespace

@@ -31,7 +31,8 @@ std::unique_ptr<wire::MessageChannel> SimNetwork::ChannelTo(RankId rank,
   return std::make_unique<SimChannel>(*this, rank);
 }
 
-Status SimNetwork::Enqueue(LinkEnds& link, Direction& d, const wire::Message& message) {
+Status SimNetwork::Enqueue(LinkEnds& link, Direction& d, const wire::Message& message,
+                           bool hostile) {
   Result<wire::Frame> frame = wire::EncodeFrame(message);
   if (!frame.ok()) return frame.status();
   SimTime at = kNever;
@@ -41,7 +42,7 @@ Status SimNetwork::Enqueue(LinkEnds& link, Direction& d, const wire::Message& me
     at = std::max(d.last_at, now_ + delay);  // FIFO, as one TCP stream
     d.last_at = at;
   }
-  d.frames.push_back({at, message, std::move(*frame)});
+  d.frames.push_back({at, message, std::move(*frame), hostile});
   return Status::Ok();
 }
 
@@ -71,10 +72,10 @@ void SimNetwork::CloseFromZero(RankId rank) {
   if (l.handlers.on_closed) l.handlers.on_closed(l.state);
 }
 
-void SimNetwork::SendToZero(RankId rank, const wire::Message& message) {
+void SimNetwork::SendToZero(RankId rank, const wire::Message& message, bool hostile) {
   LinkEnds& l = Ends(rank);
   if (l.reset || l.zero_closed) return;  // the write fails; the peer sees the close
-  (void)Enqueue(l, l.to_zero, message);
+  (void)Enqueue(l, l.to_zero, message, hostile);
 }
 
 Status SimNetwork::Decode(const SimFrame& f, wire::Message& out) {
@@ -115,6 +116,7 @@ Status SimNetwork::DeliverToZero() {
     while (!l.zero_closed && !l.to_zero.frames.empty() && l.to_zero.frames.front().at <= now_) {
       wire::Message m;
       Status s = Decode(l.to_zero.frames.front(), m);
+      hostile_delivered_ += l.to_zero.frames.front().hostile ? 1 : 0;
       ++l.stats.frames_in;
       l.stats.bytes_in += l.to_zero.frames.front().frame.size_bytes();
       l.to_zero.frames.pop_front();

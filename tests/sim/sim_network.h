@@ -36,6 +36,7 @@ struct SimFrame {
   SimTime at = 0;  // when it arrives; kNever on a half-open link
   wire::Message message;
   wire::Frame frame;
+  bool hostile = false;  // a protocol violation the simulation planted
 };
 
 struct SimNetworkOptions {
@@ -58,7 +59,8 @@ class SimNetwork {
 
   // ---- the peer's side ----
   // A peer's send to rank zero; lost when the link is reset or closed.
-  void SendToZero(RankId rank, const wire::Message& message);
+  // `hostile`: a protocol violation, counted when it reaches rank zero.
+  void SendToZero(RankId rank, const wire::Message& message, bool hostile = false);
   // Frames for `rank` due at the current time, decoded, oldest first.
   // Errors: a frame that does not decode back to what was sent (a codec
   // bug; the simulation reports it).
@@ -84,6 +86,7 @@ class SimNetwork {
   // Every Job frame still on its way to `rank`.
   void ForEachJobToPeer(RankId rank, const std::function<void(const RecordJob&)>& fn) const;
   uint64_t frames_delivered() const { return frames_delivered_; }
+  uint64_t hostile_delivered() const { return hostile_delivered_; }
 
  private:
   friend class SimChannel;
@@ -105,7 +108,7 @@ class SimNetwork {
   };
   LinkEnds& Ends(RankId rank) { return links_.at(rank.value - 1); }
   const LinkEnds& Ends(RankId rank) const { return links_.at(rank.value - 1); }
-  Status Enqueue(LinkEnds& link, Direction& d, const wire::Message& message);
+  Status Enqueue(LinkEnds& link, Direction& d, const wire::Message& message, bool hostile = false);
   static Status Decode(const SimFrame& f, wire::Message& out);
   // Rank zero's channel: send and close.
   Status SendFromZero(RankId rank, const wire::Message& message);
@@ -117,6 +120,7 @@ class SimNetwork {
   std::vector<LinkEnds> links_;  // index = rank - 1
   std::function<void()> on_send_;
   uint64_t frames_delivered_ = 0;
+  uint64_t hostile_delivered_ = 0;
 };
 
 }  // namespace strata::sim

@@ -53,6 +53,7 @@ void SimCounts::Add(const SimCounts& o) {
   disk_full += o.disk_full;
   io_errors += o.io_errors;
   damaged_records += o.damaged_records;
+  hostile_messages += o.hostile_messages;
 }
 
 SimReport RunSimulation(const SimOptions& options) { return SimWorld(options).Run(); }
@@ -62,9 +63,9 @@ SimWorld::SimWorld(const SimOptions& options) : options_(options), random_(optio
   for (uint32_t r = 0; r < world; ++r) {
     disks_.push_back(std::make_unique<SimDisk>(RankId(r), random_.Between(2, 12)));
   }
-  rates_ = {Rate(random_, 0.004), Rate(random_, 0.002), Rate(random_, 0.001),
-            Rate(random_, 0.002), Rate(random_, 0.01),  Rate(random_, 0.01),
-            Rate(random_, 0.01),  Rate(random_, 0.02),  Rate(random_, 0.5)};
+  rates_ = {Rate(random_, 0.004), Rate(random_, 0.002), Rate(random_, 0.001), Rate(random_, 0.002),
+            Rate(random_, 0.01),  Rate(random_, 0.01),  Rate(random_, 0.01),  Rate(random_, 0.02),
+            Rate(random_, 0.001), Rate(random_, 0.5)};
   sharded_.job_timeout = std::chrono::milliseconds(100);
   sharded_.max_outstanding_jobs = static_cast<uint32_t>(random_.Between(2, 24));
   agent_.held_max = random_.Between(1, 12);
@@ -136,6 +137,7 @@ void SimWorld::RunSession(uint32_t session) {
 
 void SimWorld::StartSession() {
   network_ = std::make_unique<SimNetwork>(net_options_, random_);
+  hostile_seen_ = 0;
   network_->set_now(now_);
   inbox_ = std::make_shared<wire::LinkInbox>();
   agents_.clear();
@@ -316,6 +318,12 @@ void SimWorld::Faults() {
     Trace("fault: rank " + std::to_string(r) + " disk full");
     disks_[r]->faults.full_until = now_ + random_.Between(1 * kMs, 50 * kMs);
   }
+  if (random_.Chance(rates_.hostile)) {
+    const uint32_t r = peer();
+    Trace("fault: rank " + std::to_string(r) + " sends a message the protocol forbids");
+    agents_[r - 1]->SendHostile();
+    ++c.hostile_messages;
+  }
   if (random_.Chance(rates_.eio)) {
     const uint32_t r = static_cast<uint32_t>(random_.Below(world()));
     Trace("fault: rank " + std::to_string(r) + " EIO");
@@ -425,6 +433,12 @@ void SimWorld::PollTransport() {
     Violation("a stopped transport reported " + std::to_string(out.size()) + " completions");
   }
   for (const RecordJobDone& d : out) OnDone(d);
+  if (network_->hostile_delivered() > hostile_seen_) {
+    hostile_seen_ = network_->hostile_delivered();
+    if (transport_->stopped().ok()) {
+      Violation("rank zero received a message the protocol forbids and kept running");
+    }
+  }
   if (!stop_seen_ && !transport_->stopped().ok()) {
     stop_seen_ = true;
     ++report_.counts.stops;

@@ -36,7 +36,8 @@ struct FaultRates {
   double spike = 0;
   double full = 0;
   double eio = 0;
-  double damage = 0;  // per restart
+  double hostile = 0;
+  double damage = 0;  // per restart (after the per-step rates)
 };
 
 class SimWorld {
@@ -114,6 +115,7 @@ class SimWorld {
   bool session_clean_ = true;  // no link or rank fault this session
   bool kill_zero_ = false;     // rank zero is killed at the end of this step
   bool flushing_ = false;
+  uint64_t hostile_seen_ = 0;  // hostile frames rank zero received so far
 
   // The store model.
   SimIdPool pages_{48};

@@ -66,10 +66,11 @@ struct SimCounts {
   uint64_t disk_full = 0;  // stores failed with ENOSPC
   uint64_t io_errors = 0;  // jobs failed with EIO
   uint64_t damaged_records = 0;
+  uint64_t hostile_messages = 0;  // protocol violations a peer sent
 
   uint64_t faults() const {
     return link_resets + rank_kills + half_open_links + stalls + delay_spikes + disk_full +
-           io_errors + damaged_records;
+           io_errors + damaged_records + hostile_messages;
   }
   void Add(const SimCounts& o);
 };
