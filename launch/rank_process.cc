@@ -116,6 +116,9 @@ int RunRank(const LoadedConfig& loaded, const RankRunOptions& run) {
     return 1;
   }
   RankStores& stores = **opened;
+  // A signal ends the runtime's turns and waits at once (a qualification
+  // whose peer died would otherwise wait out its bounds first).
+  if (stores.drives_runtime()) stores.runtime().SetInterrupt([] { return g_signals.load() != 0; });
 
   SnapshotPublisher publisher;
   auto publish = [&] {

@@ -292,6 +292,11 @@ Status SyntheticRuntime::Restore(const PrefixHistory& h, std::optional<PrefixKey
       }
     }
     if (done) break;
+    if (Interrupted()) {
+      unpin();  // as on a timeout: the copy may still run into the ids
+      return Status::Aborted("restore of " + hit->endpoint.ToFileStem() +
+                             " interrupted by a stop request");
+    }
     if (std::chrono::steady_clock::now() > deadline) {
       // The copy may still run into the ticket's ids: never reuse them.
       unpin();
@@ -365,6 +370,7 @@ Result<TurnReport> SyntheticRuntime::Turn(uint32_t conversation, uint64_t new_to
     return Status::InvalidArgument("no conversation " + std::to_string(conversation));
   }
   if (new_tokens == 0) return Status::InvalidArgument("a turn adds at least one token");
+  if (Interrupted()) return Status::Aborted("turn not started: a stop was requested");
   PollStore();
   Conversation& c = conversations_[conversation];
   Extend(c, new_tokens);
@@ -416,6 +422,17 @@ Status SyntheticRuntime::WaitForStores() {
   while (!in_flight_.empty()) {
     PollStore();
     if (in_flight_.empty()) break;
+    for (const StoreEvent& e : events_) {
+      // A stopped store reports nothing more: its publications stay pinned.
+      if (e.kind == StoreEvent::Kind::kStopped) {
+        return e.status.WithContext("store stopped with " + std::to_string(in_flight_.size()) +
+                                    " publications in flight");
+      }
+    }
+    if (Interrupted()) {
+      return Status::Aborted(std::to_string(in_flight_.size()) +
+                             " publications still in flight at a stop request");
+    }
     if (std::chrono::steady_clock::now() > deadline) {
       return Status::Aborted(std::to_string(in_flight_.size()) +
                              " publications did not finish within the bound");

@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -71,8 +72,13 @@ class SyntheticRuntime {
   Result<TurnReport> Turn(uint32_t conversation, uint64_t new_tokens);
   // Drops every unpinned GPU checkpoint, as heavy pressure or a restart would.
   void EvictGpu();
-  // Polls the store until every publication has its event, within the bound.
+  // Polls the store until every publication has its event, within the bound;
+  // a stopped store ends the wait at once with its reason.
   Status WaitForStores();
+  // From now on Turn and every wait end with kAborted as soon as
+  // `interrupted` returns true (a signal asked the process to stop), leaving
+  // in-flight copies' ids pinned as a timeout does. Null: never.
+  void SetInterrupt(std::function<bool()> interrupted) { interrupted_ = std::move(interrupted); }
 
   const RuntimeStats& stats() const { return stats_; }
   uint64_t conversation_tokens(uint32_t conversation) const;
@@ -117,7 +123,10 @@ class SyntheticRuntime {
   void AddNode(const PrefixKey& key, std::optional<PrefixKey> parent, std::vector<PageId> tail,
                StateSlot row);
 
+  bool Interrupted() const { return interrupted_ && interrupted_(); }
+
   DevicePlanes& planes_;
+  std::function<bool()> interrupted_;
   HostStore* store_;
   SyntheticRuntimeOptions options_;
   InboundPolicy policy_;

@@ -301,7 +301,7 @@ void DiskStore::Poll(uint64_t now_ms, std::vector<StoreEvent>& events) {
 bool DiskStore::WaitIdle(std::chrono::milliseconds bound) {
   const auto until = std::chrono::steady_clock::now() + bound;
   Pump();
-  while (!ops_.empty() && std::chrono::steady_clock::now() < until) {
+  while (!ops_.empty() && transport_->stopped().ok() && std::chrono::steady_clock::now() < until) {
     (void)transport_->WaitForCompletion(std::chrono::milliseconds(10));
     Pump();
   }

@@ -104,6 +104,7 @@ class DiskStore final : public HostStore {
   // True when no store, fetch, truncate or unlink is under way.
   bool idle() const { return ops_.empty(); }
   // Polls until idle or `bound` passes, waiting on the transport's completions.
+  // A stopped transport ends the wait at once (its jobs never finish): false.
   // Events stay queued for the next Poll. For tests, tools and drains.
   bool WaitIdle(std::chrono::milliseconds bound);
   // Waits up to `bound` for one transport completion, then applies what

@@ -9,6 +9,9 @@
 #   rank_cluster_test.sh STRATA sigterm   2 ranks serving; once rank zero is
 #       healthy, SIGTERM to every rank (what a launcher does): each drains and
 #       exits 0.
+#   rank_cluster_test.sh STRATA peer-killed  3 ranks qualifying; rank 2 is
+#       SIGKILLed as rank zero starts its phases: ranks 0 and 1 end by
+#       themselves within 20 s (no wait runs out its minute-long bound).
 #   rank_cluster_test.sh STRATA tls       3 ranks over mutual TLS (certificates
 #       from launch/make-certs.sh): phases 1-2 pass, every rank reports its
 #       links as mutual TLS 1.3 and holds the same record files and bytes.
@@ -120,6 +123,31 @@ case $MODE in
     wait_all 0
     grep -q "stopped cleanly" "$DIR/rank0.serve.log" || fail "rank zero did not drain cleanly"
     echo "PASS: SIGTERM drained every rank and each exited 0"
+    ;;
+  peer-killed)
+    for r in 1 2; do start_rank "$r" 3 qualify; done
+    start_rank 0 3 qualify
+    for ((i = 0; i < 3000; i++)); do
+      grep -q "coordinator for" "$DIR/rank0.qualify.log" 2>/dev/null && break
+      sleep 0.01
+    done
+    grep -q "coordinator for" "$DIR/rank0.qualify.log" || fail "rank zero never started its phases"
+    # PIDS: rank 1, rank 2, rank 0; each a timeout(1) whose child is the rank.
+    local_r0=${PIDS[2]} local_r1=${PIDS[0]}
+    pkill -KILL -P "${PIDS[1]}" || fail "rank 2 was not running"
+    for ((i = 0; i < 200; i++)); do
+      kill -0 "$local_r0" 2>/dev/null || kill -0 "$local_r1" 2>/dev/null || break
+      sleep 0.1
+    done
+    for p in "$local_r0" "$local_r1"; do
+      kill -0 "$p" 2>/dev/null && fail "a rank still runs 20 s after its peer was killed (pid $p)"
+    done
+    rc=0
+    wait "$local_r0" || rc=$?
+    # 0: the phases finished before the kill landed; 2: a phase failed.
+    [[ $rc == 0 || $rc == 2 ]] || fail "rank zero exited with $rc"
+    PIDS=()
+    echo "PASS: with rank 2 killed, ranks 0 and 1 ended by themselves within 20 s (rank zero exit $rc)"
     ;;
   tls)
     TLS_DIR=$DIR/tls

@@ -66,5 +66,19 @@ TEST(SyntheticRuntimeTest, PublishedBytesDependOnPrefixPlaneAndRank) {
   EXPECT_EQ(a, again);
 }
 
+TEST(SyntheticRuntimeTest, AStopRequestEndsTurnsAtOnce) {
+  HostPlanes planes(*PresetGeometry("tiny", 1, 64, 8));
+  SyntheticRuntime rt(planes, nullptr);
+  bool stop = false;
+  rt.SetInterrupt([&stop] { return stop; });
+  const uint32_t c = rt.NewConversation();
+  ASSERT_TRUE(rt.Turn(c, 100).ok());
+  stop = true;
+  Result<TurnReport> t = rt.Turn(c, 100);
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), StatusCode::kAborted);
+  EXPECT_EQ(rt.conversation_tokens(c), 100u) << "an interrupted turn must not add tokens";
+}
+
 }  // namespace
 }  // namespace strata
