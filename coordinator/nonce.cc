@@ -5,6 +5,8 @@
 #include <cerrno>
 #include <memory>
 
+#include "store/splitmix.h"
+
 namespace strata {
 
 std::string NonceHex(const Nonce& nonce) {
@@ -41,11 +43,7 @@ NonceSource SeededNonceSource(uint64_t seed) {
   return [state]() -> Result<Nonce> {
     Nonce n;
     for (size_t i = 0; i < n.bytes.size(); i += 8) {
-      // SplitMix64.
-      uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-      z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-      z ^= z >> 31;
+      const uint64_t z = SplitMix64(*state);
       for (size_t j = 0; j < 8; ++j) n.bytes[i + j] = static_cast<uint8_t>(z >> (8 * j));
     }
     return n;

@@ -18,6 +18,7 @@
 
 #include "launch/bench.h"
 #include "store/index.h"
+#include "store/splitmix.h"
 
 namespace strata {
 
@@ -41,20 +42,7 @@ struct IndexBenchOptions {
 };
 
 // splitmix64: reproducible tokens and turn lengths per conversation.
-class SplitMix {
- public:
-  explicit SplitMix(uint64_t seed) : x_(seed) {}
-  uint64_t Next() {
-    uint64_t z = (x_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  uint64_t Between(uint64_t lo, uint64_t hi) { return lo + Next() % (hi - lo + 1); }
-
- private:
-  uint64_t x_;
-};
+using SplitMix = SplitMixRandom;
 
 enum class Stream : uint64_t { kTokens = 1, kTurns = 2, kLookups = 3 };
 

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <thread>
 
+#include "store/splitmix.h"
+
 namespace strata {
 
 namespace {
@@ -12,22 +14,15 @@ constexpr uint32_t kVocabulary = 151'936;
 constexpr auto kPollPause = std::chrono::microseconds(200);
 constexpr int kMaxReoffers = 5000;  // about a second of store progress
 
-uint64_t SplitMix(uint64_t& state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
 void FillStream(uint64_t seed, std::span<uint8_t> out) {
   uint64_t state = seed;
   size_t i = 0;
   for (; i + 8 <= out.size(); i += 8) {
-    uint64_t v = SplitMix(state);
+    uint64_t v = SplitMix64(state);
     std::memcpy(out.data() + i, &v, 8);
   }
   if (i < out.size()) {
-    uint64_t v = SplitMix(state);
+    uint64_t v = SplitMix64(state);
     std::memcpy(out.data() + i, &v, out.size() - i);
   }
 }
@@ -91,7 +86,7 @@ uint64_t SyntheticRuntime::conversation_tokens(uint32_t conversation) const {
 void SyntheticRuntime::Extend(Conversation& c, uint64_t n) {
   for (uint64_t i = 0; i < n; ++i) {
     uint64_t state = c.seed ^ (c.tokens.size() * 0x2545f4914f6cdd1dULL);
-    c.tokens.push_back(static_cast<Token>(SplitMix(state) % kVocabulary));
+    c.tokens.push_back(static_cast<Token>(SplitMix64(state) % kVocabulary));
   }
 }
 

@@ -1,19 +1,8 @@
 #include "store/fault_plan.h"
 
+#include "store/splitmix.h"
+
 namespace strata {
-
-namespace {
-
-// splitmix64: a well-mixed 64-bit value from (seed, op, ordinal), so a random
-// plan's decision for one operation does not depend on any other.
-uint64_t Mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
 
 std::string_view FaultOpName(FaultOp op) {
   switch (op) {
@@ -49,7 +38,10 @@ FaultDecision FaultPlan::Decide(FaultOp op, uint64_t ordinal) const {
     if (r.nth != 0) {
       fire = ordinal == r.nth;
     } else if (r.probability > 0) {
-      const uint64_t h = Mix(seed_ ^ Mix((static_cast<uint64_t>(op) << 56) ^ ordinal));
+      // Mixed from (seed, op, ordinal) alone, so a random plan's decision for
+      // one operation does not depend on any other.
+      const uint64_t h =
+          SplitMix64Of(seed_ ^ SplitMix64Of((static_cast<uint64_t>(op) << 56) ^ ordinal));
       // The top 53 bits as a uniform double in [0, 1).
       fire = static_cast<double>(h >> 11) * 0x1.0p-53 < r.probability;
     }
