@@ -6,7 +6,8 @@
 //          16-byte nonce, u32 host length + host bytes (1..255)
 //   Reject (rank zero -> peer, type 3): u32 reason length + reason bytes (0..400)
 // All integers little-endian; a payload longer than its fields is an error.
-// Pure encoding; the sockets are in tcp_rendezvous.cc.
+// Pure encoding; the sockets are in tcp_rendezvous_server.cc and
+// tcp_rendezvous_client.cc.
 #pragma once
 
 #include <array>
