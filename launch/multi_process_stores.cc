@@ -295,6 +295,7 @@ class PeerStores final : public RankStores {
   std::string UnhealthyReason() const override {
     return agent_->state() == AgentState::kFailed ? "rank agent failed" : "";
   }
+  bool Joining() const override { return agent_->state() == AgentState::kJoining; }
   bool Serving() const override {
     const AgentState s = agent_->state();
     return s != AgentState::kClosed && s != AgentState::kFailed;
@@ -303,6 +304,7 @@ class PeerStores final : public RankStores {
   Status Close() override {
     if (!agent_) return Status::Ok();
     const bool stopped_here = Serving();
+    client_->Cancel();  // a join still waiting for rank zero ends now
     agent_->Stop();
     const AgentStats stats = agent_->stats();
     spdlog::info("record jobs on this rank: {} done, {} failed, {} bytes moved", stats.jobs_done,

@@ -158,6 +158,10 @@ int RunRank(const LoadedConfig& loaded, const RankRunOptions& run) {
         spdlog::info("signal: waiting up to {} s for rank zero to close the session",
                      kPeerStopGrace.count());
       }
+      if (signalled && stores.Joining()) {
+        spdlog::info("signal before rank zero's session began: stopping now");
+        break;
+      }
       if (signalled && std::chrono::steady_clock::now() - *signalled > kPeerStopGrace) {
         spdlog::warn("rank zero did not close the session in time; stopping this rank alone");
         break;

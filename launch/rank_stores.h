@@ -39,6 +39,9 @@ class RankStores {
   virtual std::string UnhealthyReason() const { return ""; }
   // A peer keeps serving while its link to rank zero is up.
   virtual bool Serving() const { return true; }
+  // A peer still in the rendezvous or join: rank zero has no session with
+  // it to drain, so a signal stops it at once.
+  virtual bool Joining() const { return false; }
   // Drains and closes in dependency order; an error means memory stays alive.
   virtual Status Close() = 0;
 

@@ -7,6 +7,7 @@
 // first frame; rank zero refuses, counts and reports a failed handshake.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -91,13 +92,20 @@ class TcpRendezvousClient final : public RendezvousClient {
   // Retries connecting until `deadline`; fails at once on rank zero's
   // refusal, a world size that differs, or a reply that is not the protocol.
   Result<JoinTicket> Join(RankId rank, uint32_t world_size, RendezvousDeadline deadline) override;
+  // Makes a Join under way, and every later one, end with kAborted within
+  // about 50 ms (a rank asked to stop before rank zero answered).
+  // Thread-safe.
+  void Cancel();
 
  private:
+  static Status Cancelled(RankId rank);
+
   std::string master_addr_;
   uint16_t master_port_;
   TcpRendezvousLimits limits_;
   RetryObserver on_retry_;
   std::shared_ptr<const wire::TlsContext> tls_;
+  std::atomic<bool> cancelled_{false};
 };
 
 }  // namespace strata

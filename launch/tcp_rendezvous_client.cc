@@ -2,6 +2,7 @@
 // (tcp_rendezvous.h); rank zero's side is in tcp_rendezvous_server.cc.
 #include <asio.hpp>
 #include <asio/ssl.hpp>
+#include <atomic>
 #include <optional>
 #include <thread>
 
@@ -18,21 +19,28 @@ using rendezvous_net::Clock;
 using rendezvous_net::NetError;
 using rendezvous_net::tcp;
 
-// Runs the one operation `start` begins until it completes or `limit`;
-// asio::error::timed_out (and the socket closed) when the limit came first.
+// How often a blocked attempt looks at the cancel flag.
+constexpr auto kCancelPoll = std::chrono::milliseconds(50);
+
+// Runs the one operation `start` begins until it completes, `limit`, or
+// `cancelled`; asio::error::timed_out or operation_aborted (and the socket
+// closed) when the operation did not complete.
 template <typename Start>
 asio::error_code RunUntil(asio::io_context& io, tcp::socket& socket, Clock::time_point limit,
-                          Start start) {
+                          const std::atomic<bool>& cancelled, Start start) {
   std::optional<asio::error_code> result;
   io.restart();
   start([&result](const asio::error_code& ec) { result = ec; });
-  io.run_until(limit);
+  while (!result.has_value() && !cancelled.load() && Clock::now() < limit) {
+    if (io.stopped()) io.restart();
+    io.run_until(std::min(limit, Clock::now() + kCancelPoll));
+  }
   if (result.has_value()) return *result;
   asio::error_code ignored;
   socket.close(ignored);
   io.restart();
   io.run();  // the aborted handler
-  return asio::error::timed_out;
+  return cancelled.load() ? asio::error::operation_aborted : asio::error::timed_out;
 }
 
 // One attempt's result: a ticket, an error to retry, or an error to return.
@@ -53,7 +61,7 @@ bool IsTlsFailure(const asio::error_code& ec) {
 
 Attempt TryJoin(const std::string& host, uint16_t port, RankId rank, uint32_t world_size,
                 Clock::time_point deadline, const TcpRendezvousLimits& limits,
-                const wire::TlsContext* tls_context) {
+                const wire::TlsContext* tls_context, const std::atomic<bool>& cancelled) {
   asio::io_context io;
   tcp::resolver resolver(io);
   asio::error_code ec;
@@ -62,16 +70,18 @@ Attempt TryJoin(const std::string& host, uint16_t port, RankId rank, uint32_t wo
   if (ec) return Retry(NetError("resolve " + host, ec));
   tcp::socket socket(io);
   const Clock::time_point now = Clock::now();
-  ec = RunUntil(
-      io, socket, std::min(deadline, now + limits.connect_attempt_timeout), [&](auto done) {
-        asio::async_connect(socket, endpoints,
-                            [done](const asio::error_code& e, const tcp::endpoint&) { done(e); });
-      });
+  ec = RunUntil(io, socket, std::min(deadline, now + limits.connect_attempt_timeout), cancelled,
+                [&](auto done) {
+                  asio::async_connect(
+                      socket, endpoints,
+                      [done](const asio::error_code& e, const tcp::endpoint&) { done(e); });
+                });
   if (ec) return Retry(NetError("connect", ec));
   std::optional<asio::ssl::stream<tcp::socket&>> tls;
   if (tls_context != nullptr) {
     tls.emplace(socket, tls_context->impl().context());
     ec = RunUntil(io, socket, std::min(deadline, Clock::now() + limits.connect_attempt_timeout),
+                  cancelled,
                   [&](auto done) { tls->async_handshake(asio::ssl::stream_base::client, done); });
     if (ec && IsTlsFailure(ec)) {
       return Fatal(Status::Unavailable("rendezvous with " + host + ": " +
@@ -97,13 +107,14 @@ Attempt TryJoin(const std::string& host, uint16_t port, RankId rank, uint32_t wo
   };
   const std::vector<uint8_t> hello = EncodeRendezvousFrame(RendezvousHello{rank, world_size});
   ec =
-      RunUntil(io, socket, std::min(deadline, Clock::now() + limits.write_timeout), [&](auto done) {
-        write(asio::buffer(hello), [done](const asio::error_code& e, size_t) { done(e); });
-      });
+      RunUntil(io, socket, std::min(deadline, Clock::now() + limits.write_timeout), cancelled,
+               [&](auto done) {
+                 write(asio::buffer(hello), [done](const asio::error_code& e, size_t) { done(e); });
+               });
   if (ec) return Retry(NetError("send hello", ec));
   // Rank zero answers once every rank has joined: wait up to the deadline.
   std::array<uint8_t, kRendezvousLengthBytes> length{};
-  ec = RunUntil(io, socket, deadline, [&](auto done) {
+  ec = RunUntil(io, socket, deadline, cancelled, [&](auto done) {
     read(asio::buffer(length), [done](const asio::error_code& e, size_t) { done(e); });
   });
   if (ec && IsTlsFailure(ec)) {
@@ -114,7 +125,7 @@ Attempt TryJoin(const std::string& host, uint16_t port, RankId rank, uint32_t wo
   Result<size_t> n = DecodeRendezvousLength(length);
   if (!n.ok()) return Fatal(n.status().WithContext(host + " is not a Strata rendezvous"));
   std::vector<uint8_t> payload(*n);
-  ec = RunUntil(io, socket, deadline, [&](auto done) {
+  ec = RunUntil(io, socket, deadline, cancelled, [&](auto done) {
     read(asio::buffer(payload), [done](const asio::error_code& e, size_t) { done(e); });
   });
   if (ec) return Retry(NetError("read rank zero's answer", ec));
@@ -145,6 +156,12 @@ TcpRendezvousClient::TcpRendezvousClient(std::string master_addr, uint16_t maste
       on_retry_(std::move(on_retry)),
       tls_(std::move(tls)) {}
 
+void TcpRendezvousClient::Cancel() { cancelled_.store(true); }
+
+Status TcpRendezvousClient::Cancelled(RankId rank) {
+  return Status::Aborted("rank " + std::to_string(rank.value) + ": rendezvous join cancelled");
+}
+
 Result<JoinTicket> TcpRendezvousClient::Join(RankId rank, uint32_t world_size,
                                              RendezvousDeadline deadline) {
   const std::string where = master_addr_ + ":" + std::to_string(master_port_);
@@ -153,17 +170,20 @@ Result<JoinTicket> TcpRendezvousClient::Join(RankId rank, uint32_t world_size,
   uint64_t attempts = 0;
   try {
     while (Clock::now() < deadline) {
+      if (cancelled_.load()) return Cancelled(rank);
       ++attempts;
-      Attempt a =
-          TryJoin(master_addr_, master_port_, rank, world_size, deadline, limits_, tls_.get());
+      Attempt a = TryJoin(master_addr_, master_port_, rank, world_size, deadline, limits_,
+                          tls_.get(), cancelled_);
       if (a.ticket.has_value()) return *a.ticket;
+      if (cancelled_.load()) return Cancelled(rank);
       if (!a.retry) return a.status;
       last = a.status;
       if (on_retry_) on_retry_(last);
-      const auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-      if (left.count() <= 0) break;
-      std::this_thread::sleep_for(std::min(backoff, left));
+      const Clock::time_point retry_at = std::min(deadline, Clock::now() + backoff);
+      while (Clock::now() < retry_at && !cancelled_.load()) {
+        std::this_thread::sleep_for(
+            std::min<Clock::duration>(kCancelPoll, retry_at - Clock::now()));
+      }
       backoff = std::min(backoff * 2, limits_.retry_max);
     }
   } catch (const std::exception& e) {

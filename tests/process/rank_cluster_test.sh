@@ -12,6 +12,9 @@
 #   rank_cluster_test.sh STRATA peer-killed  3 ranks qualifying; rank 2 is
 #       SIGKILLed as rank zero starts its phases: ranks 0 and 1 end by
 #       themselves within 20 s (no wait runs out its minute-long bound).
+#   rank_cluster_test.sh STRATA peer-alone  a peer whose rank zero never
+#       comes: SIGTERM stops it within 5 s (its rendezvous join is cancelled)
+#       and it exits 0.
 #   rank_cluster_test.sh STRATA tls       3 ranks over mutual TLS (certificates
 #       from launch/make-certs.sh): phases 1-2 pass, every rank reports its
 #       links as mutual TLS 1.3 and holds the same record files and bytes.
@@ -148,6 +151,22 @@ case $MODE in
     [[ $rc == 0 || $rc == 2 ]] || fail "rank zero exited with $rc"
     PIDS=()
     echo "PASS: with rank 2 killed, ranks 0 and 1 ended by themselves within 20 s (rank zero exit $rc)"
+    ;;
+  peer-alone)
+    start_rank 1 2 serve
+    for ((i = 0; i < 600; i++)); do
+      grep -q "joining rank zero" "$DIR/rank1.serve.log" 2>/dev/null && break
+      sleep 0.1
+    done
+    grep -q "joining rank zero" "$DIR/rank1.serve.log" || fail "rank 1 never started its join"
+    kill -TERM "${PIDS[0]}"
+    for ((i = 0; i < 50; i++)); do
+      kill -0 "${PIDS[0]}" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -0 "${PIDS[0]}" 2>/dev/null && fail "rank 1 still waits for rank zero 5 s after SIGTERM"
+    wait_all 0
+    echo "PASS: a peer without rank zero stopped at once on SIGTERM and exited 0"
     ;;
   tls)
     TLS_DIR=$DIR/tls

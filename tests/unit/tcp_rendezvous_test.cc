@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <future>
+#include <thread>
 
 #include "launch/rendezvous_protocol.h"
 
@@ -174,6 +175,30 @@ TEST(TcpRendezvousTest, PeerDeadlineWithoutRankZeroSaysWhatFailed) {
             std::string::npos)
       << t.status().message();
   EXPECT_NE(t.status().message().find("last: connect"), std::string::npos);
+}
+
+// A rank asked to stop while it still waits for rank zero ends its join
+// at once: retrying a dead rank zero, or waiting for an answer from a live
+// one. (A regression waits out the hour-long deadline: the ctest timeout.)
+TEST(TcpRendezvousTest, CancelEndsAJoinThatWaitsForRankZero) {
+  uint16_t dead_port = 0;
+  {
+    auto probe = ListenLoopback(9);
+    dead_port = probe->port();
+  }
+  auto silent = ListenLoopback(10);  // listening, never answering (no AwaitPeers)
+  for (uint16_t port : {dead_port, silent->port()}) {
+    TcpRendezvousClient client("127.0.0.1", port);
+    std::future<Result<JoinTicket>> join = std::async(std::launch::async, [&client] {
+      return client.Join(RankId(1), 2, RendezvousClock::now() + std::chrono::hours(1));
+    });
+    std::this_thread::sleep_for(100ms);  // let it start waiting; not a correctness wait
+    client.Cancel();
+    Result<JoinTicket> t = join.get();
+    ASSERT_FALSE(t.ok()) << "port " << port;
+    EXPECT_EQ(t.status().code(), StatusCode::kAborted) << t.status().ToString();
+    EXPECT_NE(t.status().message().find("cancelled"), std::string::npos);
+  }
 }
 
 TEST(TcpRendezvousTest, GarbageAndOversizedFramesAreCountedAndSurvived) {
