@@ -56,6 +56,7 @@ KILLS=0
 RESTARTS=0
 RECORDS_CHECKED=0
 FORCED=0
+PORT_RETRIES=0
 VIOLATIONS=0
 
 cleanup() {
@@ -67,7 +68,8 @@ trap cleanup EXIT
 summary() {
   echo "crash soak: seed $SEED, $RANKS ranks, $CYCLES cycles, $KILLS ranks killed," \
     "$RESTARTS cluster restarts, $RECORDS_CHECKED records checked, $FORCED survivors SIGKILLed" \
-    "after ignoring SIGTERM for ${STOP_BOUND}s, $VIOLATIONS violations"
+    "after ignoring SIGTERM for ${STOP_BOUND}s, $PORT_RETRIES runs retried on taken ports," \
+    "$VIOLATIONS violations"
 }
 
 violation() {
@@ -149,8 +151,8 @@ kill_cycle() {
   for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   for p in "${PIDS[@]}"; do
     if ! wait_exit "$p" "$STOP_BOUND"; then
-      # Not a violation: `qualify` runs its phases to the end (bounded waits)
-      # whatever the signal. Counted and reported.
+      # Counted and reported, not a violation (a signal ends a rank's turns
+      # and joins at once, so none is expected).
       FORCED=$((FORCED + 1))
       echo "cycle $CYCLES: a survivor ignored SIGTERM for ${STOP_BOUND}s ($workload, killed rank $victim); SIGKILL"
       kill -KILL "$p" 2>/dev/null || true
@@ -161,16 +163,38 @@ kill_cycle() {
   echo "cycle $CYCLES: $workload, killed rank $victim"
 }
 
-# 2. A clean run that must pass: every rank exits 0.
+# 2. A clean run that must pass: every rank exits 0. Ports are random, so
+# another process may hold one: rank zero then cannot listen, its peers are
+# stopped, and the run is retried on new ports (counted, at most twice).
 clean_run() {  # workload
-  local p rc
-  start_cluster "$1"
-  RESTARTS=$((RESTARTS + 1))
-  for p in "${PIDS[@]}"; do
-    wait_exit "$p" "$RUN_BOUND" || violation "a rank ran past ${RUN_BOUND}s in the $1 run"
-    rc=0
-    wait "$p" || rc=$?
-    [[ $rc == 0 ]] || violation "a rank exited $rc in the $1 run"
+  local p rc attempt zero_rc
+  for ((attempt = 1; ; attempt++)); do
+    start_cluster "$1"
+    RESTARTS=$((RESTARTS + 1))
+    p=${PIDS[$((RANKS - 1))]}  # rank zero
+    wait_exit "$p" "$RUN_BOUND" || violation "rank zero ran past ${RUN_BOUND}s in the $1 run"
+    zero_rc=0
+    wait "$p" || zero_rc=$?
+    if [[ $zero_rc != 0 ]] && ((attempt < 3)) &&
+      grep -q "Address already in use" "$DIR/rank0.$1.log"; then
+      for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+      for p in "${PIDS[@]}"; do
+        wait_exit "$p" "$STOP_BOUND" || violation "a peer ignored SIGTERM while joining"
+        { wait "$p"; } 2>/dev/null || true
+      done
+      PIDS=()
+      PORT_RETRIES=$((PORT_RETRIES + 1))
+      echo "cycle $CYCLES: a port of the $1 run was taken by another process; retrying on new ports"
+      continue
+    fi
+    [[ $zero_rc == 0 ]] || violation "rank 0 exited $zero_rc in the $1 run"
+    for p in "${PIDS[@]}"; do
+      wait_exit "$p" "$RUN_BOUND" || violation "a rank ran past ${RUN_BOUND}s in the $1 run"
+      rc=0
+      wait "$p" || rc=$?
+      [[ $rc == 0 ]] || violation "a rank exited $rc in the $1 run"
+    done
+    break
   done
   PIDS=()
   grep -q '"ok": false' "$DIR/summary.$1.json" && violation "a $1 phase failed: $(cat "$DIR/summary.$1.json")"
