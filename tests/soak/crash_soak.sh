@@ -164,8 +164,9 @@ kill_cycle() {
 }
 
 # 2. A clean run that must pass: every rank exits 0. Ports are random, so
-# another process may hold one: rank zero then cannot listen, its peers are
-# stopped, and the run is retried on new ports (counted, at most twice).
+# another process may hold one: a rank then cannot listen, rank zero's start
+# fails, the others are stopped, and the run is retried on new ports
+# (counted, at most twice).
 clean_run() {  # workload
   local p rc attempt zero_rc
   for ((attempt = 1; ; attempt++)); do
@@ -176,7 +177,7 @@ clean_run() {  # workload
     zero_rc=0
     wait "$p" || zero_rc=$?
     if [[ $zero_rc != 0 ]] && ((attempt < 3)) &&
-      grep -q "Address already in use" "$DIR/rank0.$1.log"; then
+      grep -qE "Address already in use|cannot listen on" "$DIR"/rank*."$1".log; then
       for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
       for p in "${PIDS[@]}"; do
         wait_exit "$p" "$STOP_BOUND" || violation "a peer ignored SIGTERM while joining"
