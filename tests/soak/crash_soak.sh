@@ -61,7 +61,8 @@ VIOLATIONS=0
 
 cleanup() {
   for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
-  if ((KEEP == 0 && VIOLATIONS == 0)); then rm -rf "$DIR"; fi
+  if ((KEEP == 0 && VIOLATIONS == 0 && FORCED == 0)); then rm -rf "$DIR"; fi
+  if ((FORCED > 0)); then echo "logs of the forced stops kept in $DIR/forced-*" >&2; fi
 }
 trap cleanup EXIT
 
@@ -155,6 +156,9 @@ kill_cycle() {
       # and joins at once, so none is expected).
       FORCED=$((FORCED + 1))
       echo "cycle $CYCLES: a survivor ignored SIGTERM for ${STOP_BOUND}s ($workload, killed rank $victim); SIGKILL"
+      # Its logs stay, for the diagnosis, in $DIR/forced-<cycle>/ (the run's
+      # directory is then kept).
+      mkdir -p "$DIR/forced-$CYCLES" && cp "$DIR"/*."$workload".log "$DIR/forced-$CYCLES/" 2>/dev/null || true
       kill -KILL "$p" 2>/dev/null || true
     fi
     { wait "$p"; } 2>/dev/null || true  # no "Killed" job notice
