@@ -107,6 +107,9 @@ CacheGeometry GeometryOf(const RecordShape& shape) {
 }
 
 Result<RecordExtents> ComputeExtents(const RecordHeader& header) {
+  // No record has a key that consumed no token, and the join's scan summary
+  // cannot carry one: such a file would keep its rank from joining.
+  if (header.key.consumed == 0) return Bad("key consumed count is 0");
   STRATA_RETURN_IF_ERROR(ValidateShape(header.shape));
   if (header.tail_page_count > kMaxTailPages) {
     return Bad("tail_page_count " + Num(header.tail_page_count) + " exceeds " + Num(kMaxTailPages));
