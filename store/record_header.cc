@@ -107,8 +107,13 @@ CacheGeometry GeometryOf(const RecordShape& shape) {
 }
 
 Result<RecordExtents> ComputeExtents(const RecordHeader& header) {
-  // No record has a key that consumed no token, and the join's scan summary
-  // cannot carry one: such a file would keep its rank from joining.
+  // The writer refuses what the reader refuses: a version this build does not
+  // read, and a key that consumed no token (no record has one, and the join's
+  // scan summary could not carry it: the rank would fail to join).
+  if (header.format_version != kRecordFormatVersion) {
+    return Bad("unsupported format version " + Num(header.format_version) + " (this build writes " +
+               Num(kRecordFormatVersion) + ")");
+  }
   if (header.key.consumed == 0) return Bad("key consumed count is 0");
   STRATA_RETURN_IF_ERROR(ValidateShape(header.shape));
   if (header.tail_page_count > kMaxTailPages) {

@@ -221,6 +221,17 @@ TEST(RecordHeaderTest, RejectsAKeyThatConsumedNoToken) {
   EXPECT_NE(s.message().find("key consumed count is 0"), std::string::npos);
 }
 
+// Found by the record_header_encode fuzz target: the writer encoded any
+// format_version, which the reader then refused.
+TEST(RecordHeaderTest, RefusesToEncodeAVersionItCannotRead) {
+  RecordHeader h = SampleHeader();
+  h.format_version = kRecordFormatVersion + 1;
+  std::vector<std::byte> out(kRecordHeaderBytes);
+  const Status s = EncodeRecordHeader(h, out);
+  EXPECT_EQ(s.code(), StatusCode::kCorruption);
+  EXPECT_NE(s.message().find("unsupported format version 2"), std::string::npos);
+}
+
 TEST(RecordHeaderTest, RejectsAHeaderChecksumMismatch) {
   std::vector<std::byte> b = Encode(SampleHeader());
   b[kTailPageCountOffset] ^= std::byte{1};
