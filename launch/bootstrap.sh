@@ -14,6 +14,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev
   libtomlplusplus-dev libcli11-dev libspdlog-dev libcpp-httplib-dev nlohmann-json3-dev
   clang-format clang-tidy openssl curl
+  clang libclang-rt-dev  # libFuzzer (launch/fuzz.sh)
 )
 
 missing=()

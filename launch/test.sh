@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's test command: install what is missing, build, run every test
-# through ctest, then the format and lint checks. Exits non-zero on any failure.
+# through ctest, a bounded fuzz run (launch/fuzz.sh --smoke), then the format
+# and lint checks. Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./launch/bootstrap.sh
@@ -8,6 +9,9 @@ cd "$(dirname "$0")/.."
 BUILD_DIR=${STRATA_BUILD_DIR:-build}
 echo "== ctest"
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j"$(nproc)" --timeout 600
+
+echo "== fuzz smoke (libFuzzer)"
+./launch/fuzz.sh --smoke
 
 echo "== format check (clang-format)"
 ./launch/check_format.sh

@@ -107,6 +107,14 @@ CacheGeometry GeometryOf(const RecordShape& shape) {
 }
 
 Result<RecordExtents> ComputeExtents(const RecordHeader& header) {
+  // The writer refuses what the reader refuses: a version this build does not
+  // read, and a key that consumed no token (no record has one, and the join's
+  // scan summary could not carry it: the rank would fail to join).
+  if (header.format_version != kRecordFormatVersion) {
+    return Bad("unsupported format version " + Num(header.format_version) + " (this build writes " +
+               Num(kRecordFormatVersion) + ")");
+  }
+  if (header.key.consumed == 0) return Bad("key consumed count is 0");
   STRATA_RETURN_IF_ERROR(ValidateShape(header.shape));
   if (header.tail_page_count > kMaxTailPages) {
     return Bad("tail_page_count " + Num(header.tail_page_count) + " exceeds " + Num(kMaxTailPages));

@@ -123,8 +123,9 @@ struct RecordExtents {
   }
 };
 
-// Checks the header's shape, flags and key relations and computes its
-// extents. Errors (kCorruption) name the offending field.
+// Checks the header's version, key (consumed > 0), shape, flags and key
+// relations and computes its extents. Errors (kCorruption) name the
+// offending field.
 Result<RecordExtents> ComputeExtents(const RecordHeader& header);
 
 // Encodes a header whose ComputeExtents succeeds into exactly 4096 bytes.

@@ -204,6 +204,34 @@ TEST(RecordHeaderTest, RejectsUnknownVersion) {
   EXPECT_NE(DecodeError(b).find("unsupported format version 2"), std::string::npos);
 }
 
+// Found by the record_header fuzz target: the scan accepted a key with
+// consumed == 0, which the join's scan summary refuses, so one such file kept
+// its rank from joining (tests/fuzz/corpus/record_header/key-consumed-zero).
+TEST(RecordHeaderTest, RejectsAKeyThatConsumedNoToken) {
+  RecordHeader h = SampleHeader();
+  h.parent.reset();
+  std::vector<std::byte> b = Encode(h);
+  PutLe(b, kKeyConsumedOffset, 0, 8);
+  Reseal(b);
+  EXPECT_NE(DecodeError(b).find("key consumed count is 0"), std::string::npos);
+  h.key.consumed = 0;
+  std::vector<std::byte> out(kRecordHeaderBytes);
+  const Status s = EncodeRecordHeader(h, out);
+  EXPECT_EQ(s.code(), StatusCode::kCorruption);
+  EXPECT_NE(s.message().find("key consumed count is 0"), std::string::npos);
+}
+
+// Found by the record_header_encode fuzz target: the writer encoded any
+// format_version, which the reader then refused.
+TEST(RecordHeaderTest, RefusesToEncodeAVersionItCannotRead) {
+  RecordHeader h = SampleHeader();
+  h.format_version = kRecordFormatVersion + 1;
+  std::vector<std::byte> out(kRecordHeaderBytes);
+  const Status s = EncodeRecordHeader(h, out);
+  EXPECT_EQ(s.code(), StatusCode::kCorruption);
+  EXPECT_NE(s.message().find("unsupported format version 2"), std::string::npos);
+}
+
 TEST(RecordHeaderTest, RejectsAHeaderChecksumMismatch) {
   std::vector<std::byte> b = Encode(SampleHeader());
   b[kTailPageCountOffset] ^= std::byte{1};
