@@ -5,7 +5,7 @@
 // Rules, applied over the union of all summaries in ascending key order:
 //   1. A record is kept only when every rank summarized it with the same
 //      header digest (the header ignoring layout fingerprint, row checksum
-//      and creation time: store/record_header.h HeaderAgreementDigest).
+//      and creation time: store/record/record_header.h HeaderAgreementDigest).
 //   2. A record whose parent is not kept is dropped (transitively: parents
 //      sort before their children).
 //   3. A kept record keeps its row only when every rank holds the row; the
@@ -16,8 +16,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "store/prefix_key.h"
-#include "store/status.h"
+#include "store/base/prefix_key.h"
+#include "store/base/status.h"
 #include "wire/messages.h"
 
 namespace strata {

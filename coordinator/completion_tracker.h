@@ -12,9 +12,9 @@
 #include <optional>
 #include <vector>
 
-#include "store/disk_transport.h"
-#include "store/ids.h"
-#include "store/status.h"
+#include "store/base/ids.h"
+#include "store/base/status.h"
+#include "store/tier/disk_transport.h"
 
 namespace strata {
 

@@ -4,7 +4,7 @@
 
 #include <utility>
 
-#include "store/fingerprint.h"
+#include "store/record/fingerprint.h"
 
 namespace strata {
 namespace {

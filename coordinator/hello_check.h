@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "coordinator/rendezvous.h"
-#include "store/digest.h"
+#include "coordinator/rendezvous/rendezvous.h"
+#include "store/base/digest.h"
 #include "wire/messages.h"
 
 namespace strata {

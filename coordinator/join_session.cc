@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "rank_agent/apply_agreement.h"
+#include "rank_agent/scan_summary.h"
 
 namespace strata {
 namespace {
@@ -217,7 +218,7 @@ Status JoinSession::HandleJoined(RankId rank, wire::LinkEvent& e) {
 
 Status JoinSession::Agree(LocalDisk& own, Durability durability, Clock::time_point deadline) {
   for (const ScannedRecord& r : own.scan().records) {
-    STRATA_ASSIGN_OR_RETURN(wire::ScanRecord summary, wire::SummarizeRecord(r));
+    STRATA_ASSIGN_OR_RETURN(wire::ScanRecord summary, SummarizeRecord(r));
     scans_[0].push_back(summary);
   }
   STRATA_ASSIGN_OR_RETURN(AgreementPlan plan, strata::Agree(scans_));

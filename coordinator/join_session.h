@@ -16,9 +16,9 @@
 
 #include "coordinator/agreement.h"
 #include "coordinator/hello_check.h"
-#include "coordinator/rendezvous.h"
+#include "coordinator/rendezvous/rendezvous.h"
 #include "coordinator/sharded_transport.h"
-#include "store/local_disk.h"
+#include "store/tier/local_disk.h"
 #include "wire/link.h"
 #include "wire/link_inbox.h"
 

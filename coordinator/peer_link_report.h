@@ -6,7 +6,7 @@
 #include <map>
 #include <string>
 
-#include "store/ids.h"
+#include "store/base/ids.h"
 #include "wire/link.h"
 
 namespace strata {

@@ -32,7 +32,7 @@
 
 #include "coordinator/completion_tracker.h"
 #include "coordinator/peer_link_report.h"
-#include "store/disk_transport.h"
+#include "store/tier/disk_transport.h"
 #include "wire/link.h"
 #include "wire/link_inbox.h"
 

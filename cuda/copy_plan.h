@@ -18,7 +18,7 @@
 #include <span>
 #include <vector>
 
-#include "store/copy_engine.h"
+#include "store/transfer/copy_engine.h"
 
 namespace strata {
 

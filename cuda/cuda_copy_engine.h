@@ -22,7 +22,7 @@
 
 #include "cuda/copy_plan.h"
 #include "cuda/driver_api.h"
-#include "store/copy_engine.h"
+#include "store/transfer/copy_engine.h"
 
 namespace strata {
 

@@ -14,10 +14,10 @@
 #include <vector>
 
 #include "cuda/driver_api.h"
-#include "store/copy_engine.h"
-#include "store/device_planes.h"
-#include "store/geometry.h"
-#include "store/ids.h"
+#include "store/base/ids.h"
+#include "store/record/geometry.h"
+#include "store/transfer/copy_engine.h"
+#include "store/transfer/device_planes.h"
 
 namespace strata {
 

@@ -12,7 +12,7 @@
 #include <unordered_map>
 
 #include "cuda/driver_api.h"
-#include "store/slab_pool.h"
+#include "store/transfer/slab_pool.h"
 
 namespace strata {
 

@@ -9,7 +9,7 @@
 
 #include "cuda/cuda_copy_engine.h"
 #include "cuda/cuda_planes.h"
-#include "store/threaded_transfers.h"
+#include "store/transfer/threaded_transfers.h"
 
 namespace strata {
 

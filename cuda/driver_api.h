@@ -20,8 +20,8 @@
 #include <string>
 
 #include "cuda/copy_plan.h"
-#include "store/status.h"
-#include "store/transfers.h"
+#include "store/base/status.h"
+#include "store/transfer/transfers.h"
 
 // Opaque driver handle types (defined by cuda.h, never here).
 struct CUctx_st;

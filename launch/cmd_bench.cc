@@ -1,8 +1,8 @@
-// `strata bench`: the parent of every benchmark subcommand (launch/bench.h).
+// `strata bench`: the parent of every benchmark subcommand (launch/bench/bench.h).
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
-#include "launch/bench.h"
+#include "launch/bench/bench.h"
 #include "launch/commands.h"
 
 namespace strata {

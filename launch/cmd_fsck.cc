@@ -9,7 +9,7 @@
 #include <map>
 
 #include "launch/commands.h"
-#include "launch/human_units.h"
+#include "launch/config/human_units.h"
 #include "launch/record_tools.h"
 
 namespace strata {

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "launch/commands.h"
-#include "launch/human_units.h"
+#include "launch/config/human_units.h"
 #include "launch/record_tools.h"
 
 namespace strata {

@@ -6,8 +6,8 @@
 
 #include "launch/commands.h"
 #include "launch/presets.h"
-#include "store/fingerprint.h"
-#include "store/prefix_history.h"
+#include "store/base/prefix_history.h"
+#include "store/record/fingerprint.h"
 
 namespace strata {
 

@@ -2,10 +2,10 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
+#include "coordinator/rendezvous/launcher_env.h"
 #include "launch/commands.h"
-#include "launch/config_flags.h"
-#include "launch/launcher_env.h"
-#include "launch/rank_process.h"
+#include "launch/config/config_flags.h"
+#include "launch/rank/rank_process.h"
 
 namespace strata {
 

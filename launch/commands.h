@@ -14,7 +14,7 @@ void AddLayoutCommand(CLI::App& app);
 void AddRankCommand(CLI::App& app);
 void AddFsckCommand(CLI::App& app);
 void AddInspectCommand(CLI::App& app);
-// `strata bench <name>`: the benchmarks (launch/bench.h, cmd_bench.cc).
+// `strata bench <name>`: the benchmarks (launch/bench/bench.h, cmd_bench.cc).
 void AddBenchCommand(CLI::App& app);
 
 }  // namespace strata

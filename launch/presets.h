@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "store/geometry.h"
+#include "store/record/geometry.h"
 
 namespace strata {
 

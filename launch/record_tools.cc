@@ -2,10 +2,10 @@
 
 #include <algorithm>
 
-#include "store/aligned_buffer.h"
-#include "store/disk_thread.h"
-#include "store/record_dir.h"
-#include "store/uring_block_io.h"
+#include "store/base/aligned_buffer.h"
+#include "store/disk/disk_thread.h"
+#include "store/io/uring_block_io.h"
+#include "store/record/record_dir.h"
 
 namespace strata {
 

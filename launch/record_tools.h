@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "store/file_system.h"
-#include "store/record_scan.h"
+#include "store/io/file_system.h"
+#include "store/record/record_scan.h"
 
 namespace strata {
 

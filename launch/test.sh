@@ -14,8 +14,8 @@ echo "== fuzz smoke (libFuzzer)"
 ./launch/fuzz.sh --smoke
 
 echo "== format check (clang-format)"
-./launch/check_format.sh
+./launch/check-format.sh
 
 echo "== lint (clang-tidy)"
-./launch/check_tidy.sh "$BUILD_DIR"
+./launch/check-tidy.sh "$BUILD_DIR"
 echo "test.sh: all checks passed"

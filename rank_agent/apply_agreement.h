@@ -6,8 +6,8 @@
 
 #include <vector>
 
-#include "store/local_disk.h"
-#include "store/record_file.h"
+#include "store/record/record_file.h"
+#include "store/tier/local_disk.h"
 #include "wire/messages.h"
 
 namespace strata {

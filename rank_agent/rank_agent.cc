@@ -6,8 +6,9 @@
 #include <utility>
 
 #include "rank_agent/apply_agreement.h"
-#include "store/fingerprint.h"
-#include "store/record_dir.h"
+#include "rank_agent/scan_summary.h"
+#include "store/record/fingerprint.h"
+#include "store/record/record_dir.h"
 
 namespace strata {
 namespace {
@@ -165,7 +166,7 @@ Status RankAgent::Join() {
 Status RankAgent::SendScan(Clock::time_point deadline) {
   std::vector<wire::ScanRecord> records;
   for (const ScannedRecord& r : disk_->scan().records) {
-    STRATA_ASSIGN_OR_RETURN(wire::ScanRecord summary, wire::SummarizeRecord(r));
+    STRATA_ASSIGN_OR_RETURN(wire::ScanRecord summary, SummarizeRecord(r));
     records.push_back(summary);
   }
   size_t sent = 0;

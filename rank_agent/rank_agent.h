@@ -31,18 +31,18 @@
 #include <unordered_set>
 #include <vector>
 
-#include "store/geometry.h"
-#include "store/local_disk.h"
-#include "store/staged_transport.h"
-#include "store/transfers.h"
-#include "store/wake_signal.h"
+#include "store/base/wake_signal.h"
+#include "store/record/geometry.h"
+#include "store/tier/local_disk.h"
+#include "store/tier/staged_transport.h"
+#include "store/transfer/transfers.h"
 #include "wire/link.h"
 #include "wire/link_inbox.h"
 
 namespace strata {
 
 // How a peer reaches rank zero's record listener: what the rendezvous hands
-// it (coordinator/rendezvous.h JoinTicket; coordinator/rendezvous_join.h
+// it (coordinator/rendezvous/rendezvous.h JoinTicket; coordinator/rendezvous/rendezvous_join.h
 // adapts a RendezvousClient).
 struct RecordLinkTicket {
   wire::Endpoint record;  // rank zero's record listener, numeric address

@@ -9,7 +9,7 @@
 #include <span>
 #include <vector>
 
-#include "store/status.h"
+#include "store/base/status.h"
 #include "wire/messages.h"
 
 namespace strata::wire {

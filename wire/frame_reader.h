@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "store/status.h"
+#include "store/base/status.h"
 
 namespace strata::wire {
 

@@ -24,7 +24,7 @@
 #include <string>
 #include <string_view>
 
-#include "store/status.h"
+#include "store/base/status.h"
 #include "wire/endpoint.h"
 #include "wire/frame_reader.h"
 #include "wire/messages.h"

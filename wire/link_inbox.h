@@ -21,7 +21,7 @@
 #include <set>
 #include <vector>
 
-#include "store/wake_signal.h"
+#include "store/base/wake_signal.h"
 #include "wire/link.h"
 #include "wire/messages.h"
 

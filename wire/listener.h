@@ -7,7 +7,7 @@
 #include <functional>
 #include <memory>
 
-#include "store/status.h"
+#include "store/base/status.h"
 #include "wire/endpoint.h"
 #include "wire/link.h"
 

@@ -170,14 +170,4 @@ Status FitForWire(const Status& status) {
   return Status(status.code(), FitText(status.message()));
 }
 
-Result<ScanRecord> SummarizeRecord(const ScannedRecord& record) {
-  ScanRecord out;
-  out.key = record.key;
-  out.parent = record.parent;
-  STRATA_ASSIGN_OR_RETURN(out.header_digest, HeaderAgreementDigest(record.header));
-  out.row_present = record.row_present;
-  out.size_bytes = record.file_bytes;
-  return out;
-}
-
 }  // namespace strata::wire

@@ -12,12 +12,11 @@
 #include <variant>
 #include <vector>
 
-#include "store/digest.h"
-#include "store/disk_transport.h"
-#include "store/ids.h"
-#include "store/prefix_key.h"
-#include "store/record_scan.h"
-#include "store/status.h"
+#include "store/base/digest.h"
+#include "store/base/ids.h"
+#include "store/base/prefix_key.h"
+#include "store/base/record_job.h"
+#include "store/base/status.h"
 
 namespace strata::wire {
 
@@ -108,7 +107,7 @@ struct AgreementApplied {
 };
 
 // Rank zero -> peer: run the same record job on the peer's own transport
-// (store/disk_transport.h): the file "<key stem>.ckpt" in the peer's record
+// (store/tier/disk_transport.h): the file "<key stem>.ckpt" in the peer's record
 // directory, the same page ids, first page and state slot. Rules: key
 // consumed > 0; parent below the key; a store names exactly tail_pages page
 // ids from page 0; a fetch names tail_pages - first_page ids; a store or
@@ -169,10 +168,5 @@ Status CheckMessage(const Message& message);
 // cut the same way: what a reason or completion may carry on the wire.
 std::string FitText(std::string text);
 Status FitForWire(const Status& status);
-
-// The summary entry of one record a scan kept: its header digest is
-// HeaderAgreementDigest (store/record_header.h). Errors: a header that does
-// not encode (never one a scan accepted).
-Result<ScanRecord> SummarizeRecord(const ScannedRecord& record);
 
 }  // namespace strata::wire

@@ -6,13 +6,13 @@
 using Cxx = import "/capnp/c++.capnp";
 $Cxx.namespace("strata::wire::schema");
 
-# A token-prefix endpoint (store/prefix_key.h). digest: exactly 16 bytes.
+# A token-prefix endpoint (store/base/prefix_key.h). digest: exactly 16 bytes.
 struct PrefixKey {
   consumed @0 :UInt64;
   digest @1 :Data;
 }
 
-# A Status code (store/status.h) carried by completions.
+# A Status code (store/base/status.h) carried by completions.
 enum Outcome {
   ok @0;
   corruption @1;
@@ -92,7 +92,7 @@ enum JobKind {
   unlink @3;
 }
 
-# Rank zero -> peer: run this record job (store/disk_transport.h RecordJob)
+# Rank zero -> peer: run this record job (store/tier/disk_transport.h RecordJob)
 # on the peer's own transport: the file "<key stem>.ckpt" in the peer's record
 # directory, the same page ids and state slot as rank zero's own job.
 struct Job {

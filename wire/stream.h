@@ -14,7 +14,7 @@
 #include <system_error>
 #include <vector>
 
-#include "store/status.h"
+#include "store/base/status.h"
 #include "wire/endpoint.h"
 
 namespace strata::wire::internal {

@@ -13,7 +13,7 @@
 #include <memory>
 #include <string>
 
-#include "store/status.h"
+#include "store/base/status.h"
 
 namespace strata::wire {
 

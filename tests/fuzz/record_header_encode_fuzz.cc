@@ -1,5 +1,5 @@
 // Fuzz target: EncodeRecordHeader against DecodeRecordHeader
-// (store/record_header.h), from RecordHeader values built out of the input.
+// (store/record/record_header.h), from RecordHeader values built out of the input.
 // Properties:
 //  - EncodeRecordHeader succeeds exactly when ComputeExtents does, and fails
 //    with kCorruption otherwise;
@@ -12,7 +12,7 @@
 #include <cstdint>
 
 #include "fuzz_check.h"
-#include "store/record_header.h"
+#include "store/record/record_header.h"
 
 namespace strata::fuzz {
 namespace {

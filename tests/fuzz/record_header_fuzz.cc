@@ -1,5 +1,5 @@
-// Fuzz target: DecodeRecordHeader (store/record_header.h) and the scan
-// decisions that trust it (store/record_file.h, store/record_scan.h).
+// Fuzz target: DecodeRecordHeader (store/record/record_header.h) and the scan
+// decisions that trust it (store/record/record_file.h, store/record/record_scan.h).
 //
 // Input: the 4096 header bytes (fewer is a short file), then optionally a u64
 // file size and a u16 byte position. Each input is decoded twice: as given,
@@ -25,10 +25,11 @@
 
 #include "alloc_meter.h"
 #include "fuzz_check.h"
-#include "store/checksum.h"
-#include "store/record_file.h"
-#include "store/record_header.h"
-#include "store/record_scan.h"
+#include "rank_agent/scan_summary.h"
+#include "store/record/checksum.h"
+#include "store/record/record_file.h"
+#include "store/record/record_header.h"
+#include "store/record/record_scan.h"
 #include "wire/messages.h"
 
 namespace strata::fuzz {
@@ -132,7 +133,7 @@ void CheckScan(const RecordHeader& h, const RecordExtents& e, uint64_t file_byte
   FUZZ_CHECK(rejected == nullptr,
              "the scan rejected a valid header: " + (rejected ? rejected->detail : std::string()));
   const ScannedRecord& record = std::get<ScannedRecord>(classified);
-  Result<wire::ScanRecord> summary = wire::SummarizeRecord(record);
+  Result<wire::ScanRecord> summary = SummarizeRecord(record);
   FUZZ_CHECK(summary.ok(), "SummarizeRecord failed: " + summary.status().ToString());
   wire::ScanSummary message;
   message.records.push_back(*summary);

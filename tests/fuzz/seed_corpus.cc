@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "store/record_header.h"
+#include "store/record/record_header.h"
 #include "wire/codec.h"
 
 namespace strata::fuzz {

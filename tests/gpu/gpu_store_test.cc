@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "launch/presets.h"
-#include "launch/rank_stores.h"
+#include "launch/rank/rank_stores.h"
 
 namespace strata {
 namespace {

@@ -16,11 +16,11 @@
 #include <set>
 #include <vector>
 
-#include "store/digest.h"
-#include "store/disk_transport.h"
-#include "store/ids.h"
-#include "store/prefix_key.h"
-#include "store/status.h"
+#include "store/base/digest.h"
+#include "store/base/ids.h"
+#include "store/base/prefix_key.h"
+#include "store/base/status.h"
+#include "store/tier/disk_transport.h"
 #include "tests/sim/sim_random.h"
 
 namespace strata::sim {

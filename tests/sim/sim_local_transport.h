@@ -6,7 +6,7 @@
 
 #include <memory>
 
-#include "store/disk_transport.h"
+#include "store/tier/disk_transport.h"
 #include "tests/sim/sim_disk.h"
 #include "tests/sim/sim_network.h"
 #include "tests/sim/sim_random.h"

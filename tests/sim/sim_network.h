@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "store/ids.h"
+#include "store/base/ids.h"
 #include "tests/sim/sim_disk.h"
 #include "tests/sim/sim_random.h"
 #include "wire/codec.h"

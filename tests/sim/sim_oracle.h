@@ -8,7 +8,7 @@
 #include <set>
 #include <vector>
 
-#include "store/prefix_key.h"
+#include "store/base/prefix_key.h"
 #include "tests/sim/sim_disk.h"
 
 namespace strata::sim {

@@ -1,9 +1,9 @@
 // SimRandom: the simulation's only source of randomness, a splitmix64
-// stream (store/splitmix.h), so a seed replays the same run on every
+// stream (store/base/splitmix.h), so a seed replays the same run on every
 // machine.
 #pragma once
 
-#include "store/splitmix.h"
+#include "store/base/splitmix.h"
 
 namespace strata::sim {
 

@@ -33,7 +33,7 @@
 #include <string>
 #include <vector>
 
-#include "store/status.h"
+#include "store/base/status.h"
 
 namespace strata::sim {
 

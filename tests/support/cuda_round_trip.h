@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "cuda/cuda_planes.h"
-#include "store/record_layout.h"
-#include "store/slab_pool.h"
-#include "store/transfers.h"
+#include "store/record/record_layout.h"
+#include "store/transfer/slab_pool.h"
+#include "store/transfer/transfers.h"
 
 namespace strata::test {
 

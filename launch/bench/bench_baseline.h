@@ -1,0 +1,48 @@
+// The baseline of `strata bench disk` and `strata bench store`: a plain sequential O_DIRECT write
+// or read of one file through io_uring (BlockIo), with nothing of the record path (no checksums,
+// headers, temporary names or renames).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "store/io/block_io.h"
+#include "store/io/file_system.h"
+#include "store/record/record_file.h"
+
+namespace strata {
+
+struct SequentialIoSpec {
+  BlockOp op = BlockOp::kWrite;  // kWrite creates and preallocates the file; kRead reads it
+  std::string name;              // the file, in the directory open at dir_fd
+  uint64_t total_bytes = 0;
+  uint64_t request_bytes = 0;                 // a multiple of 4 KiB
+  uint32_t requests = 1;                      // in flight at once
+  std::span<std::byte> memory;                // 4 KiB aligned; cycled through request by request
+  Durability durability = Durability::kNone;  // kSync: one fdatasync after a write
+  int nice = 0;  // the loop runs on a thread with SCHED_BATCH and this nice
+};
+
+struct SequentialIoResult {
+  uint64_t bytes = 0;
+  double seconds = 0;              // from the open (a write's create and fallocate included)
+  double cpu_seconds = 0;          // process CPU time over the same span
+  std::vector<double> latency_ms;  // per request
+};
+
+Result<SequentialIoResult> RunSequentialIo(FileSystem& fs, int dir_fd,
+                                           const SequentialIoSpec& spec);
+
+// User + system CPU seconds of this process so far.
+double ProcessCpuSeconds();
+
+// Runs `work` on a new thread scheduled like Strata's worker threads
+// (SCHED_BATCH, `nice`) and waits for it: baselines get the CPU share the
+// transfer and disk threads get.
+void RunLikeWorkerThreads(int nice, const std::function<void()>& work);
+
+}  // namespace strata

@@ -1,0 +1,445 @@
+// `strata bench store [--json] [--dir DIR]`: store and restore throughput of
+// the memory, disk and composite stores with host transfers ("device" planes
+// in host memory), each next to its baseline measured in the same run:
+//
+//   memory     copy-out / restore through MemoryStore vs one memcpy of the
+//              same bytes (single thread, like the one transfer thread of a
+//              one-rank geometry)
+//   disk       DiskStore over the staged transport (copy into staging, write
+//              the record; read, copy out) vs a plain sequential O_DIRECT
+//              write / read of the same bytes in the same directory
+//   composite  publish into memory and restore from it (vs memcpy); the
+//              shutdown drain writing every record from its slabs (vs the
+//              O_DIRECT write); after a restart, restores read through memory
+//              from disk (vs the O_DIRECT read)
+//
+// Rounds alternate baseline and store; medians are reported, and each ratio
+// is the median of per-round ratios.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "launch/bench/bench.h"
+#include "launch/bench/bench_baseline.h"
+#include "launch/bench/store_bench_driver.h"
+#include "launch/presets.h"
+#include "launch/runtime/process_planes.h"
+#include "store/base/aligned_buffer.h"
+#include "store/tier/composite_store.h"
+#include "store/tier/disk_store.h"
+#include "store/tier/local_disk.h"
+#include "store/tier/memory_store.h"
+
+namespace strata {
+
+namespace {
+
+constexpr std::string_view kBaselineName = ".strata-bench-baseline.tmp";
+constexpr uint64_t kBaselineMemoryBytes = 64ull << 20;
+// The transfer threads' nice value (ThreadedTransfersOptions::low_priority).
+constexpr int kWorkerNice = 10;
+
+struct StoreBenchOptions {
+  std::string dir = "/var/tmp";
+  bool json = false;
+  std::string preset = "qwen-like";
+  uint32_t records = 16;
+  uint32_t pages = 64;
+  uint32_t rounds = 3;
+  uint32_t depth = 4;  // restores in flight
+  int gpu = -1;        // CUDA device for the planes; -1: host memory
+};
+
+// One measurement: bytes moved over a time, with per-record latencies.
+struct Sample {
+  uint64_t bytes = 0;
+  double seconds = 0;
+  double cpu_seconds = 0;
+  std::vector<double> latency_ms;
+  double gbps() const { return seconds > 0 ? static_cast<double>(bytes) / seconds / 1e9 : 0; }
+};
+
+Sample FromDrive(const DriveResult& d, uint64_t bytes) {
+  return {bytes, d.seconds, d.cpu_seconds, d.latency_ms};
+}
+Sample FromIo(const SequentialIoResult& d) {
+  return {d.bytes, d.seconds, d.cpu_seconds, d.latency_ms};
+}
+
+double Percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))];
+}
+
+// The phases of the run, each a store path and its baseline, per round.
+enum Phase : size_t {
+  kMemoryStore,
+  kMemoryFetch,
+  kDiskStore,
+  kDiskFetch,
+  kCompositeStore,
+  kCompositeFetch,
+  kCompositeDrain,
+  kCompositeDiskFetch,
+  kPhases
+};
+constexpr const char* kPhaseNames[kPhases] = {
+    "memory_store",    "memory_fetch",    "disk_store",      "disk_fetch",
+    "composite_store", "composite_fetch", "composite_drain", "composite_disk_fetch"};
+constexpr const char* kBaselineNames[kPhases] = {"memcpy",         "memcpy",       "O_DIRECT write",
+                                                 "O_DIRECT read",  "memcpy",       "memcpy",
+                                                 "O_DIRECT write", "O_DIRECT read"};
+
+class StoreBench {
+ public:
+  explicit StoreBench(const StoreBenchOptions& o) : o_(o) {}
+  Status Run(nlohmann::json& out);
+
+ private:
+  Status Setup();
+  Status Round(uint32_t round);
+  Status Memory(uint32_t round);
+  Status Disk(uint32_t round);
+  Status Composite(uint32_t round);
+  Sample Memcpy();
+  Result<Sample> DirectIo(BlockOp op);
+  Result<std::unique_ptr<LocalDisk>> OpenDisk(uint64_t warm_slots);
+  Status RemoveRecords();
+  void Record(Phase p, uint32_t round, Sample store, Sample base) {
+    store_[p][round] = std::move(store);
+    base_[p][round] = std::move(base);
+  }
+
+  const StoreBenchOptions& o_;
+  CacheGeometry geometry_;
+  NamespaceIdentity identity_{};
+  LayoutFingerprint fingerprint_{};
+  std::unique_ptr<ProcessPlanes> planes_;
+  std::vector<BenchRecord> records_;
+  uint64_t payload_bytes_ = 0;  // unpadded page and row bytes of every record
+  uint64_t file_bytes_ = 0;     // record file bytes of every record
+  uint64_t record_slots_ = 0;
+  AlignedBuffer memcpy_src_, memcpy_dst_, io_memory_;
+  std::string record_dir_;
+  std::vector<std::vector<Sample>> store_, base_;
+};
+
+Status StoreBench::Setup() {
+  STRATA_ASSIGN_OR_RETURN(
+      geometry_, PresetGeometry(o_.preset, 1, uint64_t{o_.pages} * (1 + o_.depth), 1 + o_.depth));
+  identity_ = ComputeNamespaceIdentity("strata-bench/store", StateMode::kOrdinary);
+  fingerprint_ = ComputeLayoutFingerprint(geometry_);
+  record_dir_ = RecordDirPath(o_.dir, identity_, fingerprint_);
+  STRATA_ASSIGN_OR_RETURN(
+      planes_,
+      ProcessPlanes::Open(geometry_, o_.gpu >= 0 ? std::vector<int>{o_.gpu} : std::vector<int>{}));
+  const RankGeometry& g = geometry_.ranks[0];
+  uint64_t x = 0x2545f4914f6cdd1dULL;
+  std::vector<uint8_t> unit;
+  auto fill = [&](uint64_t n) -> std::span<const uint8_t> {
+    unit.resize(n);
+    for (uint64_t i = 0; i < n; ++i) {
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      unit[i] = static_cast<uint8_t>(x);
+    }
+    return unit;
+  };
+  DevicePlanes& planes = planes_->planes();
+  for (uint32_t plane = 0; plane < g.page_planes.size(); ++plane) {
+    for (uint32_t p = 0; p < o_.pages; ++p) {
+      STRATA_RETURN_IF_ERROR(
+          planes.WritePage(0, plane, PageId(p), fill(g.page_planes[plane].unit_bytes)));
+    }
+  }
+  STRATA_RETURN_IF_ERROR(planes.WriteRow(0, StateSlot(0), fill(g.row.unit_bytes)));
+  records_ = MakeBenchRecords(o_.records, o_.pages, geometry_.page_tokens);
+  const RecordLayout layout(geometry_);
+  payload_bytes_ = uint64_t{o_.records} * (o_.pages * g.page_bytes() + g.row.unit_bytes);
+  file_bytes_ = uint64_t{o_.records} * RecordFileBytes(layout, o_.pages, true);
+  record_slots_ = o_.pages + RowSlots(layout.row_segment_bytes(), layout.page_record_bytes());
+  // memcpy moves the same bytes between two buffers the size of the restore
+  // windows, wrapping around, so caches hold no more than for the stores.
+  const uint64_t window =
+      std::min<uint64_t>(payload_bytes_, uint64_t{o_.depth} * payload_bytes_ / o_.records);
+  memcpy_src_ = AlignedBuffer(AlignUp(window));
+  memcpy_dst_ = AlignedBuffer(AlignUp(window));
+  std::memset(memcpy_src_.data(), 1, memcpy_src_.size());
+  std::memset(memcpy_dst_.data(), 0, memcpy_dst_.size());
+  io_memory_ = AlignedBuffer(kBaselineMemoryBytes);
+  std::memset(io_memory_.data(), 7, io_memory_.size());
+  store_.assign(kPhases, std::vector<Sample>(o_.rounds));
+  base_.assign(kPhases, std::vector<Sample>(o_.rounds));
+  return Status::Ok();
+}
+
+// One memcpy per window on a thread scheduled like the transfer threads.
+Sample StoreBench::Memcpy() {
+  Sample s;
+  s.bytes = payload_bytes_;
+  RunLikeWorkerThreads(kWorkerNice, [&] {
+    const double cpu_before = ProcessCpuSeconds();
+    const auto start = std::chrono::steady_clock::now();
+    for (uint64_t done = 0; done < payload_bytes_;) {
+      const uint64_t n = std::min<uint64_t>(memcpy_src_.size(), payload_bytes_ - done);
+      std::memcpy(memcpy_dst_.data(), memcpy_src_.data(), n);
+      done += n;
+    }
+    s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    s.cpu_seconds = ProcessCpuSeconds() - cpu_before;
+  });
+  return s;
+}
+
+Result<std::unique_ptr<LocalDisk>> StoreBench::OpenDisk(uint64_t warm_slots) {
+  LocalDiskOptions d;
+  d.base_dir = o_.dir;
+  d.warm_slots = warm_slots;
+  d.registrar = planes_->registrar();
+  return LocalDisk::Open(geometry_, identity_, fingerprint_, d);
+}
+
+Result<Sample> StoreBench::DirectIo(BlockOp op) {
+  PosixFileSystem fs;
+  // In --dir itself: a record directory's scan would remove a foreign file.
+  STRATA_ASSIGN_OR_RETURN(int dir_fd, fs.OpenDirectory(o_.dir, true));
+  if (op == BlockOp::kWrite) (void)fs.Unlink(dir_fd, kBaselineName);
+  ::syncfs(dir_fd);  // neither path pays for what the other left behind
+  // The disk thread's request size and requests in flight.
+  SequentialIoSpec spec;
+  spec.op = op;
+  spec.name = std::string(kBaselineName);
+  spec.total_bytes = file_bytes_;
+  spec.requests = DiskThreadOptions{}.max_inflight_requests;
+  spec.request_bytes = DiskThreadOptions{}.max_request_bytes;
+  spec.memory = io_memory_.span();
+  spec.nice = DiskThreadOptions{}.nice;
+  Result<SequentialIoResult> r = RunSequentialIo(fs, dir_fd, spec);
+  if (op == BlockOp::kRead) (void)fs.Unlink(dir_fd, kBaselineName);
+  ::syncfs(dir_fd);
+  fs.Close(dir_fd);
+  if (!r.ok()) return r.status();
+  return FromIo(*r);
+}
+
+Status StoreBench::RemoveRecords() {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(record_dir_, ec)) {
+    if (e.path().extension() == ".ckpt") std::filesystem::remove(e.path(), ec);
+  }
+  return Status::Ok();
+}
+
+Status StoreBench::Memory(uint32_t round) {
+  const RecordLayout layout(geometry_);
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<SlabPool> p,
+                          SlabPool::Create(layout.page_record_bytes(), record_slots_ * o_.records,
+                                           0, planes_->registrar()));
+  std::shared_ptr<SlabPool> pool = std::move(p);
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> transfers, planes_->MakeTransfers());
+  MemoryStore store(geometry_, pool, std::move(transfers));
+  const Sample copy_in = Memcpy();
+  STRATA_ASSIGN_OR_RETURN(DriveResult stored, StoreAll(store, records_));
+  Record(kMemoryStore, round, FromDrive(stored, payload_bytes_), copy_in);
+  const Sample copy_out = Memcpy();
+  STRATA_ASSIGN_OR_RETURN(DriveResult fetched, FetchAll(store, records_, o_.depth));
+  Record(kMemoryFetch, round, FromDrive(fetched, payload_bytes_), copy_out);
+  STRATA_RETURN_IF_ERROR(CheckRestored(planes_->planes(), o_.pages, 0));
+  return store.Close();
+}
+
+Status StoreBench::Disk(uint32_t round) {
+  STRATA_RETURN_IF_ERROR(RemoveRecords());
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<LocalDisk> disk, OpenDisk(0));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> transfers, planes_->MakeTransfers());
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<StagedTransport> transport,
+                          disk->MakeTransport(std::move(transfers)));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<DiskStore> store,
+                          DiskStore::Open(geometry_, std::move(transport), disk->scan().records,
+                                          {.disk_limit_bytes = 4 * file_bytes_}));
+  STRATA_ASSIGN_OR_RETURN(Sample write, DirectIo(BlockOp::kWrite));
+  STRATA_ASSIGN_OR_RETURN(DriveResult stored, StoreAll(*store, records_));
+  Record(kDiskStore, round, FromDrive(stored, file_bytes_), write);
+  ::syncfs(disk->dir().fd());
+  STRATA_ASSIGN_OR_RETURN(Sample read, DirectIo(BlockOp::kRead));
+  STRATA_ASSIGN_OR_RETURN(DriveResult fetched, FetchAll(*store, records_, o_.depth));
+  Record(kDiskFetch, round, FromDrive(fetched, file_bytes_), read);
+  STRATA_RETURN_IF_ERROR(CheckRestored(planes_->planes(), o_.pages, 0));
+  return store->Close();
+}
+
+Status StoreBench::Composite(uint32_t round) {
+  STRATA_RETURN_IF_ERROR(RemoveRecords());
+  CompositeStoreOptions co;
+  co.disk_limit_bytes = 4 * file_bytes_;
+  co.drain.mode = ShutdownDrain::Mode::kUntilDone;
+  co.close_deadline = std::chrono::minutes(5);
+  Sample write;
+  for (int life = 0; life < 2; ++life) {
+    // Warm retention for every record, and twice the intake free besides:
+    // nothing is written ahead of need.
+    const RecordLayout layout(geometry_);
+    const IntakePlan intake =
+        PlanIntake(LocalDiskOptions{}.max_active,
+                   RowSlots(layout.row_segment_bytes(), layout.page_record_bytes()),
+                   layout.page_record_bytes(), LocalDiskOptions{}.host_headroom_bytes);
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<LocalDisk> disk,
+                            OpenDisk(record_slots_ * o_.records + 2 * intake.slots));
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> staged, planes_->MakeTransfers());
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<StagedTransport> transport,
+                            disk->MakeTransport(std::move(staged)));
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> memory, planes_->MakeTransfers());
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<CompositeStore> store,
+                            CompositeStore::Open(geometry_, disk->pool(), std::move(memory),
+                                                 std::move(transport), disk->scan().records, co));
+    if (life == 0) {
+      const Sample copy_in = Memcpy();
+      STRATA_ASSIGN_OR_RETURN(DriveResult stored, StoreAll(*store, records_));
+      Record(kCompositeStore, round, FromDrive(stored, payload_bytes_), copy_in);
+      const Sample copy_out = Memcpy();
+      STRATA_ASSIGN_OR_RETURN(DriveResult fetched, FetchAll(*store, records_, o_.depth));
+      Record(kCompositeFetch, round, FromDrive(fetched, payload_bytes_), copy_out);
+      STRATA_ASSIGN_OR_RETURN(write, DirectIo(BlockOp::kWrite));
+      const double cpu_before = ProcessCpuSeconds();
+      const auto start = std::chrono::steady_clock::now();
+      STRATA_RETURN_IF_ERROR(store->Close());  // the drain writes every record
+      Sample drain;
+      drain.bytes = file_bytes_;
+      drain.seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      drain.cpu_seconds = ProcessCpuSeconds() - cpu_before;
+      if (store->Stats().disk.stored_total != o_.records) {
+        return Status::Internal("the drain wrote " +
+                                std::to_string(store->Stats().disk.stored_total) + " of " +
+                                std::to_string(o_.records) + " records");
+      }
+      Record(kCompositeDrain, round, drain, write);
+    } else {
+      STRATA_ASSIGN_OR_RETURN(Sample read, DirectIo(BlockOp::kRead));
+      STRATA_ASSIGN_OR_RETURN(DriveResult fetched, FetchAll(*store, records_, o_.depth));
+      Record(kCompositeDiskFetch, round, FromDrive(fetched, file_bytes_), read);
+      STRATA_RETURN_IF_ERROR(CheckRestored(planes_->planes(), o_.pages, 0));
+      co.drain.mode = ShutdownDrain::Mode::kOff;
+      STRATA_RETURN_IF_ERROR(store->Close());
+    }
+    co.drain.mode = ShutdownDrain::Mode::kOff;
+  }
+  return RemoveRecords();
+}
+
+Status StoreBench::Round(uint32_t round) {
+  STRATA_RETURN_IF_ERROR(Memory(round));
+  STRATA_RETURN_IF_ERROR(Disk(round));
+  return Composite(round);
+}
+
+nlohmann::json PhaseJson(const std::vector<Sample>& store, const std::vector<Sample>& base) {
+  std::vector<double> sg, bg, ratio, cpu, lat;
+  for (size_t i = 0; i < store.size(); ++i) {
+    sg.push_back(store[i].gbps());
+    bg.push_back(base[i].gbps());
+    ratio.push_back(base[i].gbps() > 0 ? store[i].gbps() / base[i].gbps() : 0);
+    cpu.push_back(store[i].bytes > 0
+                      ? store[i].cpu_seconds / (static_cast<double>(store[i].bytes) / 1e9)
+                      : 0);
+    lat.insert(lat.end(), store[i].latency_ms.begin(), store[i].latency_ms.end());
+  }
+  return {{"gbps", Percentile(sg, 0.5)},         {"baseline_gbps", Percentile(bg, 0.5)},
+          {"ratio", Percentile(ratio, 0.5)},     {"round_ratios", ratio},
+          {"p50_ms", Percentile(lat, 0.5)},      {"p99_ms", Percentile(lat, 0.99)},
+          {"cpu_s_per_gb", Percentile(cpu, 0.5)}};
+}
+
+Status StoreBench::Run(nlohmann::json& out) {
+  STRATA_RETURN_IF_ERROR(Setup());
+  Status s;
+  for (uint32_t round = 0; round < o_.rounds && s.ok(); ++round) s = Round(round);
+  std::error_code ec;
+  std::filesystem::remove_all(record_dir_, ec);  // the bench's own namespace directory
+  STRATA_RETURN_IF_ERROR(s);
+  out = {{"benchmark", "store"},
+         {"dir", o_.dir},
+         {"preset", o_.preset},
+         {"planes", planes_->Describe()},
+         {"records", o_.records},
+         {"pages", o_.pages},
+         {"rounds", o_.rounds},
+         {"restores_in_flight", o_.depth},
+         {"payload_bytes", payload_bytes_},
+         {"file_bytes", file_bytes_}};
+  for (size_t p = 0; p < kPhases; ++p) {
+    nlohmann::json j = PhaseJson(store_[p], base_[p]);
+    j["baseline"] = kBaselineNames[p];
+    out[kPhaseNames[p]] = j;
+    out[std::string(kPhaseNames[p]) + "_ratio"] = j["ratio"];
+  }
+  return Status::Ok();
+}
+
+void PrintTable(const nlohmann::json& j) {
+  std::printf("strata bench store: %u rounds of %u records of %u pages (%s) in %s, %s; medians\n",
+              j["rounds"].get<uint32_t>(), j["records"].get<uint32_t>(), j["pages"].get<uint32_t>(),
+              j["preset"].get<std::string>().c_str(), j["dir"].get<std::string>().c_str(),
+              j["planes"].get<std::string>().c_str());
+  std::printf("%-21s %8s %15s %9s %7s %8s %8s %9s\n", "path", "GB/s", "baseline", "GB/s", "ratio",
+              "p50 ms", "p99 ms", "CPU s/GB");
+  for (size_t p = 0; p < kPhases; ++p) {
+    const nlohmann::json& x = j[kPhaseNames[p]];
+    std::printf("%-21s %8.2f %15s %9.2f %7.2f %8.1f %8.1f %9.3f\n", kPhaseNames[p],
+                x["gbps"].get<double>(), kBaselineNames[p], x["baseline_gbps"].get<double>(),
+                x["ratio"].get<double>(), x["p50_ms"].get<double>(), x["p99_ms"].get<double>(),
+                x["cpu_s_per_gb"].get<double>());
+  }
+  const bool met = j["memory_store_ratio"].get<double>() >= 0.8 &&
+                   j["disk_store_ratio"].get<double>() >= 0.9 &&
+                   j["disk_fetch_ratio"].get<double>() >= 0.9;
+  std::printf("goal (memory_store_ratio >= 0.8, disk store and fetch ratios >= 0.9): %s\n",
+              met ? "met" : "NOT met");
+}
+
+}  // namespace
+
+void AddStoreBenchmark(CLI::App& bench) {
+  auto o = std::make_shared<StoreBenchOptions>();
+  CLI::App* cmd = bench.add_subcommand(
+      "store", "Memory, disk and composite store throughput vs memcpy and plain O_DIRECT I/O");
+  cmd->add_option(
+         "--dir", o->dir,
+         "Directory on the disk to measure (a record directory is made and removed under it)")
+      ->capture_default_str();
+  cmd->add_flag("--json", o->json, "Print one JSON object instead of the table");
+  cmd->add_option("--preset", o->preset, "Geometry preset (strata layout --list)")
+      ->capture_default_str();
+  cmd->add_option("--records", o->records, "Records per phase")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 4096u));
+  cmd->add_option("--pages", o->pages, "Pages per record")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 4096u));
+  cmd->add_option("--rounds", o->rounds, "Rounds of baseline and store")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 100u));
+  cmd->add_option("--depth", o->depth, "Restores in flight")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 16u));
+  cmd->add_option("--gpu", o->gpu,
+                  "CUDA device whose memory holds the planes (CudaTransfers under every store, "
+                  "registered slabs); -1: host memory")
+      ->capture_default_str();
+  cmd->callback([o] {
+    nlohmann::json result;
+    StoreBench run(*o);
+    const Status s = run.Run(result);
+    PrintBenchResult("store", s, result, o->json, PrintTable);
+  });
+}
+
+}  // namespace strata

@@ -1,0 +1,412 @@
+#include "launch/config/config.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "launch/config/units.h"
+#include "launch/presets.h"
+
+namespace strata {
+
+namespace {
+
+using std::chrono::milliseconds;
+
+std::string ValueText(const ConfigValue& value) {
+  if (const auto* s = std::get_if<std::string>(&value)) return "\"" + *s + "\"";
+  if (const auto* i = std::get_if<int64_t>(&value)) return std::to_string(*i);
+  return std::get<bool>(value) ? "true" : "false";
+}
+
+Result<uint64_t> AsSize(const ConfigValue& value) {
+  if (const auto* s = std::get_if<std::string>(&value)) return ParseSize(*s);
+  if (const auto* i = std::get_if<int64_t>(&value); i != nullptr && *i >= 0) {
+    return static_cast<uint64_t>(*i);
+  }
+  return Status::InvalidArgument(ValueText(value) + " is not a size (" +
+                                 std::string(kSizeExamples) + ")");
+}
+
+Result<milliseconds> AsDuration(const ConfigValue& value) {
+  if (const auto* s = std::get_if<std::string>(&value)) return ParseDuration(*s);
+  if (const auto* i = std::get_if<int64_t>(&value)) return ParseDuration(std::to_string(*i));
+  return Status::InvalidArgument(ValueText(value) + " is not a duration (" +
+                                 std::string(kDurationExamples) + ")");
+}
+
+Result<uint64_t> AsWhole(const ConfigValue& value, uint64_t min, uint64_t max) {
+  const std::string range = std::to_string(min) + ".." + std::to_string(max);
+  std::optional<uint64_t> n;
+  if (const auto* i = std::get_if<int64_t>(&value); i != nullptr && *i >= 0) {
+    n = static_cast<uint64_t>(*i);
+  } else if (const auto* s = std::get_if<std::string>(&value);
+             s != nullptr && !s->empty() && s->size() <= 19 &&
+             std::all_of(s->begin(), s->end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    n = std::stoull(*s);
+  }
+  if (!n.has_value()) {
+    return Status::InvalidArgument(ValueText(value) + " is not a whole number in " + range);
+  }
+  if (*n < min || *n > max) {
+    return Status::InvalidArgument(std::to_string(*n) + " is out of range (" + range + ")");
+  }
+  return *n;
+}
+
+Result<std::string> AsText(const ConfigValue& value, std::string_view what) {
+  const auto* s = std::get_if<std::string>(&value);
+  if (s == nullptr || s->empty()) {
+    return Status::InvalidArgument(ValueText(value) + " is not " + std::string(what));
+  }
+  return *s;
+}
+
+Result<bool> AsBool(const ConfigValue& value) {
+  if (const auto* b = std::get_if<bool>(&value)) return *b;
+  if (const auto* s = std::get_if<std::string>(&value)) {
+    if (*s == "true") return true;
+    if (*s == "false") return false;
+  }
+  return Status::InvalidArgument(ValueText(value) + " is not true or false");
+}
+
+template <typename Enum, size_t N>
+Result<Enum> AsName(const ConfigValue& value,
+                    const std::array<std::pair<std::string_view, Enum>, N>& names) {
+  std::string allowed;
+  for (const auto& [name, e] : names) {
+    if (const auto* s = std::get_if<std::string>(&value); s != nullptr && *s == name) return e;
+    allowed += (allowed.empty() ? "" : ", ") + std::string(name);
+  }
+  return Status::InvalidArgument(ValueText(value) + " is not one of " + allowed);
+}
+
+constexpr std::array<std::pair<std::string_view, LogLevel>, 6> kLogLevels = {{
+    {"trace", LogLevel::kTrace},
+    {"debug", LogLevel::kDebug},
+    {"info", LogLevel::kInfo},
+    {"warn", LogLevel::kWarn},
+    {"error", LogLevel::kError},
+    {"off", LogLevel::kOff},
+}};
+constexpr std::array<std::pair<std::string_view, LogFormat>, 2> kLogFormats = {{
+    {"text", LogFormat::kText},
+    {"json", LogFormat::kJson},
+}};
+
+constexpr uint64_t kPortMax = std::numeric_limits<uint16_t>::max();
+constexpr uint64_t kU32Max = std::numeric_limits<uint32_t>::max();
+
+// Assigns `field` from `expr` (a Result), returning its error.
+#define STRATA_SET(field, expr)     \
+  do {                              \
+    auto r = (expr);                \
+    if (!r.ok()) return r.status(); \
+    (field) = std::move(r).value(); \
+    return Status::Ok();            \
+  } while (0)
+
+Status SetDrain(const ConfigValue& value, RankConfig* c) {
+  DrainOnShutdown& d = c->prefix_cache.drain_on_shutdown;
+  if (const auto* b = std::get_if<bool>(&value)) {
+    d = {*b ? DrainMode::kUntilDone : DrainMode::kOff, milliseconds(0)};
+    return Status::Ok();
+  }
+  if (const auto* s = std::get_if<std::string>(&value);
+      s != nullptr && (*s == "on" || *s == "off")) {
+    d = {*s == "on" ? DrainMode::kUntilDone : DrainMode::kOff, milliseconds(0)};
+    return Status::Ok();
+  }
+  Result<milliseconds> limit = AsDuration(value);
+  if (!limit.ok()) {
+    return Status::InvalidArgument(ValueText(value) +
+                                   " is not \"on\", \"off\" or a positive duration (" +
+                                   std::string(kDurationExamples) + ")");
+  }
+  d = {DrainMode::kBounded, *limit};
+  return Status::Ok();
+}
+
+Status SetMaxAge(const ConfigValue& value, RankConfig* c) {
+  if (const auto* s = std::get_if<std::string>(&value); s != nullptr && *s == "off") {
+    c->prefix_cache.max_age.reset();
+    return Status::Ok();
+  }
+  Result<milliseconds> age = AsDuration(value);
+  if (!age.ok()) {
+    return Status::InvalidArgument(ValueText(value) + " is not \"off\" or a positive duration (" +
+                                   std::string(kDurationExamples) + ")");
+  }
+  c->prefix_cache.max_age = *age;
+  return Status::Ok();
+}
+
+Status SetPreset(const ConfigValue& value, RankConfig* c) {
+  std::string known;
+  for (const GeometryPreset& p : GeometryPresets()) {
+    if (const auto* s = std::get_if<std::string>(&value); s != nullptr && *s == p.name) {
+      c->runtime.preset = *s;
+      return Status::Ok();
+    }
+    known += (known.empty() ? "" : ", ") + std::string(p.name);
+  }
+  return Status::InvalidArgument(ValueText(value) + " is not a preset (" + known + ")");
+}
+
+// "none" or "" (host memory), or device ordinals like "0,1,2".
+Status SetGpus(const ConfigValue& value, RankConfig* c) {
+  const auto* text = std::get_if<std::string>(&value);
+  if (text == nullptr) return Status::InvalidArgument(ValueText(value) + " is not a list of GPUs");
+  std::vector<int> gpus;
+  if (*text != "none" && !text->empty()) {
+    size_t start = 0;
+    while (start <= text->size()) {
+      const size_t end = std::min(text->find(',', start), text->size());
+      const std::string item = text->substr(start, end - start);
+      if (item.empty() || item.size() > 3 ||
+          item.find_first_not_of("0123456789") != std::string::npos) {
+        return Status::InvalidArgument(ValueText(value) + " is not a list of device ordinals");
+      }
+      gpus.push_back(std::stoi(item));
+      start = end + 1;
+    }
+  }
+  c->runtime.gpus = std::move(gpus);
+  return Status::Ok();
+}
+
+using Arity = ConfigKey::FlagArity;
+
+std::vector<ConfigKey> MakeKeys() {
+  return {
+      {"prefix_cache.memory", "--prefix-cache-memory", "a size: 64GiB, 512MiB, 10GB, 4096 (bytes)",
+       "0 (no memory tier)",
+       [](const ConfigValue& v, RankConfig* c) {
+         STRATA_SET(c->prefix_cache.memory_bytes, AsSize(v));
+       }},
+      {"prefix_cache.disk", "--prefix-cache-disk", "a directory path", "unset (no disk store)",
+       [](const ConfigValue& v, RankConfig* c) {
+         STRATA_SET(c->prefix_cache.disk_dir, AsText(v, "a directory path"));
+       }},
+      {"prefix_cache.disk_limit", "--prefix-cache-disk-limit",
+       "a size: 64GiB, 512MiB, 10GB, 4096 (bytes); 0 selects no disk store",
+       "one tenth of the free space of the disk's filesystem at startup",
+       [](const ConfigValue& v, RankConfig* c) {
+         STRATA_SET(c->prefix_cache.disk_limit_bytes, AsSize(v));
+       }},
+      {"prefix_cache.drain_on_shutdown", "--prefix-cache-drain-on-shutdown",
+       "\"on\", \"off\" or a positive duration (500ms, 90s, 2m, 1h, bare seconds); a bare flag "
+       "means \"on\"",
+       "off", SetDrain, Arity::kOptionalValue},
+      {"prefix_cache.max_age", "--prefix-cache-max-age",
+       "\"off\" or a positive duration (500ms, 90s, 2m, 1h, bare seconds)", "off", SetMaxAge},
+      {"cluster.rank", "--rank", "a whole number below world_size", "0, or the launcher's",
+       [](const ConfigValue& v, RankConfig* c) {
+         STRATA_SET(c->cluster.rank, AsWhole(v, 0, kU32Max - 1));
+       }},
+      {"cluster.world_size", "--world-size", "a whole number, at least 1", "1, or the launcher's",
+       [](const ConfigValue& v, RankConfig* c) {
+         STRATA_SET(c->cluster.world_size, AsWhole(v, 1, kU32Max));
+       }},
+      {"cluster.local_rank", "--local-rank", "a whole number", "0, or the launcher's",
+       [](const ConfigValue& v, RankConfig* c) {
+         STRATA_SET(c->cluster.local_rank, AsWhole(v, 0, kPortMax));
+       }},
+      {"cluster.single_process", "--single-process", "true or false",
+       "false (one process per rank)",
+       [](const ConfigValue& v, RankConfig* c) {
+         STRATA_SET(c->cluster.single_process, AsBool(v));
+       },
+       Arity::kSwitch},
+      {"cluster.master_addr", "--master-addr", "a host name or IP address of rank zero",
+       "127.0.0.1, or the launcher's",
+       [](const ConfigValue& v, RankConfig* c) {
+         STRATA_SET(c->cluster.master_addr, AsText(v, "a host name or address"));
+       }},
+      {"cluster.master_port", "--master-port", "a port, 1..65535", "29470, or MASTER_PORT",
+       [](const ConfigValue& v, RankConfig* c) {
+         STRATA_SET(c->cluster.master_port, AsWhole(v, 1, kPortMax));
+       }},
+      {"cluster.record_port", "--record-port", "a port, 0..65535 (0: ephemeral)", "0",
+       [](const ConfigValue& v, RankConfig* c) {
+         STRATA_SET(c->cluster.record_port, AsWhole(v, 0, kPortMax));
+       }},
+      {"cluster.job_timeout", "--job-timeout",
+       "a positive duration (500ms, 90s, 2m, 1h, bare seconds)", "60s",
+       [](const ConfigValue& v, RankConfig* c) {
+         STRATA_SET(c->cluster.job_timeout, AsDuration(v));
+       }},
+      {"cluster.connect_timeout", "--connect-timeout",
+       "a positive duration (500ms, 90s, 2m, 1h, bare seconds)", "120s",
+       [](const ConfigValue& v, RankConfig* c) {
+         STRATA_SET(c->cluster.connect_timeout, AsDuration(v));
+       }},
+      {"metrics.bind", "--metrics-bind", "an IP address to listen on", "0.0.0.0",
+       [](const ConfigValue& v, RankConfig* c) {
+         STRATA_SET(c->metrics.bind, AsText(v, "an address"));
+       }},
+      {"metrics.port", "--metrics-port", "a port, 0..65535 (0: ephemeral); plus local_rank", "9470",
+       [](const ConfigValue& v, RankConfig* c) {
+         STRATA_SET(c->metrics.port, AsWhole(v, 0, kPortMax));
+       }},
+      {"log.level", "--log-level", "trace, debug, info, warn, error or off", "info",
+       [](const ConfigValue& v, RankConfig* c) {
+         STRATA_SET(c->log.level, AsName(v, kLogLevels));
+       }},
+      {"log.format", "--log-format", "text or json", "text",
+       [](const ConfigValue& v, RankConfig* c) {
+         STRATA_SET(c->log.format, AsName(v, kLogFormats));
+       }},
+      {"runtime.preset", "--preset", "a geometry preset name (strata layout --list)", "tiny",
+       SetPreset},
+      {"runtime.pages", "--pages", "page ids per rank, 1..1048576", "256",
+       [](const ConfigValue& v, RankConfig* c) {
+         STRATA_SET(c->runtime.pages, AsWhole(v, 1, kRuntimePagesMax));
+       }},
+      {"runtime.rows", "--rows", "state rows per rank, 1..65536", "16",
+       [](const ConfigValue& v, RankConfig* c) {
+         STRATA_SET(c->runtime.rows, AsWhole(v, 1, kRuntimeRowsMax));
+       }},
+      {"runtime.gpus", "--gpus",
+       "CUDA device ordinals for this process's ranks, like \"0\" or \"0,1\"; \"none\" for host "
+       "memory",
+       "none", SetGpus},
+      {"tls.cert", "--tls-cert", "a PEM certificate file (with tls.key and tls.ca)",
+       "unset (plaintext links)",
+       [](const ConfigValue& v, RankConfig* c) {
+         STRATA_SET(c->tls.cert, AsText(v, "a file path"));
+       }},
+      {"tls.key", "--tls-key", "a PEM private key file (with tls.cert and tls.ca)",
+       "unset (plaintext links)",
+       [](const ConfigValue& v, RankConfig* c) {
+         STRATA_SET(c->tls.key, AsText(v, "a file path"));
+       }},
+      {"tls.ca", "--tls-ca", "a PEM CA certificate file (with tls.cert and tls.key)",
+       "unset (plaintext links)",
+       [](const ConfigValue& v, RankConfig* c) {
+         STRATA_SET(c->tls.ca, AsText(v, "a file path"));
+       }},
+  };
+}
+
+#undef STRATA_SET
+
+}  // namespace
+
+const std::vector<ConfigKey>& ConfigKeys() {
+  static const std::vector<ConfigKey> keys = MakeKeys();
+  return keys;
+}
+
+const ConfigKey* FindConfigKey(std::string_view name) {
+  for (const ConfigKey& k : ConfigKeys()) {
+    if (k.name == name) return &k;
+  }
+  return nullptr;
+}
+
+std::vector<std::string_view> ConfigTables() {
+  std::vector<std::string_view> tables;
+  for (const ConfigKey& k : ConfigKeys()) {
+    std::string_view table = k.name.substr(0, k.name.find('.'));
+    if (std::find(tables.begin(), tables.end(), table) == tables.end()) tables.push_back(table);
+  }
+  return tables;
+}
+
+Status SetConfigValue(const ConfigKey& key, const ConfigValue& value, std::string_view label,
+                      RankConfig* config) {
+  return key.set(value, config).WithContext(label);
+}
+
+Status ValidateConfig(const RankConfig& c) {
+  const ClusterConfig& cl = c.cluster;
+  if (cl.rank >= cl.world_size) {
+    return Status::InvalidArgument("cluster.rank: " + std::to_string(cl.rank) +
+                                   " is not below cluster.world_size " +
+                                   std::to_string(cl.world_size) + " (ranks are 0.." +
+                                   std::to_string(cl.world_size - 1) + ")");
+  }
+  if (cl.single_process && cl.rank != 0) {
+    return Status::InvalidArgument("cluster.rank: " + std::to_string(cl.rank) +
+                                   " with cluster.single_process (one process holds every "
+                                   "rank, so its rank is 0)");
+  }
+  if (!cl.single_process && cl.world_size > 1 && c.prefix_cache.memory_bytes != 0) {
+    return Status::InvalidArgument(
+        "prefix_cache.memory: " + FormatSize(c.prefix_cache.memory_bytes) +
+        " with ranks in separate processes (world_size " + std::to_string(cl.world_size) +
+        "): a memory tier keeps every rank's bytes in one process, so ranks on separate hosts "
+        "support disk-only retention; set memory to 0, or run every rank in one process "
+        "(cluster.single_process)");
+  }
+  if (c.prefix_cache.disk_limit_bytes.has_value() && !c.prefix_cache.disk_dir.has_value()) {
+    return Status::InvalidArgument(
+        "prefix_cache.disk_limit: set without prefix_cache.disk (the directory it limits)");
+  }
+  if (c.metrics.port != 0 && static_cast<uint64_t>(c.metrics.port) + cl.local_rank > kPortMax) {
+    return Status::InvalidArgument("metrics.port: " + std::to_string(c.metrics.port) +
+                                   " + cluster.local_rank " + std::to_string(cl.local_rank) +
+                                   " is above 65535");
+  }
+  const TlsFilesConfig& tls = c.tls;
+  if (tls.cert.has_value() != tls.key.has_value() || tls.cert.has_value() != tls.ca.has_value()) {
+    std::string missing;
+    for (const auto& [name, value] :
+         {std::pair{"tls.cert", &tls.cert}, {"tls.key", &tls.key}, {"tls.ca", &tls.ca}}) {
+      if (!value->has_value()) missing += (missing.empty() ? "" : ", ") + std::string(name);
+    }
+    return Status::InvalidArgument("tls: " + missing +
+                                   " not set; mutual TLS needs all three of tls.cert, tls.key "
+                                   "and tls.ca (or none, for plaintext links)");
+  }
+  const bool distributed = cl.world_size > 1 && !cl.single_process;
+  if (distributed && cl.rank == 0) {
+    if (cl.record_port != 0 && cl.record_port == cl.master_port) {
+      return Status::InvalidArgument("cluster.record_port: " + std::to_string(cl.record_port) +
+                                     " is also cluster.master_port (rank zero listens on both)");
+    }
+    const uint16_t metrics_port = EffectiveMetricsPort(c);
+    if (metrics_port != 0 && (metrics_port == cl.master_port || metrics_port == cl.record_port)) {
+      return Status::InvalidArgument("metrics.port: " + std::to_string(metrics_port) +
+                                     " is also a cluster port (rank zero listens on "
+                                     "master_port, record_port and the metrics port)");
+    }
+  }
+  return Status::Ok();
+}
+
+uint64_t ResolveDiskLimit(const PrefixCacheConfig& prefix_cache, uint64_t free_bytes) {
+  if (prefix_cache.disk_limit_bytes.has_value()) return *prefix_cache.disk_limit_bytes;
+  return free_bytes / 10;
+}
+
+uint16_t EffectiveMetricsPort(const RankConfig& config) {
+  if (config.metrics.port == 0) return 0;
+  return static_cast<uint16_t>(config.metrics.port + config.cluster.local_rank);
+}
+
+std::string_view LogLevelName(LogLevel level) {
+  for (const auto& [name, l] : kLogLevels) {
+    if (l == level) return name;
+  }
+  return "?";
+}
+
+std::string_view LogFormatName(LogFormat format) {
+  for (const auto& [name, f] : kLogFormats) {
+    if (f == format) return name;
+  }
+  return "?";
+}
+
+std::string DrainOnShutdownText(const DrainOnShutdown& drain) {
+  switch (drain.mode) {
+    case DrainMode::kOff: return "off";
+    case DrainMode::kUntilDone: return "on";
+    case DrainMode::kBounded: return FormatDuration(drain.write_limit);
+  }
+  return "?";
+}
+
+}  // namespace strata

@@ -1,0 +1,187 @@
+// RankConfig: everything `strata rank` is configured with, in one typed struct
+// (seed 2.11). A TOML file (config_file.h), the launcher's environment
+// (launcher_env.h) and flags (config_flags.h) are parsed once into it; each
+// key in ConfigKeys() names one field, its flag, its forms and its default.
+// docs/operations.md is the reference for operators.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "store/base/status.h"
+
+namespace strata {
+
+enum class DrainMode : unsigned char {
+  kOff,        // "off": a stop loses DRAM-only records
+  kUntilDone,  // "on": write every DRAM-only record before exit
+  kBounded,    // a duration: start no new write after `write_limit`
+};
+
+struct DrainOnShutdown {
+  DrainMode mode = DrainMode::kOff;  // default "off"
+  // kBounded only: how long new writes may start after the stop signal.
+  // Accepted transfers still drain after it (seed 2.4).
+  std::chrono::milliseconds write_limit{0};
+
+  friend bool operator==(const DrainOnShutdown&, const DrainOnShutdown&) = default;
+};
+
+// [prefix_cache]: the seed's names and value forms.
+struct PrefixCacheConfig {
+  // memory: the warm DRAM budget. Default 0: no memory tier.
+  uint64_t memory_bytes = 0;
+  // disk: the base directory under which the record directory is created.
+  // Default unset: no disk store.
+  std::optional<std::string> disk_dir;
+  // disk_limit: bytes the record directory may hold; 0 selects no disk store.
+  // Default unset: one tenth of the free space of disk_dir's filesystem at
+  // startup (ResolveDiskLimit).
+  std::optional<uint64_t> disk_limit_bytes;
+  // drain_on_shutdown: "on" | "off" | a positive duration. Default off.
+  DrainOnShutdown drain_on_shutdown;
+  // max_age: records unused for longer expire. Default unset: expiry off.
+  std::optional<std::chrono::milliseconds> max_age;
+};
+
+// [cluster]: which rank this process is and how ranks find rank zero.
+struct ClusterConfig {
+  // rank: this process's rank. Default 0, or the launcher's (launcher_env.h).
+  uint32_t rank = 0;
+  // world_size: ranks in the job. Default 1, or the launcher's.
+  uint32_t world_size = 1;
+  // local_rank: rank among the ranks on this host; offsets metrics.port.
+  // Default 0, or the launcher's.
+  uint32_t local_rank = 0;
+  // single_process: one process holds every rank (the single-host layout in
+  // which a memory tier is allowed). Default false: one process per rank.
+  bool single_process = false;
+  // master_addr: where rank zero's rendezvous listens and peers dial.
+  // Default "127.0.0.1", or the launcher's (MASTER_ADDR,
+  // SLURM_LAUNCH_NODE_IPADDR); required under a launcher that names none.
+  std::string master_addr = "127.0.0.1";
+  // master_port: the rendezvous port. Default 29470, or MASTER_PORT.
+  uint16_t master_port = 29470;
+  // record_port: rank zero's record-link listener (wildcard address).
+  // Default 0: an ephemeral port, handed to peers by the rendezvous.
+  uint16_t record_port = 0;
+  // job_timeout: a job no rank completes within it stops the transport.
+  // Default 60s.
+  std::chrono::milliseconds job_timeout{std::chrono::seconds(60)};
+  // connect_timeout: how long ranks wait for each other at startup
+  // (rendezvous plus record links). Default 120s.
+  std::chrono::milliseconds connect_timeout{std::chrono::seconds(120)};
+};
+
+// [metrics]: the /metrics, /healthz and /status endpoint.
+struct MetricsConfig {
+  // bind: the address the endpoint listens on. Default "0.0.0.0".
+  std::string bind = "0.0.0.0";
+  // port: base port; a rank serves on port + local_rank (EffectiveMetricsPort).
+  // 0: an ephemeral port, printed on the startup line. Default 9470.
+  uint16_t port = 9470;
+};
+
+enum class LogLevel : unsigned char { kTrace, kDebug, kInfo, kWarn, kError, kOff };
+enum class LogFormat : unsigned char { kText, kJson };
+
+// [log]
+struct LogConfig {
+  LogLevel level = LogLevel::kInfo;     // level: default "info"
+  LogFormat format = LogFormat::kText;  // format: default "text"
+};
+
+// [runtime]: the synthetic runtime that stands in for an inference engine.
+struct RuntimeConfig {
+  // preset: a geometry preset name (`strata layout --list`). Default "tiny".
+  std::string preset = "tiny";
+  // pages: page ids per rank. Default 256.
+  uint64_t pages = 256;
+  // rows: state rows per rank. Default 16.
+  uint64_t rows = 16;
+  // gpus: CUDA device ordinals for this process's ranks' planes, one per rank
+  // (fewer: rank r uses gpus[r % size]). Default empty: host memory (no GPU).
+  std::vector<int> gpus;
+};
+
+// [tls]: mutual TLS 1.3 on the rendezvous and every record link, with the
+// PEM files of this rank (wire/tls.h). All three or none (ValidateConfig);
+// none (default): plaintext.
+struct TlsFilesConfig {
+  std::optional<std::string> cert;  // cert: this rank's certificate chain
+  std::optional<std::string> key;   // key: its private key
+  std::optional<std::string> ca;    // ca: the CA every rank's certificate chains to
+  bool enabled() const { return cert.has_value(); }
+};
+
+struct RankConfig {
+  PrefixCacheConfig prefix_cache;
+  ClusterConfig cluster;
+  MetricsConfig metrics;
+  LogConfig log;
+  RuntimeConfig runtime;
+  TlsFilesConfig tls;
+};
+
+// Bounds on [runtime] so the synthetic runtime stays small.
+inline constexpr uint64_t kRuntimePagesMax = 1 << 20;
+inline constexpr uint64_t kRuntimeRowsMax = 1 << 16;
+
+// One value as a file or flag gives it: TOML strings, integers and booleans;
+// flags always give strings (booleans for switches).
+using ConfigValue = std::variant<std::string, int64_t, bool>;
+
+// One configuration key: `table.name` in the file and `--flag` on the
+// command line, with the forms and default docs/operations.md lists.
+struct ConfigKey {
+  std::string_view name;          // "prefix_cache.memory"
+  std::string_view flag;          // "--prefix-cache-memory"
+  std::string_view forms;         // what is allowed, for messages and --help
+  std::string_view default_text;  // for --help and docs
+  // Sets the field; the message of an error names the value, not the key.
+  Status (*set)(const ConfigValue& value, RankConfig* config);
+  // A switch (`--single-process`) or a flag whose value is optional
+  // (`--prefix-cache-drain-on-shutdown[=DURATION]`, bare means "on").
+  enum class FlagArity : unsigned char {
+    kValue,
+    kSwitch,
+    kOptionalValue
+  } arity = FlagArity::kValue;
+};
+
+// Every key, in table order ([prefix_cache], [cluster], [metrics], [log], [runtime],
+// [tls]).
+const std::vector<ConfigKey>& ConfigKeys();
+// The key named `table.name`, or null.
+const ConfigKey* FindConfigKey(std::string_view name);
+// The tables ConfigKeys() uses, in order.
+std::vector<std::string_view> ConfigTables();
+
+// Sets `key` from `value`; an error reads `<label>: <what is wrong> (<forms>)`,
+// where label is the key name or the flag that carried the value.
+Status SetConfigValue(const ConfigKey& key, const ConfigValue& value, std::string_view label,
+                      RankConfig* config);
+
+// Checks what no single key can: rank below world size, ranks in separate
+// processes refuse a memory tier (seed 2.14), a limit without a directory,
+// ports in range and distinct. The message names the key(s).
+Status ValidateConfig(const RankConfig& config);
+
+// The disk limit in bytes: disk_limit when set, else one tenth of
+// `free_bytes`, the free space of disk_dir's filesystem at startup.
+uint64_t ResolveDiskLimit(const PrefixCacheConfig& prefix_cache, uint64_t free_bytes);
+
+// The metrics port this rank serves on: 0 stays 0 (ephemeral), otherwise
+// port + local_rank (ValidateConfig checks it fits).
+uint16_t EffectiveMetricsPort(const RankConfig& config);
+
+std::string_view LogLevelName(LogLevel level);
+std::string_view LogFormatName(LogFormat format);
+std::string DrainOnShutdownText(const DrainOnShutdown& drain);
+
+}  // namespace strata

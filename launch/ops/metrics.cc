@@ -1,0 +1,240 @@
+#include "launch/ops/metrics.h"
+
+#include <cstddef>
+#include <functional>
+#include <string_view>
+
+namespace strata {
+
+// RenderMetrics names every field; a new field must be exported too.
+static_assert(sizeof(TierStats) == 12 * sizeof(uint64_t), "export the new TierStats field");
+static_assert(sizeof(StoreStats) == 16 * sizeof(uint64_t) + 2 * sizeof(TierStats),
+              "export the new StoreStats field");
+
+namespace {
+
+enum class Kind : unsigned char { kCounter, kGauge, kHistogram };
+
+std::string_view KindName(Kind k) {
+  switch (k) {
+    case Kind::kCounter: return "counter";
+    case Kind::kGauge: return "gauge";
+    case Kind::kHistogram: return "histogram";
+  }
+  return "untyped";
+}
+
+// Label values escape backslash, double quote and newline (format 0.0.4).
+std::string Escape(std::string_view v) {
+  std::string out;
+  out.reserve(v.size());
+  for (char c : v) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '"') {
+      out += "\\\"";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+class Writer {
+ public:
+  void Family(std::string_view name, Kind kind, std::string_view help) {
+    out_ += "# HELP ";
+    out_ += name;
+    out_ += ' ';
+    out_ += help;
+    out_ += "\n# TYPE ";
+    out_ += name;
+    out_ += ' ';
+    out_ += KindName(kind);
+    out_ += '\n';
+  }
+  // `labels` is the already-escaped inside of {...}, or empty.
+  void Sample(std::string_view name, std::string_view labels, std::string_view value) {
+    out_ += name;
+    if (!labels.empty()) {
+      out_ += '{';
+      out_ += labels;
+      out_ += '}';
+    }
+    out_ += ' ';
+    out_ += value;
+    out_ += '\n';
+  }
+  void Sample(std::string_view name, std::string_view labels, uint64_t value) {
+    Sample(name, labels, std::to_string(value));
+  }
+  std::string Take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+std::string Label(std::string_view key, std::string_view value) {
+  return std::string(key) + "=\"" + Escape(value) + "\"";
+}
+
+struct ScalarMetric {
+  std::string_view name;
+  Kind kind;
+  std::string_view help;
+  uint64_t StoreStats::*field;
+};
+
+constexpr ScalarMetric kStoreScalars[] = {
+    {"strata_host_cache_slots_in_use", Kind::kGauge,
+     "Slab slots in use: pages, row pieces and staging, including in-flight copies.",
+     &StoreStats::slots_in_use},
+    {"strata_host_cache_slots", Kind::kGauge, "Slab slots in the local pool, including intake.",
+     &StoreStats::slots_total},
+    {"strata_host_cache_intake_slots", Kind::kGauge, "Slab slots reserved for intake.",
+     &StoreStats::intake_slots},
+    {"strata_host_cache_parked_records", Kind::kGauge,
+     "Records in DRAM whose file is not yet written (composite).", &StoreStats::parked_records},
+    {"strata_lookups_total", Kind::kCounter, "Prefix lookups.", &StoreStats::lookups},
+    {"strata_lookup_hits_total", Kind::kCounter, "Lookups that found a host record.",
+     &StoreStats::hits},
+    {"strata_reused_tokens_total", Kind::kCounter, "Tokens restored instead of recomputed.",
+     &StoreStats::reused_tokens},
+    {"strata_fetches_total", Kind::kCounter, "Restores started.", &StoreStats::fetches},
+    {"strata_fetch_failures_total", Kind::kCounter, "Restores that failed.",
+     &StoreStats::fetch_failed},
+    {"strata_fs_full_retries_total", Kind::kCounter,
+     "Copies deferred because the filesystem was full.", &StoreStats::fs_full_retries},
+};
+
+struct OutcomeMetric {
+  std::string_view outcome;
+  uint64_t StoreStats::*field;
+};
+
+constexpr OutcomeMetric kStoreOutcomes[] = {
+    {"queued", &StoreStats::store_queued},     {"present", &StoreStats::store_present},
+    {"deferred", &StoreStats::store_deferred}, {"retry", &StoreStats::store_retry},
+    {"oversize", &StoreStats::store_oversize}, {"failed", &StoreStats::store_failed},
+};
+
+struct TierMetric {
+  std::string_view name;
+  Kind kind;
+  std::string_view help;
+  uint64_t TierStats::*field;
+  std::string_view extra_label;  // e.g. reason="io_error", or empty
+};
+
+constexpr TierMetric kTierMetrics[] = {
+    {"strata_host_cache_records", Kind::kGauge, "Records held now (disk: including reservations).",
+     &TierStats::records, ""},
+    {"strata_host_cache_bytes", Kind::kGauge, "Bytes held now.", &TierStats::bytes, ""},
+    {"strata_host_cache_held_total", Kind::kCounter, "Records that became resident.",
+     &TierStats::stored_total, ""},
+    {"strata_host_cache_evicted_total", Kind::kCounter, "Records dropped for capacity.",
+     &TierStats::evicted_total, ""},
+    {"strata_host_cache_compacted_total", Kind::kCounter, "Rows dropped with their pages kept.",
+     &TierStats::compacted_total, ""},
+    {"strata_host_cache_expired_total", Kind::kCounter, "Records removed by max age.",
+     &TierStats::expired_total, ""},
+    {"strata_host_cache_dropped_total", Kind::kCounter,
+     "Records discarded, by reason (io_error: a terminal I/O error).", &TierStats::dropped_io_total,
+     "reason=\"io_error\""},
+    {"strata_host_cache_packed_total", Kind::kCounter,
+     "Records stored with a replicated page or row share.", &TierStats::packed_total, ""},
+    {"strata_host_cache_per_rank_total", Kind::kCounter, "Records stored with every rank's share.",
+     &TierStats::per_rank_total, ""},
+    {"strata_host_cache_abandoned_total", Kind::kCounter,
+     "Disk-only stores abandoned because the ranks differed.", &TierStats::abandoned_total, ""},
+    {"strata_host_cache_bytes_in_total", Kind::kCounter, "Bytes copied into this tier.",
+     &TierStats::bytes_in_total, ""},
+    {"strata_host_cache_bytes_out_total", Kind::kCounter, "Bytes restored from this tier.",
+     &TierStats::bytes_out_total, ""},
+};
+
+void RenderStore(const StoreStats& s, Writer* w) {
+  for (const ScalarMetric& m : kStoreScalars) {
+    w->Family(m.name, m.kind, m.help);
+    w->Sample(m.name, "", s.*m.field);
+  }
+  w->Family("strata_store_outcomes_total", Kind::kCounter,
+            "Checkpoints offered to the store, by outcome.");
+  for (const OutcomeMetric& o : kStoreOutcomes) {
+    w->Sample("strata_store_outcomes_total", Label("outcome", o.outcome), s.*o.field);
+  }
+  for (const TierMetric& m : kTierMetrics) {
+    w->Family(m.name, m.kind, m.help);
+    for (const auto& [tier, stats] :
+         {std::pair<std::string_view, const TierStats*>{"memory", &s.memory}, {"disk", &s.disk}}) {
+      std::string labels = Label("tier", tier);
+      if (!m.extra_label.empty()) labels += "," + std::string(m.extra_label);
+      w->Sample(m.name, labels, stats->*m.field);
+    }
+  }
+}
+
+void RenderLatency(const std::vector<JobLatency>& jobs, Writer* w) {
+  constexpr std::string_view kName = "strata_job_latency_seconds";
+  w->Family(kName, Kind::kHistogram,
+            "Job latency from submission to completion on every rank, by job kind.");
+  for (const JobLatency& job : jobs) {
+    const std::string kind = Label("kind", job.kind);
+    uint64_t cumulative = 0;
+    for (size_t i = 0; i < kLatencyBucketBoundsUs.size(); ++i) {
+      cumulative += job.latency.counts[i];
+      w->Sample(std::string(kName) + "_bucket",
+                kind + "," + Label("le", MicrosAsSeconds(kLatencyBucketBoundsUs[i])), cumulative);
+    }
+    cumulative += job.latency.counts[kLatencyBuckets - 1];
+    w->Sample(std::string(kName) + "_bucket", kind + "," + Label("le", "+Inf"), cumulative);
+    w->Sample(std::string(kName) + "_sum", kind, MicrosAsSeconds(job.latency.sum_us));
+    w->Sample(std::string(kName) + "_count", kind, cumulative);
+  }
+}
+
+void RenderPeers(const std::vector<PeerLinkStats>& peers, Writer* w) {
+  w->Family("strata_peer_link_state", Kind::kGauge,
+            "1 for each record link's current state, by peer rank.");
+  for (const PeerLinkStats& p : peers) {
+    w->Sample("strata_peer_link_state",
+              Label("peer", std::to_string(p.peer.value)) + "," + Label("state", p.state), 1);
+  }
+  w->Family("strata_peer_link_errors_total", Kind::kCounter,
+            "Record link errors, by peer rank and reason.");
+  for (const PeerLinkStats& p : peers) {
+    for (const auto& [reason, count] : p.errors_by_reason) {
+      w->Sample("strata_peer_link_errors_total",
+                Label("peer", std::to_string(p.peer.value)) + "," + Label("reason", reason), count);
+    }
+  }
+}
+
+}  // namespace
+
+std::string MicrosAsSeconds(uint64_t micros) {
+  std::string out = std::to_string(micros / 1'000'000);
+  uint64_t frac = micros % 1'000'000;
+  if (frac == 0) return out;
+  std::string digits = std::to_string(frac);
+  digits.insert(0, 6 - digits.size(), '0');
+  while (digits.back() == '0') digits.pop_back();
+  return out + "." + digits;
+}
+
+std::string RenderMetrics(const OpsSnapshot& snapshot) {
+  Writer w;
+  w.Family("strata_info", Kind::kGauge, "Always 1; labels say which rank this is.");
+  w.Sample("strata_info",
+           Label("rank", std::to_string(snapshot.rank.value)) + "," +
+               Label("world_size", std::to_string(snapshot.world_size)),
+           1);
+  RenderStore(snapshot.store, &w);
+  RenderLatency(snapshot.job_latency, &w);
+  RenderPeers(snapshot.peers, &w);
+  return w.Take();
+}
+
+}  // namespace strata

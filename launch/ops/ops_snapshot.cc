@@ -1,0 +1,30 @@
+#include "launch/ops/ops_snapshot.h"
+
+namespace strata {
+
+void SnapshotPublisher::Publish(OpsSnapshot snapshot) {
+  auto next = std::make_shared<const OpsSnapshot>(std::move(snapshot));
+  std::lock_guard lock(mu_);
+  latest_ = std::move(next);
+}
+
+std::shared_ptr<const OpsSnapshot> SnapshotPublisher::Latest() const {
+  std::lock_guard lock(mu_);
+  return latest_;
+}
+
+Health EvaluateHealth(const OpsSnapshot* snapshot, std::chrono::steady_clock::time_point now,
+                      std::chrono::milliseconds stale_after) {
+  if (snapshot == nullptr) return {false, "starting: no state published yet"};
+  if (!snapshot->unhealthy_reason.empty()) return {false, snapshot->unhealthy_reason};
+  const auto age = std::chrono::duration_cast<std::chrono::milliseconds>(now - snapshot->taken_at);
+  if (age > stale_after) {
+    return {false, "state is " + std::to_string(age.count()) + " ms old (limit " +
+                       std::to_string(stale_after.count()) +
+                       " ms): the owner thread stopped "
+                       "publishing"};
+  }
+  return {true, "ok"};
+}
+
+}  // namespace strata

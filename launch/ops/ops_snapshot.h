@@ -1,0 +1,74 @@
+// OpsSnapshot: what the metrics/health/status endpoint shows, copied out by
+// the thread that owns the store and the links and published through a
+// SnapshotPublisher, so the endpoint's threads never touch live state.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "store/base/ids.h"
+#include "store/base/latency_histogram.h"
+#include "store/tier/store_stats.h"
+
+namespace strata {
+
+// One record link as its owner (the coordinator on rank zero, the rank agent
+// on a peer) sees it.
+struct PeerLinkStats {
+  RankId peer;
+  // "connecting", "joined", "up", "draining", "closed", "failed" (the
+  // owner's words; exported as a label).
+  std::string state;
+  // Errors on this link by reason ("oversized_frame", "timeout", ...).
+  std::map<std::string, uint64_t> errors_by_reason;
+};
+
+// Latency of one job kind ("store", "fetch", "truncate", "unlink").
+struct JobLatency {
+  std::string kind;
+  LatencySnapshot latency;
+};
+
+struct OpsSnapshot {
+  RankId rank;
+  uint32_t world_size = 1;
+  StoreStats store;
+  std::vector<JobLatency> job_latency;
+  std::vector<PeerLinkStats> peers;
+  // Empty when the owner considers this rank healthy; otherwise why not
+  // (a stopped transport, a failed link, draining).
+  std::string unhealthy_reason;
+  // When the owner took the snapshot (its steady clock).
+  std::chrono::steady_clock::time_point taken_at;
+};
+
+// Hands the newest snapshot from its owner to the endpoint's threads.
+// Thread-safe; Publish and Latest never wait on anything but a short lock.
+class SnapshotPublisher {
+ public:
+  void Publish(OpsSnapshot snapshot);
+  // Null before the first Publish.
+  std::shared_ptr<const OpsSnapshot> Latest() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::shared_ptr<const OpsSnapshot> latest_;  // guarded by mu_
+};
+
+struct Health {
+  bool ok = false;
+  std::string reason;  // "ok" when ok
+};
+
+// Healthy when a snapshot exists, its owner reported no problem, and it is
+// not older than `stale_after` at `now` (an owner thread that stopped
+// publishing is unhealthy).
+Health EvaluateHealth(const OpsSnapshot* snapshot, std::chrono::steady_clock::time_point now,
+                      std::chrono::milliseconds stale_after);
+
+}  // namespace strata

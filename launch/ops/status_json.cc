@@ -1,0 +1,80 @@
+#include "launch/ops/status_json.h"
+
+#include <nlohmann/json.hpp>
+
+namespace strata {
+
+namespace {
+
+nlohmann::json TierJson(const TierStats& t) {
+  return {
+      {"records", t.records},
+      {"bytes", t.bytes},
+      {"stored_total", t.stored_total},
+      {"evicted_total", t.evicted_total},
+      {"compacted_total", t.compacted_total},
+      {"expired_total", t.expired_total},
+      {"dropped_io_total", t.dropped_io_total},
+      {"packed_total", t.packed_total},
+      {"per_rank_total", t.per_rank_total},
+      {"abandoned_total", t.abandoned_total},
+      {"bytes_in_total", t.bytes_in_total},
+      {"bytes_out_total", t.bytes_out_total},
+  };
+}
+
+nlohmann::json StoreJson(const StoreStats& s) {
+  return {
+      {"slots_in_use", s.slots_in_use},
+      {"slots_total", s.slots_total},
+      {"intake_slots", s.intake_slots},
+      {"parked_records", s.parked_records},
+      {"store_queued", s.store_queued},
+      {"store_present", s.store_present},
+      {"store_deferred", s.store_deferred},
+      {"store_retry", s.store_retry},
+      {"store_oversize", s.store_oversize},
+      {"store_failed", s.store_failed},
+      {"lookups", s.lookups},
+      {"hits", s.hits},
+      {"reused_tokens", s.reused_tokens},
+      {"fetches", s.fetches},
+      {"fetch_failed", s.fetch_failed},
+      {"fs_full_retries", s.fs_full_retries},
+      {"memory", TierJson(s.memory)},
+      {"disk", TierJson(s.disk)},
+  };
+}
+
+}  // namespace
+
+std::string RenderStatusJson(const OpsSnapshot* snapshot_or_null, const Health& health) {
+  // Replace invalid UTF-8 in owner-supplied strings rather than throw.
+  auto dump = [](const nlohmann::json& doc) {
+    return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  };
+  if (snapshot_or_null == nullptr) return dump({{"healthy", health.ok}, {"reason", health.reason}});
+  const OpsSnapshot& snapshot = *snapshot_or_null;
+  nlohmann::json peers = nlohmann::json::array();
+  for (const PeerLinkStats& p : snapshot.peers) {
+    peers.push_back({{"rank", p.peer.value},
+                     {"state", p.state},
+                     {"errors", nlohmann::json(p.errors_by_reason)}});
+  }
+  nlohmann::json latency = nlohmann::json::object();
+  for (const JobLatency& j : snapshot.job_latency) {
+    latency[j.kind] = {{"count", j.latency.count()}, {"sum_us", j.latency.sum_us}};
+  }
+  const nlohmann::json doc = {
+      {"rank", snapshot.rank.value},
+      {"world_size", snapshot.world_size},
+      {"healthy", health.ok},
+      {"reason", health.reason},
+      {"peers", std::move(peers)},
+      {"store", StoreJson(snapshot.store)},
+      {"job_latency", std::move(latency)},
+  };
+  return dump(doc);
+}
+
+}  // namespace strata

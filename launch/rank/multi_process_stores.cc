@@ -1,0 +1,357 @@
+// RankStores for ranks in separate processes (seed 2.14): rank zero runs the
+// coordinator (its own record directory, the record listener, the one
+// DiskStore over the sharded transport) and the synthetic runtime; every
+// other rank runs a rank agent on its own record directory and the runtime
+// service through which rank zero's runtime writes and checks that rank's
+// planes (launch/runtime/runtime_service.h). Records move only over the record links.
+#include <spdlog/spdlog.h>
+
+#include <future>
+
+#include "coordinator/coordinator.h"
+#include "coordinator/rendezvous/rendezvous_join.h"
+#include "coordinator/rendezvous/tcp_rendezvous.h"
+#include "launch/presets.h"
+#include "launch/rank/multi_process_stores.h"
+#include "launch/runtime/process_planes.h"
+#include "launch/runtime/runtime_service.h"
+#include "rank_agent/rank_agent.h"
+#include "wire/tls.h"
+
+namespace strata {
+
+namespace {
+
+constexpr auto kIdleBound = std::chrono::seconds(60);
+
+// What one process of the job holds of the cache: its own rank's planes.
+struct OwnRank {
+  CacheGeometry all;  // every rank, for rank zero's runtime
+  CacheGeometry own;  // this process's rank alone
+  NamespaceIdentity identity{};
+  uint64_t disk_limit = 0;
+};
+
+Result<OwnRank> DescribeOwnRank(const RankConfig& config) {
+  const PrefixCacheConfig& pc = config.prefix_cache;
+  if (!pc.disk_dir.has_value() || pc.disk_limit_bytes.value_or(1) == 0) {
+    return Status::InvalidArgument(
+        "prefix_cache.disk: ranks in separate processes keep records on disk only, so every rank "
+        "needs a record directory and a nonzero disk_limit");
+  }
+  OwnRank r;
+  STRATA_ASSIGN_OR_RETURN(r.all, PresetGeometry(config.runtime.preset, config.cluster.world_size,
+                                                config.runtime.pages, config.runtime.rows));
+  r.own.page_tokens = r.all.page_tokens;
+  r.own.ranks = {r.all.ranks.at(config.cluster.rank)};
+  r.identity = ComputeNamespaceIdentity("synthetic/" + config.runtime.preset, StateMode::kOrdinary);
+  r.disk_limit = *pc.disk_limit_bytes;  // resolved by OpenRankStores
+  return r;
+}
+
+// The runtime service port of `rank` (runtime_service.h).
+Result<uint16_t> ServicePort(const RankConfig& config, uint32_t rank) {
+  const uint32_t port = uint32_t{config.metrics.port} + kRuntimeServicePortOffset + rank;
+  if (config.metrics.port == 0 || port > 65535) {
+    return Status::InvalidArgument(
+        "metrics.port: ranks in separate processes need a fixed metrics port (not 0) with room "
+        "for the runtime services at metrics.port + " +
+        std::to_string(kRuntimeServicePortOffset) + " + rank (below 65536)");
+  }
+  return static_cast<uint16_t>(port);
+}
+
+// Forwards to the TCP rendezvous and keeps the peer table: rank zero's
+// runtime reaches each peer's runtime service at the address its rendezvous
+// connection came from.
+class RecordingRendezvous final : public RendezvousServer {
+ public:
+  explicit RecordingRendezvous(RendezvousServer& inner) : inner_(inner) {}
+  Result<PeerTable> AwaitPeers(uint32_t world_size, uint16_t record_port,
+                               RendezvousDeadline deadline) override {
+    Result<PeerTable> t = inner_.AwaitPeers(world_size, record_port, deadline);
+    if (t.ok()) table_ = *t;
+    return t;
+  }
+  const PeerTable& table() const { return table_; }
+
+ private:
+  RendezvousServer& inner_;
+  PeerTable table_;
+};
+
+// The TLS context of [tls], or null (plaintext) when it is not configured.
+Result<std::shared_ptr<const wire::TlsContext>> LinkTls(const RankConfig& config) {
+  if (!config.tls.enabled()) return std::shared_ptr<const wire::TlsContext>();
+  return wire::TlsContext::Create({*config.tls.cert, *config.tls.key, *config.tls.ca});
+}
+
+std::string LinkSecurityOf(const std::shared_ptr<const wire::TlsContext>& tls) {
+  return tls ? "mutual TLS 1.3 (CA " + tls->config().ca_file + ")" : "plaintext";
+}
+
+std::string HostPort(const std::string& address, uint16_t port) {
+  const bool v6 = address.find(':') != std::string::npos;
+  return (v6 ? "[" + address + "]" : address) + ":" + std::to_string(port);
+}
+
+// Rank zero: coordinator, store and runtime.
+class RankZeroStores final : public RankStores {
+ public:
+  Status Open(const RankConfig& config, uint64_t seed) {
+    STRATA_ASSIGN_OR_RETURN(OwnRank me, DescribeOwnRank(config));
+    const ClusterConfig& cl = config.cluster;
+    STRATA_ASSIGN_OR_RETURN(tls_, LinkTls(config));
+    STRATA_ASSIGN_OR_RETURN(planes_, ProcessPlanes::Open(me.own, config.runtime.gpus));
+    STRATA_ASSIGN_OR_RETURN(
+        rendezvous_,
+        TcpRendezvousServer::Listen(
+            cl.master_addr, cl.master_port, OsNonceSource(), {},
+            [](const Status& s) { spdlog::warn("rendezvous: {}", s.ToString()); }, tls_));
+    spdlog::info("rendezvous listening on {}; waiting up to {} s for {} peer(s)",
+                 HostPort(cl.master_addr, rendezvous_->port()), cl.connect_timeout.count() / 1000,
+                 cl.world_size - 1);
+    CoordinatorOptions o;
+    o.world_size = cl.world_size;
+    o.geometry = me.own;
+    o.identity = me.identity;
+    o.disk.base_dir = *config.prefix_cache.disk_dir;
+    o.disk.registrar = planes_->registrar();
+    o.disk_limit_bytes = me.disk_limit;
+    o.store.max_age_ms = config.prefix_cache.max_age
+                             ? static_cast<uint64_t>(config.prefix_cache.max_age->count())
+                             : 0;
+    o.listen = wire::Endpoint{"0.0.0.0", cl.record_port};
+    o.join_timeout = cl.connect_timeout;
+    o.sharded.job_timeout = cl.job_timeout;
+    o.link.tls = tls_;
+    o.store.latencies = latencies_;
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> t, planes_->MakeTransfers());
+    RecordingRendezvous recording(*rendezvous_);
+    STRATA_ASSIGN_OR_RETURN(coordinator_,
+                            Coordinator::Start(std::move(o), recording, std::move(t)));
+    std::vector<std::string> services;
+    for (const RendezvousPeer& p : recording.table().peers) {
+      STRATA_ASSIGN_OR_RETURN(uint16_t port, ServicePort(config, p.rank.value));
+      services.push_back(HostPort(p.address, port));
+    }
+    remote_ = std::make_unique<RemotePlanes>(me.all, planes_->planes(), services);
+    runtime_ = std::make_unique<SyntheticRuntime>(*remote_, &coordinator_->store(),
+                                                  SyntheticRuntimeOptions{.seed = seed});
+    const JoinStats& j = coordinator_->join_stats();
+    summary_ = "coordinator for " + std::to_string(cl.world_size) + " ranks, disk store at " +
+               coordinator_->record_dir() + ", limit " + std::to_string(j.disk_limit_bytes >> 20) +
+               " MiB (smallest of all ranks), " +
+               std::to_string(coordinator_->store().Stats().disk.records) + " records agreed, " +
+               std::to_string(cl.world_size - 1) + " peer(s) joined, " + planes_->Describe();
+    return Status::Ok();
+  }
+
+  HostStore* store() override { return coordinator_ ? &coordinator_->store() : nullptr; }
+  bool drives_runtime() const override { return true; }
+  SyntheticRuntime& runtime() override { return *runtime_; }
+  std::string Summary() const override { return summary_; }
+  std::string LinkSecurity() const override { return LinkSecurityOf(tls_); }
+
+  Qualification MakeQualification() override {
+    RecordListings listings = [this]() -> Result<std::vector<std::vector<std::string>>> {
+      std::vector<std::vector<std::string>> all;
+      STRATA_ASSIGN_OR_RETURN(std::vector<std::string> own,
+                              ListRecordFiles(coordinator_->record_dir()));
+      all.push_back(std::move(own));
+      for (uint32_t r = 1; r < remote_->geometry().rank_count(); ++r) {
+        STRATA_ASSIGN_OR_RETURN(std::vector<std::string> peer, remote_->Records(r));
+        all.push_back(std::move(peer));
+      }
+      return all;
+    };
+    WaitIdle idle = [this] { return coordinator_->store().WaitIdle(kIdleBound); };
+    return Qualification(*runtime_, listings, idle);
+  }
+
+  std::vector<PeerLinkStats> PeerLinks() const override {
+    std::vector<PeerLinkStats> out;
+    if (!coordinator_) return out;
+    for (const PeerLinkReport& r : coordinator_->PeerLinks()) {
+      out.push_back({r.peer, r.state, r.errors_by_reason});
+    }
+    return out;
+  }
+
+  std::string UnhealthyReason() const override {
+    if (!coordinator_) return "not joined";
+    Status s = coordinator_->store().stopped();
+    return s.ok() ? "" : "record transport stopped: " + s.ToString();
+  }
+
+  Status Close() override {
+    if (!coordinator_) return Status::Ok();
+    runtime_.reset();
+    Status s = coordinator_->Close();
+    // Every rank's planes have the same geometry, so each rank moved an
+    // equal share of the bytes the store's jobs reported (the peers log theirs).
+    const StoreStats st = coordinator_->store().Stats();
+    const uint64_t world = remote_->geometry().rank_count();
+    const uint64_t moved = st.disk.bytes_in_total + st.disk.bytes_out_total;
+    spdlog::info("record jobs moved {} bytes over {} ranks: {} bytes per rank", moved, world,
+                 moved / world);
+    if (!s.ok()) {
+      // Copies may still run on rank zero: keep what they could touch alive.
+      (void)coordinator_.release();
+      (void)planes_.release();
+      return s;
+    }
+    coordinator_.reset();
+    return Status::Ok();
+  }
+
+ private:
+  std::shared_ptr<const wire::TlsContext> tls_;  // null: plaintext
+  std::unique_ptr<ProcessPlanes> planes_;
+  std::unique_ptr<TcpRendezvousServer> rendezvous_;
+  std::unique_ptr<Coordinator> coordinator_;
+  std::unique_ptr<RemotePlanes> remote_;
+  std::unique_ptr<SyntheticRuntime> runtime_;
+  std::string summary_;
+};
+
+// A peer: rank agent plus runtime service; serves until rank zero closes.
+class PeerStores final : public RankStores {
+ public:
+  Status Open(const RankConfig& config) {
+    STRATA_ASSIGN_OR_RETURN(OwnRank me, DescribeOwnRank(config));
+    const ClusterConfig& cl = config.cluster;
+    STRATA_ASSIGN_OR_RETURN(uint16_t service_port, ServicePort(config, cl.rank));
+    STRATA_ASSIGN_OR_RETURN(tls_, LinkTls(config));
+    STRATA_ASSIGN_OR_RETURN(planes_, ProcessPlanes::Open(me.own, config.runtime.gpus));
+    client_ = std::make_unique<TcpRendezvousClient>(
+        cl.master_addr, cl.master_port, TcpRendezvousLimits{},
+        [](const Status& s) {
+          spdlog::debug("rendezvous not reached yet, retrying: {}", s.ToString());
+        },
+        tls_);
+    RankAgentOptions o;
+    o.rank = RankId(cl.rank);
+    o.world_size = cl.world_size;
+    o.geometry = me.own;
+    o.identity = me.identity;
+    o.disk.base_dir = *config.prefix_cache.disk_dir;
+    o.disk.registrar = planes_->registrar();
+    o.disk_limit_bytes = me.disk_limit;
+    o.join_timeout = cl.connect_timeout;
+    o.link.tls = tls_;
+    // The join waits until the runtime service is up, so rank zero never
+    // reaches for a service that is not there yet.
+    RankJoin through = JoinThroughRendezvous(*client_, o.rank, cl.world_size);
+    std::shared_future<Status> service_up = service_up_.get_future().share();
+    RankJoin join =
+        [through,
+         service_up](std::chrono::steady_clock::time_point deadline) -> Result<RecordLinkTicket> {
+      if (service_up.wait_until(deadline) != std::future_status::ready) {
+        return Status::Unavailable("runtime service did not start before the join deadline");
+      }
+      STRATA_RETURN_IF_ERROR(service_up.get());
+      return through(deadline);
+    };
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> t, planes_->MakeTransfers());
+    Result<std::unique_ptr<RankAgent>> agent = RankAgent::Start(std::move(o), join, std::move(t));
+    if (!agent.ok()) {
+      service_up_.set_value(Status::Aborted("agent did not start"));
+      return agent.status();
+    }
+    agent_ = std::move(*agent);
+    Result<std::unique_ptr<RuntimeService>> service = RuntimeService::Start(
+        planes_->planes(), agent_->record_dir(), config.metrics.bind, service_port);
+    service_up_.set_value(service.ok() ? Status::Ok() : service.status());
+    if (!service.ok()) {
+      return service.status().WithContext("runtime service on port " +
+                                          std::to_string(service_port));
+    }
+    service_ = std::move(*service);
+    summary_ = "rank agent " + std::to_string(cl.rank) + " of " + std::to_string(cl.world_size) +
+               ", record directory " + agent_->record_dir() + ", limit " +
+               std::to_string(me.disk_limit >> 20) + " MiB, joining rank zero through " +
+               HostPort(cl.master_addr, cl.master_port) + ", runtime service on port " +
+               std::to_string(service_port) + ", " + planes_->Describe();
+    return Status::Ok();
+  }
+
+  HostStore* store() override { return nullptr; }
+  bool drives_runtime() const override { return false; }
+  SyntheticRuntime& runtime() override {
+    STRATA_ASSERT(false, "a peer rank does not run the synthetic runtime");
+    __builtin_unreachable();
+  }
+  Qualification MakeQualification() override {
+    STRATA_ASSERT(false, "a peer rank does not run the qualification");
+    __builtin_unreachable();
+  }
+  std::string Summary() const override { return summary_; }
+  std::string LinkSecurity() const override { return LinkSecurityOf(tls_); }
+
+  std::vector<PeerLinkStats> PeerLinks() const override {
+    return {{RankId(0), std::string(AgentStateName(agent_->state())), {}}};
+  }
+  std::string UnhealthyReason() const override {
+    return agent_->state() == AgentState::kFailed ? "rank agent failed" : "";
+  }
+  bool Joining() const override { return agent_->state() == AgentState::kJoining; }
+  bool Serving() const override {
+    const AgentState s = agent_->state();
+    return s != AgentState::kClosed && s != AgentState::kFailed;
+  }
+
+  Status Close() override {
+    if (!agent_) return Status::Ok();
+    const bool stopped_here = Serving();
+    client_->Cancel();  // a join still waiting for rank zero ends now
+    agent_->Stop();
+    const AgentStats stats = agent_->stats();
+    spdlog::info("record jobs on this rank: {} done, {} failed, {} bytes moved", stats.jobs_done,
+                 stats.jobs_failed, stats.bytes);
+    // The agent bounds its own join and drain; this only guards a hang.
+    std::optional<Status> outcome =
+        agent_->Wait(std::chrono::steady_clock::now() + std::chrono::minutes(5));
+    if (!outcome) {
+      (void)agent_.release();
+      (void)planes_.release();
+      return Status::Unavailable("rank agent did not stop; its memory stays allocated");
+    }
+    service_.reset();
+    const bool kept_memory = outcome->message().find("keep device memory") != std::string::npos;
+    if (kept_memory) {
+      (void)agent_.release();
+      (void)planes_.release();
+      return *outcome;
+    }
+    agent_.reset();
+    // Stopped by a signal here: the drain finished, which is a clean stop.
+    if (stopped_here && outcome->code() == StatusCode::kAborted) return Status::Ok();
+    return *outcome;
+  }
+
+ private:
+  std::shared_ptr<const wire::TlsContext> tls_;  // null: plaintext
+  std::unique_ptr<ProcessPlanes> planes_;
+  std::unique_ptr<TcpRendezvousClient> client_;
+  std::promise<Status> service_up_;
+  std::unique_ptr<RankAgent> agent_;
+  std::unique_ptr<RuntimeService> service_;
+  std::string summary_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<RankStores>> OpenMultiProcessStores(const RankConfig& config,
+                                                           uint64_t seed) {
+  if (config.cluster.rank == 0) {
+    auto s = std::make_unique<RankZeroStores>();
+    STRATA_RETURN_IF_ERROR(s->Open(config, seed));
+    return std::unique_ptr<RankStores>(std::move(s));
+  }
+  auto s = std::make_unique<PeerStores>();
+  STRATA_RETURN_IF_ERROR(s->Open(config));
+  return std::unique_ptr<RankStores>(std::move(s));
+}
+
+}  // namespace strata

@@ -1,0 +1,74 @@
+#include "launch/runtime/process_planes.h"
+
+#include "cuda/cuda_planes.h"
+#include "cuda/cuda_registrar.h"
+#include "cuda/cuda_transfers.h"
+#include "store/transfer/host_planes.h"
+
+namespace strata {
+
+namespace {
+
+class HostProcessPlanes final : public ProcessPlanes {
+ public:
+  explicit HostProcessPlanes(const CacheGeometry& geometry) : planes_(geometry) {}
+  DevicePlanes& planes() override { return planes_; }
+  Result<std::unique_ptr<Transfers>> MakeTransfers() override { return MakeHostTransfers(planes_); }
+  HostRegistrar* registrar() override { return nullptr; }
+  std::string Describe() const override { return "planes in host memory"; }
+
+ private:
+  HostPlanes planes_;
+};
+
+class CudaProcessPlanes final : public ProcessPlanes {
+ public:
+  Status Open(const CacheGeometry& geometry, const std::vector<int>& gpus) {
+    STRATA_ASSIGN_OR_RETURN(driver_, CudaDriver::Load());
+    STRATA_ASSIGN_OR_RETURN(int devices, driver_->DeviceCount());
+    std::vector<int> ordinals;
+    for (uint32_t r = 0; r < geometry.rank_count(); ++r) {
+      const int ordinal = gpus[r % gpus.size()];
+      if (ordinal >= devices) {
+        return Status::InvalidArgument("runtime.gpus: device " + std::to_string(ordinal) +
+                                       " does not exist (" + std::to_string(devices) +
+                                       " CUDA devices)");
+      }
+      ordinals.push_back(ordinal);
+    }
+    STRATA_ASSIGN_OR_RETURN(planes_, CudaPlanes::Create(driver_, geometry, ordinals));
+    STRATA_ASSIGN_OR_RETURN(registrar_, CudaHostRegistrar::Create(driver_, ordinals.front()));
+    describe_ = "planes in GPU memory:";
+    for (size_t r = 0; r < ordinals.size(); ++r) {
+      Result<std::string> name = driver_->DeviceName(ordinals[r]);
+      describe_ += (r == 0 ? " " : ", ") + std::string("rank ") + std::to_string(r) + " on GPU " +
+                   std::to_string(ordinals[r]) + " (" + (name.ok() ? *name : "?") + ")";
+    }
+    return Status::Ok();
+  }
+
+  DevicePlanes& planes() override { return *planes_; }
+  Result<std::unique_ptr<Transfers>> MakeTransfers() override {
+    return MakeCudaTransfers(*planes_);
+  }
+  HostRegistrar* registrar() override { return registrar_.get(); }
+  std::string Describe() const override { return describe_; }
+
+ private:
+  std::shared_ptr<const CudaDriver> driver_;
+  std::unique_ptr<CudaPlanes> planes_;
+  std::unique_ptr<CudaHostRegistrar> registrar_;
+  std::string describe_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<ProcessPlanes>> ProcessPlanes::Open(const CacheGeometry& geometry,
+                                                           const std::vector<int>& gpus) {
+  if (gpus.empty()) return std::unique_ptr<ProcessPlanes>(new HostProcessPlanes(geometry));
+  auto p = std::make_unique<CudaProcessPlanes>();
+  STRATA_RETURN_IF_ERROR(p->Open(geometry, gpus).WithContext("runtime.gpus"));
+  return std::unique_ptr<ProcessPlanes>(std::move(p));
+}
+
+}  // namespace strata

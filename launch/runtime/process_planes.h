@@ -1,0 +1,37 @@
+// ProcessPlanes for `strata rank`: the synthetic runtime's page planes and state
+// rows for this process's ranks, and the Transfers that move them — CUDA
+// device memory and CudaTransfers when runtime.gpus names devices, host
+// buffers and memcpy transfers otherwise (docs/operations.md).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "store/transfer/device_planes.h"
+#include "store/transfer/slab_pool.h"
+#include "store/transfer/transfers.h"
+
+namespace strata {
+
+class ProcessPlanes {
+ public:
+  // `gpus` empty: host memory. Otherwise rank r of `geometry` lives on
+  // gpus[r % gpus.size()]; fails with the driver's reason (no driver, no
+  // such device) rather than falling back to host memory.
+  static Result<std::unique_ptr<ProcessPlanes>> Open(const CacheGeometry& geometry,
+                                                     const std::vector<int>& gpus);
+  virtual ~ProcessPlanes() = default;
+
+  virtual DevicePlanes& planes() = 0;
+  // New transfer threads over planes(); each store takes its own. The
+  // planes must outlive them.
+  virtual Result<std::unique_ptr<Transfers>> MakeTransfers() = 0;
+  // Registers slab pools with the devices (pinned memory for DMA), or null
+  // for host memory. Owned here; it must outlive every pool it registered.
+  virtual HostRegistrar* registrar() = 0;
+  // "host memory" or "GPU 0 (NVIDIA H200)", for the startup line.
+  virtual std::string Describe() const = 0;
+};
+
+}  // namespace strata

@@ -1,0 +1,78 @@
+// The synthetic runtime's per-rank service, for ranks in separate processes.
+//
+// A real tensor-parallel runtime computes every rank's pages on that rank and
+// keeps ranks in lockstep through its own execution protocol. The synthetic
+// runtime stands in for that with this small HTTP service: each peer serves
+// its planes and its record listing, and rank zero's runtime writes "computed"
+// pages into, and verifies restored bytes in, every rank's planes through it
+// (RemotePlanes). It is a qualification tool, never on the byte path of the
+// store: records move only through the record links.
+//
+//   PUT/GET /page/<plane>/<page id>   one page of one plane (unit bytes)
+//   PUT/GET /row/<state slot>         one state row
+//   GET     /records                  "<file name> <bytes>\n" per record file
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "store/transfer/device_planes.h"
+
+namespace strata {
+
+// Rank r's runtime service listens on metrics.port + kRuntimeServicePortOffset
+// + r (the rank, not the local rank, so rank zero can compute every peer's
+// port on any host layout).
+inline constexpr uint16_t kRuntimeServicePortOffset = 1000;
+
+// Lists "<name> <bytes>" of every *.ckpt file in `dir`, sorted by name.
+Result<std::vector<std::string>> ListRecordFiles(const std::string& dir);
+
+class RuntimeService {
+ public:
+  // Serves `planes` (one rank) and the record files in `record_dir` on
+  // bind:port until destroyed. Both must outlive it.
+  static Result<std::unique_ptr<RuntimeService>> Start(DevicePlanes& planes,
+                                                       const std::string& record_dir,
+                                                       const std::string& bind, uint16_t port);
+  ~RuntimeService();
+  uint16_t port() const;
+
+ private:
+  struct Impl;
+  explicit RuntimeService(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Rank zero's view of every rank's planes: rank 0 is local, ranks 1..N-1 are
+// reached through their RuntimeService. geometry() has every rank.
+class RemotePlanes final : public DevicePlanes {
+ public:
+  // `endpoints[r-1]` is "host:port" of rank r's service.
+  RemotePlanes(const CacheGeometry& geometry, DevicePlanes& local,
+               const std::vector<std::string>& endpoints);
+  ~RemotePlanes() override;
+
+  const CacheGeometry& geometry() const override { return geometry_; }
+  RankPlanes planes(uint32_t rank) const override;
+  Status WritePage(uint32_t rank, uint32_t plane, PageId page,
+                   std::span<const uint8_t> bytes) override;
+  Status ReadPage(uint32_t rank, uint32_t plane, PageId page, std::span<uint8_t> bytes) override;
+  Status WriteRow(uint32_t rank, StateSlot slot, std::span<const uint8_t> bytes) override;
+  Status ReadRow(uint32_t rank, StateSlot slot, std::span<uint8_t> bytes) override;
+
+  // Rank r's record listing (r >= 1).
+  Result<std::vector<std::string>> Records(uint32_t rank);
+
+ private:
+  struct Peer;
+  Status Put(uint32_t rank, const std::string& path, std::span<const uint8_t> bytes);
+  Status Get(uint32_t rank, const std::string& path, std::span<uint8_t> bytes);
+  CacheGeometry geometry_;
+  DevicePlanes& local_;
+  std::vector<std::unique_ptr<Peer>> peers_;
+};
+
+}  // namespace strata

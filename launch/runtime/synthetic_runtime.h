@@ -1,0 +1,147 @@
+// SyntheticRuntime: a stand-in for an inference engine's model thread, and the
+// worked example of the HostStore API (docs/embedding.md).
+//
+// It owns a rank set's page planes and state rows (DevicePlanes: GPU memory or
+// host buffers), runs multi-turn, branching conversations, keeps its own small
+// "GPU cache" of checkpoints with LRU leaf eviction, publishes a checkpoint per
+// turn whose bytes are derived from (prefix, page, plane, rank), restores host
+// hits into different free ids through the store, and checks every restored
+// byte against what it published.
+//
+// Thread: single-threaded, like a model worker. The store is only called
+// from here, and every wait is bounded.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "store/tier/host_store.h"
+#include "store/tier/inbound_policy.h"
+#include "store/transfer/device_planes.h"
+
+namespace strata {
+
+struct SyntheticRuntimeOptions {
+  uint64_t seed = 1;                             // token streams derive from it
+  bool use_policy = false;                       // false: fetch every host hit (qualification)
+  std::chrono::milliseconds wait_bound{60'000};  // bound on one fetch or drain
+};
+
+struct TurnReport {
+  uint64_t endpoint = 0;            // consumed tokens after the turn
+  uint64_t gpu_reused_tokens = 0;   // resident GPU prefix used
+  uint64_t host_reused_tokens = 0;  // tokens gained by a host restore
+  uint64_t computed_tokens = 0;     // "prefilled" here
+  bool host_hit = false;
+  StoreOutcome publish = StoreOutcome::kDisabled;
+};
+
+struct RuntimeStats {
+  uint64_t turns = 0;
+  uint64_t gpu_hits = 0;  // turns that reused a resident GPU prefix
+  uint64_t host_lookups = 0;
+  uint64_t host_hits = 0;
+  uint64_t host_reused_tokens = 0;
+  uint64_t restored_pages = 0;
+  uint64_t restored_bytes = 0;  // unpadded bytes checked after restores
+  uint64_t mismatches = 0;      // restored bytes that differed (must stay 0)
+  uint64_t published = 0;
+  uint64_t stored = 0;  // kStored events
+  uint64_t store_failed = 0;
+  uint64_t gpu_evictions = 0;
+  double restore_seconds = 0;  // wall time of restores, fetch to event
+};
+
+class SyntheticRuntime {
+ public:
+  // `planes` and `store` (may be null: GPU cache only) must outlive it.
+  SyntheticRuntime(DevicePlanes& planes, HostStore* store, SyntheticRuntimeOptions options = {});
+
+  // A new conversation; returns its id.
+  uint32_t NewConversation();
+  // A conversation sharing `parent`'s first `at_tokens` tokens, then its own.
+  uint32_t Branch(uint32_t parent, uint64_t at_tokens);
+  // Appends `new_tokens` tokens, reusing the deepest GPU prefix, then a host
+  // restore if the store has a deeper one, "prefills" the rest and publishes
+  // the endpoint. A restored byte that differs is an error.
+  Result<TurnReport> Turn(uint32_t conversation, uint64_t new_tokens);
+  // Drops every unpinned GPU checkpoint, as heavy pressure or a restart would.
+  void EvictGpu();
+  // Polls the store until every publication has its event, within the bound;
+  // a stopped store ends the wait at once with its reason.
+  Status WaitForStores();
+  // From now on Turn and every wait end with kAborted as soon as
+  // `interrupted` returns true (a signal asked the process to stop), leaving
+  // in-flight copies' ids pinned as a timeout does. Null: never.
+  void SetInterrupt(std::function<bool()> interrupted) { interrupted_ = std::move(interrupted); }
+
+  const RuntimeStats& stats() const { return stats_; }
+  uint64_t conversation_tokens(uint32_t conversation) const;
+  uint64_t gpu_checkpoints() const { return nodes_.size(); }
+
+  // The bytes the runtime publishes, exposed so tests can check stored data.
+  static void PageBytes(const Digest128& page_prefix, uint32_t plane, uint32_t rank,
+                        std::span<uint8_t> out);
+  static void RowBytes(const PrefixKey& endpoint, uint32_t rank, std::span<uint8_t> out);
+
+ private:
+  struct Node {
+    std::optional<PrefixKey> parent;  // GPU parent
+    std::vector<PageId> tail;         // pages since the GPU parent
+    StateSlot row;
+    uint32_t children = 0;
+    uint32_t pins = 0;
+    uint64_t last_use = 0;
+    bool offered = false;
+  };
+  struct Conversation {
+    uint64_t seed = 0;
+    std::vector<Token> tokens;
+    std::vector<uint64_t> endpoints;  // checkpointed turn ends, ascending
+  };
+
+  void Extend(Conversation& c, uint64_t n);
+  // The deepest resident endpoint of `c` below `limit`.
+  std::optional<PrefixKey> ResidentPrefix(const Conversation& c, const PrefixHistory& h,
+                                          uint64_t limit) const;
+  Status Reserve(uint64_t pages, std::vector<PageId>& out_pages, StateSlot& out_row);
+  bool EvictOne();
+  void Release(const PrefixKey& key);
+  std::vector<PageId> Chain(const PrefixKey& key) const;
+  Status Restore(const PrefixHistory& h, std::optional<PrefixKey>& resident, TurnReport& report);
+  Status Compute(const PrefixHistory& h, uint64_t from_page, const std::vector<PageId>& pages,
+                 StateSlot row, const PrefixKey& endpoint);
+  Status VerifyRestore(const PrefixHistory& h, uint64_t first_page, const InboundTicket& t,
+                       const PrefixKey& endpoint);
+  void Publish(const PrefixHistory& h, const PrefixKey& key, TurnReport& report);
+  void PollStore();
+  void AddNode(const PrefixKey& key, std::optional<PrefixKey> parent, std::vector<PageId> tail,
+               StateSlot row);
+
+  bool Interrupted() const { return interrupted_ && interrupted_(); }
+
+  DevicePlanes& planes_;
+  std::function<bool()> interrupted_;
+  HostStore* store_;
+  SyntheticRuntimeOptions options_;
+  InboundPolicy policy_;
+  uint32_t page_tokens_;
+  std::vector<PageId> free_pages_;
+  std::vector<StateSlot> free_rows_;
+  std::unordered_map<PrefixKey, Node> nodes_;
+  std::vector<Conversation> conversations_;
+  std::unordered_map<uint64_t, PrefixKey> in_flight_;  // checkpoint id -> pinned key
+  std::vector<StoreEvent> events_;
+  uint64_t tick_ = 0;
+  uint64_t next_checkpoint_id_ = 1;
+  uint64_t next_ticket_ = 1;
+  std::chrono::steady_clock::time_point start_;
+  RuntimeStats stats_;
+};
+
+}  // namespace strata

@@ -1,0 +1,94 @@
+// FileSystem: the synchronous file syscalls the record code makes, behind one
+// narrow interface so that a fault-injecting implementation can stand in for
+// PosixFileSystem (which calls Linux directly). Every call is independent and
+// thread-safe; descriptors are plain ints owned by the caller (close them with
+// Close). Errors come from Status::FromErrno (ENOSPC/EDQUOT -> kFsFull), with
+// kNotFound for ENOENT and kBusy for a held lock.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "store/base/status.h"
+
+namespace strata {
+
+enum class OpenFor : unsigned char {
+  kDirectWriteNew,  // O_WRONLY|O_CREAT|O_TRUNC|O_DIRECT, mode 0644
+  kDirectRead,      // O_RDONLY|O_DIRECT
+  kRead,            // O_RDONLY (page cache)
+  kReadWrite,       // O_RDWR (page cache), for truncation
+  kWriteNew,        // O_WRONLY|O_CREAT|O_TRUNC (page cache), mode 0644
+};
+
+struct FileInfo {
+  uint64_t bytes = 0;
+  int64_t mtime_unix_ns = 0;
+  uint64_t device = 0;
+  uint64_t inode = 0;
+  bool is_regular = false;
+  bool is_directory = false;
+};
+
+class FileSystem {
+ public:
+  virtual ~FileSystem() = default;
+
+  // Opens (creating it and its parents when `create` is set) a directory.
+  virtual Result<int> OpenDirectory(const std::string& path, bool create) = 0;
+  virtual Result<int> OpenAt(int dir_fd, std::string_view name, OpenFor how) = 0;
+  virtual void Close(int fd) = 0;
+
+  // Preallocates [0, bytes) (fallocate mode 0). Filesystems without
+  // fallocate succeed without preallocating.
+  virtual Status Allocate(int fd, uint64_t bytes) = 0;
+  virtual Status Truncate(int fd, uint64_t bytes) = 0;
+  virtual Result<FileInfo> Stat(int fd) = 0;
+  virtual Result<FileInfo> StatAt(int dir_fd, std::string_view name) = 0;
+  // pread/pwrite until done or EOF; returns the bytes transferred.
+  virtual Result<uint64_t> ReadAt(int fd, std::span<std::byte> out, uint64_t offset) = 0;
+  virtual Status WriteAt(int fd, std::span<const std::byte> bytes, uint64_t offset) = 0;
+  virtual Status Rename(int dir_fd, std::string_view from, std::string_view to) = 0;
+  virtual Status Unlink(int dir_fd, std::string_view name) = 0;
+  virtual Status RemoveDirectory(int dir_fd, std::string_view name) = 0;
+  virtual Status SyncData(int fd) = 0;  // fdatasync
+  virtual Status Sync(int fd) = 0;      // fsync (directories)
+  // syncfs: commits the whole filesystem holding `fd` (journal, discards).
+  virtual Status SyncFilesystem(int fd) = 0;
+  // Names in a directory, excluding "." and "..", in no particular order.
+  virtual Result<std::vector<std::string>> List(int dir_fd) = 0;
+  // flock(LOCK_EX|LOCK_NB); kBusy when another open file description holds it.
+  virtual Status LockExclusive(int fd) = 0;
+  // A name for the filesystem holding `fd` ("ext4", "tmpfs", "xfs", or the
+  // statfs magic in hex).
+  virtual std::string FilesystemName(int fd) = 0;
+};
+
+// The real implementation: Linux syscalls, retrying EINTR.
+class PosixFileSystem final : public FileSystem {
+ public:
+  Result<int> OpenDirectory(const std::string& path, bool create) override;
+  Result<int> OpenAt(int dir_fd, std::string_view name, OpenFor how) override;
+  void Close(int fd) override;
+  Status Allocate(int fd, uint64_t bytes) override;
+  Status Truncate(int fd, uint64_t bytes) override;
+  Result<FileInfo> Stat(int fd) override;
+  Result<FileInfo> StatAt(int dir_fd, std::string_view name) override;
+  Result<uint64_t> ReadAt(int fd, std::span<std::byte> out, uint64_t offset) override;
+  Status WriteAt(int fd, std::span<const std::byte> bytes, uint64_t offset) override;
+  Status Rename(int dir_fd, std::string_view from, std::string_view to) override;
+  Status Unlink(int dir_fd, std::string_view name) override;
+  Status RemoveDirectory(int dir_fd, std::string_view name) override;
+  Status SyncData(int fd) override;
+  Status Sync(int fd) override;
+  Status SyncFilesystem(int fd) override;
+  Result<std::vector<std::string>> List(int dir_fd) override;
+  Status LockExclusive(int fd) override;
+  std::string FilesystemName(int fd) override;
+};
+
+}  // namespace strata

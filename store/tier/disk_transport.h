@@ -1,0 +1,70 @@
+// DiskTransport: runs a disk store's record jobs (seed 2.4, 2.14). The disk
+// store indexes, sizes, evicts and plans; the transport moves bytes between
+// device planes and record files. Staged runs jobs on this process's ranks
+// through host staging slabs and the disk thread; Sharded (coordinator/) runs
+// each job on rank zero's Staged and sends the same job to every peer, and
+// reports it only when every rank finished it.
+//
+// A job names its record by key (the file "<key stem>.ckpt" in each rank's
+// record directory) and carries what every rank needs to build the same file
+// from its own geometry: no host addresses, so a job can cross the wire.
+//
+// Thread: the store's thread. Submit and Poll never block.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "store/base/ids.h"
+#include "store/base/record_job.h"
+#include "store/base/status.h"
+#include "store/base/wake_signal.h"
+#include "store/disk/disk_thread.h"
+
+namespace strata {
+
+// Host memory that a kStore job writes its file from, or a kFetch job reads
+// into, instead of device ids: the record in its stored layout (a composite's
+// write_from and read_into, seed 2.4). The caller owns the memory until the
+// job's completion is polled.
+struct HostBuffers {
+  std::vector<IoPiece> pages;  // one piece per stored page record (kFetch: from first_page)
+  std::vector<IoPiece> row;    // the stored row segment; empty: no row
+};
+
+class DiskTransport {
+ public:
+  virtual ~DiskTransport() = default;
+  // kBusy when full (nothing started); kAborted once stopped or closed;
+  // kInvalidArgument for a malformed job.
+  virtual Status Submit(RecordJob job) = 0;
+  // Runs a kStore or kFetch job against host memory instead of device ids;
+  // the job's replicated flags describe `buffers`. Only a transport over this
+  // process's own ranks can; the default refuses with kFailedPrecondition.
+  virtual Status SubmitHost(const RecordJob& job, const HostBuffers& buffers);
+  // Appends finished jobs. Never blocks.
+  virtual void Poll(std::vector<RecordJobDone>& out) = 0;
+  // Blocks up to `timeout` until a completion is ready; returns at once when
+  // one is already waiting for Poll.
+  virtual bool WaitForCompletion(std::chrono::milliseconds timeout) = 0;
+  // From now on, whenever Poll may have something new (a completion, or
+  // progress that changes what Submit accepts), also notifies `signal`: an
+  // owner that waits on several sources sleeps on one signal and polls all
+  // of them when it rises. Null goes back to the transport's own signal.
+  // Notifies at once when a completion is already waiting.
+  virtual void NotifyOnCompletion(std::shared_ptr<WakeSignal> signal) = 0;
+  // A transport that can no longer report a job it accepted (a peer lost with
+  // a job outstanding, a job timeout) stops: it reports no completion for
+  // that job and accepts no new one; the owner must stop and never reuse the
+  // job's device ids. OK while running.
+  virtual Status stopped() const = 0;
+  // Finishes accepted jobs within `deadline`, then releases threads. An error
+  // means copies may still run: keep device and host memory alive.
+  virtual Status Close(std::chrono::milliseconds deadline) = 0;
+};
+
+}  // namespace strata

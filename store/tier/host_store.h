@@ -1,0 +1,109 @@
+// HostStore: what an inference runtime's model thread calls to offload and
+// restore prefix checkpoints (seed 2.2). MemoryStore, DiskStore and
+// CompositeStore implement it.
+//
+// Thread: one owner thread (the model worker). Every call returns without
+// waiting for I/O or copies; completions and failures arrive through Poll.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "store/base/ids.h"
+#include "store/base/prefix_history.h"
+#include "store/base/prefix_key.h"
+#include "store/base/status.h"
+#include "store/index/index_types.h"
+#include "store/tier/store_stats.h"
+
+namespace strata {
+
+// A GPU checkpoint the runtime offers for copy-out. Its pages and row are
+// immutable and stay pinned on the GPU until the store reports kStored or
+// kStoreFailed for it (or Store returns anything but kQueued).
+struct PublishedCheckpoint {
+  uint64_t checkpoint_id = 0;       // the runtime's id, echoed in events
+  PrefixKey key;                    // exact endpoint
+  std::optional<PrefixKey> parent;  // nearest offered ancestor, if any
+  Digest128 bucket{};               // history.bucket_digest(key.consumed)
+  std::vector<PageId> chain;        // every page of the chain from the root
+  uint32_t tail_pages = 0;          // pages since `parent` (all of chain if none)
+  StateSlot row_slot;               // the snapshot row
+};
+
+enum class Tier : unsigned char { kMemory, kDisk };
+std::string_view TierName(Tier tier);
+
+// A lookup result: restore `pages` page records (the chain's pages after
+// skipping `skip_pages`) and the endpoint's row. Valid until the next call
+// that may evict (Store, Poll); Fetch pins it.
+struct HostHit {
+  PrefixKey endpoint;
+  std::vector<PrefixKey> chain;  // ascending, root side first
+  uint64_t skip_pages = 0;       // leading chain pages the GPU already holds
+  uint64_t pages = 0;            // pages to restore
+  uint64_t bytes = 0;            // bytes the restore moves
+  uint64_t tokens_gained = 0;    // endpoint.consumed - resident tokens
+  Tier tier = Tier::kMemory;     // the slowest tier the restore reads
+};
+
+// Destination of a restore: free GPU page ids (exactly hit.pages of them, in
+// chain order) and a free state slot, owned by the runtime's scheduler until
+// the store reports kFetched or kFetchFailed for `ticket`.
+struct InboundTicket {
+  JobId ticket;
+  std::vector<PageId> page_ids;
+  StateSlot row_slot;
+};
+
+enum class StoreOutcome : unsigned char {
+  kQueued,    // copy-out started; the GPU checkpoint stays pinned until an event
+  kPresent,   // the key is already held or in flight; nothing to do
+  kDeferred,  // no host capacity now; offer again after progress
+  kRetry,     // transient refusal (queue full); offer again after progress
+  kOversize,  // can never fit this store's capacity
+  kDisabled,  // the store is closed or stopped
+};
+std::string_view StoreOutcomeName(StoreOutcome outcome);
+
+struct StoreEvent {
+  enum class Kind : unsigned char {
+    kStored,       // checkpoint_id copied out; unpin it
+    kStoreFailed,  // checkpoint_id not stored; unpin it, do not retry
+    kFetched,      // ticket's ids and slot hold the endpoint's bytes
+    kFetchFailed,  // ticket's ids and slot are quiescent and may be freed
+    kStopped,      // the store stopped (e.g. a peer was lost): stop the worker
+  };
+  Kind kind = Kind::kStored;
+  uint64_t checkpoint_id = 0;  // kStored / kStoreFailed
+  JobId ticket;                // kFetched / kFetchFailed
+  PrefixKey key;
+  Status status;  // why, for failures
+  uint64_t bytes = 0;
+};
+
+class HostStore {
+ public:
+  virtual ~HostStore() = default;
+  // The deepest restorable endpoint of `history` beyond `resident_tokens`
+  // (the deepest ready GPU checkpoint), at or below `before` tokens.
+  virtual std::optional<HostHit> Lookup(const PrefixHistory& history, uint64_t resident_tokens,
+                                        uint64_t before) = 0;
+  virtual StoreOutcome Store(const PublishedCheckpoint& checkpoint) = 0;
+  // Starts restoring `hit` into `ticket`. An error means nothing started and
+  // the ticket's resources are the caller's again.
+  virtual Status Fetch(const HostHit& hit, const InboundTicket& ticket) = 0;
+  // Advances maintenance and appends finished work. `now_ms` (milliseconds
+  // since the Unix epoch, so record ages agree with file mtimes) drives
+  // expiry and retry backoff. Never blocks.
+  virtual void Poll(uint64_t now_ms, std::vector<StoreEvent>& events) = 0;
+  virtual StoreStats Stats() const = 0;
+  // Drains accepted copies (and, if configured, DRAM-only records to disk)
+  // within the store's deadline. An error means copies may still run: the
+  // caller must keep GPU memory and the store alive.
+  virtual Status Close() = 0;
+};
+
+}  // namespace strata

@@ -1,0 +1,85 @@
+// LocalDisk: everything one process needs to run record jobs on its own
+// record directory — the locked directory and its startup scan, the slab pool
+// used for staging (and, in a composite, for warm retention), the disk thread
+// and the staged transport over this process's ranks. A rank agent runs jobs
+// on it directly; a DiskStore runs on top of its transport.
+//
+// Destruction order matters: whatever holds the transport (a DiskStore) must
+// be destroyed before the LocalDisk that owns the directory and pool.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "store/io/block_io.h"
+#include "store/io/file_system.h"
+#include "store/record/fingerprint.h"
+#include "store/record/geometry.h"
+#include "store/record/record_dir.h"
+#include "store/record/record_file.h"
+#include "store/record/record_scan.h"
+#include "store/tier/staged_transport.h"
+#include "store/transfer/slab_pool.h"
+
+namespace strata {
+
+struct LocalDiskOptions {
+  std::string base_dir;     // the namespace directory is created below it
+  uint64_t warm_slots = 0;  // retention slots for a memory tier sharing the pool
+  uint64_t max_active = 4;  // concurrent requests, for intake sizing
+  uint64_t host_headroom_bytes = uint64_t{8} << 30;  // what intake may take
+  Durability durability = Durability::kNone;
+  HostRegistrar* registrar = nullptr;  // CUDA host registration; not owned
+  DiskThreadOptions disk_thread;       // queue bounds and scheduling (nice 10 by default)
+  // Fault-injection seam (tests): the filesystem every record call goes
+  // through instead of the real one (not owned; must outlive the LocalDisk),
+  // and a wrapper around the io_uring BlockIo the disk thread gets. Unset:
+  // the production path.
+  FileSystem* file_system = nullptr;
+  std::function<std::unique_ptr<BlockIo>(std::unique_ptr<BlockIo>)> wrap_block_io;
+};
+
+class LocalDisk {
+ public:
+  // Creates and locks "<base>/<identity prefix>-<fingerprint>", scans it,
+  // removes temporary, bad and orphaned files, sizes intake, maps the pool
+  // and starts the disk thread. Fails when another process owns the
+  // directory or the filesystem refuses O_DIRECT.
+  static Result<std::unique_ptr<LocalDisk>> Open(const CacheGeometry& geometry,
+                                                 const NamespaceIdentity& identity,
+                                                 const LayoutFingerprint& fingerprint,
+                                                 const LocalDiskOptions& options);
+  ~LocalDisk();
+
+  // The staged transport over `transfers` (this process's ranks); once.
+  Result<std::unique_ptr<StagedTransport>> MakeTransport(std::unique_ptr<Transfers> transfers,
+                                                         StagedOptions options = {});
+
+  const std::string& path() const { return dir_->path(); }
+  const ScanReport& scan() const { return scan_; }
+  const RecordDir::Cleanup& cleanup() const { return cleanup_; }
+  const IntakePlan& intake() const { return intake_; }
+  std::shared_ptr<SlabPool> pool() const { return pool_; }
+  FileSystem& fs() { return *fs_; }
+  RecordDir& dir() { return *dir_; }
+  // Re-scans after the caller changed files (e.g. applied an agreement).
+  Status Rescan();
+
+ private:
+  LocalDisk() = default;
+  CacheGeometry geometry_;
+  NamespaceIdentity identity_{};
+  LayoutFingerprint fingerprint_{};
+  LocalDiskOptions options_;
+  PosixFileSystem posix_fs_;
+  FileSystem* fs_ = &posix_fs_;  // posix_fs_ or options_.file_system
+  std::unique_ptr<RecordDir> dir_;
+  ScanReport scan_;
+  RecordDir::Cleanup cleanup_;
+  IntakePlan intake_;
+  std::shared_ptr<SlabPool> pool_;
+  std::unique_ptr<DiskThread> disk_;
+};
+
+}  // namespace strata

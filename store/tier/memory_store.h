@@ -1,0 +1,87 @@
+// MemoryStore (seed 2.4): retains checkpoints in host slab slots. Store copies
+// a checkpoint's tail pages and row out into slots (evicting under the tree
+// policy when the pool is full); the record stays resident until evicted.
+// Fetch copies resident slots into the ticket's ids. Lookup hits are always
+// resident. Several ranks in one process: byte-identical rank shares are
+// packed after copy-out, and restores fan the one share out.
+//
+// Thread: the owner's (model worker) thread; never blocks.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <unordered_map>
+
+#include "store/index/index.h"
+#include "store/record/geometry.h"
+#include "store/record/record_layout.h"
+#include "store/tier/host_store.h"
+#include "store/transfer/slab_records.h"
+#include "store/transfer/transfer_plan.h"
+#include "store/transfer/transfer_tracker.h"
+
+namespace strata {
+
+struct MemoryStoreOptions {
+  uint64_t keep_free_slots = 0;  // slots allocation never takes (a composite's intake)
+  uint64_t max_age_ms = 0;       // record expiry; 0 = off
+  bool pack_replicated = true;   // pack byte-identical rank shares (TP > 1)
+  std::chrono::milliseconds close_deadline{30'000};  // bound on Close's drain
+};
+
+class MemoryStore final : public HostStore {
+ public:
+  // `pool` may be shared with a disk transport; `transfers` is this tier's own.
+  MemoryStore(const CacheGeometry& geometry, std::shared_ptr<SlabPool> pool,
+              std::unique_ptr<Transfers> transfers, MemoryStoreOptions options = {});
+  ~MemoryStore() override;
+
+  std::optional<HostHit> Lookup(const PrefixHistory& history, uint64_t resident_tokens,
+                                uint64_t before) override;
+  StoreOutcome Store(const PublishedCheckpoint& checkpoint) override;
+  Status Fetch(const HostHit& hit, const InboundTicket& ticket) override;
+  void Poll(uint64_t now_ms, std::vector<StoreEvent>& events) override;
+  StoreStats Stats() const override;
+  Status Close() override;
+
+  const PrefixIndex& index() const { return index_; }
+  // Slots a record of `tail_pages` pages and a row occupies before packing.
+  uint64_t SlotsFor(uint64_t tail_pages) const { return records_.SlotsFor({tail_pages}); }
+
+ private:
+  struct Operation {
+    enum class Kind : unsigned char { kCopyOut, kRestore } kind = Kind::kCopyOut;
+    PrefixKey key;
+    uint64_t checkpoint_id = 0;
+    JobId ticket;
+    std::vector<PrefixKey> pinned;
+    std::vector<uint64_t> records;
+  };
+
+  bool AllocateWithEviction(uint64_t count, std::vector<SlotId>& out);
+  void ApplyEviction(const EvictionDecision& d);
+  void ApplyRemoved(const std::vector<RemovedRecord>& removed);
+  void ApplyRowDrop(const std::optional<RowDrop>& drop);
+  void FinishCopyOut(const Operation& op, const FinishedOperation& f);
+  void FinishRestore(const Operation& op, const FinishedOperation& f);
+  void Unpin(const std::vector<PrefixKey>& keys);
+
+  CacheGeometry geometry_;
+  std::shared_ptr<SlabPool> pool_;
+  SlabRecords records_;  // by NodeLocation value
+  std::unique_ptr<Transfers> transfers_;
+  TransferTracker tracker_;
+  MemoryStoreOptions options_;
+  PrefixIndex index_;
+  uint64_t page_bytes_all_ranks_ = 0;  // unpadded
+  uint64_t row_bytes_all_ranks_ = 0;   // unpadded
+  std::unordered_map<uint64_t, Operation> ops_;
+  std::vector<StoreEvent> events_;
+  std::vector<FinishedOperation> finished_;
+  uint64_t next_op_ = 1;
+  uint64_t now_ms_ = 0;
+  bool closed_ = false;
+  StoreStats stats_;
+};
+
+}  // namespace strata

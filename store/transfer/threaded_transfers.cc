@@ -1,0 +1,341 @@
+#include "store/transfer/threaded_transfers.h"
+
+#include <sched.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <future>
+
+namespace strata {
+
+namespace {
+
+constexpr int kTransferNice = 10;
+
+void LowerThreadPriority() {
+  sched_param param{};
+  (void)sched_setscheduler(0, SCHED_BATCH, &param);  // best effort
+  (void)setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), kTransferNice);
+}
+
+// Collects descriptors into batches within the per-call bounds and hands
+// each full batch to the engine. Stops at the first failed batch.
+class Batcher {
+ public:
+  Batcher(CopyEngine& engine, TransferDirection direction) : engine_(engine), dir_(direction) {}
+
+  void Add(uint64_t device, uint8_t* host, uint64_t bytes) {
+    while (bytes > 0 && status_.ok()) {
+      uint64_t n = std::min(bytes, kMaxBatchBytes);
+      if (batch_.size() == kMaxBatchEntries || batch_bytes_ + n > kMaxBatchBytes) Flush();
+      batch_.push_back({device, host, n});
+      batch_bytes_ += n;
+      moved_ += n;
+      device += n;
+      host += n;
+      bytes -= n;
+    }
+  }
+  Status Finish() {
+    Flush();
+    if (status_.ok()) status_ = engine_.Drain();
+    return status_;
+  }
+  uint64_t moved() const { return moved_; }
+
+ private:
+  void Flush() {
+    if (batch_.empty() || !status_.ok()) return;
+    status_ = engine_.CopyBatch(dir_, batch_);
+    batch_.clear();
+    batch_bytes_ = 0;
+  }
+  CopyEngine& engine_;
+  TransferDirection dir_;
+  std::vector<CopyDescriptor> batch_;
+  uint64_t batch_bytes_ = 0;
+  uint64_t moved_ = 0;
+  Status status_;
+};
+
+// Visits [offset, offset+bytes) of the row stream laid over `pieces`, calling
+// fn(host_ptr, stream_offset, length) for each contiguous part.
+template <typename Fn>
+void ForEachRowPart(const std::vector<HostPiece>& pieces, uint64_t offset, uint64_t bytes, Fn fn) {
+  uint64_t piece_start = 0;
+  for (const HostPiece& p : pieces) {
+    uint64_t piece_end = piece_start + p.bytes;
+    if (bytes == 0) return;
+    if (offset < piece_end) {
+      uint64_t n = std::min(bytes, piece_end - offset);
+      fn(p.data + (offset - piece_start), offset, n);
+      offset += n;
+      bytes -= n;
+    }
+    piece_start = piece_end;
+  }
+}
+
+}  // namespace
+
+struct ThreadedTransfers::Rank {
+  std::unique_ptr<CopyEngine> engine;
+  RankPlanes planes;
+  std::deque<std::shared_ptr<const TransferJob>> queue;  // guarded by mu_
+  std::condition_variable cv;
+  std::thread thread;
+  bool exited = false;  // guarded by mu_
+};
+
+ThreadedTransfers::ThreadedTransfers(const CacheGeometry& geometry,
+                                     ThreadedTransfersOptions options)
+    : geometry_(geometry), layout_(geometry), options_(options) {}
+
+Result<std::unique_ptr<ThreadedTransfers>> ThreadedTransfers::Create(
+    const CacheGeometry& geometry, std::vector<RankPlanes> planes,
+    std::vector<std::unique_ptr<CopyEngine>> engines, ThreadedTransfersOptions options) {
+  STRATA_RETURN_IF_ERROR(ValidateGeometry(geometry));
+  const size_t n = geometry.ranks.size();
+  if (planes.size() != n || engines.size() != n) {
+    return Status::InvalidArgument("transfers need one plane set and one engine per rank");
+  }
+  for (size_t r = 0; r < n; ++r) {
+    if (planes[r].page_plane_base.size() != geometry.ranks[r].page_planes.size()) {
+      return Status::InvalidArgument("rank " + std::to_string(r) + ": plane count mismatch");
+    }
+  }
+  if (options.queue_depth == 0) return Status::InvalidArgument("transfer queue depth is zero");
+  std::unique_ptr<ThreadedTransfers> t(new ThreadedTransfers(geometry, options));
+  std::vector<std::future<Status>> started;
+  for (size_t r = 0; r < n; ++r) {
+    auto rank = std::make_unique<Rank>();
+    rank->engine = std::move(engines[r]);
+    rank->planes = std::move(planes[r]);
+    t->ranks_.push_back(std::move(rank));
+  }
+  for (size_t r = 0; r < n; ++r) {
+    auto promise = std::make_shared<std::promise<Status>>();
+    started.push_back(promise->get_future());
+    t->ranks_[r]->thread = std::thread([tp = t.get(), r, promise] {
+      if (tp->options_.low_priority) LowerThreadPriority();
+      Status s = tp->ranks_[r]->engine->Start();
+      promise->set_value(s);
+      if (s.ok()) {
+        tp->RunRank(static_cast<uint32_t>(r));
+        tp->ranks_[r]->engine->Stop();
+      }
+      std::lock_guard lock(tp->mu_);
+      tp->ranks_[r]->exited = true;
+      tp->done_cv_.notify_all();
+    });
+  }
+  Status first;
+  for (size_t r = 0; r < n; ++r) {
+    Status s = started[r].get();
+    if (!s.ok() && first.ok()) first = s.WithContext("starting rank " + std::to_string(r));
+  }
+  if (!first.ok()) {
+    (void)t->Close(std::chrono::milliseconds(10'000));
+    return first;
+  }
+  return t;
+}
+
+ThreadedTransfers::~ThreadedTransfers() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  for (auto& r : ranks_) r->cv.notify_all();
+  for (auto& r : ranks_) {
+    if (r->thread.joinable()) r->thread.join();
+  }
+}
+
+Status ThreadedTransfers::Submit(TransferJob job) {
+  if (job.page_ids.size() != job.page_records.size()) {
+    return Status::InvalidArgument("job has " + std::to_string(job.page_ids.size()) +
+                                   " page ids but " + std::to_string(job.page_records.size()) +
+                                   " host page records");
+  }
+  if (job.page_ids.size() > kMaxWindowPages) {
+    return Status::InvalidArgument("job window of " + std::to_string(job.page_ids.size()) +
+                                   " pages exceeds " + std::to_string(kMaxWindowPages));
+  }
+  if (job.page_ids.empty() && !job.row_slot) return Status::InvalidArgument("empty transfer job");
+  if (job.direction == TransferDirection::kDeviceToHost &&
+      (job.replicated_pages || job.replicated_row)) {
+    return Status::InvalidArgument("copy-out always writes the per-rank layout");
+  }
+  if ((job.replicated_pages && !layout_.pages_can_replicate()) ||
+      (job.replicated_row && !layout_.rows_can_replicate())) {
+    return Status::InvalidArgument("replicated share requested for ranks of different geometry");
+  }
+  for (size_t r = 0; r < ranks_.size(); ++r) {
+    for (PageId id : job.page_ids) {
+      if (id.value >= geometry_.ranks[r].page_count) {
+        return Status::InvalidArgument("page id " + std::to_string(id.value) + " out of range");
+      }
+    }
+    if (job.row_slot && job.row_slot->value >= geometry_.ranks[r].row_count) {
+      return Status::InvalidArgument("state slot " + std::to_string(job.row_slot->value) +
+                                     " out of range");
+    }
+  }
+  if (job.row_slot) {
+    uint64_t have = 0;
+    for (const HostPiece& p : job.row_pieces) have += p.bytes;
+    if (have < layout_.stored_row_segment_bytes(job.replicated_row)) {
+      return Status::InvalidArgument(
+          "row pieces hold " + std::to_string(have) + " bytes, row needs " +
+          std::to_string(layout_.stored_row_segment_bytes(job.replicated_row)));
+    }
+  }
+  auto shared = std::make_shared<const TransferJob>(std::move(job));
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return Status::Aborted("transfers are closed");
+    for (auto& r : ranks_) {
+      if (r->queue.size() >= options_.queue_depth) {
+        return Status::Busy("transfer queue full (" + std::to_string(options_.queue_depth) + ")");
+      }
+    }
+    if (pending_.count(shared->id) != 0) {
+      return Status::InvalidArgument("job id " + std::to_string(shared->id.value) + " in flight");
+    }
+    pending_[shared->id] = Pending{static_cast<uint32_t>(ranks_.size()), Status::Ok(), 0};
+    for (auto& r : ranks_) r->queue.push_back(shared);
+  }
+  for (auto& r : ranks_) r->cv.notify_one();
+  return Status::Ok();
+}
+
+void ThreadedTransfers::Poll(std::vector<TransferCompletion>& out) {
+  std::lock_guard lock(mu_);
+  for (TransferCompletion& c : done_) out.push_back(std::move(c));
+  done_.clear();
+}
+
+bool ThreadedTransfers::WaitForCompletion(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  return done_cv_.wait_for(lock, timeout, [&] { return !done_.empty(); });
+}
+
+void ThreadedTransfers::NotifyOnCompletion(std::shared_ptr<WakeSignal> signal) {
+  std::shared_ptr<WakeSignal> raise;  // set when a completion already waits
+  {
+    std::lock_guard lock(mu_);
+    signal_ = std::move(signal);
+    if (!done_.empty()) raise = signal_;
+  }
+  if (raise) raise->Notify();
+}
+
+Status ThreadedTransfers::Close(std::chrono::milliseconds deadline) {
+  std::unique_lock lock(mu_);
+  stopping_ = true;
+  for (auto& r : ranks_) r->cv.notify_all();
+  bool all = done_cv_.wait_for(lock, deadline, [&] {
+    for (auto& r : ranks_) {
+      if (!r->exited) return false;
+    }
+    return true;
+  });
+  if (!all) {
+    return Status::Aborted("transfer threads did not drain within " +
+                           std::to_string(deadline.count()) + " ms; host memory must stay alive");
+  }
+  lock.unlock();
+  if (!closed_) {
+    for (auto& r : ranks_) r->thread.join();
+    closed_ = true;
+  }
+  return Status::Ok();
+}
+
+void ThreadedTransfers::RunRank(uint32_t rank) {
+  Rank& r = *ranks_[rank];
+  for (;;) {
+    std::shared_ptr<const TransferJob> job;
+    {
+      std::unique_lock lock(mu_);
+      r.cv.wait(lock, [&] { return !r.queue.empty() || stopping_; });
+      if (r.queue.empty()) return;  // stopping, and every accepted job is done
+      job = r.queue.front();
+    }
+    uint64_t bytes = 0;
+    Status s = RunJob(rank, *job, bytes);
+    {
+      std::lock_guard lock(mu_);
+      r.queue.pop_front();
+    }
+    Finish(job->id, s, bytes);
+  }
+}
+
+Status ThreadedTransfers::RunJob(uint32_t rank, const TransferJob& job, uint64_t& bytes) {
+  const RankGeometry& g = geometry_.ranks[rank];
+  const RankPlanes& planes = ranks_[rank]->planes;
+  const bool out = job.direction == TransferDirection::kDeviceToHost;
+  const uint32_t page_share_rank = job.replicated_pages ? 0 : rank;
+  Batcher batch(*ranks_[rank]->engine, job.direction);
+  for (size_t i = 0; i < job.page_ids.size(); ++i) {
+    for (uint32_t p = 0; p < g.page_planes.size(); ++p) {
+      const uint64_t unit = g.page_planes[p].unit_bytes;
+      uint8_t* host = job.page_records[i] + layout_.plane_offset(page_share_rank, p);
+      // Zero the padding so files never carry stale bytes of another record.
+      if (out) std::memset(host + unit, 0, AlignUp(unit) - unit);
+      batch.Add(planes.page_plane_base[p] + job.page_ids[i].value * unit, host, unit);
+    }
+  }
+  if (job.row_slot) {
+    const uint64_t unit = g.row.unit_bytes;
+    const uint64_t at = job.replicated_row ? 0 : layout_.row_offset(rank);
+    const uint64_t device = planes.row_base + job.row_slot->value * unit;
+    ForEachRowPart(job.row_pieces, at, unit, [&](uint8_t* host, uint64_t off, uint64_t n) {
+      batch.Add(device + (off - at), host, n);
+    });
+    if (out) {
+      ForEachRowPart(job.row_pieces, at + unit, AlignUp(unit) - unit,
+                     [](uint8_t* host, uint64_t, uint64_t n) { std::memset(host, 0, n); });
+    }
+  }
+  Status s = batch.Finish();
+  bytes = batch.moved();
+  return s;
+}
+
+void ThreadedTransfers::Finish(JobId id, const Status& status, uint64_t bytes) {
+  std::shared_ptr<WakeSignal> owner;
+  {
+    std::lock_guard lock(mu_);
+    auto it = pending_.find(id);
+    STRATA_ASSERT(it != pending_.end(), "completion for an unknown transfer job");
+    Pending& p = it->second;
+    if (!status.ok() && p.status.ok()) p.status = status;
+    p.bytes += bytes;
+    if (--p.ranks_left != 0) return;
+    done_.push_back({id, p.status, p.bytes});
+    pending_.erase(it);
+    done_cv_.notify_all();
+    owner = signal_;
+  }
+  if (owner) owner->Notify();
+}
+
+Status HostCopyEngine::CopyBatch(TransferDirection direction,
+                                 std::span<const CopyDescriptor> batch) {
+  for (const CopyDescriptor& d : batch) {
+    auto* device = reinterpret_cast<uint8_t*>(d.device);
+    if (direction == TransferDirection::kDeviceToHost) {
+      std::memcpy(d.host, device, d.bytes);
+    } else {
+      std::memcpy(device, d.host, d.bytes);
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace strata

@@ -1,0 +1,69 @@
+// ThreadedTransfers: the Transfers implementation shared by the host and CUDA
+// transports — one thread per rank with a bounded job channel, id-to-address
+// expansion from the rank's geometry, batches of at most 16 MiB and 4,096
+// entries through the rank's CopyEngine, and all-ranks aggregation: a job
+// completes once every rank has finished it, with the first error.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "store/record/geometry.h"
+#include "store/record/record_layout.h"
+#include "store/transfer/copy_engine.h"
+#include "store/transfer/transfers.h"
+
+namespace strata {
+
+struct ThreadedTransfersOptions {
+  uint64_t queue_depth = 64;  // jobs queued per rank before Submit says kBusy
+  bool low_priority = true;   // SCHED_BATCH + nice 10 on the rank threads
+};
+
+class ThreadedTransfers final : public Transfers {
+ public:
+  // One engine and one RankPlanes per rank of `geometry`. Threads start here;
+  // an engine whose Start fails makes Create fail after every thread stopped.
+  static Result<std::unique_ptr<ThreadedTransfers>> Create(
+      const CacheGeometry& geometry, std::vector<RankPlanes> planes,
+      std::vector<std::unique_ptr<CopyEngine>> engines, ThreadedTransfersOptions options = {});
+  ~ThreadedTransfers() override;
+
+  Status Submit(TransferJob job) override;
+  void Poll(std::vector<TransferCompletion>& out) override;
+  bool WaitForCompletion(std::chrono::milliseconds timeout) override;
+  void NotifyOnCompletion(std::shared_ptr<WakeSignal> signal) override;
+  Status Close(std::chrono::milliseconds deadline) override;
+  uint32_t rank_count() const override { return static_cast<uint32_t>(ranks_.size()); }
+
+ private:
+  struct Rank;
+  struct Pending {
+    uint32_t ranks_left;
+    Status status;
+    uint64_t bytes = 0;
+  };
+  ThreadedTransfers(const CacheGeometry& geometry, ThreadedTransfersOptions options);
+  void RunRank(uint32_t rank);
+  Status RunJob(uint32_t rank, const TransferJob& job, uint64_t& bytes);
+  void Finish(JobId id, const Status& status, uint64_t bytes);
+
+  CacheGeometry geometry_;
+  RecordLayout layout_;
+  ThreadedTransfersOptions options_;
+  std::vector<std::unique_ptr<Rank>> ranks_;
+
+  std::mutex mu_;  // guards pending_, done_, stopping_, signal_
+  std::condition_variable done_cv_;
+  std::shared_ptr<WakeSignal> signal_;  // the owner's, notified with done_cv_
+  std::unordered_map<JobId, Pending> pending_;
+  std::vector<TransferCompletion> done_;
+  bool stopping_ = false;
+  bool closed_ = false;
+};
+
+}  // namespace strata

@@ -1,0 +1,51 @@
+#include "launch/ops/ops_snapshot.h"
+
+#include <gtest/gtest.h>
+
+namespace strata {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+TEST(OpsSnapshotTest, PublisherHandsOutTheNewest) {
+  SnapshotPublisher p;
+  EXPECT_EQ(p.Latest(), nullptr);
+  OpsSnapshot a;
+  a.rank = RankId(1);
+  p.Publish(a);
+  std::shared_ptr<const OpsSnapshot> first = p.Latest();
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(first->rank, RankId(1));
+  OpsSnapshot b;
+  b.rank = RankId(2);
+  p.Publish(b);
+  EXPECT_EQ(p.Latest()->rank, RankId(2));
+  EXPECT_EQ(first->rank, RankId(1));  // a reader's copy never changes under it
+}
+
+TEST(OpsSnapshotTest, Health) {
+  const Clock::time_point t0 = Clock::time_point() + 1h;
+  Health h = EvaluateHealth(nullptr, t0, 30s);
+  EXPECT_FALSE(h.ok);
+  EXPECT_NE(h.reason.find("starting"), std::string::npos);
+
+  OpsSnapshot s;
+  s.taken_at = t0;
+  h = EvaluateHealth(&s, t0 + 30s, 30s);
+  EXPECT_TRUE(h.ok);
+  EXPECT_EQ(h.reason, "ok");
+
+  h = EvaluateHealth(&s, t0 + 31s, 30s);
+  EXPECT_FALSE(h.ok);
+  EXPECT_EQ(h.reason,
+            "state is 31000 ms old (limit 30000 ms): the owner thread stopped publishing");
+
+  s.unhealthy_reason = "transport stopped: rank 2 link lost with job 7 outstanding";
+  h = EvaluateHealth(&s, t0, 30s);
+  EXPECT_FALSE(h.ok);
+  EXPECT_EQ(h.reason, s.unhealthy_reason);
+}
+
+}  // namespace
+}  // namespace strata

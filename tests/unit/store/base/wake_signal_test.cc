@@ -1,0 +1,43 @@
+#include "store/base/wake_signal.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+namespace strata {
+namespace {
+
+// Bound on any one wait; a passing test never reaches it.
+constexpr std::chrono::seconds kBound{30};
+
+TEST(WakeSignalTest, ANotifyBeforeTheWaitIsNotLost) {
+  WakeSignal s;
+  s.Notify();
+  // Already raised: a wait whose deadline has passed still sees it.
+  EXPECT_TRUE(s.WaitUntil(std::chrono::steady_clock::now()));
+}
+
+TEST(WakeSignalTest, AWaitLowersTheSignal) {
+  WakeSignal s;
+  s.Notify();
+  s.Notify();  // two notifications before one wait: one raise
+  EXPECT_TRUE(s.WaitUntil(std::chrono::steady_clock::now()));
+  EXPECT_FALSE(s.WaitUntil(std::chrono::steady_clock::now()));
+  EXPECT_EQ(s.notifications(), 2u);
+}
+
+TEST(WakeSignalTest, ANotifyFromAnotherThreadWakesTheWaiter) {
+  WakeSignal s;
+  std::thread notifier([&s] { s.Notify(); });
+  EXPECT_TRUE(s.WaitFor(kBound));  // false would mean the bound passed
+  notifier.join();
+}
+
+TEST(WakeSignalTest, AWaitWithoutANotifyEndsAtItsDeadline) {
+  WakeSignal s;
+  EXPECT_FALSE(s.WaitFor(std::chrono::milliseconds(1)));
+  EXPECT_EQ(s.notifications(), 0u);
+}
+
+}  // namespace
+}  // namespace strata

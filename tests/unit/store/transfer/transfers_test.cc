@@ -1,0 +1,391 @@
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <latch>
+
+#include "launch/presets.h"
+#include "store/transfer/host_planes.h"
+#include "store/transfer/slab_pool.h"
+#include "store/transfer/threaded_transfers.h"
+
+namespace strata {
+namespace {
+
+using namespace std::chrono_literals;
+
+uint8_t Pattern(uint32_t rank, uint32_t plane, uint32_t page, uint64_t i) {
+  uint64_t x = (uint64_t{rank} * 1315423911u) ^ (uint64_t{plane} * 2654435761u) ^
+               (uint64_t{page} * 40503u) ^ (i * 2246822519u);
+  return static_cast<uint8_t>(x ^ (x >> 13) ^ (x >> 29));
+}
+
+void Fill(HostPlanes& hp, const std::vector<PageId>& ids, StateSlot slot, uint32_t salt) {
+  const CacheGeometry& g = hp.geometry();
+  for (uint32_t r = 0; r < g.rank_count(); ++r) {
+    for (uint32_t p = 0; p < g.ranks[r].page_planes.size(); ++p) {
+      for (size_t k = 0; k < ids.size(); ++k) {
+        uint8_t* b = hp.page(r, p, ids[k]);
+        for (uint64_t i = 0; i < g.ranks[r].page_planes[p].unit_bytes; ++i) {
+          b[i] = Pattern(r, p, static_cast<uint32_t>(k + salt), i);
+        }
+      }
+    }
+    uint8_t* row = hp.row(r, slot);
+    for (uint64_t i = 0; i < g.ranks[r].row.unit_bytes; ++i) row[i] = Pattern(r, 999, salt, i);
+  }
+}
+
+// Returns the first mismatch as text, or "" when the restored bytes match
+// what Fill wrote for the source ids.
+std::string Check(HostPlanes& hp, const std::vector<PageId>& ids, StateSlot slot, uint32_t salt) {
+  const CacheGeometry& g = hp.geometry();
+  for (uint32_t r = 0; r < g.rank_count(); ++r) {
+    for (uint32_t p = 0; p < g.ranks[r].page_planes.size(); ++p) {
+      for (size_t k = 0; k < ids.size(); ++k) {
+        uint8_t* b = hp.page(r, p, ids[k]);
+        for (uint64_t i = 0; i < g.ranks[r].page_planes[p].unit_bytes; ++i) {
+          if (b[i] != Pattern(r, p, static_cast<uint32_t>(k + salt), i)) {
+            return "rank " + std::to_string(r) + " plane " + std::to_string(p) + " page " +
+                   std::to_string(k) + " byte " + std::to_string(i);
+          }
+        }
+      }
+    }
+    uint8_t* row = hp.row(r, slot);
+    for (uint64_t i = 0; i < g.ranks[r].row.unit_bytes; ++i) {
+      if (row[i] != Pattern(r, 999, salt, i))
+        return "rank " + std::to_string(r) + " row byte " + std::to_string(i);
+    }
+  }
+  return "";
+}
+
+void Poison(HostPlanes& hp) {
+  const CacheGeometry& g = hp.geometry();
+  for (uint32_t r = 0; r < g.rank_count(); ++r) {
+    for (uint32_t p = 0; p < g.ranks[r].page_planes.size(); ++p) {
+      for (uint32_t id = 0; id < g.ranks[r].page_count; ++id) {
+        std::memset(hp.page(r, p, PageId(id)), 0xee, g.ranks[r].page_planes[p].unit_bytes);
+      }
+    }
+    for (uint32_t s = 0; s < g.ranks[r].row_count; ++s) {
+      std::memset(hp.row(r, StateSlot(s)), 0xee, g.ranks[r].row.unit_bytes);
+    }
+  }
+}
+
+TransferCompletion WaitOne(Transfers& t) {
+  std::vector<TransferCompletion> done;
+  for (int i = 0; i < 100 && done.empty(); ++i) {
+    t.WaitForCompletion(100ms);
+    t.Poll(done);
+  }
+  EXPECT_EQ(done.size(), 1u);
+  return done.empty() ? TransferCompletion{} : done[0];
+}
+
+struct Slabs {
+  std::unique_ptr<SlabPool> pool;
+  std::vector<uint8_t*> pages;
+  std::vector<HostPiece> row;
+};
+
+Slabs MakeSlabs(const RecordLayout& layout, size_t pages) {
+  Slabs s;
+  s.pool = *SlabPool::Create(layout.page_record_bytes(), pages + 64, 0);
+  std::vector<SlotId> ids;
+  EXPECT_TRUE(s.pool->Allocate(pages, 0, ids));
+  for (SlotId id : ids) s.pages.push_back(s.pool->address(id));
+  uint64_t row_slots = RowSlots(layout.row_segment_bytes(), s.pool->slot_bytes());
+  ids.clear();
+  EXPECT_TRUE(s.pool->Allocate(row_slots, 0, ids));
+  for (SlotId id : ids) s.row.push_back({s.pool->address(id), s.pool->slot_bytes()});
+  return s;
+}
+
+TransferJob Job(uint64_t id, TransferDirection dir, std::vector<PageId> ids, const Slabs& s,
+                StateSlot slot) {
+  TransferJob j;
+  j.id = JobId(id);
+  j.direction = dir;
+  j.page_ids = std::move(ids);
+  j.page_records = s.pages;
+  j.row_slot = slot;
+  j.row_pieces = s.row;
+  return j;
+}
+
+TEST(HostTransfersTest, RoundTripIntoDifferentIdsIsByteExact) {
+  for (const char* preset : {"tiny", "small-planes", "qwen-like"}) {
+    CacheGeometry g = *PresetGeometry(preset, 2, /*pages=*/140, /*rows=*/4);
+    HostPlanes hp(g);
+    auto t = *MakeHostTransfers(hp);
+    RecordLayout layout(g);
+    const size_t n = 64;
+    std::vector<PageId> src, dst;
+    for (uint32_t i = 0; i < n; ++i) {
+      src.push_back(PageId(3 + 2 * i));  // scattered ids
+      dst.push_back(PageId(139 - i));
+    }
+    Fill(hp, src, StateSlot(1), 7);
+    Slabs s = MakeSlabs(layout, n);
+    ASSERT_TRUE(t->Submit(Job(1, TransferDirection::kDeviceToHost, src, s, StateSlot(1))).ok());
+    TransferCompletion out = WaitOne(*t);
+    ASSERT_TRUE(out.status.ok()) << out.status.ToString();
+    EXPECT_EQ(out.bytes, n * (g.ranks[0].page_bytes() + g.ranks[1].page_bytes()) +
+                             g.ranks[0].row.unit_bytes + g.ranks[1].row.unit_bytes);
+    Poison(hp);
+    ASSERT_TRUE(t->Submit(Job(2, TransferDirection::kHostToDevice, dst, s, StateSlot(3))).ok());
+    ASSERT_TRUE(WaitOne(*t).status.ok());
+    EXPECT_EQ(Check(hp, dst, StateSlot(3), 7), "") << preset;
+    ASSERT_TRUE(t->Close(10s).ok());
+  }
+}
+
+TEST(HostTransfersTest, CopyOutZeroesPlanePaddingInTheSlab) {
+  RankGeometry r{{"row", 100}, {{"a", 512}, {"b", 4096}}, 2, 8};
+  CacheGeometry g{64, {r}};
+  HostPlanes hp(g);
+  auto t = *MakeHostTransfers(hp);
+  RecordLayout layout(g);
+  Slabs s = MakeSlabs(layout, 1);
+  std::memset(s.pages[0], 0x5a, layout.page_record_bytes());
+  std::memset(s.row[0].data, 0x5a, s.row[0].bytes);
+  std::memset(hp.page(0, 0, PageId(0)), 1, 512);
+  ASSERT_TRUE(
+      t->Submit(Job(1, TransferDirection::kDeviceToHost, {PageId(0)}, s, StateSlot(0))).ok());
+  ASSERT_TRUE(WaitOne(*t).status.ok());
+  for (uint64_t i = 512; i < 4096; ++i) ASSERT_EQ(s.pages[0][i], 0) << i;
+  for (uint64_t i = 100; i < 4096; ++i) ASSERT_EQ(s.row[0].data[i], 0) << i;
+}
+
+TEST(HostTransfersTest, ReplicatedShareFansOutToEveryRank) {
+  CacheGeometry g = *PresetGeometry("tiny", 3, 16, 2);
+  HostPlanes hp(g);
+  auto t = *MakeHostTransfers(hp);
+  RecordLayout layout(g);
+  Slabs s = MakeSlabs(layout, 2);
+  // One stored share: rank 0's layout only.
+  for (uint8_t* rec : s.pages) {
+    for (uint64_t i = 0; i < layout.replicated_page_record_bytes(); ++i)
+      rec[i] = static_cast<uint8_t>(i * 7);
+  }
+  for (uint64_t i = 0; i < g.ranks[0].row.unit_bytes; ++i)
+    s.row[0].data[i] = static_cast<uint8_t>(i * 3);
+  TransferJob j = Job(9, TransferDirection::kHostToDevice, {PageId(5), PageId(6)}, s, StateSlot(1));
+  j.replicated_pages = j.replicated_row = true;
+  ASSERT_TRUE(t->Submit(std::move(j)).ok());
+  ASSERT_TRUE(WaitOne(*t).status.ok());
+  for (uint32_t r = 0; r < 3; ++r) {
+    for (uint32_t p = 0; p < g.ranks[r].page_planes.size(); ++p) {
+      EXPECT_EQ(std::memcmp(hp.page(r, p, PageId(6)), s.pages[1] + layout.plane_offset(0, p),
+                            g.ranks[r].page_planes[p].unit_bytes),
+                0);
+    }
+    EXPECT_EQ(std::memcmp(hp.row(r, StateSlot(1)), s.row[0].data, g.ranks[r].row.unit_bytes), 0);
+  }
+}
+
+TEST(HostTransfersTest, RowSpanningSeveralPiecesRoundTrips) {
+  // A 3 MiB row over 576 KiB slots: each rank's row crosses piece boundaries.
+  CacheGeometry g = *PresetGeometry("qwen-like", 2, 4, 2);
+  HostPlanes hp(g);
+  auto t = *MakeHostTransfers(hp);
+  RecordLayout layout(g);
+  Slabs s = MakeSlabs(layout, 1);
+  ASSERT_GT(s.row.size(), 5u);
+  Fill(hp, {PageId(0)}, StateSlot(0), 3);
+  ASSERT_TRUE(
+      t->Submit(Job(1, TransferDirection::kDeviceToHost, {PageId(0)}, s, StateSlot(0))).ok());
+  ASSERT_TRUE(WaitOne(*t).status.ok());
+  Poison(hp);
+  ASSERT_TRUE(
+      t->Submit(Job(2, TransferDirection::kHostToDevice, {PageId(0)}, s, StateSlot(0))).ok());
+  ASSERT_TRUE(WaitOne(*t).status.ok());
+  EXPECT_EQ(Check(hp, {PageId(0)}, StateSlot(0), 3), "");
+}
+
+TEST(HostTransfersTest, RejectsMalformedJobs) {
+  CacheGeometry g = *PresetGeometry("tiny", 2, 8, 2);
+  HostPlanes hp(g);
+  auto t = *MakeHostTransfers(hp);
+  RecordLayout layout(g);
+  Slabs s = MakeSlabs(layout, 1);
+  TransferJob bad = Job(1, TransferDirection::kDeviceToHost, {PageId(8)}, s, StateSlot(0));
+  EXPECT_EQ(t->Submit(bad).code(), StatusCode::kInvalidArgument);  // page id out of range
+  bad = Job(1, TransferDirection::kDeviceToHost, {PageId(0)}, s, StateSlot(2));
+  EXPECT_EQ(t->Submit(bad).code(), StatusCode::kInvalidArgument);  // slot out of range
+  bad = Job(1, TransferDirection::kDeviceToHost, {PageId(0), PageId(1)}, s, StateSlot(0));
+  EXPECT_EQ(t->Submit(bad).code(), StatusCode::kInvalidArgument);  // ids vs records
+  bad = Job(1, TransferDirection::kDeviceToHost, {PageId(0)}, s, StateSlot(0));
+  bad.replicated_pages = true;
+  EXPECT_EQ(t->Submit(bad).code(), StatusCode::kInvalidArgument);  // copy-out is per rank
+  bad = Job(1, TransferDirection::kHostToDevice, {PageId(0)}, s, StateSlot(0));
+  bad.row_pieces[0].bytes = 100;
+  EXPECT_EQ(t->Submit(bad).code(), StatusCode::kInvalidArgument);  // row pieces too small
+  std::vector<PageId> many(65, PageId(0));
+  bad = Job(1, TransferDirection::kDeviceToHost, many, s, StateSlot(0));
+  bad.page_records.assign(65, s.pages[0]);
+  EXPECT_EQ(t->Submit(bad).code(), StatusCode::kInvalidArgument);  // window > 64 pages
+}
+
+// A test double behind the CopyEngine interface: blocks until released, and
+// can fail its rank's batches.
+class GatedEngine : public CopyEngine {
+ public:
+  GatedEngine(std::shared_ptr<std::latch> gate, bool fail, std::atomic<int>* batches)
+      : gate_(std::move(gate)), fail_(fail), batches_(batches) {}
+  Status Start() override { return Status::Ok(); }
+  Status CopyBatch(TransferDirection, std::span<const CopyDescriptor>) override {
+    gate_->wait();
+    batches_->fetch_add(1);
+    return fail_ ? Status::IoError("injected copy failure") : Status::Ok();
+  }
+  void Stop() override {}
+
+ private:
+  std::shared_ptr<std::latch> gate_;
+  bool fail_;
+  std::atomic<int>* batches_;
+};
+
+class FailingStartEngine : public CopyEngine {
+ public:
+  Status Start() override { return Status::Unavailable("no device"); }
+  Status CopyBatch(TransferDirection, std::span<const CopyDescriptor>) override {
+    return Status::Ok();
+  }
+  void Stop() override {}
+};
+
+TEST(ThreadedTransfersTest, FullQueueSaysBusyWithoutBlockingAndQueuesNothing) {
+  CacheGeometry g = *PresetGeometry("tiny", 2, 8, 2);
+  HostPlanes hp(g);
+  auto gate = std::make_shared<std::latch>(1);
+  std::atomic<int> batches{0};
+  std::vector<std::unique_ptr<CopyEngine>> engines;
+  engines.push_back(std::make_unique<GatedEngine>(gate, false, &batches));
+  engines.push_back(std::make_unique<GatedEngine>(gate, false, &batches));
+  auto t = *ThreadedTransfers::Create(g, {hp.planes(0), hp.planes(1)}, std::move(engines),
+                                      {.queue_depth = 2, .low_priority = false});
+  RecordLayout layout(g);
+  Slabs s = MakeSlabs(layout, 1);
+  ASSERT_TRUE(
+      t->Submit(Job(1, TransferDirection::kDeviceToHost, {PageId(0)}, s, StateSlot(0))).ok());
+  ASSERT_TRUE(
+      t->Submit(Job(2, TransferDirection::kDeviceToHost, {PageId(1)}, s, StateSlot(0))).ok());
+  Status busy = t->Submit(Job(3, TransferDirection::kDeviceToHost, {PageId(2)}, s, StateSlot(0)));
+  EXPECT_EQ(busy.code(), StatusCode::kBusy);
+  gate->count_down();
+  std::vector<TransferCompletion> done;
+  for (int i = 0; i < 100 && done.size() < 2; ++i) {
+    t->WaitForCompletion(100ms);
+    t->Poll(done);
+  }
+  ASSERT_EQ(done.size(), 2u);  // job 3 was never queued on any rank
+  EXPECT_TRUE(t->Close(10s).ok());
+  EXPECT_EQ(
+      t->Submit(Job(4, TransferDirection::kDeviceToHost, {PageId(0)}, s, StateSlot(0))).code(),
+      StatusCode::kAborted);
+}
+
+TEST(ThreadedTransfersTest, FailureIsReportedOnceAfterEveryRankDrained) {
+  CacheGeometry g = *PresetGeometry("tiny", 2, 8, 2);
+  HostPlanes hp(g);
+  auto gate = std::make_shared<std::latch>(1);
+  std::atomic<int> batches{0};
+  std::vector<std::unique_ptr<CopyEngine>> engines;
+  engines.push_back(std::make_unique<GatedEngine>(gate, false, &batches));
+  engines.push_back(std::make_unique<GatedEngine>(gate, true, &batches));
+  auto t = *ThreadedTransfers::Create(g, {hp.planes(0), hp.planes(1)}, std::move(engines));
+  RecordLayout layout(g);
+  Slabs s = MakeSlabs(layout, 1);
+  ASSERT_TRUE(
+      t->Submit(Job(1, TransferDirection::kDeviceToHost, {PageId(0)}, s, StateSlot(0))).ok());
+  EXPECT_FALSE(t->WaitForCompletion(50ms));  // both ranks are held at the gate
+  gate->count_down();
+  TransferCompletion c = WaitOne(*t);
+  EXPECT_EQ(c.id, JobId(1));
+  EXPECT_EQ(c.status.code(), StatusCode::kIoError);
+  EXPECT_EQ(batches.load(), 2);  // the healthy rank finished before the report
+}
+
+TEST(ThreadedTransfersTest, ACompletionRaisesTheOwnersSignal) {
+  CacheGeometry g = *PresetGeometry("tiny", 2, 8, 2);
+  HostPlanes hp(g);
+  auto gate = std::make_shared<std::latch>(1);
+  std::atomic<int> batches{0};
+  std::vector<std::unique_ptr<CopyEngine>> engines;
+  engines.push_back(std::make_unique<GatedEngine>(gate, false, &batches));
+  engines.push_back(std::make_unique<GatedEngine>(gate, false, &batches));
+  auto t = *ThreadedTransfers::Create(g, {hp.planes(0), hp.planes(1)}, std::move(engines));
+  auto signal = std::make_shared<WakeSignal>();
+  t->NotifyOnCompletion(signal);
+  RecordLayout layout(g);
+  Slabs s = MakeSlabs(layout, 1);
+  ASSERT_TRUE(
+      t->Submit(Job(1, TransferDirection::kDeviceToHost, {PageId(0)}, s, StateSlot(0))).ok());
+  gate->count_down();
+  ASSERT_TRUE(signal->WaitFor(30s)) << "the completion never raised the signal";
+  std::vector<TransferCompletion> done;
+  t->Poll(done);
+  ASSERT_EQ(done.size(), 1u);  // raised only once every rank finished
+  EXPECT_EQ(done[0].id, JobId(1));
+  EXPECT_TRUE(done[0].status.ok()) << done[0].status.ToString();
+  EXPECT_EQ(batches.load(), 2);
+  // Attached again while nothing waits: nothing is raised.
+  t->NotifyOnCompletion(signal);
+  EXPECT_FALSE(signal->WaitUntil(std::chrono::steady_clock::now()));
+  ASSERT_TRUE(t->Close(10s).ok());
+}
+
+// A test double that leaves batches "in flight" and reports at Drain.
+class DeferredEngine : public CopyEngine {
+ public:
+  DeferredEngine(std::atomic<int>* drains, bool fail_drain) : drains_(drains), fail_(fail_drain) {}
+  Status Start() override { return Status::Ok(); }
+  Status CopyBatch(TransferDirection, std::span<const CopyDescriptor>) override {
+    return Status::Ok();
+  }
+  Status Drain() override {
+    drains_->fetch_add(1);
+    return fail_ ? Status::IoError("injected failure seen at drain") : Status::Ok();
+  }
+  void Stop() override {}
+
+ private:
+  std::atomic<int>* drains_;
+  bool fail_;
+};
+
+TEST(ThreadedTransfersTest, EveryJobDrainsItsEngineAndReportsWhatDrainFound) {
+  CacheGeometry g = *PresetGeometry("tiny", 2, 8, 2);
+  HostPlanes hp(g);
+  std::atomic<int> drains{0};
+  std::vector<std::unique_ptr<CopyEngine>> engines;
+  engines.push_back(std::make_unique<DeferredEngine>(&drains, false));
+  engines.push_back(std::make_unique<DeferredEngine>(&drains, true));
+  auto t = *ThreadedTransfers::Create(g, {hp.planes(0), hp.planes(1)}, std::move(engines));
+  RecordLayout layout(g);
+  Slabs s = MakeSlabs(layout, 1);
+  ASSERT_TRUE(
+      t->Submit(Job(1, TransferDirection::kDeviceToHost, {PageId(0)}, s, StateSlot(0))).ok());
+  TransferCompletion c = WaitOne(*t);
+  EXPECT_EQ(c.status.code(), StatusCode::kIoError);
+  EXPECT_EQ(drains.load(), 2);  // once per rank, before the completion
+}
+
+TEST(ThreadedTransfersTest, EngineStartFailureFailsCreate) {
+  CacheGeometry g = *PresetGeometry("tiny", 2, 8, 2);
+  HostPlanes hp(g);
+  std::vector<std::unique_ptr<CopyEngine>> engines;
+  engines.push_back(std::make_unique<HostCopyEngine>());
+  engines.push_back(std::make_unique<FailingStartEngine>());
+  auto t = ThreadedTransfers::Create(g, {hp.planes(0), hp.planes(1)}, std::move(engines));
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("starting rank 1"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace strata
