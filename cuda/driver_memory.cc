@@ -32,6 +32,13 @@ CUmemcpy3DOperand PointerOperand(uint64_t address, uint64_t pitch, CUmemLocation
   return o;
 }
 
+// A batch must fit the arrays it is staged in (CudaCopyArrays' capacity).
+Status CheckBatchFits(size_t copies, size_t capacity) {
+  if (copies <= capacity) return Status::Ok();
+  return Status::InvalidArgument("batch of " + std::to_string(copies) + " copies exceeds " +
+                                 std::to_string(capacity));
+}
+
 }  // namespace
 
 CudaCopyArrays::CudaCopyArrays(size_t capacity)
@@ -52,10 +59,7 @@ Status CudaDriver::BatchCopyAsync(TransferDirection direction, int ordinal,
                                   CudaStream stream) const {
   if (api_->cuMemcpyBatchAsync_ == nullptr) return Missing("cuMemcpyBatchAsync (CUDA 13)");
   if (ops.empty()) return Status::Ok();
-  if (ops.size() > arrays.capacity()) {
-    return Status::InvalidArgument("batch of " + std::to_string(ops.size()) + " copies exceeds " +
-                                   std::to_string(arrays.capacity()));
-  }
+  STRATA_RETURN_IF_ERROR(CheckBatchFits(ops.size(), arrays.capacity()));
   const bool to_host = direction == TransferDirection::kDeviceToHost;
   CudaCopyArrays::Impl& a = *arrays.impl_;
   for (size_t i = 0; i < ops.size(); ++i) {
@@ -81,10 +85,7 @@ Status CudaDriver::BatchCopy2DAsync(TransferDirection direction, int ordinal,
                                     CudaStream stream) const {
   if (api_->cuMemcpy3DBatchAsync_ == nullptr) return Missing("cuMemcpy3DBatchAsync (CUDA 13)");
   if (ops.empty()) return Status::Ok();
-  if (ops.size() > arrays.capacity()) {
-    return Status::InvalidArgument("batch of " + std::to_string(ops.size()) + " copies exceeds " +
-                                   std::to_string(arrays.capacity()));
-  }
+  STRATA_RETURN_IF_ERROR(CheckBatchFits(ops.size(), arrays.capacity()));
   const bool to_host = direction == TransferDirection::kDeviceToHost;
   CudaCopyArrays::Impl& a = *arrays.impl_;
   for (size_t i = 0; i < ops.size(); ++i) {
