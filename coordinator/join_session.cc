@@ -29,20 +29,20 @@ std::string ClosedWhy(const wire::LinkState& state) {
 // ---- AcceptedLinks ---------------------------------------------------------
 
 void AcceptedLinks::Add(std::unique_ptr<wire::Link> link) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const uint64_t tag = next_tag_++;
   link->Start(inbox_->HandlersFor(tag));
   links_.emplace(tag, std::move(link));
 }
 
 wire::Link* AcceptedLinks::Find(uint64_t tag) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = links_.find(tag);
   return it == links_.end() ? nullptr : it->second.get();
 }
 
 std::unique_ptr<wire::Link> AcceptedLinks::Take(uint64_t tag) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = links_.find(tag);
   if (it == links_.end()) return nullptr;
   std::unique_ptr<wire::Link> link = std::move(it->second);
@@ -53,7 +53,7 @@ std::unique_ptr<wire::Link> AcceptedLinks::Take(uint64_t tag) {
 void AcceptedLinks::CloseAll() {
   std::map<uint64_t, std::unique_ptr<wire::Link>> all;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     all.swap(links_);
   }
   for (auto& [tag, link] : all) link->Close();

@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -18,6 +17,7 @@
 #include "coordinator/hello_check.h"
 #include "coordinator/rendezvous/rendezvous.h"
 #include "coordinator/sharded_transport.h"
+#include "store/base/mutex.h"
 #include "store/tier/local_disk.h"
 #include "wire/link.h"
 #include "wire/link_inbox.h"
@@ -39,9 +39,9 @@ class AcceptedLinks {
 
  private:
   std::shared_ptr<wire::LinkInbox> inbox_;
-  std::mutex mu_;
-  uint64_t next_tag_ = 1;                                  // guarded by mu_
-  std::map<uint64_t, std::unique_ptr<wire::Link>> links_;  // guarded by mu_
+  Mutex mu_;
+  uint64_t next_tag_ GUARDED_BY(mu_) = 1;
+  std::map<uint64_t, std::unique_ptr<wire::Link>> links_ GUARDED_BY(mu_);
 };
 
 // What the join saw, for logs and the status page.

@@ -4,22 +4,25 @@ namespace strata {
 
 void WakeSignal::Notify() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     raised_ = true;
     ++notifications_;
   }
-  cv_.notify_one();
+  cv_.NotifyOne();
 }
 
 bool WakeSignal::WaitUntil(std::chrono::steady_clock::time_point deadline) {
-  std::unique_lock lock(mu_);
-  const bool raised = cv_.wait_until(lock, deadline, [&] { return raised_; });
+  MutexLock lock(mu_);
+  while (!raised_) {
+    if (!cv_.WaitUntil(lock, deadline)) break;
+  }
+  const bool raised = raised_;
   raised_ = false;
   return raised;
 }
 
 uint64_t WakeSignal::notifications() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return notifications_;
 }
 

@@ -13,9 +13,9 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
+
+#include "store/base/mutex.h"
 
 namespace strata {
 
@@ -37,10 +37,10 @@ class WakeSignal {
   uint64_t notifications() const;
 
  private:
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool raised_ = false;         // guarded by mu_
-  uint64_t notifications_ = 0;  // guarded by mu_
+  mutable Mutex mu_;
+  CondVar cv_;
+  bool raised_ GUARDED_BY(mu_) = false;
+  uint64_t notifications_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace strata

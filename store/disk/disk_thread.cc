@@ -5,12 +5,11 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include <condition_variable>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <thread>
 
+#include "store/base/mutex.h"
 #include "store/disk/disk_job_run.h"
 
 namespace strata {
@@ -74,15 +73,15 @@ struct DiskThread::State final : RequestSink, std::enable_shared_from_this<DiskT
   std::atomic<uint64_t> busy_ns{0};  // wall time outside waits for completions
 
   // Shared between the owner and the disk thread, under mu.
-  std::mutex mu;
-  std::condition_variable cv;  // a completion arrived, the thread started or exited
-  std::deque<DiskJob> queued;
-  std::deque<DiskCompletion> done;
-  std::shared_ptr<WakeSignal> signal;  // the owner's, notified with cv
-  uint32_t outstanding = 0;            // submitted, not yet polled
-  bool stop = false;
-  bool exited = false;
-  bool stuck = false;  // exited with requests still in the kernel
+  Mutex mu;
+  CondVar cv;  // a completion arrived, the thread started or exited
+  std::deque<DiskJob> queued GUARDED_BY(mu);
+  std::deque<DiskCompletion> done GUARDED_BY(mu);
+  std::shared_ptr<WakeSignal> signal GUARDED_BY(mu);  // the owner's, notified with cv
+  uint32_t outstanding GUARDED_BY(mu) = 0;            // submitted, not yet polled
+  bool stop GUARDED_BY(mu) = false;
+  bool exited GUARDED_BY(mu) = false;
+  bool stuck GUARDED_BY(mu) = false;  // exited with requests still in the kernel
 
   // Disk thread only.
   struct Slot {
@@ -207,11 +206,11 @@ struct DiskThread::State final : RequestSink, std::enable_shared_from_this<DiskT
     (c.status.ok() ? jobs_completed : jobs_failed) += 1;
     std::shared_ptr<WakeSignal> owner;
     {
-      std::lock_guard<std::mutex> lock(mu);
+      MutexLock lock(mu);
       done.push_back(std::move(c));
       owner = signal;
     }
-    cv.notify_all();
+    cv.NotifyAll();
     if (owner) owner->Notify();
   }
 
@@ -221,10 +220,10 @@ struct DiskThread::State final : RequestSink, std::enable_shared_from_this<DiskT
     ok = setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), options.nice) == 0 && ok;
     scheduling_applied = ok;
     {
-      std::lock_guard<std::mutex> lock(mu);
+      MutexLock lock(mu);
       tid = gettid();
     }
-    cv.notify_all();
+    cv.NotifyAll();
   }
 
   void Run() {
@@ -237,7 +236,7 @@ struct DiskThread::State final : RequestSink, std::enable_shared_from_this<DiskT
       std::deque<DiskJob> refused;
       bool stopping;
       {
-        std::lock_guard<std::mutex> lock(mu);
+        MutexLock lock(mu);
         stopping = stop;
         if (stopping) {
           refused.swap(queued);
@@ -279,7 +278,7 @@ struct DiskThread::State final : RequestSink, std::enable_shared_from_this<DiskT
         // Keep this state (ring, runs, iovecs) alive for good rather than
         // unmap memory the kernel may still use.
         new std::shared_ptr<State>(shared_from_this());  // NOLINT: deliberate leak
-        std::lock_guard<std::mutex> lock(mu);
+        MutexLock lock(mu);
         stuck = true;
         break;
       }
@@ -287,10 +286,10 @@ struct DiskThread::State final : RequestSink, std::enable_shared_from_this<DiskT
       for (size_t i = 0; i < *n; ++i) OnCompletion(reaped[i]);
     }
     {
-      std::lock_guard<std::mutex> lock(mu);
+      MutexLock lock(mu);
       exited = true;
     }
-    cv.notify_all();
+    cv.NotifyAll();
   }
 };
 
@@ -317,9 +316,12 @@ Result<std::unique_ptr<DiskThread>> DiskThread::Start(FileSystem& fs, std::uniqu
   auto state = std::make_shared<State>(fs, std::move(io), dir_fd, std::move(dir_path), options);
   state->thread = std::thread([state] { state->Run(); });
   std::unique_ptr<DiskThread> thread(new DiskThread(state));
-  std::unique_lock<std::mutex> lock(state->mu);
-  if (!state->cv.wait_for(lock, kStartDeadline, [&] { return state->tid != 0; })) {
-    lock.unlock();
+  MutexLock lock(state->mu);
+  const auto start_deadline = std::chrono::steady_clock::now() + kStartDeadline;
+  while (state->tid == 0 && state->cv.WaitUntil(lock, start_deadline)) {
+  }
+  if (state->tid == 0) {
+    lock.Unlock();
     (void)thread->Shutdown(kDefaultShutdownDeadline);
     return Status::Internal("disk thread did not start within 5 s");
   }
@@ -336,7 +338,7 @@ DiskThread::~DiskThread() {
 Status DiskThread::Submit(DiskJob job) {
   STRATA_RETURN_IF_ERROR(disk_internal::ValidateJob(job.body));
   {
-    std::lock_guard<std::mutex> lock(state_->mu);
+    MutexLock lock(state_->mu);
     if (state_->stop) return Status::Aborted("disk thread is shut down");
     if (state_->outstanding >= state_->options.max_outstanding_jobs) {
       return Status::Busy("disk thread has " + std::to_string(state_->outstanding) +
@@ -350,7 +352,7 @@ Status DiskThread::Submit(DiskJob job) {
 }
 
 size_t DiskThread::Poll(std::vector<DiskCompletion>& out) {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(state_->mu);
   const size_t n = state_->done.size();
   for (DiskCompletion& c : state_->done) out.push_back(std::move(c));
   state_->done.clear();
@@ -359,14 +361,17 @@ size_t DiskThread::Poll(std::vector<DiskCompletion>& out) {
 }
 
 bool DiskThread::WaitForCompletion(std::chrono::milliseconds bound) {
-  std::unique_lock<std::mutex> lock(state_->mu);
-  return state_->cv.wait_for(lock, bound, [&] { return !state_->done.empty(); });
+  MutexLock lock(state_->mu);
+  const auto until = std::chrono::steady_clock::now() + bound;
+  while (state_->done.empty() && state_->cv.WaitUntil(lock, until)) {
+  }
+  return !state_->done.empty();
 }
 
 void DiskThread::NotifyOnCompletion(std::shared_ptr<WakeSignal> signal) {
   std::shared_ptr<WakeSignal> raise;  // set when a completion already waits
   {
-    std::lock_guard<std::mutex> lock(state_->mu);
+    MutexLock lock(state_->mu);
     state_->signal = std::move(signal);
     if (!state_->done.empty()) raise = state_->signal;
   }
@@ -376,14 +381,17 @@ void DiskThread::NotifyOnCompletion(std::shared_ptr<WakeSignal> signal) {
 Status DiskThread::Shutdown(std::chrono::milliseconds deadline) {
   if (shutdown_result_) return *shutdown_result_;
   {
-    std::lock_guard<std::mutex> lock(state_->mu);
+    MutexLock lock(state_->mu);
     state_->stop = true;
   }
   state_->io->Wake();
-  std::unique_lock<std::mutex> lock(state_->mu);
-  const bool exited = state_->cv.wait_for(lock, deadline, [&] { return state_->exited; });
+  MutexLock lock(state_->mu);
+  const auto until = std::chrono::steady_clock::now() + deadline;
+  while (!state_->exited && state_->cv.WaitUntil(lock, until)) {
+  }
+  const bool exited = state_->exited;
   const bool stuck = state_->stuck;
-  lock.unlock();
+  lock.Unlock();
   if (!exited) {
     return Status::Aborted("disk thread of '" + state_->dir_path + "' did not drain within " +
                            std::to_string(deadline.count()) +

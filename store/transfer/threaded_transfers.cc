@@ -83,10 +83,12 @@ void ForEachRowPart(const std::vector<HostPiece>& pieces, uint64_t offset, uint6
 struct ThreadedTransfers::Rank {
   std::unique_ptr<CopyEngine> engine;
   RankPlanes planes;
-  std::deque<std::shared_ptr<const TransferJob>> queue;  // guarded by mu_
-  std::condition_variable cv;
+  // Guarded by ThreadedTransfers::mu_ (a nested struct cannot name it in
+  // GUARDED_BY; every access below holds it).
+  std::deque<std::shared_ptr<const TransferJob>> queue;
+  CondVar cv;
   std::thread thread;
-  bool exited = false;  // guarded by mu_
+  bool exited = false;
 };
 
 ThreadedTransfers::ThreadedTransfers(const CacheGeometry& geometry,
@@ -126,9 +128,9 @@ Result<std::unique_ptr<ThreadedTransfers>> ThreadedTransfers::Create(
         tp->RunRank(static_cast<uint32_t>(r));
         tp->ranks_[r]->engine->Stop();
       }
-      std::lock_guard lock(tp->mu_);
+      MutexLock lock(tp->mu_);
       tp->ranks_[r]->exited = true;
-      tp->done_cv_.notify_all();
+      tp->done_cv_.NotifyAll();
     });
   }
   Status first;
@@ -145,10 +147,10 @@ Result<std::unique_ptr<ThreadedTransfers>> ThreadedTransfers::Create(
 
 ThreadedTransfers::~ThreadedTransfers() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
-  for (auto& r : ranks_) r->cv.notify_all();
+  for (auto& r : ranks_) r->cv.NotifyAll();
   for (auto& r : ranks_) {
     if (r->thread.joinable()) r->thread.join();
   }
@@ -195,7 +197,7 @@ Status ThreadedTransfers::Submit(TransferJob job) {
   }
   auto shared = std::make_shared<const TransferJob>(std::move(job));
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_) return Status::Aborted("transfers are closed");
     for (auto& r : ranks_) {
       if (r->queue.size() >= options_.queue_depth) {
@@ -208,25 +210,28 @@ Status ThreadedTransfers::Submit(TransferJob job) {
     pending_[shared->id] = Pending{static_cast<uint32_t>(ranks_.size()), Status::Ok(), 0};
     for (auto& r : ranks_) r->queue.push_back(shared);
   }
-  for (auto& r : ranks_) r->cv.notify_one();
+  for (auto& r : ranks_) r->cv.NotifyOne();
   return Status::Ok();
 }
 
 void ThreadedTransfers::Poll(std::vector<TransferCompletion>& out) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (TransferCompletion& c : done_) out.push_back(std::move(c));
   done_.clear();
 }
 
 bool ThreadedTransfers::WaitForCompletion(std::chrono::milliseconds timeout) {
-  std::unique_lock lock(mu_);
-  return done_cv_.wait_for(lock, timeout, [&] { return !done_.empty(); });
+  MutexLock lock(mu_);
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  while (done_.empty() && done_cv_.WaitUntil(lock, until)) {
+  }
+  return !done_.empty();
 }
 
 void ThreadedTransfers::NotifyOnCompletion(std::shared_ptr<WakeSignal> signal) {
   std::shared_ptr<WakeSignal> raise;  // set when a completion already waits
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     signal_ = std::move(signal);
     if (!done_.empty()) raise = signal_;
   }
@@ -234,20 +239,17 @@ void ThreadedTransfers::NotifyOnCompletion(std::shared_ptr<WakeSignal> signal) {
 }
 
 Status ThreadedTransfers::Close(std::chrono::milliseconds deadline) {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   stopping_ = true;
-  for (auto& r : ranks_) r->cv.notify_all();
-  bool all = done_cv_.wait_for(lock, deadline, [&] {
-    for (auto& r : ranks_) {
-      if (!r->exited) return false;
-    }
-    return true;
-  });
-  if (!all) {
+  for (auto& r : ranks_) r->cv.NotifyAll();
+  const auto until = std::chrono::steady_clock::now() + deadline;
+  while (!AllRanksExited() && done_cv_.WaitUntil(lock, until)) {
+  }
+  if (!AllRanksExited()) {
     return Status::Aborted("transfer threads did not drain within " +
                            std::to_string(deadline.count()) + " ms; host memory must stay alive");
   }
-  lock.unlock();
+  lock.Unlock();
   if (!closed_) {
     for (auto& r : ranks_) r->thread.join();
     closed_ = true;
@@ -255,20 +257,27 @@ Status ThreadedTransfers::Close(std::chrono::milliseconds deadline) {
   return Status::Ok();
 }
 
+bool ThreadedTransfers::AllRanksExited() {
+  for (auto& r : ranks_) {
+    if (!r->exited) return false;
+  }
+  return true;
+}
+
 void ThreadedTransfers::RunRank(uint32_t rank) {
   Rank& r = *ranks_[rank];
   for (;;) {
     std::shared_ptr<const TransferJob> job;
     {
-      std::unique_lock lock(mu_);
-      r.cv.wait(lock, [&] { return !r.queue.empty() || stopping_; });
+      MutexLock lock(mu_);
+      while (r.queue.empty() && !stopping_) r.cv.Wait(lock);
       if (r.queue.empty()) return;  // stopping, and every accepted job is done
       job = r.queue.front();
     }
     uint64_t bytes = 0;
     Status s = RunJob(rank, *job, bytes);
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       r.queue.pop_front();
     }
     Finish(job->id, s, bytes);
@@ -310,7 +319,7 @@ Status ThreadedTransfers::RunJob(uint32_t rank, const TransferJob& job, uint64_t
 void ThreadedTransfers::Finish(JobId id, const Status& status, uint64_t bytes) {
   std::shared_ptr<WakeSignal> owner;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = pending_.find(id);
     STRATA_ASSERT(it != pending_.end(), "completion for an unknown transfer job");
     Pending& p = it->second;
@@ -319,7 +328,7 @@ void ThreadedTransfers::Finish(JobId id, const Status& status, uint64_t bytes) {
     if (--p.ranks_left != 0) return;
     done_.push_back({id, p.status, p.bytes});
     pending_.erase(it);
-    done_cv_.notify_all();
+    done_cv_.NotifyAll();
     owner = signal_;
   }
   if (owner) owner->Notify();

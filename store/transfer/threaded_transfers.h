@@ -8,7 +8,6 @@
 #include <condition_variable>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <unordered_map>
 
@@ -51,18 +50,20 @@ class ThreadedTransfers final : public Transfers {
   void RunRank(uint32_t rank);
   Status RunJob(uint32_t rank, const TransferJob& job, uint64_t& bytes);
   void Finish(JobId id, const Status& status, uint64_t bytes);
+  bool AllRanksExited() REQUIRES(mu_);
 
   CacheGeometry geometry_;
   RecordLayout layout_;
   ThreadedTransfersOptions options_;
   std::vector<std::unique_ptr<Rank>> ranks_;
 
-  std::mutex mu_;  // guards pending_, done_, stopping_, signal_
-  std::condition_variable done_cv_;
-  std::shared_ptr<WakeSignal> signal_;  // the owner's, notified with done_cv_
-  std::unordered_map<JobId, Pending> pending_;
-  std::vector<TransferCompletion> done_;
-  bool stopping_ = false;
+  // Also guards each Rank's queue and exited flag (threaded_transfers.cc).
+  Mutex mu_;
+  CondVar done_cv_;
+  std::shared_ptr<WakeSignal> signal_ GUARDED_BY(mu_);  // the owner's, notified with done_cv_
+  std::unordered_map<JobId, Pending> pending_ GUARDED_BY(mu_);
+  std::vector<TransferCompletion> done_ GUARDED_BY(mu_);
+  bool stopping_ GUARDED_BY(mu_) = false;
   bool closed_ = false;
 };
 
