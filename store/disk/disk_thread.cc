@@ -9,6 +9,7 @@
 #include <functional>
 #include <thread>
 
+#include "store/base/deliberate_leak.h"
 #include "store/base/mutex.h"
 #include "store/disk/disk_job_run.h"
 
@@ -277,7 +278,7 @@ struct DiskThread::State final : RequestSink, std::enable_shared_from_this<DiskT
         // stay owned by the kernel and the jobs are never reported.
         // Keep this state (ring, runs, iovecs) alive for good rather than
         // unmap memory the kernel may still use.
-        new std::shared_ptr<State>(shared_from_this());  // NOLINT: deliberate leak
+        LeakOnPurpose(std::make_unique<std::shared_ptr<State>>(shared_from_this()));
         MutexLock lock(mu);
         stuck = true;
         break;

@@ -87,7 +87,9 @@ TEST(CudaDriverTest, ContextGuardRestoresTheCallersContext) {
   {
     ContextGuard guard(d, ctx);
     ASSERT_TRUE(guard.status().ok());
-    EXPECT_TRUE(d.MemAlloc(4096).ok());  // a context is current inside
+    Result<uint64_t> device = d.MemAlloc(4096);  // a context is current inside
+    ASSERT_TRUE(device.ok());
+    EXPECT_TRUE(d.MemFree(*device).ok());
   }
   // Popped again: nothing is current on this thread, so allocation fails.
   EXPECT_EQ(d.MemAlloc(4096).status().code(), StatusCode::kInvalidArgument);
