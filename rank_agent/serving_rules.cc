@@ -41,8 +41,8 @@ std::optional<Status> ServingRules::OnMessage(const wire::Message& message, JobR
   }
   if (const auto* close = std::get_if<wire::Close>(&message)) {
     if (drained_) return End(Status::Ok());
-    return End(Status::Unavailable("rank zero closed the session before draining: " +
-                                   close->reason));
+    return End(
+        Status::Unavailable("rank zero closed the session before draining: " + close->reason));
   }
   if (std::holds_alternative<wire::Heartbeat>(message)) return std::nullopt;
   return End(Status::FailedPrecondition("rank zero sent " +

@@ -16,7 +16,8 @@ SimAgent::SimAgent(RankId rank, SimDisk& disk, SimNetwork& net, SimRandom& rando
 
 Status SimAgent::DiskRunner::Submit(const RecordJob& job) {
   SimAgent& a = agent_;
-  const SimTime done_at = a.net_.now() + a.random_.Between(a.options_.disk_min, a.options_.disk_max);
+  const SimTime done_at =
+      a.net_.now() + a.random_.Between(a.options_.disk_min, a.options_.disk_max);
   return a.disk_.Submit(job, done_at);
 }
 
