@@ -5,22 +5,16 @@
 # Exits non-zero when any seed breaks an invariant.
 #
 #   ./launch/simulate.sh [--seeds N] [--first-seed S] [--time-limit SECONDS]
-#       [--seed N --trace] [--build DIR]
+#       [--seed N --trace] [--planted-bug] [--build DIR]
 #   --seeds defaults to 20000 (a few minutes on one core).
 #   --seed N replays one seed with its event trace.
+#   --planted-bug runs peers with a deliberately wrong serving rule (must fail).
 #   --build is the build directory (default build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BUILD=build
-ARGS=()
-while (($#)); do
-  case "$1" in
-    --build) BUILD=$2; shift 2 ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
-    *) ARGS+=("$1"); shift ;;
-  esac
-done
-[[ " ${ARGS[*]} " == *" --seeds "* || " ${ARGS[*]} " == *" --seed "* ]] || ARGS+=(--seeds 20000)
+source launch/built-tool.sh
+built_tool_args "$@"
+built_tool_has --seeds --seed || ARGS+=(--seeds 20000)
 SIM="$BUILD/tests/sim/strata_sim"
-[[ -x $SIM ]] || { echo "simulate: no $SIM; build first (ninja -C $BUILD)" >&2; exit 2; }
+built_tool_require simulate "$SIM"
 exec "$SIM" "${ARGS[@]}"

@@ -10,16 +10,9 @@
 #   --build is the build directory holding the strata binary (default build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BUILD=build
-ARGS=()
-while (($#)); do
-  case "$1" in
-    --build) BUILD=$2; shift 2 ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
-    *) ARGS+=("$1"); shift ;;
-  esac
-done
-[[ " ${ARGS[*]} " == *" --duration "* ]] || ARGS+=(--duration 300)
+source launch/built-tool.sh
+built_tool_args "$@"
+built_tool_has --duration || ARGS+=(--duration 300)
 STRATA="$BUILD/strata"
-[[ -x $STRATA ]] || { echo "soak: no $STRATA; build first (ninja -C $BUILD)" >&2; exit 2; }
+built_tool_require soak "$STRATA"
 exec bash tests/soak/crash_soak.sh "$STRATA" "${ARGS[@]}"

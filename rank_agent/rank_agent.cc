@@ -24,6 +24,22 @@ constexpr auto kSendRetryPause = std::chrono::milliseconds(1);
 
 std::string RankName(RankId rank) { return "rank " + std::to_string(rank.value); }
 
+// "cause" or "cause: reason" of a closed link.
+std::string CloseDescription(const wire::LinkState& state) {
+  return std::string(wire::CloseCauseName(state.cause)) +
+         (state.reason.ok() ? "" : ": " + state.reason.message());
+}
+
+// ServingRules' runner: this rank's staged transport.
+class StagedRunner final : public JobRunner {
+ public:
+  explicit StagedRunner(StagedTransport& staged) : staged_(staged) {}
+  Status Submit(const RecordJob& job) override { return staged_.Submit(job); }
+
+ private:
+  StagedTransport& staged_;
+};
+
 }  // namespace
 
 std::string_view AgentStateName(AgentState state) {
@@ -41,7 +57,8 @@ RankAgent::RankAgent(RankAgentOptions options, RankJoin join)
     : options_(std::move(options)),
       join_(std::move(join)),
       wake_(std::make_shared<WakeSignal>()),
-      inbox_(std::make_shared<wire::LinkInbox>(options_.inbox_messages_max)) {
+      inbox_(std::make_shared<wire::LinkInbox>(options_.inbox_messages_max)),
+      rules_(options_.rank, options_.held_jobs_max) {
   inbox_->NotifyOnEvent(wake_);
 }
 
@@ -226,9 +243,8 @@ Result<wire::Message> RankAgent::Next(Clock::time_point deadline, std::string_vi
           return std::move(e.message);
         case wire::LinkEvent::Kind::kClosed:
           return Status::Unavailable("the record link to rank zero closed (" +
-                                     std::string(wire::CloseCauseName(e.state.cause)) +
-                                     ") while this rank waited for " + std::string(waiting_for) +
-                                     (e.state.reason.ok() ? "" : ": " + e.state.reason.message()));
+                                     CloseDescription(e.state) + ") while this rank waited for " +
+                                     std::string(waiting_for));
         case wire::LinkEvent::Kind::kOverflow:
           return Status::FailedPrecondition("rank zero sent more messages than this rank queues");
       }
@@ -255,6 +271,7 @@ Status RankAgent::SendPatiently(const wire::Message& message, Clock::time_point 
 
 Status RankAgent::Serve() {
   state_ = AgentState::kServing;
+  StagedRunner runner(*staged_);
   std::vector<wire::LinkEvent> fresh;
   for (;;) {
     if (stop_) return Status::Aborted(RankName(options_.rank) + " was stopped by its owner");
@@ -262,17 +279,18 @@ Status RankAgent::Serve() {
     inbox_->Take(fresh);
     for (wire::LinkEvent& e : fresh) events_.push_back(std::move(e));
     while (!events_.empty()) {
-      wire::LinkEvent e = std::move(events_.front());
+      const wire::LinkEvent e = std::move(events_.front());
       events_.pop_front();
-      bool ended = false;
-      Status s = Handle(e, ended);
-      if (!s.ok() || ended) return s;
+      std::optional<Status> ended = Handle(e, runner);
+      STRATA_RETURN_IF_ERROR(SendAnswers());
+      if (ended) return *ended;
     }
-    STRATA_RETURN_IF_ERROR(Pump());
-    if (draining_ && !drained_ && active_.empty() && held_.empty()) {
+    Pump(runner);
+    STRATA_RETURN_IF_ERROR(SendAnswers());
+    if (rules_.DrainDue()) {
       drain_status_ = staged_->Close(options_.drain_timeout);
       staged_closed_ = true;
-      drained_ = true;
+      rules_.MarkDrained();
       STRATA_RETURN_IF_ERROR(link_->Send(wire::Drained{wire::FitForWire(drain_status_)}));
       if (!drain_status_.ok()) return drain_status_;
     }
@@ -280,99 +298,36 @@ Status RankAgent::Serve() {
   }
 }
 
-Status RankAgent::Handle(wire::LinkEvent& e, bool& ended) {
-  if (e.kind == wire::LinkEvent::Kind::kClosed) {
-    ended = true;
-    if (drained_) return Status::Ok();
-    return Status::Unavailable("the record link to rank zero closed (" +
-                               std::string(wire::CloseCauseName(e.state.cause)) + ")" +
-                               (e.state.reason.ok() ? "" : ": " + e.state.reason.message()));
+std::optional<Status> RankAgent::Handle(const wire::LinkEvent& e, JobRunner& runner) {
+  switch (e.kind) {
+    case wire::LinkEvent::Kind::kClosed: return rules_.OnLinkClosed(CloseDescription(e.state));
+    case wire::LinkEvent::Kind::kOverflow: return rules_.OnOverflow();
+    case wire::LinkEvent::Kind::kMessage: break;
   }
-  if (e.kind == wire::LinkEvent::Kind::kOverflow) {
-    return Status::FailedPrecondition("rank zero sent more messages than this rank queues");
-  }
-  wire::Message& m = e.message;
-  if (auto* job = std::get_if<wire::Job>(&m)) {
-    Accept(std::move(job->record));
-    return Status::Ok();
-  }
-  if (std::holds_alternative<wire::Drain>(m)) {
-    draining_ = true;
-    state_ = AgentState::kDraining;
-    return Status::Ok();
-  }
-  if (auto* close = std::get_if<wire::Close>(&m)) {
-    ended = true;
-    if (drained_) return Status::Ok();
-    return Status::Unavailable("rank zero closed the session before draining: " + close->reason);
-  }
-  if (std::holds_alternative<wire::Heartbeat>(m)) return Status::Ok();
-  return Status::FailedPrecondition("rank zero sent " + std::string(wire::MessageName(m)) +
-                                    " while this rank was serving");
+  std::optional<Status> ended = rules_.OnMessage(e.message, runner, answers_);
+  if (rules_.draining() && state_ == AgentState::kServing) state_ = AgentState::kDraining;
+  return ended;
 }
 
-void RankAgent::Accept(RecordJob job) {
-  const JobId id = job.id;
-  if (draining_) {
-    (void)Reply({id, Status::Aborted(RankName(options_.rank) + " is draining"), false, 0});
-    return;
-  }
-  if (!held_.empty()) {
-    if (held_.size() >= options_.held_jobs_max) {
-      (void)Reply({id,
-                   Status::Busy(RankName(options_.rank) + " holds " + std::to_string(held_.size()) +
-                                " jobs waiting for staging"),
-                   false, 0});
-    } else {
-      held_.push_back(std::move(job));
-    }
-    return;
-  }
-  Status s = staged_->Submit(job);
-  if (s.code() == StatusCode::kBusy) {
-    held_.push_back(std::move(job));
-  } else if (!s.ok()) {
-    (void)Reply({id, s, false, 0});
-  } else {
-    active_.insert(id);
-  }
-}
-
-Status RankAgent::Pump() {
-  while (!held_.empty()) {
-    Status s = staged_->Submit(held_.front());
-    if (s.code() == StatusCode::kBusy) break;
-    const JobId id = held_.front().id;
-    held_.pop_front();
-    if (s.ok()) {
-      active_.insert(id);
-    } else {
-      STRATA_RETURN_IF_ERROR(Reply({id, s, false, 0}));
-    }
-  }
+void RankAgent::Pump(JobRunner& runner) {
+  rules_.SubmitHeld(runner, answers_);
   done_.clear();
   staged_->Poll(done_);
-  for (const RecordJobDone& d : done_) {
-    active_.erase(d.id);
-    STRATA_RETURN_IF_ERROR(Reply(d));
-  }
-  return Status::Ok();
+  for (const RecordJobDone& d : done_) rules_.OnFinished(d, answers_);
 }
 
-Status RankAgent::Reply(const RecordJobDone& d) {
-  ++(d.status.ok() ? jobs_done_ : jobs_failed_);
-  bytes_ += d.bytes;
-  wire::JobDone done;
-  done.id = d.id;
-  done.rank = options_.rank;
-  done.status = wire::FitForWire(d.status);
-  done.filesystem_full = d.fs_full && !d.status.ok();
-  done.bytes = d.bytes;
-  Status sent = link_->Send(done);
-  if (!sent.ok()) {
-    return sent.WithContext("reporting job " + std::to_string(d.id.value) + " to rank zero");
+Status RankAgent::SendAnswers() {
+  Status failed;
+  for (const wire::JobDone& done : answers_) {
+    ++(done.status.ok() ? jobs_done_ : jobs_failed_);
+    bytes_ += done.bytes;
+    Status sent = link_->Send(done);
+    if (!sent.ok() && failed.ok()) {
+      failed = sent.WithContext("reporting job " + std::to_string(done.id.value) + " to rank zero");
+    }
   }
-  return Status::Ok();
+  answers_.clear();
+  return failed;
 }
 
 // ---- ending ----------------------------------------------------------------

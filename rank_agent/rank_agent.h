@@ -6,7 +6,9 @@
 // zero, Hello, its scan summary, the agreement (delete / truncate, rescan),
 // and every Job rank zero sends, run on its own staged transport and
 // answered with JobDone. On Drain it finishes the jobs it accepted and
-// reports Drained; Close from rank zero ends the session.
+// reports Drained; Close from rank zero ends the session. What it decides
+// while serving (hold, busy, drain, the answers) is ServingRules
+// (serving_rules.h); this class does the I/O around it.
 //
 // When its drain is not confirmed (copies or disk I/O did not stop within
 // drain_timeout) it keeps its transport, transfer threads, disk thread and
@@ -28,9 +30,9 @@
 #include <string>
 #include <string_view>
 #include <thread>
-#include <unordered_set>
 #include <vector>
 
+#include "rank_agent/serving_rules.h"
 #include "store/base/wake_signal.h"
 #include "store/record/geometry.h"
 #include "store/tier/local_disk.h"
@@ -137,11 +139,12 @@ class RankAgent {
   // Send, retrying a full queue (large scan summaries) until `deadline`.
   Status SendPatiently(const wire::Message& message,
                        std::chrono::steady_clock::time_point deadline);
-  // Serving: one event from rank zero. Sets `ended` when the session ends.
-  Status Handle(wire::LinkEvent& event, bool& ended);
-  void Accept(RecordJob job);
-  Status Reply(const RecordJobDone& done);
-  Status Pump();
+  // Serving: one event from rank zero; how the session ended, if it did.
+  std::optional<Status> Handle(const wire::LinkEvent& event, JobRunner& runner);
+  // Submits held jobs and collects the transport's completions.
+  void Pump(JobRunner& runner);
+  // Sends answers_ to rank zero (and counts them), then clears it.
+  Status SendAnswers();
 
   RankAgentOptions options_;
   RankJoin join_;
@@ -158,11 +161,9 @@ class RankAgent {
 
   // Agent thread only.
   std::deque<wire::LinkEvent> events_;
-  std::deque<RecordJob> held_;        // waiting for room in the staged transport
-  std::unordered_set<JobId> active_;  // accepted by the staged transport
+  ServingRules rules_;
+  JobAnswers answers_;  // not yet sent
   std::vector<RecordJobDone> done_;
-  bool draining_ = false;
-  bool drained_ = false;        // Drained was sent
   bool staged_closed_ = false;  // staged_->Close ran
   Status drain_status_;         // its result
 

@@ -5,71 +5,82 @@
 
 namespace strata::sim {
 
+SimAgent::SimAgent(RankId rank, SimDisk& disk, SimNetwork& net, SimRandom& random,
+                   SimAgentOptions options)
+    : rank_(rank),
+      disk_(disk),
+      net_(net),
+      random_(random),
+      options_(options),
+      rules_(MakeServingRules(options.planted_bug, rank, options.held_max)) {}
+
+Status SimAgent::DiskRunner::Submit(const RecordJob& job) {
+  SimAgent& a = agent_;
+  const SimTime done_at =
+      a.net_.now() + a.random_.Between(a.options_.disk_min, a.options_.disk_max);
+  return a.disk_.Submit(job, done_at);
+}
+
 bool SimAgent::InFlight(JobId id) const {
+  const std::deque<RecordJob>& held = rules_->held();
   return disk_.Running(id) ||
-         std::any_of(held_.begin(), held_.end(), [&](const RecordJob& j) { return j.id == id; });
+         std::any_of(held.begin(), held.end(), [&](const RecordJob& j) { return j.id == id; });
 }
 
 void SimAgent::ForEachInFlight(const std::function<void(const RecordJob&)>& fn) const {
-  for (const RecordJob& j : held_) fn(j);
+  for (const RecordJob& j : rules_->held()) fn(j);
   for (const SimDiskJob& j : disk_.running()) fn(j.job);
 }
 
-void SimAgent::Reply(const RecordJobDone& done) {
-  last_answered_ = done.id;
-  net_.SendToZero(rank_, wire::JobDone{done.id, rank_, wire::FitForWire(done.status),
-                                       done.fs_full && !done.status.ok(), done.bytes});
+void SimAgent::Send(JobAnswers& answers) {
+  for (const wire::JobDone& done : answers) {
+    last_answered_ = done.id;
+    net_.SendToZero(rank_, done);
+  }
+  answers.clear();
 }
 
-void SimAgent::Accept(const RecordJob& job) {
-  if (held_.size() >= options_.held_max) {
-    Reply({job.id, Status::Busy("rank " + std::to_string(rank_.value) + " holds too many jobs"),
-           false, 0});
-    return;
-  }
-  held_.push_back(job);
-  if (options_.ack_early) {
-    acked_.insert(job.id);
-    Reply({job.id, Status::Ok(), false, 0});
-  }
+void SimAgent::Ended(const Status& outcome) {
+  if (outcome.ok() || net_.PeerSideClosed(rank_)) return;
+  net_.SendToZero(rank_, wire::Close{wire::FitText(outcome.message())});
+  net_.Reset(rank_, "rank " + std::to_string(rank_.value) + " ended its session");
 }
 
-void SimAgent::SubmitHeld() {
-  while (!held_.empty()) {
-    const SimTime done_at = net_.now() + random_.Between(options_.disk_min, options_.disk_max);
-    if (!disk_.Submit(held_.front(), done_at).ok()) return;  // busy: later
-    held_.pop_front();
+Status SimAgent::Read(JobAnswers& answers) {
+  std::vector<wire::Message> in;
+  STRATA_RETURN_IF_ERROR(net_.TakeForPeer(rank_, in));
+  for (const wire::Message& m : in) {
+    std::optional<Status> ended = rules_->OnMessage(m, runner_, answers);
+    Send(answers);
+    if (ended) {
+      Ended(*ended);
+      break;
+    }
   }
+  return Status::Ok();
 }
 
 Status SimAgent::Step(bool all) {
   if (crashed_) return Status::Ok();
-  const bool lost = net_.PeerSideClosed(rank_);
-  if (!lost && (all || !stalled())) {
-    std::vector<wire::Message> in;
-    Status s = net_.TakeForPeer(rank_, in);
-    if (!s.ok()) return s;
-    for (wire::Message& m : in) {
-      if (auto* job = std::get_if<wire::Job>(&m)) {
-        if (!draining_) Accept(job->record);
-      } else if (std::holds_alternative<wire::Drain>(m)) {
-        draining_ = true;
-      }
-    }
+  JobAnswers answers;
+  if (!rules_->ended() && net_.PeerSideClosed(rank_)) {
+    Ended(rules_->OnLinkClosed("the simulated link closed"));
   }
-  // A lost link, like a drain, finishes what was accepted.
-  const bool finish_all = all || lost;
+  if (!rules_->ended() && (all || !stalled())) {
+    STRATA_RETURN_IF_ERROR(Read(answers));
+  }
+  // A drain, like a session that ended, finishes what was accepted.
+  const bool finish_all = all || rules_->ended();
   for (;;) {
-    SubmitHeld();
+    rules_->SubmitHeld(runner_, answers);
     std::vector<RecordJobDone> done;
     disk_.Finish(net_.now(), finish_all, done);
-    for (const RecordJobDone& d : done) {
-      if (acked_.erase(d.id) == 0) Reply(d);
-    }
-    if (!finish_all || held_.empty()) break;
+    for (const RecordJobDone& d : done) rules_->OnFinished(d, answers);
+    Send(answers);
+    if (!finish_all || rules_->held().empty()) break;
   }
-  if (draining_ && !drained_ && held_.empty() && disk_.running().empty()) {
-    drained_ = true;
+  if (rules_->DrainDue()) {
+    rules_->MarkDrained();
     net_.SendToZero(rank_, wire::Drained{Status::Ok()});
   }
   return Status::Ok();
@@ -91,7 +102,7 @@ void SimAgent::Crash() {
   crashed_ = true;
   net_.Reset(rank_, "rank " + std::to_string(rank_.value) + " was killed");
   disk_.Crash(random_);
-  held_.clear();
+  (void)rules_->OnLinkClosed("the process was killed");  // drops the held jobs
 }
 
 }  // namespace strata::sim

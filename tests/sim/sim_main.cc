@@ -61,9 +61,10 @@ int main(int argc, char** argv) {
                  "Stop starting new seeds after this many seconds (0: no limit)");
   app.add_flag("--trace", options.trace, "Print every event of every seed");
   app.add_flag("--planted-bug", planted,
-               "Peers answer jobs before their disk finished them (shows the checks catch it)");
+               "Peers run serving rules that answer jobs before their disk finished them "
+               "(shows the checks catch it)");
   CLI11_PARSE(app, argc, argv);
-  options.agents_ack_early = planted;
+  if (planted) options.planted_bug = strata::sim::PlantedBug::kAnswerBeforeFinished;
   spdlog::set_level(spdlog::level::off);  // the transport's own logs; the trace says what happened
   if (replay) {
     first = *replay;

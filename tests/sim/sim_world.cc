@@ -69,7 +69,7 @@ SimWorld::SimWorld(const SimOptions& options) : options_(options), random_(optio
   sharded_.job_timeout = std::chrono::milliseconds(100);
   sharded_.max_outstanding_jobs = static_cast<uint32_t>(random_.Between(2, 24));
   agent_.held_max = random_.Between(1, 12);
-  agent_.ack_early = options.agents_ack_early;
+  agent_.planted_bug = options.planted_bug;
   net_options_.peers = world - 1;
   net_options_.send_queue_frames = random_.Between(2, 64);
   report_.seed = options.seed;

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "store/base/status.h"
+#include "tests/sim/planted_bug_rules.h"
 
 namespace strata::sim {
 
@@ -41,9 +42,9 @@ struct SimOptions {
   uint64_t seed = 1;
   uint32_t sessions = 4;  // each followed by a restart and the agreement
   uint32_t steps_per_session = 200;
-  // A planted bug for the simulation's own tests: peers answer a job before
-  // their disk finished it.
-  bool agents_ack_early = false;
+  // A planted bug for the simulation's own tests: peers run deliberately
+  // wrong serving rules (planted_bug_rules.h).
+  PlantedBug planted_bug = PlantedBug::kNone;
   bool trace = false;  // print every event to stderr as it happens
 };
 

@@ -74,8 +74,9 @@ TEST(SimulationTest, TheSameSeedRunsTheSameWay) {
   spdlog::set_level(spdlog::level::info);
 }
 
-// Peers that answer a job before their disk finished it: rank zero then
-// reports jobs whose copies still run, which the invariants must catch.
+// Peers whose serving rules answer a job before their disk finished it
+// (planted_bug_rules.h): rank zero then reports jobs whose copies still run,
+// which the invariants must catch.
 TEST(SimulationTest, TheInvariantsCatchAPlantedBug) {
   spdlog::set_level(spdlog::level::off);
   uint64_t caught = 0;
@@ -83,7 +84,7 @@ TEST(SimulationTest, TheInvariantsCatchAPlantedBug) {
   for (uint64_t seed = 1; seed <= 20; ++seed) {
     SimOptions options;
     options.seed = seed;
-    options.agents_ack_early = true;
+    options.planted_bug = PlantedBug::kAnswerBeforeFinished;
     const SimReport r = RunSimulation(options);
     if (!r.violation.ok()) {
       ++caught;
