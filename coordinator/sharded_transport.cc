@@ -120,10 +120,10 @@ void ShardedTransport::SendToPeers(const RecordJob& job, const std::vector<RankI
     if (sent.code() == StatusCode::kBusy) {
       // The peer is not reading: fail the job on that rank instead of waiting.
       ++peer->errors["send_queue_full"];
-      HandleOutcome(job.id, {rank,
-                             Status::Busy(RankName(rank) +
-                                          " is not reading its record link: " + sent.message()),
-                             false, 0});
+      HandleOutcome(job.id,
+                    {.rank = rank,
+                     .status = Status::Busy(RankName(rank) +
+                                            " is not reading its record link: " + sent.message())});
       continue;
     }
     Stop(peer, "cannot send " + Describe(job.id) + " to " + RankName(rank) + ": " + sent.message(),
@@ -137,7 +137,7 @@ void ShardedTransport::SubmitLocalCleanups() {
     if (s.code() == StatusCode::kBusy) return;
     const JobId id = local_cleanups_.front().id;
     local_cleanups_.pop_front();
-    if (!s.ok()) HandleOutcome(id, {RankId(0), s, false, 0});
+    if (!s.ok()) HandleOutcome(id, {.rank = RankId(0), .status = s});
   }
 }
 
@@ -197,7 +197,7 @@ void ShardedTransport::StartCleanup(JobCompletion failure, const PrefixKey& key)
     if (s.code() == StatusCode::kBusy) {
       local_cleanups_.push_back(unlink);
     } else if (!s.ok()) {
-      HandleOutcome(unlink.id, {RankId(0), s, false, 0});
+      HandleOutcome(unlink.id, {.rank = RankId(0), .status = s});
     }
   }
   SendToPeers(unlink, wrote);

@@ -35,7 +35,7 @@ std::map<std::string, MethodSummary> Summarize(const std::vector<GpuBenchCase>& 
     MethodSummary& m = out[c.config()];
     ClassRatio& r = c.unit_class == UnitClass::kLarge ? m.large : m.small;
     if (!r.measured) {
-      r = {true, c.copy_out_ratio(), c.restore_ratio()};
+      r = {.measured = true, .copy_out = c.copy_out_ratio(), .restore = c.restore_ratio()};
     } else {
       r.copy_out = std::min(r.copy_out, c.copy_out_ratio());
       r.restore = std::min(r.restore, c.restore_ratio());

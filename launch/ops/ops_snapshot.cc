@@ -15,16 +15,18 @@ std::shared_ptr<const OpsSnapshot> SnapshotPublisher::Latest() const {
 
 Health EvaluateHealth(const OpsSnapshot* snapshot, std::chrono::steady_clock::time_point now,
                       std::chrono::milliseconds stale_after) {
-  if (snapshot == nullptr) return {false, "starting: no state published yet"};
-  if (!snapshot->unhealthy_reason.empty()) return {false, snapshot->unhealthy_reason};
+  if (snapshot == nullptr) return {.ok = false, .reason = "starting: no state published yet"};
+  if (!snapshot->unhealthy_reason.empty())
+    return {.ok = false, .reason = snapshot->unhealthy_reason};
   const auto age = std::chrono::duration_cast<std::chrono::milliseconds>(now - snapshot->taken_at);
   if (age > stale_after) {
-    return {false, "state is " + std::to_string(age.count()) + " ms old (limit " +
-                       std::to_string(stale_after.count()) +
-                       " ms): the owner thread stopped "
-                       "publishing"};
+    return {.ok = false,
+            .reason = "state is " + std::to_string(age.count()) + " ms old (limit " +
+                      std::to_string(stale_after.count()) +
+                      " ms): the owner thread stopped "
+                      "publishing"};
   }
-  return {true, "ok"};
+  return {.ok = true, .reason = "ok"};
 }
 
 }  // namespace strata

@@ -51,7 +51,8 @@ nlohmann::json StoreJson(const StoreStats& s) {
 std::string RenderStatusJson(const OpsSnapshot* snapshot_or_null, const Health& health) {
   // Replace invalid UTF-8 in owner-supplied strings rather than throw.
   auto dump = [](const nlohmann::json& doc) {
-    return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    return doc.dump(2, ' ', /*ensure_ascii=*/false, nlohmann::json::error_handler_t::replace) +
+           "\n";
   };
   if (snapshot_or_null == nullptr) return dump({{"healthy", health.ok}, {"reason", health.reason}});
   const OpsSnapshot& snapshot = *snapshot_or_null;

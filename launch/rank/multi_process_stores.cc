@@ -1,4 +1,4 @@
-// RankStores for ranks in separate processes (seed 2.14): rank zero runs the
+// The roles of ranks in separate processes (seed 2.14): rank zero runs the
 // coordinator (its own record directory, the record listener, the one
 // DiskStore over the sharded transport) and the synthetic runtime; every
 // other rank runs a rank agent on its own record directory and the runtime
@@ -96,7 +96,7 @@ std::string HostPort(const std::string& address, uint16_t port) {
 }
 
 // Rank zero: coordinator, store and runtime.
-class RankZeroStores final : public RankStores {
+class RankZeroStores final : public RuntimeDriver {
  public:
   Status Open(const RankConfig& config, uint64_t seed) {
     STRATA_ASSIGN_OR_RETURN(OwnRank me, DescribeOwnRank(config));
@@ -148,7 +148,6 @@ class RankZeroStores final : public RankStores {
   }
 
   HostStore* store() override { return coordinator_ ? &coordinator_->store() : nullptr; }
-  bool drives_runtime() const override { return true; }
   SyntheticRuntime& runtime() override { return *runtime_; }
   std::string Summary() const override { return summary_; }
   std::string LinkSecurity() const override { return LinkSecurityOf(tls_); }
@@ -216,7 +215,7 @@ class RankZeroStores final : public RankStores {
 };
 
 // A peer: rank agent plus runtime service; serves until rank zero closes.
-class PeerStores final : public RankStores {
+class PeerStores final : public PeerRank {
  public:
   Status Open(const RankConfig& config) {
     STRATA_ASSIGN_OR_RETURN(OwnRank me, DescribeOwnRank(config));
@@ -277,15 +276,6 @@ class PeerStores final : public RankStores {
   }
 
   HostStore* store() override { return nullptr; }
-  bool drives_runtime() const override { return false; }
-  SyntheticRuntime& runtime() override {
-    STRATA_ASSERT(false, "a peer rank does not run the synthetic runtime");
-    __builtin_unreachable();
-  }
-  Qualification MakeQualification() override {
-    STRATA_ASSERT(false, "a peer rank does not run the qualification");
-    __builtin_unreachable();
-  }
   std::string Summary() const override { return summary_; }
   std::string LinkSecurity() const override { return LinkSecurityOf(tls_); }
 
@@ -299,6 +289,9 @@ class PeerStores final : public RankStores {
   bool Serving() const override {
     const AgentState s = agent_->state();
     return s != AgentState::kClosed && s != AgentState::kFailed;
+  }
+  bool WaitEnded(std::chrono::steady_clock::time_point deadline) override {
+    return agent_->Wait(deadline).has_value();
   }
 
   Status Close() override {
@@ -342,16 +335,16 @@ class PeerStores final : public RankStores {
 
 }  // namespace
 
-Result<std::unique_ptr<RankStores>> OpenMultiProcessStores(const RankConfig& config,
-                                                           uint64_t seed) {
-  if (config.cluster.rank == 0) {
-    auto s = std::make_unique<RankZeroStores>();
-    STRATA_RETURN_IF_ERROR(s->Open(config, seed));
-    return std::unique_ptr<RankStores>(std::move(s));
-  }
+Result<std::unique_ptr<RuntimeDriver>> OpenRankZeroStores(const RankConfig& config, uint64_t seed) {
+  auto s = std::make_unique<RankZeroStores>();
+  STRATA_RETURN_IF_ERROR(s->Open(config, seed));
+  return std::unique_ptr<RuntimeDriver>(std::move(s));
+}
+
+Result<std::unique_ptr<PeerRank>> OpenPeerStores(const RankConfig& config) {
   auto s = std::make_unique<PeerStores>();
   STRATA_RETURN_IF_ERROR(s->Open(config));
-  return std::unique_ptr<RankStores>(std::move(s));
+  return std::unique_ptr<PeerRank>(std::move(s));
 }
 
 }  // namespace strata

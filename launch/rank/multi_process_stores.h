@@ -10,9 +10,13 @@
 
 namespace strata {
 
-// Rank zero blocks until every peer joined (cluster.connect_timeout); a peer
-// returns once its agent started and joins in the background.
 // `config.prefix_cache.disk_limit_bytes` must be resolved (OpenRankStores).
-Result<std::unique_ptr<RankStores>> OpenMultiProcessStores(const RankConfig& config, uint64_t seed);
+
+// Rank zero (config.cluster.rank == 0): blocks until every peer joined
+// (cluster.connect_timeout).
+Result<std::unique_ptr<RuntimeDriver>> OpenRankZeroStores(const RankConfig& config, uint64_t seed);
+// A peer (config.cluster.rank > 0): returns once its agent started; it joins
+// in the background.
+Result<std::unique_ptr<PeerRank>> OpenPeerStores(const RankConfig& config);
 
 }  // namespace strata

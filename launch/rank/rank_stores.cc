@@ -6,21 +6,35 @@
 
 namespace strata {
 
-PhaseReport RankStores::CompositePhase() {
+PhaseReport RuntimeDriver::CompositePhase() {
   PhaseReport r;
   r.name = "composite: drain to disk, read-through, memory hit";
   r.detail = "needs memory and disk tiers in one process";
   return r;
 }
 
-std::vector<JobLatency> RankStores::JobLatencies() const {
+std::vector<JobLatency> RankServices::JobLatencies() const {
   return {{"store", latencies_->store.Snapshot()},
           {"fetch", latencies_->fetch.Snapshot()},
           {"truncate", latencies_->truncate.Snapshot()},
           {"unlink", latencies_->unlink.Snapshot()}};
 }
 
-Result<std::unique_ptr<RankStores>> OpenRankStores(const RankConfig& config, uint64_t seed) {
+RankServices& ServicesOf(const RankRole& role) {
+  return std::visit([](const auto& r) -> RankServices& { return *r; }, role);
+}
+
+RuntimeDriver* DriverOf(const RankRole& role) {
+  const auto* driver = std::get_if<std::unique_ptr<RuntimeDriver>>(&role);
+  return driver != nullptr ? driver->get() : nullptr;
+}
+
+PeerRank* PeerOf(const RankRole& role) {
+  const auto* peer = std::get_if<std::unique_ptr<PeerRank>>(&role);
+  return peer != nullptr ? peer->get() : nullptr;
+}
+
+Result<RankRole> OpenRankStores(const RankConfig& config, uint64_t seed) {
   RankConfig resolved = config;
   PrefixCacheConfig& pc = resolved.prefix_cache;
   if (pc.disk_dir.has_value() && !pc.disk_limit_bytes.has_value()) {
@@ -28,10 +42,19 @@ Result<std::unique_ptr<RankStores>> OpenRankStores(const RankConfig& config, uin
     if (!free_bytes.ok()) return free_bytes.status().WithContext("prefix_cache.disk_limit default");
     pc.disk_limit_bytes = ResolveDiskLimit(pc, *free_bytes);
   }
-  if (resolved.cluster.world_size == 1 || resolved.cluster.single_process) {
-    return OpenSingleProcessStores(resolved, seed);
+  const ClusterConfig& cl = resolved.cluster;
+  if (cl.world_size == 1 || cl.single_process) {
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<RuntimeDriver> one,
+                            OpenSingleProcessStores(resolved, seed));
+    return RankRole(std::move(one));
   }
-  return OpenMultiProcessStores(resolved, seed);
+  if (cl.rank == 0) {
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<RuntimeDriver> zero,
+                            OpenRankZeroStores(resolved, seed));
+    return RankRole(std::move(zero));
+  }
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<PeerRank> peer, OpenPeerStores(resolved));
+  return RankRole(std::move(peer));
 }
 
 }  // namespace strata

@@ -1,14 +1,22 @@
-// RankStores: what one `strata rank` process runs, by configuration —
+// What one `strata rank` process runs, by configuration —
 //   one process (world size 1, or --single-process holding every rank):
 //     memory only -> MemoryStore; disk only -> DiskStore; both -> CompositeStore;
 //   ranks in separate processes (disk only, seed 2.14):
 //     rank zero -> coordinator + DiskStore over the sharded transport;
 //     peers     -> rank agent on their own record directory.
-// Rank zero (or the single process) also owns the synthetic runtime.
+//
+// The two roles have their own interfaces over a common part:
+//   RankServices  — what every rank serves: its store, /metrics, health, close;
+//   RuntimeDriver — rank zero or the one process: also drives the synthetic
+//                   runtime and the qualification;
+//   PeerRank      — a peer in its own process: serves rank zero's jobs until
+//                   rank zero closes the session.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "launch/config/config.h"
@@ -20,28 +28,18 @@
 
 namespace strata {
 
-class RankStores {
+// Thread: every method on the thread that opened it (the rank's main thread).
+class RankServices {
  public:
-  virtual ~RankStores() = default;
+  virtual ~RankServices() = default;
   // The store this process drives, or null (a peer, or no tier configured).
   virtual HostStore* store() = 0;
-  // True when this process runs the synthetic runtime (rank zero).
-  virtual bool drives_runtime() const = 0;
-  virtual SyntheticRuntime& runtime() = 0;
-  virtual Qualification MakeQualification() = 0;
-  virtual bool has_memory_and_disk() const { return false; }
-  // Phase 4 (one process, memory + disk): memory hit, spill, read-through.
-  virtual PhaseReport CompositePhase();
   // The startup summary: store kind, directory, disk limit, records, peers.
   virtual std::string Summary() const = 0;
   virtual std::string LinkSecurity() const { return "plaintext"; }
   virtual std::vector<PeerLinkStats> PeerLinks() const { return {}; }
+  // Empty when healthy; otherwise why not (for /healthz).
   virtual std::string UnhealthyReason() const { return ""; }
-  // A peer keeps serving while its link to rank zero is up.
-  virtual bool Serving() const { return true; }
-  // A peer still in the rendezvous or join: rank zero has no session with
-  // it to drain, so a signal stops it at once.
-  virtual bool Joining() const { return false; }
   // Drains and closes in dependency order; an error means memory stays alive.
   virtual Status Close() = 0;
 
@@ -54,7 +52,44 @@ class RankStores {
   std::shared_ptr<DiskJobLatencies> latencies_ = std::make_shared<DiskJobLatencies>();
 };
 
+// Rank zero, or the one process holding every rank: runs the synthetic
+// runtime over its store.
+class RuntimeDriver : public RankServices {
+ public:
+  // Valid until Close().
+  virtual SyntheticRuntime& runtime() = 0;
+  // The qualification's phases over runtime() and every rank's records.
+  virtual Qualification MakeQualification() = 0;
+  // True when the one process holds a memory and a disk tier (phase 4 applies).
+  virtual bool has_memory_and_disk() const { return false; }
+  // Phase 4 (one process, memory + disk): memory hit, spill, read-through.
+  // Without both tiers: a failed report saying so.
+  virtual PhaseReport CompositePhase();
+};
+
+// A peer rank in its own process: a rank agent serving rank zero's jobs.
+class PeerRank : public RankServices {
+ public:
+  // False once the agent ended (rank zero closed the session, or it failed).
+  virtual bool Serving() const = 0;
+  // Still in the rendezvous or join: rank zero has no session with it to
+  // drain, so a signal stops it at once.
+  virtual bool Joining() const = 0;
+  // Waits until the agent ended or `deadline` passes; true when it ended.
+  virtual bool WaitEnded(std::chrono::steady_clock::time_point deadline) = 0;
+};
+
+// The role this process plays: exactly one of the two.
+using RankRole = std::variant<std::unique_ptr<RuntimeDriver>, std::unique_ptr<PeerRank>>;
+
+// The common part of either role (OpenRankStores never sets a null one).
+RankServices& ServicesOf(const RankRole& role);
+// The role's runtime driver, or null on a peer.
+RuntimeDriver* DriverOf(const RankRole& role);
+// The role's peer, or null on rank zero or the one process.
+PeerRank* PeerOf(const RankRole& role);
+
 // Opens what `config` asks for. Errors name the setting or the peer at fault.
-Result<std::unique_ptr<RankStores>> OpenRankStores(const RankConfig& config, uint64_t seed);
+Result<RankRole> OpenRankStores(const RankConfig& config, uint64_t seed);
 
 }  // namespace strata

@@ -1,4 +1,4 @@
-// RankStores for one process holding every rank (world size 1, or
+// The RuntimeDriver of one process holding every rank (world size 1, or
 // --single-process): memory, disk or both tiers (CompositeStore) on this host.
 #include "launch/rank/single_process_stores.h"
 
@@ -27,7 +27,7 @@ ShutdownDrain ToShutdownDrain(const DrainOnShutdown& d) {
 
 std::string Mib(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
 
-class SingleProcessStores final : public RankStores {
+class SingleProcessStores final : public RuntimeDriver {
  public:
   Status Open(const RankConfig& config, uint64_t seed) {
     config_ = config;
@@ -44,7 +44,6 @@ class SingleProcessStores final : public RankStores {
   }
 
   HostStore* store() override { return store_; }
-  bool drives_runtime() const override { return true; }
   SyntheticRuntime& runtime() override { return *runtimes_.back(); }
   std::string Summary() const override { return summary_; }
   bool has_memory_and_disk() const override { return composite_ != nullptr; }
@@ -233,11 +232,11 @@ class SingleProcessStores final : public RankStores {
 
 }  // namespace
 
-Result<std::unique_ptr<RankStores>> OpenSingleProcessStores(const RankConfig& config,
-                                                            uint64_t seed) {
+Result<std::unique_ptr<RuntimeDriver>> OpenSingleProcessStores(const RankConfig& config,
+                                                               uint64_t seed) {
   auto s = std::make_unique<SingleProcessStores>();
   STRATA_RETURN_IF_ERROR(s->Open(config, seed));
-  return std::unique_ptr<RankStores>(std::move(s));
+  return std::unique_ptr<RuntimeDriver>(std::move(s));
 }
 
 }  // namespace strata

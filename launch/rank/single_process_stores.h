@@ -9,7 +9,7 @@
 namespace strata {
 
 // `config.prefix_cache.disk_limit_bytes` must be resolved (OpenRankStores).
-Result<std::unique_ptr<RankStores>> OpenSingleProcessStores(const RankConfig& config,
-                                                            uint64_t seed);
+Result<std::unique_ptr<RuntimeDriver>> OpenSingleProcessStores(const RankConfig& config,
+                                                               uint64_t seed);
 
 }  // namespace strata

@@ -63,31 +63,35 @@ class GpuStoreTest : public ::testing::TestWithParam<StoreCase> {
 
 TEST_P(GpuStoreTest, QualificationRestoresEveryByteThroughTheStoreOnTheGpu) {
   {
-    Result<std::unique_ptr<RankStores>> stores = OpenRankStores(config_, /*seed=*/11);
-    ASSERT_TRUE(stores.ok()) << stores.status().ToString();
-    std::fprintf(stderr, "%s\n", (*stores)->Summary().c_str());
-    Qualification q = (*stores)->MakeQualification();
+    Result<RankRole> opened = OpenRankStores(config_, /*seed=*/11);
+    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+    RuntimeDriver* stores = DriverOf(*opened);
+    ASSERT_NE(stores, nullptr);
+    std::fprintf(stderr, "%s\n", stores->Summary().c_str());
+    Qualification q = stores->MakeQualification();
     const PhaseReport gpu = q.GpuHit();
     ASSERT_TRUE(gpu.ok) << gpu.detail;
     const PhaseReport host = q.HostRestore();
     ASSERT_TRUE(host.ok) << host.detail;
     EXPECT_GT(host.restored_bytes, 0u);
-    EXPECT_EQ((*stores)->runtime().stats().mismatches, 0u);
+    EXPECT_EQ(stores->runtime().stats().mismatches, 0u);
     std::fprintf(stderr, "%s: %s, %.2f GB/s\n", GetParam().name, host.detail.c_str(),
                  host.restore_gbps);
-    ASSERT_TRUE((*stores)->Close().ok());
+    ASSERT_TRUE(stores->Close().ok());
   }
   if (!GetParam().disk) return;
   // A restarted process on the same directory restores from disk into GPU memory.
-  Result<std::unique_ptr<RankStores>> again = OpenRankStores(config_, /*seed=*/11);
-  ASSERT_TRUE(again.ok()) << again.status().ToString();
-  Qualification q = (*again)->MakeQualification();
+  Result<RankRole> reopened = OpenRankStores(config_, /*seed=*/11);
+  ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
+  RuntimeDriver* again = DriverOf(*reopened);
+  ASSERT_NE(again, nullptr);
+  Qualification q = again->MakeQualification();
   const PhaseReport restart = q.RestoreAfterRestart();
   ASSERT_TRUE(restart.ok) << restart.detail;
   EXPECT_GT(restart.host_hits, 0u);
   std::fprintf(stderr, "%s after restart: %s, %.2f GB/s\n", GetParam().name, restart.detail.c_str(),
                restart.restore_gbps);
-  ASSERT_TRUE((*again)->Close().ok());
+  ASSERT_TRUE(again->Close().ok());
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -22,9 +22,10 @@ TEST(RankMetricsTest, ScrapedMetricsEqualTheStoreStatsAfterAKnownWorkload) {
   config.cluster.single_process = true;
   config.prefix_cache.disk_dir = dir.path();
   config.prefix_cache.disk_limit_bytes = uint64_t{1} << 30;
-  Result<std::unique_ptr<RankStores>> opened = OpenRankStores(config, /*seed=*/7);
+  Result<RankRole> opened = OpenRankStores(config, /*seed=*/7);
   ASSERT_TRUE(opened.ok()) << opened.status().ToString();
-  RankStores& stores = **opened;
+  ASSERT_EQ(PeerOf(*opened), nullptr) << "one process holding every rank drives the runtime";
+  RuntimeDriver& stores = *DriverOf(*opened);
   Qualification q = stores.MakeQualification();
   const PhaseReport gpu = q.GpuHit();
   ASSERT_TRUE(gpu.ok) << gpu.detail;
