@@ -73,7 +73,8 @@ TEST(RendezvousProtocolTest, HelloLayoutIsFixed) {
   std::vector<uint8_t> f = EncodeRendezvousFrame(RendezvousHello{RankId(2), 5, Proof()});
   std::vector<uint8_t> expected = {52, 0, 0, 0, 'S', 'T', 'R', 'Z', 2, 0, 0, 0,
                                    1,  0, 0, 0, 2,   0,   0,   0,   5, 0, 0, 0};
-  expected.insert(expected.end(), Proof().begin(), Proof().end());
+  const HelloProof proof = Proof();
+  expected.insert(expected.end(), proof.begin(), proof.end());
   EXPECT_EQ(f, expected);
 }
 
