@@ -66,6 +66,10 @@ METRICS_PORT=$((BASE + 10))
 if [[ $TLS == 1 ]]; then
   ./launch/make-certs.sh "$DIR/tls" "$RANKS"
 fi
+# One secret per run: every rank in a separate process proves it at the rendezvous.
+./launch/make-job-secret.sh "$DIR/job.secret"
+unset STRATA_JOB_SECRET  # the file above is the ranks' only source
+SECRET=(--job-secret-file "$DIR/job.secret")
 tls_of() {  # rank -> its --tls-* flags, or nothing
   [[ $TLS == 1 ]] || return 0
   echo "--tls-cert $DIR/tls/rank$1.crt --tls-key $DIR/tls/rank$1.key --tls-ca $DIR/tls/ca.crt"
@@ -82,13 +86,13 @@ run_cluster() {  # $1 = workload; starts ranks 1..N-1 in the background, rank 0 
   for ((r = 1; r < RANKS; r++)); do
     # shellcheck disable=SC2046  # tls_of gives separate words (paths without spaces)
     "$STRATA" rank --rank "$r" --world-size "$RANKS" --master-port "$MASTER_PORT" --gpus "$(gpu_of "$r")" \
-      $(tls_of "$r") --local-rank "$r" --metrics-port "$METRICS_PORT" --prefix-cache-disk "$DIR/rank$r" \
+      $(tls_of "$r") "${SECRET[@]}" --local-rank "$r" --metrics-port "$METRICS_PORT" --prefix-cache-disk "$DIR/rank$r" \
       --prefix-cache-disk-limit 2GiB --preset "$PRESET" >"$DIR/rank$r.$workload.log" 2>&1 &
     pids+=($!)
   done
   # shellcheck disable=SC2046
   "$STRATA" rank --rank 0 --world-size "$RANKS" --master-port "$MASTER_PORT" --gpus "$(gpu_of 0)" \
-    $(tls_of 0) --metrics-port "$METRICS_PORT" --prefix-cache-disk "$DIR/rank0" \
+    $(tls_of 0) "${SECRET[@]}" --metrics-port "$METRICS_PORT" --prefix-cache-disk "$DIR/rank0" \
     --prefix-cache-disk-limit 2GiB --preset "$PRESET" --workload "$workload" \
     --summary-json "$DIR/summary.$workload.json" || rc=$?
   for p in "${pids[@]}"; do

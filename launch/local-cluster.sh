@@ -23,6 +23,9 @@ done
 ./launch/bootstrap.sh
 STRATA=${STRATA_BUILD_DIR:-build}/strata
 mkdir -p "$DIR"
+# One secret for this cluster; every rank proves it at the rendezvous.
+./launch/make-job-secret.sh "$DIR/job.secret"
+unset STRATA_JOB_SECRET  # the file above is the ranks' only source
 pids=()
 stop() {
   echo "local-cluster: stopping ${#pids[@]} ranks"
@@ -32,7 +35,7 @@ stop() {
 trap stop INT TERM
 for ((r = RANKS - 1; r >= 0; r--)); do
   "$STRATA" rank --rank "$r" --world-size "$RANKS" --local-rank "$r" \
-    --master-port "$MASTER_PORT" --metrics-port "$METRICS_PORT" \
+    --master-port "$MASTER_PORT" --metrics-port "$METRICS_PORT" --job-secret-file "$DIR/job.secret" \
     --prefix-cache-disk "$DIR/rank$r" --workload serve >"$DIR/rank$r.log" 2>&1 &
   pids+=($!)
   echo "rank $r: pid $!, metrics http://127.0.0.1:$((METRICS_PORT + r))/metrics, log $DIR/rank$r.log"

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 #include <openssl/ssl.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
 
 #include <cstdio>
 #include <fstream>
@@ -25,6 +27,15 @@ Status CheckReadable(std::string_view role, const std::string& path) {
 }
 
 }  // namespace
+
+std::optional<std::string> PrivateFileWarning(const std::string& path, std::string_view role) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  const mode_t exposed = st.st_mode & (S_IRWXG | S_IRWXO);
+  if (exposed == 0) return std::nullopt;
+  return fmt::format("{} '{}' has mode {:04o}: its group or others can access it (chmod 600 it)",
+                     role, path, st.st_mode & 07777);
+}
 
 Result<std::shared_ptr<const TlsContext>> TlsContext::Create(const TlsConfig& config) {
   STRATA_RETURN_IF_ERROR(CheckReadable("certificate", config.cert_file));
@@ -58,12 +69,19 @@ Result<std::shared_ptr<const TlsContext>> TlsContext::Create(const TlsConfig& co
   }
   context.set_verify_mode(asio::ssl::verify_peer | asio::ssl::verify_fail_if_no_peer_cert, error);
   if (error) return Status::Internal("tls: cannot require peer certificates: " + error.message());
+  std::vector<std::string> warnings;
+  if (std::optional<std::string> w = PrivateFileWarning(config.key_file, "tls: private key")) {
+    spdlog::warn("{}", *w);
+    warnings.push_back(std::move(*w));
+  }
   auto impl = std::make_unique<Impl>(config, std::move(context));
-  return std::shared_ptr<const TlsContext>(new TlsContext(std::move(impl)));
+  return std::shared_ptr<const TlsContext>(new TlsContext(std::move(impl), std::move(warnings)));
 }
 
-TlsContext::TlsContext(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+TlsContext::TlsContext(std::unique_ptr<Impl> impl, std::vector<std::string> warnings)
+    : impl_(std::move(impl)), warnings_(std::move(warnings)) {}
 TlsContext::~TlsContext() = default;
 const TlsConfig& TlsContext::config() const { return impl_->config(); }
+const std::vector<std::string>& TlsContext::warnings() const { return warnings_; }
 
 }  // namespace strata::wire

@@ -11,7 +11,10 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "store/base/status.h"
 
@@ -36,13 +39,23 @@ class TlsContext {
   TlsContext& operator=(const TlsContext&) = delete;
 
   const TlsConfig& config() const;
+  // What Create found worth telling the operator but not worth refusing (a
+  // private key file readable by its group or others); Create also logs each.
+  const std::vector<std::string>& warnings() const;
 
   class Impl;  // wire-internal: holds the asio::ssl::context
   const Impl& impl() const { return *impl_; }
 
  private:
-  explicit TlsContext(std::unique_ptr<Impl> impl);
+  TlsContext(std::unique_ptr<Impl> impl, std::vector<std::string> warnings);
   std::unique_ptr<Impl> impl_;
+  std::vector<std::string> warnings_;
 };
+
+// For a file that must stay private (`role`: "private key", "job secret"):
+// a warning naming the file and its mode when its group or others have any
+// access to it; nullopt when they have none, or when it cannot be stat'ed (the read that
+// follows reports that).
+std::optional<std::string> PrivateFileWarning(const std::string& path, std::string_view role);
 
 }  // namespace strata::wire

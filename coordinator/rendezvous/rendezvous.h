@@ -5,8 +5,8 @@
 // zero on) and rank zero's record listener port. Rank zero learns, per rank,
 // the peer's address as its rendezvous connection showed it (the record link
 // must come from there) and the nonce it issued. Every rank learns that all
-// ranks agree on the world size; a rank whose world size differs fails the
-// rendezvous on both sides with the same message.
+// ranks agree on the world size; a rank whose world size differs is refused
+// with a message naming both sizes.
 //
 // An embedding runtime supplies its own implementation; `strata rank` uses
 // the TCP one (coordinator/rendezvous/tcp_rendezvous.h); tests use InProcessRendezvous.
@@ -56,10 +56,13 @@ class RendezvousServer {
  public:
   virtual ~RendezvousServer() = default;
   // Blocks until every rank 1 .. world_size-1 has joined, then hands each its
-  // ticket for `record_port` and returns what it learned. Fails (and every
-  // connected peer's Join fails with the same reason) on a world size that
-  // differs, a rank out of range or claimed twice, or at `deadline`, naming
-  // the ranks that did not join. Called once, from one thread.
+  // ticket for `record_port` and returns what it learned. A hello with a
+  // world size that differs, or a rank out of range or already taken, fails
+  // that peer's Join with the reason; the TCP server keeps waiting for the
+  // real peer (a stray process cannot stop a healthy cluster), the
+  // in-process one, whose peers are all of one test, fails at once. Fails at
+  // `deadline`, naming the ranks that did not join. Called once, from one
+  // thread.
   virtual Result<PeerTable> AwaitPeers(uint32_t world_size, uint16_t record_port,
                                        RendezvousDeadline deadline) = 0;
 };

@@ -55,6 +55,7 @@ std::vector<uint8_t> EncodeRendezvousFrame(const RendezvousMessage& message) {
     Header(&w, RendezvousMessageType::kHello);
     w.U32(hello->rank.value);
     w.U32(hello->world_size);
+    w.Bytes(hello->proof);
   } else if (const auto* ticket = std::get_if<JoinTicket>(&message)) {
     STRATA_ASSERT(
         !ticket->record_host.empty() && ticket->record_host.size() <= kRendezvousHostBytesMax,
@@ -64,6 +65,9 @@ std::vector<uint8_t> EncodeRendezvousFrame(const RendezvousMessage& message) {
     w.U32(ticket->record_port);
     w.Bytes(ticket->nonce.bytes);
     w.String(ticket->record_host);
+  } else if (const auto* challenge = std::get_if<RendezvousChallenge>(&message)) {
+    Header(&w, RendezvousMessageType::kChallenge);
+    w.Bytes(challenge->challenge.bytes);
   } else {
     const std::string& reason = std::get<RendezvousReject>(message).reason;
     Header(&w, RendezvousMessageType::kReject);
@@ -105,7 +109,9 @@ Result<RendezvousMessage> DecodeRendezvousPayload(std::span<const uint8_t> paylo
   switch (static_cast<RendezvousMessageType>(type)) {
     case RendezvousMessageType::kHello: {
       RendezvousHello hello;
-      if (!r.U32(&hello.rank.value) || !r.U32(&hello.world_size)) return Bad("truncated hello");
+      if (!r.U32(&hello.rank.value) || !r.U32(&hello.world_size) || !r.Bytes(hello.proof)) {
+        return Bad("truncated hello");
+      }
       if (hello.world_size == 0) return Bad("hello with world size 0");
       message = hello;
       break;
@@ -127,6 +133,12 @@ Result<RendezvousMessage> DecodeRendezvousPayload(std::span<const uint8_t> paylo
       RendezvousReject reject;
       if (!r.String(kRendezvousReasonBytesMax, &reject.reason)) return Bad("truncated reject");
       message = reject;
+      break;
+    }
+    case RendezvousMessageType::kChallenge: {
+      RendezvousChallenge challenge;
+      if (!r.Bytes(challenge.challenge.bytes)) return Bad("truncated challenge");
+      message = challenge;
       break;
     }
     default: return Bad("unknown type " + std::to_string(type));

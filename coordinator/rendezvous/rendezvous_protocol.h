@@ -1,7 +1,10 @@
-// The TCP rendezvous's messages (docs/operations.md, "Rendezvous protocol").
+// The TCP rendezvous's messages (docs/wire.md, "Rendezvous protocol").
 // Every message is one frame: a u32 little-endian payload length, then the
 // payload: magic "STRZ", u32 version, u32 type, then the type's fields.
-//   Hello  (peer -> rank zero, type 1): u32 rank, u32 world_size
+//   Challenge (rank zero -> peer, type 4, first on every connection):
+//          16 random bytes
+//   Hello  (peer -> rank zero, type 1): u32 rank, u32 world_size, 32-byte
+//          proof (ProveHello in job_secret.h, over the connection's challenge)
 //   Ticket (rank zero -> peer, type 2): u32 world_size, u32 record_port,
 //          16-byte nonce, u32 host length + host bytes (1..255)
 //   Reject (rank zero -> peer, type 3): u32 reason length + reason bytes (0..400)
@@ -18,6 +21,7 @@
 #include <variant>
 #include <vector>
 
+#include "coordinator/rendezvous/job_secret.h"
 #include "coordinator/rendezvous/rendezvous.h"
 #include "store/base/ids.h"
 #include "store/base/status.h"
@@ -25,7 +29,7 @@
 namespace strata {
 
 inline constexpr std::array<uint8_t, 4> kRendezvousMagic = {'S', 'T', 'R', 'Z'};
-inline constexpr uint32_t kRendezvousVersion = 1;
+inline constexpr uint32_t kRendezvousVersion = 2;
 inline constexpr size_t kRendezvousLengthBytes = 4;
 // Payloads outside [kRendezvousPayloadBytesMin, kRendezvousPayloadBytesMax]
 // are refused before they are read.
@@ -34,18 +38,31 @@ inline constexpr size_t kRendezvousPayloadBytesMax = 512;
 inline constexpr size_t kRendezvousHostBytesMax = 255;
 inline constexpr size_t kRendezvousReasonBytesMax = 400;
 
-enum class RendezvousMessageType : uint32_t { kHello = 1, kTicket = 2, kReject = 3 };
+enum class RendezvousMessageType : uint32_t {
+  kHello = 1,
+  kTicket = 2,
+  kReject = 3,
+  kChallenge = 4
+};
+
+// Fresh random bytes from rank zero that the hello on this connection must
+// prove the job secret over (so a recorded hello cannot be replayed).
+struct RendezvousChallenge {
+  Nonce challenge;
+};
 
 struct RendezvousHello {
   RankId rank;
   uint32_t world_size = 0;
+  HelloProof proof{};  // ProveHello(secret, the connection's challenge, rank, world_size)
 };
 
 struct RendezvousReject {
   std::string reason;
 };
 
-using RendezvousMessage = std::variant<RendezvousHello, JoinTicket, RendezvousReject>;
+using RendezvousMessage =
+    std::variant<RendezvousHello, JoinTicket, RendezvousReject, RendezvousChallenge>;
 
 // The whole frame: length prefix and payload. A Reject's reason is cut to
 // kRendezvousReasonBytesMax; a Ticket's host must be 1..255 bytes (a bug

@@ -19,9 +19,11 @@ class RendezvousRoster {
   explicit RendezvousRoster(uint32_t world_size);
 
   // A peer at `address` says it is `rank` of `world_size`. OK: admitted with
-  // `nonce`. An error fails the whole rendezvous (every waiting peer gets the
-  // message): a world size different from rank zero's, rank 0, a rank out of
-  // range, or a rank already admitted. The roster is unchanged on error.
+  // `nonce`. An error refuses this hello (its message is for that peer and
+  // rank zero's log): a world size different from rank zero's, rank 0, a rank
+  // out of range, or a rank already admitted (the first admitted hello
+  // wins). The roster is unchanged on error; whether the rendezvous goes on
+  // is the caller's choice (the TCP server keeps waiting).
   Status Admit(RankId rank, uint32_t world_size, const std::string& address, const Nonce& nonce);
 
   // The admitted peer's connection ended before the rendezvous completed;

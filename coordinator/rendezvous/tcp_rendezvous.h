@@ -1,7 +1,14 @@
 // The TCP rendezvous `strata rank` runs: rank zero listens at
 // master_addr:master_port; every peer dials it, retrying until its deadline
-// because rank zero may start later, sends a hello (rank, world size) and
-// waits for its ticket, which rank zero sends once every rank has joined.
+// because rank zero may start later, reads rank zero's fresh challenge, sends
+// a hello (rank, world size, and HMAC proof of the job secret over the
+// challenge and those fields) and waits for its ticket, which rank zero sends
+// once every rank has joined. A hello that is unproven (another secret) or
+// inadmissible (a world size that differs, rank 0, out of range, a rank
+// already admitted) is refused on its own connection, counted and reported;
+// the rendezvous keeps waiting for the real peer (docs/wire.md: a stray or
+// stale process cannot stop a healthy cluster). The first proven, admissible
+// hello for a rank wins.
 // Messages: coordinator/rendezvous/rendezvous_protocol.h. Asio stays inside the .cc.
 // With a TlsContext both sides speak mutual TLS 1.3 (wire/tls.h) before the
 // first frame; rank zero refuses, counts and reports a failed handshake.
@@ -14,6 +21,7 @@
 #include <memory>
 #include <string>
 
+#include "coordinator/rendezvous/job_secret.h"
 #include "coordinator/rendezvous/rendezvous.h"
 #include "wire/tls.h"
 
@@ -39,6 +47,9 @@ struct TcpRendezvousStats {
   uint64_t connections = 0;             // accepted
   uint64_t refused_over_limit = 0;      // closed at once: connections_max reached
   uint64_t bad_frames = 0;              // malformed, oversized or wrong-version frames
+  uint64_t hellos_unproven = 0;         // proof of another job secret (or none)
+  uint64_t hellos_refused = 0;          // proven, but wrong world size, rank 0, out of range,
+                                        // or a rank already admitted
   uint64_t hello_timeouts = 0;          // no hello within hello_timeout
   uint64_t withdrawn = 0;               // joined, then disconnected before tickets
   uint64_t tls_handshake_failures = 0;  // plaintext or foreign peers (TLS only)
@@ -53,9 +64,10 @@ class TcpRendezvousServer final : public RendezvousServer {
 
   // Binds and listens on `address` (an IP or a host name resolving to one of
   // this host's addresses) and `port` (0: ephemeral) at once, so peers that
-  // connect before AwaitPeers wait in the backlog.
+  // connect before AwaitPeers wait in the backlog. Every hello must prove
+  // `secret`; `nonces` gives the join nonces and each connection's challenge.
   static Result<std::unique_ptr<TcpRendezvousServer>> Listen(
-      const std::string& address, uint16_t port, NonceSource nonces,
+      const std::string& address, uint16_t port, JobSecret secret, NonceSource nonces,
       TcpRendezvousLimits limits = {}, ProblemObserver on_problem = {},
       std::shared_ptr<const wire::TlsContext> tls = nullptr);
   ~TcpRendezvousServer() override;
@@ -66,6 +78,8 @@ class TcpRendezvousServer final : public RendezvousServer {
   uint16_t port() const;
   // Ticket's record_host for each peer: the local address of that peer's
   // rendezvous connection. The listener closes when AwaitPeers returns.
+  // Refused hellos do not fail it; at the deadline the message names the
+  // missing ranks and the last refusal.
   Result<PeerTable> AwaitPeers(uint32_t world_size, uint16_t record_port,
                                RendezvousDeadline deadline) override;
   const TcpRendezvousStats& stats() const;
@@ -84,13 +98,14 @@ class TcpRendezvousClient final : public RendezvousClient {
   using RetryObserver = std::function<void(const Status&)>;
 
   // A TLS failure (rank zero's certificate, or rank zero refusing ours) is
-  // not retried.
-  TcpRendezvousClient(std::string master_addr, uint16_t master_port,
+  // not retried. Every hello proves `secret`.
+  TcpRendezvousClient(std::string master_addr, uint16_t master_port, JobSecret secret,
                       TcpRendezvousLimits limits = {}, RetryObserver on_retry = {},
                       std::shared_ptr<const wire::TlsContext> tls = nullptr);
 
   // Retries connecting until `deadline`; fails at once on rank zero's
-  // refusal, a world size that differs, or a reply that is not the protocol.
+  // refusal (another job secret, a world size that differs, a rank taken),
+  // or a reply that is not the protocol.
   Result<JoinTicket> Join(RankId rank, uint32_t world_size, RendezvousDeadline deadline) override;
   // Makes a Join under way, and every later one, end with kAborted within
   // about 50 ms (a rank asked to stop before rank zero answered).
@@ -102,6 +117,7 @@ class TcpRendezvousClient final : public RendezvousClient {
 
   std::string master_addr_;
   uint16_t master_port_;
+  JobSecret secret_;
   TcpRendezvousLimits limits_;
   RetryObserver on_retry_;
   std::shared_ptr<const wire::TlsContext> tls_;

@@ -59,14 +59,57 @@ bool IsTlsFailure(const asio::error_code& ec) {
   return ec.category() == asio::error::get_ssl_category();
 }
 
-Attempt TryJoin(const std::string& host, uint16_t port, RankId rank, uint32_t world_size,
-                Clock::time_point deadline, const TcpRendezvousLimits& limits,
-                const wire::TlsContext* tls_context, const std::atomic<bool>& cancelled) {
+// What one attempt works with, besides its socket.
+struct JoinRequest {
+  const std::string& host;
+  uint16_t port;
+  RankId rank;
+  uint32_t world_size;
+  const JobSecret& secret;
+  Clock::time_point deadline;
+  const TcpRendezvousLimits& limits;
+  const wire::TlsContext* tls_context;  // null: plaintext
+};
+
+// One frame read before `limit`: an error on the socket, or the message
+// (kCorruption/kInvalidArgument when it is not the protocol).
+struct Received {
+  asio::error_code ec;
+  std::optional<Result<RendezvousMessage>> message;
+};
+
+template <typename Read>
+Received ReceiveFrame(asio::io_context& io, tcp::socket& socket, Clock::time_point limit,
+                      const std::atomic<bool>& cancelled, Read read) {
+  std::array<uint8_t, kRendezvousLengthBytes> length{};
+  Received r;
+  r.ec = RunUntil(io, socket, limit, cancelled, [&](auto done) {
+    read(asio::buffer(length), [done](const asio::error_code& e, size_t) { done(e); });
+  });
+  if (r.ec) return r;
+  Result<size_t> n = DecodeRendezvousLength(length);
+  if (!n.ok()) {
+    r.message = n.status();
+    return r;
+  }
+  std::vector<uint8_t> payload(*n);
+  r.ec = RunUntil(io, socket, limit, cancelled, [&](auto done) {
+    read(asio::buffer(payload), [done](const asio::error_code& e, size_t) { done(e); });
+  });
+  if (!r.ec) r.message = DecodeRendezvousPayload(payload);
+  return r;
+}
+
+Attempt TryJoin(const JoinRequest& req, const std::atomic<bool>& cancelled) {
+  const std::string& host = req.host;
+  const RankId rank = req.rank;
+  const Clock::time_point deadline = req.deadline;
+  const TcpRendezvousLimits& limits = req.limits;
   asio::io_context io;
   tcp::resolver resolver(io);
   asio::error_code ec;
   const auto endpoints =
-      resolver.resolve(host, std::to_string(port), tcp::resolver::numeric_service, ec);
+      resolver.resolve(host, std::to_string(req.port), tcp::resolver::numeric_service, ec);
   if (ec) return Retry(NetError("resolve " + host, ec));
   tcp::socket socket(io);
   const Clock::time_point now = Clock::now();
@@ -78,8 +121,8 @@ Attempt TryJoin(const std::string& host, uint16_t port, RankId rank, uint32_t wo
                 });
   if (ec) return Retry(NetError("connect", ec));
   std::optional<asio::ssl::stream<tcp::socket&>> tls;
-  if (tls_context != nullptr) {
-    tls.emplace(socket, tls_context->impl().context());
+  if (req.tls_context != nullptr) {
+    tls.emplace(socket, req.tls_context->impl().context());
     ec = RunUntil(io, socket, std::min(deadline, Clock::now() + limits.connect_attempt_timeout),
                   cancelled,
                   [&](auto done) { tls->async_handshake(asio::ssl::stream_base::client, done); });
@@ -105,7 +148,24 @@ Attempt TryJoin(const std::string& host, uint16_t port, RankId rank, uint32_t wo
       asio::async_read(socket, buffers, done);
     }
   };
-  const std::vector<uint8_t> hello = EncodeRendezvousFrame(RendezvousHello{rank, world_size});
+  // Rank zero challenges each connection once its AwaitPeers runs: wait up
+  // to the deadline.
+  Received challenge = ReceiveFrame(io, socket, deadline, cancelled, read);
+  if (challenge.ec && IsTlsFailure(challenge.ec)) {
+    return Fatal(Status::Unavailable(
+        "rank zero refused this rank's TLS certificate: " + challenge.ec.message() +
+        " (is it signed by rank zero's [tls] ca?)"));
+  }
+  if (challenge.ec) return Retry(NetError("wait for rank zero's challenge", challenge.ec));
+  if (!challenge.message->ok()) {
+    return Fatal(challenge.message->status().WithContext(host + " is not a Strata rendezvous"));
+  }
+  const auto* c = std::get_if<RendezvousChallenge>(&**challenge.message);
+  if (c == nullptr) {
+    return Fatal(Status::Corruption(host + " did not open with a rendezvous challenge"));
+  }
+  const std::vector<uint8_t> hello = EncodeRendezvousFrame(RendezvousHello{
+      rank, req.world_size, ProveHello(req.secret, c->challenge, rank, req.world_size)});
   ec =
       RunUntil(io, socket, std::min(deadline, Clock::now() + limits.write_timeout), cancelled,
                [&](auto done) {
@@ -113,33 +173,19 @@ Attempt TryJoin(const std::string& host, uint16_t port, RankId rank, uint32_t wo
                });
   if (ec) return Retry(NetError("send hello", ec));
   // Rank zero answers once every rank has joined: wait up to the deadline.
-  std::array<uint8_t, kRendezvousLengthBytes> length{};
-  ec = RunUntil(io, socket, deadline, cancelled, [&](auto done) {
-    read(asio::buffer(length), [done](const asio::error_code& e, size_t) { done(e); });
-  });
-  if (ec && IsTlsFailure(ec)) {
-    return Fatal(Status::Unavailable("rank zero refused this rank's TLS certificate: " +
-                                     ec.message() + " (is it signed by rank zero's [tls] ca?)"));
-  }
-  if (ec) return Retry(NetError("wait for rank zero's answer", ec));
-  Result<size_t> n = DecodeRendezvousLength(length);
-  if (!n.ok()) return Fatal(n.status().WithContext(host + " is not a Strata rendezvous"));
-  std::vector<uint8_t> payload(*n);
-  ec = RunUntil(io, socket, deadline, cancelled, [&](auto done) {
-    read(asio::buffer(payload), [done](const asio::error_code& e, size_t) { done(e); });
-  });
-  if (ec) return Retry(NetError("read rank zero's answer", ec));
-  Result<RendezvousMessage> m = DecodeRendezvousPayload(payload);
+  Received answer = ReceiveFrame(io, socket, deadline, cancelled, read);
+  if (answer.ec) return Retry(NetError("wait for rank zero's answer", answer.ec));
+  const Result<RendezvousMessage>& m = *answer.message;
   if (!m.ok()) return Fatal(m.status().WithContext("rank zero's answer"));
   if (const auto* reject = std::get_if<RendezvousReject>(&*m)) {
     return Fatal(Status::InvalidArgument("rank zero refused rank " + std::to_string(rank.value) +
                                          ": " + reject->reason));
   }
   const auto* ticket = std::get_if<JoinTicket>(&*m);
-  if (ticket == nullptr) return Fatal(Status::Corruption("rank zero answered with a hello"));
-  if (ticket->world_size != world_size) {
+  if (ticket == nullptr) return Fatal(Status::Corruption("rank zero answered without a ticket"));
+  if (ticket->world_size != req.world_size) {
     return Fatal(Status::InvalidArgument(
-        "rank " + std::to_string(rank.value) + " has world size " + std::to_string(world_size) +
+        "rank " + std::to_string(rank.value) + " has world size " + std::to_string(req.world_size) +
         " but rank zero has world size " + std::to_string(ticket->world_size)));
   }
   return {*ticket, Status::Ok(), false};
@@ -148,10 +194,12 @@ Attempt TryJoin(const std::string& host, uint16_t port, RankId rank, uint32_t wo
 }  // namespace
 
 TcpRendezvousClient::TcpRendezvousClient(std::string master_addr, uint16_t master_port,
-                                         TcpRendezvousLimits limits, RetryObserver on_retry,
+                                         JobSecret secret, TcpRendezvousLimits limits,
+                                         RetryObserver on_retry,
                                          std::shared_ptr<const wire::TlsContext> tls)
     : master_addr_(std::move(master_addr)),
       master_port_(master_port),
+      secret_(std::move(secret)),
       limits_(limits),
       on_retry_(std::move(on_retry)),
       tls_(std::move(tls)) {}
@@ -172,8 +220,15 @@ Result<JoinTicket> TcpRendezvousClient::Join(RankId rank, uint32_t world_size,
     while (Clock::now() < deadline) {
       if (cancelled_.load()) return Cancelled(rank);
       ++attempts;
-      Attempt a = TryJoin(master_addr_, master_port_, rank, world_size, deadline, limits_,
-                          tls_.get(), cancelled_);
+      Attempt a = TryJoin({.host = master_addr_,
+                           .port = master_port_,
+                           .rank = rank,
+                           .world_size = world_size,
+                           .secret = secret_,
+                           .deadline = deadline,
+                           .limits = limits_,
+                           .tls_context = tls_.get()},
+                          cancelled_);
       if (a.ticket.has_value()) return *a.ticket;
       if (cancelled_.load()) return Cancelled(rank);
       if (!a.retry) return a.status;

@@ -45,10 +45,13 @@ struct TcpRendezvousServer::Impl {
     std::vector<uint8_t> payload;
     std::array<uint8_t, 1> watch{};
     std::optional<RankId> rank;  // set once admitted
+    Nonce challenge;             // what this connection's hello must prove
     std::string peer_ip;
     std::string local_ip;
     bool open = true;
-    bool ready = false;  // the TLS handshake is done (or there is none)
+    // The challenge is written (after the TLS handshake, if any): a Reject
+    // may be written now without overlapping another write.
+    bool ready = false;
     // Over `socket` when the rendezvous runs TLS; every read and write then
     // goes through it.
     std::optional<asio::ssl::stream<tcp::socket&>> tls;
@@ -73,13 +76,18 @@ struct TcpRendezvousServer::Impl {
   using ConnPtr = std::shared_ptr<Conn>;
   enum class Phase : unsigned char { kIdle, kRunning, kTicketsSent, kFailed };
 
-  Impl(NonceSource n, TcpRendezvousLimits l, ProblemObserver p,
+  Impl(JobSecret s, NonceSource n, TcpRendezvousLimits l, ProblemObserver p,
        std::shared_ptr<const wire::TlsContext> t)
-      : nonces(std::move(n)), limits(l), on_problem(std::move(p)), tls(std::move(t)) {}
+      : secret(std::move(s)),
+        nonces(std::move(n)),
+        limits(l),
+        on_problem(std::move(p)),
+        tls(std::move(t)) {}
 
   asio::io_context io;
   tcp::acceptor acceptor{io};
-  NonceSource nonces;
+  JobSecret secret;
+  NonceSource nonces;  // join nonces and challenges
   TcpRendezvousLimits limits;
   ProblemObserver on_problem;
   std::shared_ptr<const wire::TlsContext> tls;  // null: plaintext
@@ -88,6 +96,7 @@ struct TcpRendezvousServer::Impl {
   uint16_t record_port = 0;
   Phase phase = Phase::kIdle;
   Status failure;
+  Status last_refusal;  // the newest refused hello's reason, for the deadline message
   size_t writes_pending = 0;
   std::list<ConnPtr> conns;
 
@@ -124,9 +133,10 @@ struct TcpRendezvousServer::Impl {
     });
   }
 
-  // A non-fatal problem with one connection: tell it why and close it.
-  void RejectOne(const ConnPtr& c, const Status& why) {
-    ++stats.bad_frames;
+  // A non-fatal problem with one connection, counted in `*counter`: tell it
+  // why and close it; the rendezvous goes on.
+  void RejectOne(const ConnPtr& c, const Status& why, uint64_t* counter) {
+    ++*counter;
     Problem(why.WithContext("rendezvous connection from " + c->peer_ip));
     c->hello_timer.cancel();
     SendAndClose(c, EncodeRendezvousFrame(RendezvousReject{why.message()}));
@@ -212,7 +222,7 @@ struct TcpRendezvousServer::Impl {
       Close(c);
     });
     if (!tls) {
-      ReadHello(c);
+      SendChallenge(c);
       return;
     }
     // The handshake is bounded by the hello timer, like the hello itself.
@@ -224,6 +234,26 @@ struct TcpRendezvousServer::Impl {
         Problem(Status::Unavailable("rendezvous connection from " + c->peer_ip + ": " +
                                     wire::DescribeHandshakeFailure(c->tls->native_handle(), ec)));
         Close(c);
+        return;
+      }
+      SendChallenge(c);
+    });
+  }
+
+  // Draws this connection's challenge and writes it; the hello is read after.
+  void SendChallenge(const ConnPtr& c) {
+    Result<Nonce> challenge = nonces();
+    if (!challenge.ok()) {
+      Fail(challenge.status().WithContext("rendezvous challenge"));
+      return;
+    }
+    c->challenge = *challenge;
+    auto frame = std::make_shared<std::vector<uint8_t>>(
+        EncodeRendezvousFrame(RendezvousChallenge{c->challenge}));
+    c->Write(asio::buffer(*frame), [this, c, frame](const asio::error_code& ec, size_t) {
+      if (!c->open || phase != Phase::kRunning) return;
+      if (ec) {
+        Close(c);  // gone before its hello: nothing to withdraw
         return;
       }
       ReadHello(c);
@@ -244,7 +274,7 @@ struct TcpRendezvousServer::Impl {
     }
     Result<size_t> n = DecodeRendezvousLength(c->length);
     if (!n.ok()) {
-      RejectOne(c, n.status());
+      RejectOne(c, n.status(), &stats.bad_frames);
       return;
     }
     c->payload.resize(*n);
@@ -260,15 +290,23 @@ struct TcpRendezvousServer::Impl {
     }
     Result<RendezvousMessage> m = DecodeRendezvousPayload(c->payload);
     if (!m.ok()) {
-      RejectOne(c, m.status());
+      RejectOne(c, m.status(), &stats.bad_frames);
       return;
     }
     const auto* hello = std::get_if<RendezvousHello>(&*m);
     if (hello == nullptr) {
-      RejectOne(c, Status::Corruption("rendezvous message: expected a hello"));
+      RejectOne(c, Status::Corruption("rendezvous message: expected a hello"), &stats.bad_frames);
       return;
     }
     c->hello_timer.cancel();
+    if (!HelloProven(secret, c->challenge, hello->rank, hello->world_size, hello->proof)) {
+      last_refusal = Status::InvalidArgument(
+          "hello for rank " + std::to_string(hello->rank.value) +
+          " not proven: its job secret is not this job's (a process of another job, or a rank "
+          "started without this job's secret)");
+      RejectOne(c, last_refusal, &stats.hellos_unproven);
+      return;
+    }
     Result<Nonce> nonce = nonces();
     if (!nonce.ok()) {
       Fail(nonce.status());
@@ -276,7 +314,8 @@ struct TcpRendezvousServer::Impl {
     }
     Status admitted = roster->Admit(hello->rank, hello->world_size, c->peer_ip, *nonce);
     if (!admitted.ok()) {
-      Fail(admitted);
+      last_refusal = admitted;
+      RejectOne(c, admitted, &stats.hellos_refused);
       return;
     }
     c->rank = hello->rank;
@@ -315,11 +354,12 @@ TcpRendezvousServer::TcpRendezvousServer(std::unique_ptr<Impl> impl) : impl_(std
 TcpRendezvousServer::~TcpRendezvousServer() = default;
 
 Result<std::unique_ptr<TcpRendezvousServer>> TcpRendezvousServer::Listen(
-    const std::string& address, uint16_t port, NonceSource nonces, TcpRendezvousLimits limits,
-    ProblemObserver on_problem, std::shared_ptr<const wire::TlsContext> tls) {
+    const std::string& address, uint16_t port, JobSecret secret, NonceSource nonces,
+    TcpRendezvousLimits limits, ProblemObserver on_problem,
+    std::shared_ptr<const wire::TlsContext> tls) {
   try {
-    auto impl =
-        std::make_unique<Impl>(std::move(nonces), limits, std::move(on_problem), std::move(tls));
+    auto impl = std::make_unique<Impl>(std::move(secret), std::move(nonces), limits,
+                                       std::move(on_problem), std::move(tls));
     asio::error_code ec;
     tcp::resolver resolver(impl->io);
     const auto endpoints = resolver.resolve(
@@ -372,7 +412,13 @@ Result<PeerTable> TcpRendezvousServer::AwaitPeers(uint32_t world_size, uint16_t 
     }
     if (m.phase == Impl::Phase::kRunning) {
       // The deadline passed: tell whoever is connected, within a bound.
-      m.Fail(Status::Unavailable("rendezvous deadline passed: " + m.roster->MissingSummary()));
+      std::string why = "rendezvous deadline passed: " + m.roster->MissingSummary();
+      const uint64_t refused = m.stats.hellos_unproven + m.stats.hellos_refused;
+      if (refused > 0) {
+        why += "; " + std::to_string(refused) +
+               " hello(s) refused, the last: " + m.last_refusal.message();
+      }
+      m.Fail(Status::Unavailable(why));
       m.io.restart();
       m.io.run_for(kRejectFlushBound);
     }

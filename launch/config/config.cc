@@ -241,6 +241,12 @@ std::vector<ConfigKey> MakeKeys() {
        [](const ConfigValue& v, RankConfig* c) {
          STRATA_SET(c->cluster.connect_timeout, AsDuration(v));
        }},
+      {"cluster.job_secret_file", "--job-secret-file",
+       "a file holding this job's secret (32..4096 bytes; mode 0600)",
+       "unset: the environment variable STRATA_JOB_SECRET; ranks in separate processes need one",
+       [](const ConfigValue& v, RankConfig* c) {
+         STRATA_SET(c->cluster.job_secret_file, AsText(v, "a file path"));
+       }},
       {"metrics.bind", "--metrics-bind", "an IP address to listen on", "0.0.0.0",
        [](const ConfigValue& v, RankConfig* c) {
          STRATA_SET(c->metrics.bind, AsText(v, "an address"));

@@ -76,6 +76,11 @@ struct ClusterConfig {
   // connect_timeout: how long ranks wait for each other at startup
   // (rendezvous plus record links). Default 120s.
   std::chrono::milliseconds connect_timeout{std::chrono::seconds(120)};
+  // job_secret_file: the file holding the secret every rendezvous hello
+  // proves (coordinator/rendezvous/job_secret.h). Default unset: the
+  // environment variable STRATA_JOB_SECRET; ranks in separate processes
+  // refuse to start with neither.
+  std::optional<std::string> job_secret_file;
 };
 
 // [metrics]: the /metrics, /healthz and /status endpoint.

@@ -101,12 +101,13 @@ class RankZeroStores final : public RuntimeDriver {
   Status Open(const RankConfig& config, uint64_t seed) {
     STRATA_ASSIGN_OR_RETURN(OwnRank me, DescribeOwnRank(config));
     const ClusterConfig& cl = config.cluster;
+    STRATA_ASSIGN_OR_RETURN(JobSecret secret, ReadJobSecret(cl.job_secret_file));
     STRATA_ASSIGN_OR_RETURN(tls_, LinkTls(config));
     STRATA_ASSIGN_OR_RETURN(planes_, ProcessPlanes::Open(me.own, config.runtime.gpus));
     STRATA_ASSIGN_OR_RETURN(
         rendezvous_,
         TcpRendezvousServer::Listen(
-            cl.master_addr, cl.master_port, OsNonceSource(), {},
+            cl.master_addr, cl.master_port, std::move(secret), OsNonceSource(), {},
             [](const Status& s) { spdlog::warn("rendezvous: {}", s.ToString()); }, tls_));
     spdlog::info("rendezvous listening on {}; waiting up to {} s for {} peer(s)",
                  HostPort(cl.master_addr, rendezvous_->port()), cl.connect_timeout.count() / 1000,
@@ -221,10 +222,11 @@ class PeerStores final : public PeerRank {
     STRATA_ASSIGN_OR_RETURN(OwnRank me, DescribeOwnRank(config));
     const ClusterConfig& cl = config.cluster;
     STRATA_ASSIGN_OR_RETURN(uint16_t service_port, ServicePort(config, cl.rank));
+    STRATA_ASSIGN_OR_RETURN(JobSecret secret, ReadJobSecret(cl.job_secret_file));
     STRATA_ASSIGN_OR_RETURN(tls_, LinkTls(config));
     STRATA_ASSIGN_OR_RETURN(planes_, ProcessPlanes::Open(me.own, config.runtime.gpus));
     client_ = std::make_unique<TcpRendezvousClient>(
-        cl.master_addr, cl.master_port, TcpRendezvousLimits{},
+        cl.master_addr, cl.master_port, std::move(secret), TcpRendezvousLimits{},
         [](const Status& s) {
           spdlog::debug("rendezvous not reached yet, retrying: {}", s.ToString());
         },

@@ -18,6 +18,10 @@
 #   rank_cluster_test.sh STRATA tls       3 ranks over mutual TLS (certificates
 #       from launch/make-certs.sh): phases 1-2 pass, every rank reports its
 #       links as mutual TLS 1.3 and holds the same record files and bytes.
+#   rank_cluster_test.sh STRATA stranger  a peer without any job secret
+#       refuses to start, naming --job-secret-file and STRATA_JOB_SECRET; a
+#       process of another job (another secret) claiming rank 1 is refused by
+#       rank zero and exits; the real rank 1 then joins and phases 1-2 pass.
 #
 # Every wait is bounded; on failure the ranks' logs are printed.
 set -euo pipefail
@@ -40,12 +44,18 @@ fail() {
 BASE=$((10000 + RANDOM % 20000))  # below the ephemeral range (32768+)
 
 TLS_DIR=""  # set: every rank gets --tls-* flags for its certificate there
+# The job's secret, which every rank proves at the rendezvous (from this
+# file only: one from the caller's environment would be a second source).
+unset STRATA_JOB_SECRET
+"$(dirname "$0")/../../launch/make-job-secret.sh" "$DIR/job.secret"
+SECRET_FILE=$DIR/job.secret
 
 start_rank() {  # rank world workload -> background process, pid in PIDS
   local r=$1 world=$2 workload=$3 tls=()
   [[ -z $TLS_DIR ]] ||
     tls=(--tls-cert "$TLS_DIR/rank$r.crt" --tls-key "$TLS_DIR/rank$r.key" --tls-ca "$TLS_DIR/ca.crt")
   timeout 300 "$STRATA" rank --rank "$r" --world-size "$world" --master-port "$BASE" "${tls[@]}" \
+    --job-secret-file "$SECRET_FILE" \
     --local-rank "$r" --metrics-port $((BASE + 10)) --prefix-cache-disk "$DIR/rank$r" \
     --prefix-cache-disk-limit 256MiB --connect-timeout 60s --log-level "${STRATA_TEST_LOG_LEVEL:-info}" --workload "$workload" \
     --summary-json "$DIR/summary.$workload.json" >"$DIR/rank$r.$workload.log" 2>&1 &
@@ -181,6 +191,32 @@ case $MODE in
     same_bytes_on_every_rank 3 qualify
     phases_passed "$DIR/summary.qualify.json" 2
     echo "PASS: 3 ranks over mutual TLS, phases 1-2, identical record files and bytes per rank"
+    ;;
+  stranger)
+    rc=0
+    timeout 60 "$STRATA" rank --rank 1 --world-size 2 --master-port "$BASE" --local-rank 1 \
+      --metrics-port $((BASE + 10)) --prefix-cache-disk "$DIR/rank1" >"$DIR/nosecret.log" 2>&1 || rc=$?
+    [[ $rc != 0 ]] || fail "a peer without a job secret started"
+    grep -q "STRATA_JOB_SECRET" "$DIR/nosecret.log" || fail "the refusal does not name STRATA_JOB_SECRET"
+    "$(dirname "$0")/../../launch/make-job-secret.sh" "$DIR/other.secret"
+    start_rank 0 2 qualify
+    SECRET_FILE=$DIR/other.secret start_rank 1 2 serve  # another job's process, as rank 1
+    stranger=${PIDS[1]}
+    PIDS=("${PIDS[0]}")
+    for ((i = 0; i < 600; i++)); do
+      kill -0 "$stranger" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -0 "$stranger" 2>/dev/null && fail "the stranger still runs 60 s after it was started"
+    rc=0
+    wait "$stranger" || rc=$?
+    [[ $rc != 0 ]] || fail "the stranger exited 0"
+    grep -q "not proven" "$DIR/rank1.serve.log" || fail "the stranger's log does not say why it was refused"
+    start_rank 1 2 qualify
+    wait_all 0
+    grep -q "not proven" "$DIR/rank0.qualify.log" || fail "rank zero did not log the refused hello"
+    phases_passed "$DIR/summary.qualify.json" 2
+    echo "PASS: no secret refused at start; another job's rank 1 refused; the real ranks passed"
     ;;
   *) fail "unknown mode $MODE" ;;
 esac

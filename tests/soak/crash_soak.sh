@@ -43,6 +43,9 @@ while (($#)); do
 done
 [[ -n $DIR ]] || DIR=$(mktemp -d "${STRATA_TEST_DIR:-/var/tmp}/strata-soak-XXXXXX")
 mkdir -p "$DIR"
+# One secret for the soak's job; every restart of every rank proves it.
+unset STRATA_JOB_SECRET  # the file below is the ranks' only source
+"$(dirname "$0")/../../launch/make-job-secret.sh" "$DIR/job.secret"
 RANDOM=$SEED
 
 STOP_BOUND=15       # seconds a survivor may take to exit after SIGTERM (peers wait 10 s for rank zero)
@@ -90,6 +93,7 @@ start_rank() {  # rank workload -> background process, pid in PIDS
   local r=$1 workload=$2
   # No `timeout` wrapper: SIGKILL must reach the rank itself. Waits are bounded here.
   "$STRATA" rank --rank "$r" --world-size "$RANKS" --master-port "$BASE" \
+    --job-secret-file "$DIR/job.secret" \
     --local-rank "$r" --metrics-port $((BASE + 10)) --prefix-cache-disk "$DIR/rank$r" \
     --prefix-cache-disk-limit 2GiB --connect-timeout 60s --log-level info \
     --workload "$workload" --summary-json "$DIR/summary.$workload.json" \

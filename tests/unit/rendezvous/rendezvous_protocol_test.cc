@@ -24,12 +24,30 @@ JoinTicket Ticket() {
   return t;
 }
 
+HelloProof Proof() {
+  HelloProof p{};
+  for (size_t i = 0; i < p.size(); ++i) p[i] = static_cast<uint8_t>(0xa0 + i);
+  return p;
+}
+
 TEST(RendezvousProtocolTest, HelloRoundTrip) {
-  Result<RendezvousMessage> m = RoundTrip(RendezvousHello{RankId(3), 8});
+  Result<RendezvousMessage> m = RoundTrip(RendezvousHello{RankId(3), 8, Proof()});
   ASSERT_TRUE(m.ok());
   const auto& h = std::get<RendezvousHello>(*m);
   EXPECT_EQ(h.rank, RankId(3));
   EXPECT_EQ(h.world_size, 8u);
+  EXPECT_EQ(h.proof, Proof());
+}
+
+TEST(RendezvousProtocolTest, ChallengeRoundTrip) {
+  RendezvousChallenge c;
+  for (size_t i = 0; i < kNonceBytes; ++i) c.challenge.bytes[i] = static_cast<uint8_t>(i + 1);
+  std::vector<uint8_t> f = EncodeRendezvousFrame(c);
+  EXPECT_EQ(f.size(), 4u + 12u + kNonceBytes);
+  EXPECT_EQ(f[12], 4);  // type 4
+  Result<RendezvousMessage> m = RoundTrip(c);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(std::get<RendezvousChallenge>(*m).challenge, c.challenge);
 }
 
 TEST(RendezvousProtocolTest, TicketRoundTrip) {
@@ -52,9 +70,11 @@ TEST(RendezvousProtocolTest, RejectRoundTripAndLongReasonsAreCut) {
 }
 
 TEST(RendezvousProtocolTest, HelloLayoutIsFixed) {
-  std::vector<uint8_t> f = EncodeRendezvousFrame(RendezvousHello{RankId(2), 5});
-  const std::vector<uint8_t> expected = {20, 0, 0, 0, 'S', 'T', 'R', 'Z', 1, 0, 0, 0,
-                                         1,  0, 0, 0, 2,   0,   0,   0,   5, 0, 0, 0};
+  std::vector<uint8_t> f = EncodeRendezvousFrame(RendezvousHello{RankId(2), 5, Proof()});
+  std::vector<uint8_t> expected = {52, 0, 0, 0, 'S', 'T', 'R', 'Z', 2, 0, 0, 0,
+                                   1,  0, 0, 0, 2,   0,   0,   0,   5, 0, 0, 0};
+  const HelloProof proof = Proof();
+  expected.insert(expected.end(), proof.begin(), proof.end());
   EXPECT_EQ(f, expected);
 }
 
@@ -80,11 +100,11 @@ TEST(RendezvousProtocolTest, WrongMagic) {
 
 TEST(RendezvousProtocolTest, OtherVersionIsNamed) {
   std::vector<uint8_t> f = EncodeRendezvousFrame(RendezvousHello{RankId(1), 2});
-  f[8] = 2;
+  f[8] = 1;  // a build from before the job secret
   Result<RendezvousMessage> m = DecodeRendezvousPayload(Payload(f));
   ASSERT_FALSE(m.ok());
   EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(m.status().message().find("rendezvous protocol version 2; this build speaks version 1"),
+  EXPECT_NE(m.status().message().find("rendezvous protocol version 1; this build speaks version 2"),
             std::string::npos);
 }
 
@@ -96,6 +116,15 @@ TEST(RendezvousProtocolTest, UnknownType) {
 }
 
 TEST(RendezvousProtocolTest, TruncatedAndTrailingBytes) {
+  for (const RendezvousMessage& message :
+       {RendezvousMessage(RendezvousHello{RankId(1), 2, Proof()}),
+        RendezvousMessage(RendezvousChallenge{})}) {
+    std::vector<uint8_t> g = EncodeRendezvousFrame(message);
+    for (size_t cut = 1; cut < g.size() - kRendezvousLengthBytes; ++cut) {
+      std::span<const uint8_t> p = Payload(g).first(g.size() - kRendezvousLengthBytes - cut);
+      EXPECT_FALSE(DecodeRendezvousPayload(p).ok()) << cut;
+    }
+  }
   std::vector<uint8_t> f = EncodeRendezvousFrame(Ticket());
   for (size_t cut = 1; cut < f.size() - kRendezvousLengthBytes; ++cut) {
     std::span<const uint8_t> p = Payload(f).first(f.size() - kRendezvousLengthBytes - cut);

@@ -1,58 +1,25 @@
 #include "coordinator/rendezvous/tcp_rendezvous.h"
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <future>
 #include <thread>
 
 #include "coordinator/rendezvous/rendezvous_protocol.h"
+#include "tests/unit/rendezvous/tcp_rendezvous_test_support.h"
 
 namespace strata {
 namespace {
 
 using namespace std::chrono_literals;
-
-// Bounds for a test's waits; a correct run finishes far sooner.
-constexpr auto kTestDeadline = 30s;
-constexpr auto kEventBound = 30s;
-
-RendezvousDeadline Soon() { return RendezvousClock::now() + kTestDeadline; }
-
-std::unique_ptr<TcpRendezvousServer> ListenLoopback(uint64_t seed,
-                                                    TcpRendezvousServer::ProblemObserver obs = {},
-                                                    uint16_t port = 0) {
-  Result<std::unique_ptr<TcpRendezvousServer>> s =
-      TcpRendezvousServer::Listen("127.0.0.1", port, SeededNonceSource(seed), {}, std::move(obs));
-  EXPECT_TRUE(s.ok()) << s.status().ToString();
-  return std::move(s).value();
-}
-
-std::future<Result<JoinTicket>> JoinAsync(uint16_t port, uint32_t rank, uint32_t world,
-                                          RendezvousDeadline deadline = Soon()) {
-  return std::async(std::launch::async, [=] {
-    TcpRendezvousClient client("127.0.0.1", port);
-    return client.Join(RankId(rank), world, deadline);
-  });
-}
-
-// A plain POSIX connection for sending hand-made bytes.
-int RawConnect(uint16_t port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  return fd;
-}
-
-void RawSend(int fd, const std::vector<uint8_t>& bytes) {
-  ASSERT_EQ(write(fd, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
-}
+using testing::JoinAsync;
+using testing::kEventBound;
+using testing::ListenLoopback;
+using testing::RawConnect;
+using testing::RawReceive;
+using testing::RawSend;
+using testing::Soon;
+using testing::TestJobSecret;
 
 TEST(TcpRendezvousTest, FourRanksOverLoopback) {
   auto server = ListenLoopback(1);
@@ -86,44 +53,6 @@ TEST(TcpRendezvousTest, WorldOfOneNeedsNoPeers) {
   EXPECT_TRUE(table->peers.empty());
 }
 
-TEST(TcpRendezvousTest, WorldSizeMismatchFailsBothSides) {
-  auto server = ListenLoopback(3);
-  auto bad = JoinAsync(server->port(), 1, 4);
-  Result<PeerTable> table = server->AwaitPeers(3, 1, Soon());
-  ASSERT_FALSE(table.ok());
-  const std::string expected =
-      "rank 1 (from 127.0.0.1) has world size 4 but rank zero has world size 3 (every rank must "
-      "be started with the same world size)";
-  EXPECT_EQ(table.status().message(), expected);
-  Result<JoinTicket> b = bad.get();
-  ASSERT_FALSE(b.ok());
-  EXPECT_EQ(b.status().message(), "rank zero refused rank 1: " + expected);
-}
-
-TEST(TcpRendezvousTest, DuplicateRankFailsTheRendezvous) {
-  auto server = ListenLoopback(4);
-  auto a = JoinAsync(server->port(), 2, 3);
-  auto b = JoinAsync(server->port(), 2, 3);
-  Result<PeerTable> table = server->AwaitPeers(3, 1, Soon());
-  ASSERT_FALSE(table.ok());
-  EXPECT_NE(table.status().message().find("rank 2 joined twice: from 127.0.0.1 and from "
-                                          "127.0.0.1"),
-            std::string::npos);
-  EXPECT_NE(a.get().status().message().find("joined twice"), std::string::npos);
-  EXPECT_NE(b.get().status().message().find("joined twice"), std::string::npos);
-}
-
-TEST(TcpRendezvousTest, RankOutOfRange) {
-  auto server = ListenLoopback(5);
-  auto a = JoinAsync(server->port(), 3, 3);
-  Result<PeerTable> table = server->AwaitPeers(3, 1, Soon());
-  ASSERT_FALSE(table.ok());
-  EXPECT_NE(table.status().message().find("rank 3 (from 127.0.0.1) is out of range for world "
-                                          "size 3"),
-            std::string::npos);
-  EXPECT_NE(a.get().status().message().find("rank zero refused rank 3"), std::string::npos);
-}
-
 TEST(TcpRendezvousTest, PeerStartingBeforeRankZeroRetries) {
   // Learn a free port, then close it so the peer's first attempts are refused.
   uint16_t port = 0;
@@ -134,7 +63,7 @@ TEST(TcpRendezvousTest, PeerStartingBeforeRankZeroRetries) {
   std::promise<Status> first_failure;
   std::once_flag once;
   auto peer = std::async(std::launch::async, [&] {
-    TcpRendezvousClient client("127.0.0.1", port, {}, [&](const Status& s) {
+    TcpRendezvousClient client("127.0.0.1", port, TestJobSecret(), {}, [&](const Status& s) {
       std::call_once(once, [&] { first_failure.set_value(s); });
     });
     return client.Join(RankId(1), 2, Soon());
@@ -166,7 +95,7 @@ TEST(TcpRendezvousTest, PeerDeadlineWithoutRankZeroSaysWhatFailed) {
     auto probe = ListenLoopback(8);
     port = probe->port();
   }
-  TcpRendezvousClient client("127.0.0.1", port);
+  TcpRendezvousClient client("127.0.0.1", port, TestJobSecret());
   Result<JoinTicket> t = client.Join(RankId(1), 2, RendezvousClock::now() + 200ms);
   ASSERT_FALSE(t.ok());
   EXPECT_EQ(t.status().code(), StatusCode::kUnavailable);
@@ -188,7 +117,7 @@ TEST(TcpRendezvousTest, CancelEndsAJoinThatWaitsForRankZero) {
   }
   auto silent = ListenLoopback(10);  // listening, never answering (no AwaitPeers)
   for (uint16_t port : {dead_port, silent->port()}) {
-    TcpRendezvousClient client("127.0.0.1", port);
+    TcpRendezvousClient client("127.0.0.1", port, TestJobSecret());
     std::future<Result<JoinTicket>> join = std::async(std::launch::async, [&client] {
       return client.Join(RankId(1), 2, RendezvousClock::now() + std::chrono::hours(1));
     });
@@ -220,13 +149,13 @@ TEST(TcpRendezvousTest, GarbageAndOversizedFramesAreCountedAndSurvived) {
   ASSERT_TRUE(table.ok()) << table.status().ToString();
   EXPECT_TRUE(peer.get().ok());
   EXPECT_EQ(server->stats().bad_frames, 2u);
-  // Each bad connection got a reject naming the problem before it closed.
-  std::vector<uint8_t> reply(600);
-  ssize_t n = read(garbage, reply.data(), reply.size());
-  ASSERT_GT(n, 4);
-  Result<RendezvousMessage> m = DecodeRendezvousPayload(
-      std::span<const uint8_t>(reply.data() + 4, static_cast<size_t>(n) - 4));
-  ASSERT_TRUE(m.ok());
+  // Each bad connection got its challenge, then a reject naming the problem
+  // before it closed.
+  Result<RendezvousMessage> m = RawReceive(garbage);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_TRUE(std::holds_alternative<RendezvousChallenge>(*m));
+  m = RawReceive(garbage);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
   EXPECT_NE(std::get<RendezvousReject>(*m).reason.find("wrong magic"), std::string::npos);
   close(garbage);
   close(oversized);
@@ -238,7 +167,11 @@ TEST(TcpRendezvousTest, PeerThatDisconnectsIsWithdrawnAndMayRejoin) {
   const uint16_t port = server->port();
   auto rank_zero = std::async(std::launch::async, [&] { return server->AwaitPeers(3, 5, Soon()); });
   int early = RawConnect(port);
-  RawSend(early, EncodeRendezvousFrame(RendezvousHello{RankId(1), 3}));
+  Result<RendezvousMessage> challenge = RawReceive(early);
+  ASSERT_TRUE(challenge.ok()) << challenge.status().ToString();
+  const Nonce& c = std::get<RendezvousChallenge>(*challenge).challenge;
+  RawSend(early, EncodeRendezvousFrame(
+                     RendezvousHello{RankId(1), 3, ProveHello(TestJobSecret(), c, RankId(1), 3)}));
   close(early);
   std::future<Status> w = withdrawn.get_future();
   ASSERT_EQ(w.wait_for(kEventBound), std::future_status::ready);
@@ -254,8 +187,8 @@ TEST(TcpRendezvousTest, PeerThatDisconnectsIsWithdrawnAndMayRejoin) {
 }
 
 TEST(TcpRendezvousTest, ListenOnAnAddressNotOfThisHostFails) {
-  Result<std::unique_ptr<TcpRendezvousServer>> s =
-      TcpRendezvousServer::Listen("192.0.2.1", 0, SeededNonceSource(1));  // TEST-NET-1
+  Result<std::unique_ptr<TcpRendezvousServer>> s = TcpRendezvousServer::Listen(
+      "192.0.2.1", 0, TestJobSecret(), SeededNonceSource(1));  // TEST-NET-1
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("cannot listen on 192.0.2.1:0"), std::string::npos)
       << s.status().message();

@@ -8,6 +8,7 @@
 #include <future>
 
 #include "coordinator/rendezvous/tcp_rendezvous.h"
+#include "tests/unit/rendezvous/tcp_rendezvous_test_support.h"
 #include "tests/unit/store/record/record_test_support.h"
 #include "tests/unit/wire/tls_test_certs.h"
 
@@ -33,8 +34,9 @@ struct Pki {
 
 std::unique_ptr<TcpRendezvousServer> Listen(std::shared_ptr<const wire::TlsContext> tls,
                                             TcpRendezvousServer::ProblemObserver obs = {}) {
-  Result<std::unique_ptr<TcpRendezvousServer>> s = TcpRendezvousServer::Listen(
-      "127.0.0.1", 0, SeededNonceSource(7), {}, std::move(obs), std::move(tls));
+  Result<std::unique_ptr<TcpRendezvousServer>> s =
+      TcpRendezvousServer::Listen("127.0.0.1", 0, testing::TestJobSecret(), SeededNonceSource(7),
+                                  {}, std::move(obs), std::move(tls));
   EXPECT_TRUE(s.ok()) << s.status().ToString();
   return std::move(s).value();
 }
@@ -43,7 +45,7 @@ std::future<Result<JoinTicket>> JoinAsync(uint16_t port, uint32_t rank, uint32_t
                                           std::shared_ptr<const wire::TlsContext> tls,
                                           RendezvousDeadline deadline = Soon()) {
   return std::async(std::launch::async, [=] {
-    TcpRendezvousClient client("127.0.0.1", port, {}, {}, tls);
+    TcpRendezvousClient client("127.0.0.1", port, testing::TestJobSecret(), {}, {}, tls);
     return client.Join(RankId(rank), world, deadline);
   });
 }

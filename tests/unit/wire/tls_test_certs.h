@@ -8,6 +8,7 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
+#include <sys/stat.h>
 
 #include <cstdio>
 #include <memory>
@@ -53,6 +54,7 @@ inline void WritePem(const Issued& issued) {
   ASSERT_NE(f, nullptr) << issued.key_file;
   PEM_write_PrivateKey(f, issued.key.get(), nullptr, nullptr, 0, nullptr, nullptr);
   std::fclose(f);
+  ASSERT_EQ(chmod(issued.key_file.c_str(), 0600), 0) << issued.key_file;  // as a key should be
 }
 
 // Issues `name` into dir/name.{crt,key}, signed by `ca` (self-signed CA when
