@@ -180,6 +180,12 @@ int RunRank(const LoadedConfig& loaded, const RankRunOptions& run) {
         if (g_signals.load() != 0) break;  // a stop request ended the turn: not an error
         spdlog::error("synthetic runtime: {}", t.status().ToString());
         exit_code = 1;
+        // Stay up until a signal, so /healthz answers 503 with the reason
+        // (a lost peer, a stopped transport) for whoever watches it.
+        while (g_signals.load() == 0) {
+          publish();
+          std::this_thread::sleep_for(std::chrono::milliseconds(500));
+        }
         break;
       }
       if (tick % 16 == 15) rt.EvictGpu();
