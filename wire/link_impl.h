@@ -98,14 +98,14 @@ class Link::Impl {
   FrameReader reader_;                                               // [io]
   LinkHandlers handlers_;                                            // [io]
   std::vector<Frame> batch_;                                         // [io] frames being written
-  bool started_ = false;           // [io] Start() reached the I/O thread
-  bool reading_ = false;           // [io]
-  bool write_in_flight_ = false;   // [io]
-  bool close_begun_ = false;       // [io]
-  bool stream_ended_ = false;      // [io] our end was sent
-  bool peer_ended_ = false;        // [io] the peer's end was read
-  bool closed_notified_ = false;   // [io]
-  bool hello_accepted_io_ = false;  // [io] OnHelloAccepted ran (or admitted from the start)
+  bool started_ = false;             // [io] Start() reached the I/O thread
+  bool reading_ = false;             // [io]
+  bool write_in_flight_ = false;     // [io]
+  bool close_begun_ = false;         // [io]
+  bool stream_ended_ = false;        // [io] our end was sent
+  bool peer_ended_ = false;          // [io] the peer's end was read
+  bool closed_notified_ = false;     // [io]
+  bool hello_accepted_io_ = false;   // [io] OnHelloAccepted ran (or admitted from the start)
   uint64_t heartbeat_sequence_ = 0;  // [io]
 
   // Incoming frames declaring more bytes are rejected: hello_frame_bytes_max

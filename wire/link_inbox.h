@@ -77,12 +77,12 @@ class LinkInbox {
   const size_t messages_per_link_max_;
   mutable std::mutex mu_;
   std::condition_variable ready_;
-  std::deque<LinkEvent> events_;        // guarded by mu_
+  std::deque<LinkEvent> events_;              // guarded by mu_
   std::map<uint64_t, size_t> queued_by_tag_;  // guarded by mu_: messages queued, > 0
-  std::set<uint64_t> overflowed_;       // guarded by mu_: tags with a kOverflow queued once
-  uint64_t dropped_ = 0;                // guarded by mu_
-  bool interrupted_ = false;            // guarded by mu_
-  std::shared_ptr<WakeSignal> signal_;  // guarded by mu_
+  std::set<uint64_t> overflowed_;             // guarded by mu_: tags with a kOverflow queued once
+  uint64_t dropped_ = 0;                      // guarded by mu_
+  bool interrupted_ = false;                  // guarded by mu_
+  std::shared_ptr<WakeSignal> signal_;        // guarded by mu_
 };
 
 }  // namespace strata::wire

@@ -17,9 +17,8 @@ void Link::Impl::ArmHelloDeadline() {
   hello_timer_.async_wait([this](const std::error_code& error) {
     if (error || hello_accepted_io_) return;
     FinishClose(CloseCause::kHelloTimeout,
-                Status::Unavailable(fmt::format(
-                    "no Hello accepted within {} ms of the connection",
-                    options_.hello_timeout.count())));
+                Status::Unavailable(fmt::format("no Hello accepted within {} ms of the connection",
+                                                options_.hello_timeout.count())));
   });
 }
 

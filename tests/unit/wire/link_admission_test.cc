@@ -13,8 +13,8 @@
 namespace strata::wire {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::EncodeWords;
+using ::testing::HasSubstr;
 using testing::LoopbackListener;
 using testing::RawPeer;
 

@@ -13,8 +13,8 @@
 namespace strata::wire {
 namespace {
 
-using ::testing::HasSubstr;
 using std::chrono::milliseconds;
+using ::testing::HasSubstr;
 using testing::LoopbackListener;
 using testing::RawPeer;
 using testing::Recorder;
