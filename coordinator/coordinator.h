@@ -42,8 +42,9 @@ struct CoordinatorOptions {
   uint64_t disk_limit_bytes = 0;  // rank zero's own limit (> 0); the store uses the smallest
   DiskStoreOptions store;         // its disk_limit_bytes is replaced by the agreed limit
   StagedOptions staged;
-  // The record listener: a numeric wildcard ("0.0.0.0" or "::"); port 0 picks one.
-  wire::Endpoint listen{"0.0.0.0", 0};
+  // The record listener: a numeric address peers reach (the rendezvous hands
+  // them the address they reached rank zero on); port 0 picks one.
+  wire::Endpoint listen{"127.0.0.1", 0};
   wire::LinkOptions link;
   size_t links_max = 1024;  // connections the listener accepts over its life
   // Bound on the whole join: rendezvous, Hellos, scans, agreement.

@@ -172,6 +172,7 @@ Status JoinSession::HandleStranger(wire::LinkEvent& e) {
   rank_of_[e.tag] = hello->rank;
   stats_.disk_limit_bytes = std::min(stats_.disk_limit_bytes, hello->disk_limit_bytes);
   spdlog::info("rank {} joined from {}", r, from);
+  link->AcceptHello();  // full frame limit and heartbeats before the peer hears back
   return link->Send(wire::HelloAccept{});
 }
 

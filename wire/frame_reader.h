@@ -30,6 +30,11 @@ class FrameReader {
 
   explicit FrameReader(size_t frame_bytes_max);
 
+  // The limit for frames whose segment table is not yet sized (a link lifts
+  // it once its peer's Hello is accepted). Checked before allocation.
+  void set_frame_bytes_max(size_t frame_bytes_max) { frame_bytes_max_ = frame_bytes_max; }
+  size_t frame_bytes_max() const { return frame_bytes_max_; }
+
   // Where the next bytes go; never empty while a frame is incomplete.
   std::span<std::byte> NextBuffer();
   // Call after NextBuffer() was filled completely.

@@ -13,6 +13,13 @@
 // Every incoming frame is size-checked before it is allocated and decoded
 // with a traversal limit; a frame that fails closes the link with a logged,
 // counted reason (LinkStats::rejected_frames).
+//
+// Admission: a link a Listener accepted starts unadmitted (kAwaitHello):
+// until its owner calls AcceptHello(), frames are limited to
+// hello_frame_bytes_max and a link not admitted within hello_timeout closes
+// (kHelloTimeout). Liveness: an open, admitted link sends a Heartbeat after
+// a heartbeat interval without a send, and closes (kPeerSilent) when it
+// reads nothing for the silence timeout (wire/link_liveness.h).
 #pragma once
 
 #include <array>
@@ -27,6 +34,7 @@
 #include "store/base/status.h"
 #include "wire/endpoint.h"
 #include "wire/frame_reader.h"
+#include "wire/link_liveness.h"
 #include "wire/messages.h"
 #include "wire/tls.h"
 
@@ -35,6 +43,16 @@ namespace strata::wire {
 namespace internal {
 class StreamOpener;
 }
+
+// Frame limit of an unadmitted link: a Hello encodes in well under 1 KiB.
+inline constexpr size_t kHelloFrameBytesMax = size_t{64} << 10;
+// How long an accepted connection may take to have its Hello accepted.
+inline constexpr std::chrono::milliseconds kHelloTimeoutDefault{5000};
+
+enum class LinkAdmission : uint8_t {
+  kAdmitted,    // full limits and liveness from the start (dialed links)
+  kAwaitHello,  // small frames and a deadline until AcceptHello() (accepted links)
+};
 
 struct LinkOptions {
   // Names the link in logs and errors, e.g. "rank 3".
@@ -53,6 +71,16 @@ struct LinkOptions {
   // Mutual TLS (wire/tls.h) when set; plaintext TCP when null (default).
   // The TLS handshake must also finish within connect_timeout.
   std::shared_ptr<const TlsContext> tls;
+  // Default kAdmitted; a Listener sets kAwaitHello on every link it accepts
+  // (ListenerOptions::admission).
+  LinkAdmission admission = LinkAdmission::kAdmitted;
+  // kAwaitHello: the frame limit before AcceptHello() (at most
+  // frame_bytes_max), and the deadline from the link's creation.
+  size_t hello_frame_bytes_max = kHelloFrameBytesMax;
+  std::chrono::milliseconds hello_timeout = kHelloTimeoutDefault;
+  // Heartbeats and the silence timeout, once open and admitted. Default 1 s
+  // and 10 s.
+  LivenessOptions liveness;
 };
 
 enum class LinkPhase : uint8_t { kConnecting, kOpen, kClosed };
@@ -65,6 +93,8 @@ enum class CloseCause : uint8_t {
   kRejectedFrame,    // an incoming frame failed its checks (see rejected_frames)
   kConnectFailed,    // Dial() could not connect within connect_timeout
   kHandshakeFailed,  // the TLS handshake failed (see tls_handshake_failures)
+  kHelloTimeout,     // kAwaitHello: AcceptHello() was not called within hello_timeout
+  kPeerSilent,       // nothing was read for the silence timeout
 };
 std::string_view CloseCauseName(CloseCause cause);
 
@@ -90,6 +120,7 @@ struct LinkStats {
   // TLS handshakes that failed: a plaintext peer, a certificate from another
   // CA, expired or missing, or no handshake within connect_timeout.
   uint64_t tls_handshake_failures = 0;
+  uint64_t heartbeats_out = 0;  // of frames accepted to send: Heartbeats the link sent itself
 
   uint64_t rejected(FrameRejection r) const { return rejected_frames[static_cast<size_t>(r)]; }
 };
@@ -147,6 +178,12 @@ class Link final : public MessageChannel {
   // and joins the I/O thread. Idempotent. From a handler it only begins the
   // close (the destructor joins).
   void Close() override;
+
+  // The owner accepted the peer's Hello (kAwaitHello links; a no-op on
+  // others): lifts the frame limit to frame_bytes_max, cancels the Hello
+  // deadline and starts heartbeats. Call before sending the answer, so the
+  // peer's next frames meet the full limit. Any thread.
+  void AcceptHello();
 
   LinkState state() const override;
   LinkStats stats() const override;

@@ -4,7 +4,8 @@
 
 namespace strata::wire {
 
-LinkInbox::LinkInbox(size_t messages_max) : messages_max_(messages_max) {}
+LinkInbox::LinkInbox(size_t messages_per_link_max)
+    : messages_per_link_max_(messages_per_link_max) {}
 
 LinkHandlers LinkInbox::HandlersFor(uint64_t tag) {
   LinkHandlers h;
@@ -31,13 +32,14 @@ void LinkInbox::Push(LinkEvent event) {
     std::lock_guard lock(mu_);
     owner = signal_;
     if (event.kind == LinkEvent::Kind::kMessage) {
-      if (messages_queued_ >= messages_max_) {
+      size_t& queued = queued_by_tag_[event.tag];
+      if (queued >= messages_per_link_max_) {
         ++dropped_;
         if (!overflowed_.insert(event.tag).second) return;
         event.kind = LinkEvent::Kind::kOverflow;
         event.message = Message();
       } else {
-        ++messages_queued_;
+        ++queued;
       }
     }
     events_.push_back(std::move(event));
@@ -48,11 +50,9 @@ void LinkInbox::Push(LinkEvent event) {
 
 void LinkInbox::Take(std::vector<LinkEvent>& out) {
   std::lock_guard lock(mu_);
-  for (LinkEvent& e : events_) {
-    if (e.kind == LinkEvent::Kind::kMessage) --messages_queued_;
-    out.push_back(std::move(e));
-  }
+  for (LinkEvent& e : events_) out.push_back(std::move(e));
   events_.clear();
+  queued_by_tag_.clear();  // every queued message was just taken
 }
 
 bool LinkInbox::WaitUntil(std::chrono::steady_clock::time_point deadline) {

@@ -3,10 +3,12 @@
 // owner drains it with Take() and sleeps on WaitUntil(); link threads never
 // wait on the owner.
 //
-// Bounded: at most `messages_max` messages are queued at once. A message
-// that finds the inbox full is dropped and a single kOverflow event for its
-// link is queued instead (closes always queue): the owner treats that link
-// as failed (a peer that floods us), it never silently loses a message.
+// Bounded per link: at most `messages_per_link_max` messages of one link
+// (one tag) are queued at once, so one link's flood never costs another
+// link a message. A message that finds its link's quota full is dropped and
+// a single kOverflow event for that link is queued instead (closes always
+// queue): the owner treats that link as failed (a peer that floods us), it
+// never silently loses a message.
 //
 // Thread-safe.
 #pragma once
@@ -16,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -41,9 +44,10 @@ struct LinkEvent {
 
 class LinkInbox {
  public:
+  // The default quota of each link.
   static constexpr size_t kDefaultMessagesMax = 65536;
 
-  explicit LinkInbox(size_t messages_max = kDefaultMessagesMax);
+  explicit LinkInbox(size_t messages_per_link_max = kDefaultMessagesMax);
   LinkInbox(const LinkInbox&) = delete;
   LinkInbox& operator=(const LinkInbox&) = delete;
 
@@ -70,15 +74,15 @@ class LinkInbox {
  private:
   void Push(LinkEvent event);
 
-  const size_t messages_max_;
+  const size_t messages_per_link_max_;
   mutable std::mutex mu_;
   std::condition_variable ready_;
-  std::deque<LinkEvent> events_;        // guarded by mu_
-  size_t messages_queued_ = 0;          // guarded by mu_
-  std::set<uint64_t> overflowed_;       // guarded by mu_: tags with a kOverflow queued once
-  uint64_t dropped_ = 0;                // guarded by mu_
-  bool interrupted_ = false;            // guarded by mu_
-  std::shared_ptr<WakeSignal> signal_;  // guarded by mu_
+  std::deque<LinkEvent> events_;              // guarded by mu_
+  std::map<uint64_t, size_t> queued_by_tag_;  // guarded by mu_: messages queued, > 0
+  std::set<uint64_t> overflowed_;             // guarded by mu_: tags with a kOverflow queued once
+  uint64_t dropped_ = 0;                      // guarded by mu_
+  bool interrupted_ = false;                  // guarded by mu_
+  std::shared_ptr<WakeSignal> signal_;        // guarded by mu_
 };
 
 }  // namespace strata::wire

@@ -135,7 +135,9 @@ class Listener::Impl {
                                                      internal::TlsRole::kServer,
                                                      options_.link_options.connect_timeout);
     }
-    auto link = std::make_unique<Link>(options_.link_options, remote, std::move(opener));
+    LinkOptions link_options = options_.link_options;
+    link_options.admission = options_.admission;
+    auto link = std::make_unique<Link>(std::move(link_options), remote, std::move(opener));
     Count(&ListenerStats::accepted);
     on_accept_(std::move(link));
   }

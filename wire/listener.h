@@ -1,5 +1,8 @@
 // Listener: accepts TCP connections and hands each one out as a Link, with
 // the peer's address so the owner can check it against the rendezvous.
+// Every accepted link starts unadmitted by default (LinkAdmission::
+// kAwaitHello): small frames and a Hello deadline until its owner calls
+// Link::AcceptHello().
 #pragma once
 
 #include <cstddef>
@@ -14,11 +17,16 @@
 namespace strata::wire {
 
 struct ListenerOptions {
-  // Numeric address and port to bind. "0.0.0.0" (default) accepts IPv4 on
-  // every interface, "::" IPv6 and IPv4; port 0 picks a free port.
-  Endpoint bind{"0.0.0.0", 0};
-  // For every accepted link.
+  // Numeric address and port to bind. "127.0.0.1" (default) accepts local
+  // connections only; "0.0.0.0" IPv4 on every interface, "::" IPv6 and IPv4;
+  // port 0 picks a free port.
+  Endpoint bind{"127.0.0.1", 0};
+  // For every accepted link; its `admission` is replaced by the one below.
   LinkOptions link_options;
+  // kAwaitHello (default): accepted links wait for AcceptHello() under
+  // link_options' hello_frame_bytes_max and hello_timeout. kAdmitted: for
+  // owners with no Hello (tests of the link itself).
+  LinkAdmission admission = LinkAdmission::kAwaitHello;
   // Connections accepted over the listener's life; later ones are closed at
   // once and counted (each link costs a thread). Default 1024.
   size_t links_max = 1024;

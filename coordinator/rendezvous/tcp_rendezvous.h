@@ -76,6 +76,9 @@ class TcpRendezvousServer final : public RendezvousServer {
 
   // The bound port.
   uint16_t port() const;
+  // The bound numeric address (master_addr resolved): where peers reach
+  // rank zero, so the record listener's default bind.
+  std::string address() const;
   // Ticket's record_host for each peer: the local address of that peer's
   // rendezvous connection. The listener closes when AwaitPeers returns.
   // Refused hellos do not fail it; at the deadline the message names the

@@ -386,6 +386,11 @@ Result<std::unique_ptr<TcpRendezvousServer>> TcpRendezvousServer::Listen(
   }
 }
 
+std::string TcpRendezvousServer::address() const {
+  asio::error_code ec;
+  return impl_->acceptor.local_endpoint(ec).address().to_string();
+}
+
 uint16_t TcpRendezvousServer::port() const {
   asio::error_code ec;
   return impl_->acceptor.local_endpoint(ec).port();

@@ -231,6 +231,22 @@ std::vector<ConfigKey> MakeKeys() {
        [](const ConfigValue& v, RankConfig* c) {
          STRATA_SET(c->cluster.record_port, AsWhole(v, 0, kPortMax));
        }},
+      {"cluster.record_bind", "--record-bind",
+       "a numeric IP address for rank zero's record listener (\"0.0.0.0\": every interface)",
+       "the rendezvous's address (master_addr)",
+       [](const ConfigValue& v, RankConfig* c) {
+         STRATA_SET(c->cluster.record_bind, AsText(v, "an IP address"));
+       }},
+      {"cluster.heartbeat_interval", "--heartbeat-interval",
+       "a positive duration (500ms, 90s, 2m, 1h, bare seconds)", "1s",
+       [](const ConfigValue& v, RankConfig* c) {
+         STRATA_SET(c->cluster.heartbeat_interval, AsDuration(v));
+       }},
+      {"cluster.silence_timeout", "--silence-timeout",
+       "a positive duration above heartbeat_interval (500ms, 90s, 2m, 1h, bare seconds)", "10s",
+       [](const ConfigValue& v, RankConfig* c) {
+         STRATA_SET(c->cluster.silence_timeout, AsDuration(v));
+       }},
       {"cluster.job_timeout", "--job-timeout",
        "a positive duration (500ms, 90s, 2m, 1h, bare seconds)", "60s",
        [](const ConfigValue& v, RankConfig* c) {
@@ -354,6 +370,12 @@ Status ValidateConfig(const RankConfig& c) {
     return Status::InvalidArgument("metrics.port: " + std::to_string(c.metrics.port) +
                                    " + cluster.local_rank " + std::to_string(cl.local_rank) +
                                    " is above 65535");
+  }
+  if (cl.silence_timeout <= cl.heartbeat_interval) {
+    return Status::InvalidArgument(
+        "cluster.silence_timeout: " + FormatDuration(cl.silence_timeout) +
+        " is not above cluster.heartbeat_interval " + FormatDuration(cl.heartbeat_interval) +
+        " (a quiet but healthy peer would be closed as lost)");
   }
   const TlsFilesConfig& tls = c.tls;
   if (tls.cert.has_value() != tls.key.has_value() || tls.cert.has_value() != tls.ca.has_value()) {

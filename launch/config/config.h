@@ -67,9 +67,20 @@ struct ClusterConfig {
   std::string master_addr = "127.0.0.1";
   // master_port: the rendezvous port. Default 29470, or MASTER_PORT.
   uint16_t master_port = 29470;
-  // record_port: rank zero's record-link listener (wildcard address).
+  // record_port: rank zero's record-link listener.
   // Default 0: an ephemeral port, handed to peers by the rendezvous.
   uint16_t record_port = 0;
+  // record_bind: the numeric address rank zero's record listener binds.
+  // Default unset: the address the rendezvous listens on (master_addr
+  // resolved), which every peer already reaches: loopback for a single-host
+  // cluster, that one interface otherwise. "0.0.0.0" or "::": every interface.
+  std::optional<std::string> record_bind;
+  // heartbeat_interval: a record link with nothing to send for this long
+  // sends a Heartbeat. Default 1s.
+  std::chrono::milliseconds heartbeat_interval{std::chrono::seconds(1)};
+  // silence_timeout: a record link that reads nothing for this long is
+  // closed as a lost peer (above heartbeat_interval). Default 10s.
+  std::chrono::milliseconds silence_timeout{std::chrono::seconds(10)};
   // job_timeout: a job no rank completes within it stops the transport.
   // Default 60s.
   std::chrono::milliseconds job_timeout{std::chrono::seconds(60)};

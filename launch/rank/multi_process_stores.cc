@@ -90,6 +90,11 @@ std::string LinkSecurityOf(const std::shared_ptr<const wire::TlsContext>& tls) {
   return tls ? "mutual TLS 1.3 (CA " + tls->config().ca_file + ")" : "plaintext";
 }
 
+// Heartbeats and the silence timeout of every record link ([cluster]).
+wire::LivenessOptions RecordLinkLiveness(const ClusterConfig& cl) {
+  return {.heartbeat_interval = cl.heartbeat_interval, .silence_timeout = cl.silence_timeout};
+}
+
 std::string HostPort(const std::string& address, uint16_t port) {
   const bool v6 = address.find(':') != std::string::npos;
   return (v6 ? "[" + address + "]" : address) + ":" + std::to_string(port);
@@ -122,10 +127,12 @@ class RankZeroStores final : public RuntimeDriver {
     o.store.max_age_ms = config.prefix_cache.max_age
                              ? static_cast<uint64_t>(config.prefix_cache.max_age->count())
                              : 0;
-    o.listen = wire::Endpoint{"0.0.0.0", cl.record_port};
+    // Where peers already reach rank zero unless configured (docs/operations.md).
+    o.listen = wire::Endpoint{cl.record_bind.value_or(rendezvous_->address()), cl.record_port};
     o.join_timeout = cl.connect_timeout;
     o.sharded.job_timeout = cl.job_timeout;
     o.link.tls = tls_;
+    o.link.liveness = RecordLinkLiveness(cl);
     o.store.latencies = latencies_;
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> t, planes_->MakeTransfers());
     RecordingRendezvous recording(*rendezvous_);
@@ -241,6 +248,7 @@ class PeerStores final : public PeerRank {
     o.disk_limit_bytes = me.disk_limit;
     o.join_timeout = cl.connect_timeout;
     o.link.tls = tls_;
+    o.link.liveness = RecordLinkLiveness(cl);
     // The join waits until the runtime service is up, so rank zero never
     // reaches for a service that is not there yet.
     RankJoin through = JoinThroughRendezvous(*client_, o.rank, cl.world_size);
@@ -285,7 +293,9 @@ class PeerStores final : public PeerRank {
     return {{RankId(0), std::string(AgentStateName(agent_->state())), {}}};
   }
   std::string UnhealthyReason() const override {
-    return agent_->state() == AgentState::kFailed ? "rank agent failed" : "";
+    if (agent_->state() != AgentState::kFailed) return "";
+    const std::optional<Status> outcome = agent_->Wait(std::chrono::steady_clock::now());
+    return "rank agent failed" + (outcome ? ": " + outcome->ToString() : std::string());
   }
   bool Joining() const override { return agent_->state() == AgentState::kJoining; }
   bool Serving() const override {

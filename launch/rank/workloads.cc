@@ -108,6 +108,12 @@ int ServeConversations(RuntimeDriver& driver, const StopRequest& stop,
     if (Result<TurnReport> t = rt.Turn(convs[tick % convs.size()], kServeTurnTokens); !t.ok()) {
       if (stop.requested()) return 0;  // a stop request ended the turn: not an error
       spdlog::error("synthetic runtime: {}", t.status().ToString());
+      // Stay up until a stop request, so /healthz answers 503 with the
+      // reason (a lost peer, a stopped transport) for whoever watches it.
+      while (!stop.requested()) {
+        publish();
+        (void)stop.WaitUntil(Clock::now() + kServeTurnInterval);
+      }
       return 1;
     }
     if (tick % kServeEvictEveryTurns == kServeEvictEveryTurns - 1) rt.EvictGpu();

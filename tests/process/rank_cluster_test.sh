@@ -15,6 +15,10 @@
 #   rank_cluster_test.sh STRATA peer-alone  a peer whose rank zero never
 #       comes: SIGTERM stops it within 5 s (its rendezvous join is cancelled)
 #       and it exits 0.
+#   rank_cluster_test.sh STRATA peer-stopped  2 ranks serving with a 3 s
+#       silence timeout; the peer is SIGSTOPped (silent, its connections
+#       still open): within 20 s rank zero's /healthz answers 503 naming the
+#       silent peer, and its log says the link was closed as silent.
 #   rank_cluster_test.sh STRATA tls       3 ranks over mutual TLS (certificates
 #       from launch/make-certs.sh): phases 1-2 pass, every rank reports its
 #       links as mutual TLS 1.3 and holds the same record files and bytes.
@@ -50,6 +54,8 @@ unset STRATA_JOB_SECRET
 "$(dirname "$0")/../../launch/make-job-secret.sh" "$DIR/job.secret"
 SECRET_FILE=$DIR/job.secret
 
+EXTRA=()  # more flags for every rank
+
 start_rank() {  # rank world workload -> background process, pid in PIDS
   local r=$1 world=$2 workload=$3 tls=()
   [[ -z $TLS_DIR ]] ||
@@ -58,7 +64,7 @@ start_rank() {  # rank world workload -> background process, pid in PIDS
     --job-secret-file "$SECRET_FILE" \
     --local-rank "$r" --metrics-port $((BASE + 10)) --prefix-cache-disk "$DIR/rank$r" \
     --prefix-cache-disk-limit 256MiB --connect-timeout 60s --log-level "${STRATA_TEST_LOG_LEVEL:-info}" --workload "$workload" \
-    --summary-json "$DIR/summary.$workload.json" >"$DIR/rank$r.$workload.log" 2>&1 &
+    --summary-json "$DIR/summary.$workload.json" "${EXTRA[@]}" >"$DIR/rank$r.$workload.log" 2>&1 &
   PIDS+=($!)
 }
 
@@ -108,6 +114,14 @@ healthy() {  # port -> 0 when /healthz answers 200 (a subshell: a refused connec
     printf 'GET /healthz HTTP/1.0\r\nHost: localhost\r\n\r\n' >&3
     read -r -t 5 status <&3 || exit 1
     [[ $status == *" 200"* ]]
+  ) 2>/dev/null
+}
+
+health() {  # port -> "STATUS BODY" of /healthz, or nothing when it does not answer
+  (
+    exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
+    printf 'GET /healthz HTTP/1.0\r\nHost: localhost\r\n\r\n' >&3
+    timeout 5 cat <&3 | tr -d '\r' | awk 'NR == 1 { status = $2 } body { print status, $0; exit } /^$/ { body = 1 }'
   ) 2>/dev/null
 }
 
@@ -177,6 +191,34 @@ case $MODE in
     kill -0 "${PIDS[0]}" 2>/dev/null && fail "rank 1 still waits for rank zero 5 s after SIGTERM"
     wait_all 0
     echo "PASS: a peer without rank zero stopped at once on SIGTERM and exited 0"
+    ;;
+  peer-stopped)
+    EXTRA=(--heartbeat-interval 500ms --silence-timeout 3s)
+    start_rank 1 2 serve
+    start_rank 0 2 serve
+    for ((i = 0; i < 600; i++)); do
+      healthy $((BASE + 10)) && break
+      sleep 0.1
+    done
+    healthy $((BASE + 10)) || fail "rank zero never became healthy"
+    # PIDS: rank 1, rank 0; each a timeout(1) whose child is the rank.
+    pkill -STOP -P "${PIDS[0]}" || fail "rank 1 was not running"
+    answer=""
+    for ((i = 0; i < 200; i++)); do
+      answer=$(health $((BASE + 10)) || true)
+      [[ $answer == 503* ]] && break
+      sleep 0.1
+    done
+    [[ $answer == 503* ]] || fail "rank zero's /healthz still answers '${answer:-nothing}' 20 s after rank 1 stopped"
+    [[ $answer == *"rank 1"*"peer silent"* ]] || fail "/healthz does not name the silent peer: $answer"
+    grep -q "peer silent" "$DIR/rank0.serve.log" || fail "rank zero's log does not say the link went silent"
+    pkill -KILL -P "${PIDS[0]}" || true
+    kill -TERM "${PIDS[1]}"
+    rc=0
+    wait "${PIDS[1]}" || rc=$?
+    [[ $rc == 1 ]] || fail "rank zero exited with $rc after losing its peer, expected 1"
+    PIDS=()
+    echo "PASS: a SIGSTOPped peer was noticed within 20 s: /healthz answered $answer"
     ;;
   tls)
     TLS_DIR=$DIR/tls

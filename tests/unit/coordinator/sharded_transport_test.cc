@@ -78,7 +78,8 @@ struct ScriptedPeerSide {
 
 // A ShardedTransport over `peers` scripted peers.
 struct Rig {
-  explicit Rig(uint32_t peers, wire::LinkOptions dial_options = {}, ShardedOptions options = {}) {
+  explicit Rig(uint32_t peers, wire::LinkOptions dial_options = wire::testing::QuietLinkOptions(),
+               ShardedOptions options = {}) {
     auto local_owned = std::make_unique<ScriptedLocal>();
     local = local_owned.get();
     inbox = std::make_shared<wire::LinkInbox>();
@@ -298,7 +299,7 @@ TEST(ShardedTransportTest, AFailedCleanupIsReportedWithTheFailure) {
 }
 
 TEST(ShardedTransportTest, APeerThatStopsReadingFailsTheJobAndNeverBlocksTheCaller) {
-  wire::LinkOptions tiny_queue;
+  wire::LinkOptions tiny_queue = wire::testing::QuietLinkOptions();
   tiny_queue.send_queue_frames_max = 2;
   tiny_queue.send_queue_bytes_max = 1 << 20;
   tiny_queue.close_timeout = 100ms;

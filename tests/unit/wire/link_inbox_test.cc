@@ -50,6 +50,29 @@ TEST(LinkInboxTest, AFullInboxDropsTheMessageAndQueuesOneOverflowPerLink) {
   EXPECT_EQ(got[0].kind, LinkEvent::Kind::kMessage);
 }
 
+TEST(LinkInboxTest, AFloodingLinkDoesNotStarveAnotherLinksMessages) {
+  LinkInbox inbox(4);  // per link
+  LinkHandlers flood = inbox.HandlersFor(1);
+  LinkHandlers peer = inbox.HandlersFor(2);
+  for (uint64_t i = 0; i < 100; ++i) flood.on_message(Heartbeat{i});
+  for (uint64_t i = 0; i < 4; ++i) peer.on_message(Heartbeat{1000 + i});
+  std::vector<LinkEvent> got;
+  inbox.Take(got);
+  size_t peer_messages = 0, flood_messages = 0, overflows = 0;
+  for (const LinkEvent& e : got) {
+    if (e.kind == LinkEvent::Kind::kOverflow) {
+      EXPECT_EQ(e.tag, 1u);
+      ++overflows;
+    } else if (e.kind == LinkEvent::Kind::kMessage) {
+      ++(e.tag == 2 ? peer_messages : flood_messages);
+    }
+  }
+  EXPECT_EQ(peer_messages, 4u);  // its whole quota, untouched by the flood
+  EXPECT_EQ(flood_messages, 4u);
+  EXPECT_EQ(overflows, 1u);
+  EXPECT_EQ(inbox.overflowed(), 96u);
+}
+
 TEST(LinkInboxTest, WaitReturnsOnAnEventAnInterruptOrTheDeadline) {
   LinkInbox inbox;
   EXPECT_FALSE(inbox.WaitUntil(std::chrono::steady_clock::now()));

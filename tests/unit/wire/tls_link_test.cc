@@ -34,7 +34,7 @@ struct Pki {
 };
 
 ListenerOptions TlsListening(std::shared_ptr<const TlsContext> tls) {
-  ListenerOptions o;
+  ListenerOptions o = testing::QuietListening();
   o.link_options.name = "acceptor";
   o.link_options.tls = std::move(tls);
   return o;
@@ -47,7 +47,7 @@ struct Dialed {
 };
 
 void DialWith(const LoopbackListener& listener, std::shared_ptr<const TlsContext> tls, Dialed& out,
-              LinkOptions o = {}) {
+              LinkOptions o = testing::QuietLinkOptions()) {
   o.name = "dialer";
   o.tls = std::move(tls);
   auto dialed = Dial(listener.endpoint(), o);

@@ -10,6 +10,7 @@
 
 #include "tests/unit/wire/wire_test_util.h"
 #include "wire/codec.h"
+#include "wire/link.h"
 #include "wire/strata.capnp.h"
 
 namespace strata::wire {
@@ -127,6 +128,30 @@ TEST(WireFrameReader, RejectsAnOversizedSegmentWithoutAllocatingIt) {
   EXPECT_EQ(reader.rejection(), FrameRejection::kOversized);
   EXPECT_NE(reader.error().message().find("limit"), std::string::npos);
   EXPECT_LE(reader.buffer_capacity_bytes(), 8u);
+}
+
+// A link before its peer's Hello is accepted lowers the limit to
+// kHelloFrameBytesMax: a 1 MiB frame, fine afterwards, is refused from its
+// table and never allocated.
+TEST(WireFrameReader, ALoweredLimitRefusesBeforeAllocating) {
+  FrameReader reader(kFrameBytesMax);
+  reader.set_frame_bytes_max(kHelloFrameBytesMax);
+  auto [step, used] = Feed(reader, AsBytes(Table({(1u << 20) / 8})));
+  ASSERT_EQ(step, FrameReader::Step::kRejected);
+  EXPECT_EQ(used, 8u);
+  EXPECT_EQ(reader.rejection(), FrameRejection::kOversized);
+  EXPECT_LE(reader.buffer_capacity_bytes(), 8u);
+
+  FrameReader lifted(kHelloFrameBytesMax);
+  lifted.set_frame_bytes_max(kFrameBytesMax);
+  EXPECT_EQ(Feed(lifted, AsBytes(Table({(1u << 20) / 8}))).first, FrameReader::Step::kNeedMore);
+}
+
+// Every Hello fits the pre-Hello limit with room to spare.
+TEST(WireFrameReader, AHelloFitsThePreHelloLimit) {
+  Result<Frame> hello = EncodeFrame(testing::SampleHello());
+  ASSERT_TRUE(hello.ok());
+  EXPECT_LT(hello->size_bytes() * 16, kHelloFrameBytesMax);
 }
 
 TEST(WireFrameReader, RejectsSegmentsThatOnlyTogetherAreOversized) {

@@ -11,6 +11,7 @@
 #include <asio/write.hpp>
 #include <cstring>
 
+#include "tests/unit/wire/raw_peer.h"
 #include "tests/unit/wire/wire_test_util.h"
 #include "wire/codec.h"
 #include "wire/link.h"
@@ -18,57 +19,11 @@
 namespace strata::wire {
 namespace {
 
+using testing::EncodeWords;
 using ::testing::HasSubstr;
 using testing::LoopbackListener;
+using testing::RawPeer;
 using testing::Recorder;
-
-// A plain socket playing a hostile peer against an accepted, started link.
-class RawPeer {
- public:
-  explicit RawPeer(LoopbackListener& listener) : socket_(io_) {
-    const Endpoint at = listener.endpoint();
-    socket_.connect({asio::ip::make_address(at.address), at.port});
-    link_ = listener.NextLink();
-    EXPECT_NE(link_, nullptr);
-    if (link_) link_->Start(events_.Handlers());
-  }
-  ~RawPeer() { link_.reset(); }
-
-  void Write(std::span<const std::byte> bytes) {
-    asio::write(socket_, asio::buffer(bytes.data(), bytes.size()));
-  }
-  void WriteWords(const std::vector<uint64_t>& words) { Write(std::as_bytes(std::span(words))); }
-  void EndStream() { socket_.shutdown(asio::ip::tcp::socket::shutdown_send); }
-
-  // Waits for the link to close; returns its final state.
-  LinkState WaitClosed() {
-    std::optional<LinkState> state = events_.closed.Pop();
-    EXPECT_TRUE(state.has_value()) << "the link did not close";
-    return state.value_or(LinkState{});
-  }
-  // True once the link's side of the connection is gone (EOF or reset).
-  bool SeesConnectionEnd() {
-    std::array<char, 256> sink;
-    std::error_code error;
-    while (!error) socket_.read_some(asio::buffer(sink), error);
-    return error == asio::error::eof || error == asio::error::connection_reset;
-  }
-
-  Link& link() { return *link_; }
-  Recorder& events() { return events_; }
-
- private:
-  asio::io_context io_;
-  asio::ip::tcp::socket socket_;
-  Recorder events_;
-  std::unique_ptr<Link> link_;
-};
-
-std::vector<uint64_t> EncodeWords(const Message& message) {
-  Result<Frame> frame = EncodeFrame(message);
-  EXPECT_TRUE(frame.ok());
-  return frame.ok() ? frame->words : std::vector<uint64_t>{};
-}
 
 // The link closed for `rejection`, counted once, and no other reason counted.
 void ExpectRejectedOnce(const LinkState& state, const LinkStats& stats, FrameRejection rejection) {
@@ -131,7 +86,7 @@ TEST(WireLinkFault, InvalidMessageClosesTheLinkAfterEarlierFramesArrive) {
 }
 
 TEST(WireLinkFault, OversizedFrameClosesBeforeItsBodyIsSent) {
-  ListenerOptions options;
+  ListenerOptions options = testing::QuietListening();
   options.link_options.frame_bytes_max = size_t{1} << 20;
   LoopbackListener listener(options);
   RawPeer peer(listener);
@@ -164,7 +119,7 @@ TEST(WireLinkFault, StreamEndingInsideAFrameIsAnIoError) {
 // what kernel buffers can absorb.
 TEST(WireLinkFault, PeerThatNeverReadsFillsTheQueueAndSendRefuses) {
   LoopbackListener listener;
-  LinkOptions options;
+  LinkOptions options = testing::QuietLinkOptions();
   options.name = "sender";
   options.send_queue_frames_max = 4;
   options.close_timeout = std::chrono::milliseconds(200);

@@ -32,7 +32,8 @@ struct Pair {
   }
 };
 
-void Connect(LoopbackListener& listener, Pair& pair, LinkOptions options = {}) {
+void Connect(LoopbackListener& listener, Pair& pair,
+             LinkOptions options = testing::QuietLinkOptions()) {
   options.name = "dialer";
   auto dialed = Dial(listener.endpoint(), options);
   ASSERT_TRUE(dialed.ok()) << dialed.status().ToString();
@@ -65,7 +66,7 @@ TEST(WireLink, DeliversEveryMessageTypeBothWays) {
 
 TEST(WireLink, ManyFramesArriveInOrderBothWays) {
   constexpr uint64_t kFrames = 3000;
-  ListenerOptions options;
+  ListenerOptions options = testing::QuietListening();
   options.link_options.send_queue_frames_max = kFrames;
   LoopbackListener listener(options);
   Pair pair;
@@ -121,7 +122,7 @@ TEST(WireLink, FramesTheSocketTakesOnlyInPartArriveWholeAndInOrder) {
   LoopbackListener listener;
   Recorder dialer_events;
   Recorder acceptor_events;
-  auto dialed = Dial(listener.endpoint(), {});
+  auto dialed = Dial(listener.endpoint(), testing::QuietLinkOptions());
   ASSERT_TRUE(dialed.ok());
   std::unique_ptr<Link> dialer = std::move(*dialed);
   dialer->Start(dialer_events.Handlers());
@@ -163,7 +164,7 @@ TEST(WireLink, HandlersMayReply) {
   Recorder dialer_events;
   EventQueue<uint64_t> echoed;
   std::unique_ptr<Link> acceptor;
-  auto dialed = Dial(listener.endpoint(), {});
+  auto dialed = Dial(listener.endpoint(), testing::QuietLinkOptions());
   ASSERT_TRUE(dialed.ok());
   std::unique_ptr<Link> dialer = std::move(*dialed);
   dialer->Start(dialer_events.Handlers());
@@ -247,7 +248,7 @@ TEST(WireLink, CloseFromAHandlerIsClean) {
   LoopbackListener listener;
   Recorder dialer_events;
   EventQueue<LinkState> closed;
-  auto dialed = Dial(listener.endpoint(), {});
+  auto dialed = Dial(listener.endpoint(), testing::QuietLinkOptions());
   ASSERT_TRUE(dialed.ok());
   std::unique_ptr<Link> dialer = std::move(*dialed);
   dialer->Start(dialer_events.Handlers());
@@ -293,7 +294,7 @@ TEST(WireLink, SendRejectsAnInvalidMessage) {
 
 TEST(WireLink, FramesSentWhileConnectingAreDelivered) {
   LoopbackListener listener;
-  auto dialed = Dial(listener.endpoint(), {});
+  auto dialed = Dial(listener.endpoint(), testing::QuietLinkOptions());
   ASSERT_TRUE(dialed.ok());
   std::unique_ptr<Link> dialer = std::move(*dialed);
   ASSERT_TRUE(dialer->Send(Heartbeat{77}).ok());  // maybe still connecting
@@ -315,7 +316,7 @@ TEST(WireLink, DialToANonListeningPortFails) {
     closed_port = listener.endpoint();
   }
   Recorder events;
-  LinkOptions options;
+  LinkOptions options = testing::QuietLinkOptions();
   options.name = "nobody";
   auto dialed = Dial(closed_port, options);
   ASSERT_TRUE(dialed.ok());
@@ -340,7 +341,7 @@ TEST(WireLink, DialNeedsANumericAddress) {
 }
 
 TEST(WireListener, RejectsABadBindAddress) {
-  ListenerOptions options;
+  ListenerOptions options = testing::QuietListening();
   options.bind = Endpoint{"not-an-ip", 0};
   auto listener = Listener::Open(options, [](std::unique_ptr<Link>) {});
   ASSERT_FALSE(listener.ok());
@@ -348,13 +349,13 @@ TEST(WireListener, RejectsABadBindAddress) {
 }
 
 TEST(WireListener, ClosesConnectionsOverItsBound) {
-  ListenerOptions options;
+  ListenerOptions options = testing::QuietListening();
   options.links_max = 1;
   LoopbackListener listener(options);
   Pair pair;
   Connect(listener, pair);
   Recorder refused_events;
-  auto dialed = Dial(listener.endpoint(), {});
+  auto dialed = Dial(listener.endpoint(), testing::QuietLinkOptions());
   ASSERT_TRUE(dialed.ok());
   std::unique_ptr<Link> refused = std::move(*dialed);
   refused->Start(refused_events.Handlers());
@@ -368,7 +369,7 @@ TEST(WireListener, ClosesConnectionsOverItsBound) {
 
 TEST(WireListener, DualStackReportsIPv4PeersAsIPv4) {
   EventQueue<std::unique_ptr<Link>> accepted;
-  ListenerOptions options;
+  ListenerOptions options = testing::QuietListening();
   options.bind = Endpoint{"::", 0};
   auto listener =
       Listener::Open(options, [&](std::unique_ptr<Link> link) { accepted.Push(std::move(link)); });

@@ -146,10 +146,28 @@ struct Recorder {
   }
 };
 
-// A listener on 127.0.0.1 that queues accepted links.
+// Link options for tests that are not about liveness: no heartbeats and no
+// silence timeout, so frame counts are exact and a slow machine closes
+// nothing.
+inline LinkOptions QuietLinkOptions(LinkOptions options = {}) {
+  options.liveness = LivenessOptions{.heartbeat_interval = std::chrono::milliseconds(0),
+                                     .silence_timeout = std::chrono::milliseconds(0)};
+  return options;
+}
+
+// Listener options for tests that are not about admission or liveness:
+// accepted links are admitted at once and quiet.
+inline ListenerOptions QuietListening(ListenerOptions options = {}) {
+  options.admission = LinkAdmission::kAdmitted;
+  options.link_options = QuietLinkOptions(std::move(options.link_options));
+  return options;
+}
+
+// A listener on 127.0.0.1 that queues accepted links; by default they are
+// admitted and quiet (QuietListening).
 class LoopbackListener {
  public:
-  explicit LoopbackListener(ListenerOptions options = {}) {
+  explicit LoopbackListener(ListenerOptions options = QuietListening()) {
     options.bind = Endpoint{"127.0.0.1", 0};
     auto listener = Listener::Open(std::move(options), [this](std::unique_ptr<Link> link) {
       accepted_.Push(std::move(link));
