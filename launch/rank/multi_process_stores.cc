@@ -116,6 +116,7 @@ class RankZeroStores final : public RankStores {
     o.geometry = me.own;
     o.identity = me.identity;
     o.disk.base_dir = *config.prefix_cache.disk_dir;
+    o.disk.durability = config.prefix_cache.durability;
     o.disk.registrar = planes_->registrar();
     o.disk_limit_bytes = me.disk_limit;
     o.store.max_age_ms = config.prefix_cache.max_age
@@ -236,6 +237,7 @@ class PeerStores final : public RankStores {
     o.geometry = me.own;
     o.identity = me.identity;
     o.disk.base_dir = *config.prefix_cache.disk_dir;
+    o.disk.durability = config.prefix_cache.durability;
     o.disk.registrar = planes_->registrar();
     o.disk_limit_bytes = me.disk_limit;
     o.join_timeout = cl.connect_timeout;
