@@ -55,7 +55,9 @@ int RunFsckCommand(const FsckCommandOptions& o) {
     ++by_reason[std::string(RejectReasonName(p.reason))];
     std::printf("BAD %s/%s: %s: %s%s\n", p.dir.c_str(), p.name.c_str(),
                 std::string(RejectReasonName(p.reason)).c_str(), p.detail.c_str(),
-                p.removed ? " [removed]" : p.quarantined ? " [quarantined]" : "");
+                p.removed       ? " [removed]"
+                : p.quarantined ? " [quarantined]"
+                                : "");
   }
   std::string reasons;
   for (const auto& [reason, count] : by_reason) {
@@ -76,8 +78,7 @@ int RunFsckCommand(const FsckCommandOptions& o) {
         "torn row%s\n",
         static_cast<unsigned long long>(report->removed), report->removed == 1 ? "" : "s",
         static_cast<unsigned long long>(report->quarantined), report->quarantined == 1 ? "" : "s",
-                static_cast<unsigned long long>(report->truncated),
-                report->truncated == 1 ? "" : "s");
+        static_cast<unsigned long long>(report->truncated), report->truncated == 1 ? "" : "s");
   } else if (!report->clean() || report->torn_rows > 0) {
     std::printf(
         "fsck: run with --repair to remove bad, temporary and orphaned files (unreadable ones are "

@@ -38,9 +38,9 @@ enum class CrashMode : unsigned char {
 };
 
 struct CrashReport {
-  uint64_t ranges_zeroed = 0;   // unsynced written ranges forgotten
-  uint64_t names_undone = 0;    // creates, renames and unlinks undone
-  uint64_t files_resized = 0;   // sizes put back to the last synced size
+  uint64_t ranges_zeroed = 0;  // unsynced written ranges forgotten
+  uint64_t names_undone = 0;   // creates, renames and unlinks undone
+  uint64_t files_resized = 0;  // sizes put back to the last synced size
 };
 
 class CrashFileSystem final : public FileSystem {
@@ -107,7 +107,7 @@ class CrashFileSystem final : public FileSystem {
 
   FileSystem& inner_;
   std::mutex mu_;
-  std::map<int, Inode> open_;        // descriptor -> file or directory
+  std::map<int, Inode> open_;         // descriptor -> file or directory
   std::map<Inode, FileState> files_;  // files created through this object
   std::map<Inode, DirState> dirs_;
   uint64_t next_hidden_ = 0;

@@ -55,18 +55,18 @@ struct ScannedRecord {
 };
 
 enum class RejectReason : unsigned char {
-  kTemporary,         // an unfinished write ("*.tmp")
-  kBadName,           // "*.ckpt" whose stem is not a key
-  kNotAFile,          // a directory or special file with a record name
-  kUnreadable,        // open, stat or read failed for a reason other than corruption
-  kBadHeader,         // magic, version, checksum, flags or sizes
-  kWrongIdentity,     // another namespace's record
-  kWrongFingerprint,  // another layout's record
-  kWrongShape,        // sizes differ from the loading geometry
-  kNameMismatch,      // the file name is not the header's key
-  kBadSize,           // shorter than its pages or longer than the record
-  kBadChecksum,       // a page or the row fails verification (fsck only)
-  kOrphan,            // its parent (or an ancestor) is missing or proven bad
+  kTemporary,           // an unfinished write ("*.tmp")
+  kBadName,             // "*.ckpt" whose stem is not a key
+  kNotAFile,            // a directory or special file with a record name
+  kUnreadable,          // open, stat or read failed for a reason other than corruption
+  kBadHeader,           // magic, version, checksum, flags or sizes
+  kWrongIdentity,       // another namespace's record
+  kWrongFingerprint,    // another layout's record
+  kWrongShape,          // sizes differ from the loading geometry
+  kNameMismatch,        // the file name is not the header's key
+  kBadSize,             // shorter than its pages or longer than the record
+  kBadChecksum,         // a page or the row fails verification (fsck only)
+  kOrphan,              // its parent (or an ancestor) is missing or proven bad
   kOrphanOfUnreadable,  // its parent (or an ancestor) is unreadable, not proven bad
 };
 inline constexpr size_t kRejectReasonCount = 13;

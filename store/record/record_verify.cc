@@ -58,10 +58,11 @@ class StoredSums {
 // Feeds [offset, offset + bytes) of the file through `scratch` to `sink`,
 // which gets each chunk as it lands; stops at the sink's first error.
 template <typename Sink>
-Status Stream(FileSystem& fs, int fd, uint64_t offset, uint64_t bytes,
-              std::span<std::byte> scratch, Sink&& sink) {
+Status Stream(FileSystem& fs, int fd, uint64_t offset, uint64_t bytes, std::span<std::byte> scratch,
+              Sink&& sink) {
   for (uint64_t done = 0; done < bytes;) {
-    const std::span<std::byte> chunk = scratch.first(std::min<uint64_t>(scratch.size(), bytes - done));
+    const std::span<std::byte> chunk =
+        scratch.first(std::min<uint64_t>(scratch.size(), bytes - done));
     STRATA_RETURN_IF_ERROR(ReadExactly(fs, fd, chunk, offset + done));
     STRATA_RETURN_IF_ERROR(sink(std::span<const std::byte>(chunk)));
     done += chunk.size();
@@ -90,9 +91,9 @@ Status VerifyRecordFile(FileSystem& fs, int fd, const RecordHeader& header,
       STRATA_ASSIGN_OR_RETURN(uint64_t stored, sums.Of(page));
       const uint64_t read = hash.Digest();
       if (stored != read) {
-        return Status::Corruption("page " + std::to_string(page) + " of " +
-                                  std::to_string(pages) + " failed its checksum (stored " +
-                                  Hex(stored) + ", read " + Hex(read) + ")");
+        return Status::Corruption("page " + std::to_string(page) + " of " + std::to_string(pages) +
+                                  " failed its checksum (stored " + Hex(stored) + ", read " +
+                                  Hex(read) + ")");
       }
       hash.Reset();
       into_page = 0;
@@ -101,8 +102,7 @@ Status VerifyRecordFile(FileSystem& fs, int fd, const RecordHeader& header,
     return Status::Ok();
   };
   STRATA_RETURN_IF_ERROR(Stream(fs, fd, extents.page_segment_offset,
-                                uint64_t{pages} * extents.page_record_bytes, scratch,
-                                check_pages));
+                                uint64_t{pages} * extents.page_record_bytes, scratch, check_pages));
   if (!row_present) return Status::Ok();
   hash.Reset();
   STRATA_RETURN_IF_ERROR(Stream(fs, fd, extents.row_segment_offset, extents.row_segment_bytes,

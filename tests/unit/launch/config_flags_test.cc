@@ -66,11 +66,10 @@ TEST(ConfigFlagsTest, FlagBeatsFileBeatsEnvironmentBeatsDefault) {
 
 TEST(ConfigFlagsTest, EveryPrefixCacheFlag) {
   ConfigFlags flags;
-  Parse(
-      {"--prefix-cache-memory", "2GiB", "--prefix-cache-disk", "/nvme", "--prefix-cache-disk-limit",
-       "10GB", "--prefix-cache-drain-on-shutdown=90s", "--prefix-cache-max-age", "1h",
-       "--prefix-cache-durability", "none"},
-      &flags);
+  Parse({"--prefix-cache-memory", "2GiB", "--prefix-cache-disk", "/nvme",
+         "--prefix-cache-disk-limit", "10GB", "--prefix-cache-drain-on-shutdown=90s",
+         "--prefix-cache-max-age", "1h", "--prefix-cache-durability", "none"},
+        &flags);
   Result<LoadedConfig> c = MergeConfig(flags, LauncherEnv{}, std::nullopt);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   const PrefixCacheConfig& p = c->config.prefix_cache;

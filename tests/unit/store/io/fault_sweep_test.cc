@@ -4,11 +4,11 @@
 // longer happens. Every run starts from a directory that already holds the
 // records of a fault-free run, so the startup scan's opens and reads are in
 // the sweep too; a record the scan could not read must be quarantined, never
-// deleted. Every case must inject at least one fault. After every run: no crash, no restored byte differs, every
-// publication got its event, nothing leaked (slab slots, index invariants),
-// the failure showed in the right counter, and after a fault-free restart
-// every record the first run still held (acknowledged, not evicted or
-// dropped) is there and the whole directory verifies byte-exact (fsck).
+// deleted. Every case must inject at least one fault. After every run: no crash, no restored byte
+// differs, every publication got its event, nothing leaked (slab slots, index invariants), the
+// failure showed in the right counter, and after a fault-free restart every record the first run
+// still held (acknowledged, not evicted or dropped) is there and the whole directory verifies
+// byte-exact (fsck).
 #include <gtest/gtest.h>
 
 #include <cerrno>

@@ -85,9 +85,9 @@ std::unordered_set<PrefixKey> RunBeforeTheCut(const std::string& base, HostPlane
       LocalDisk::Open(g, Identity(), ComputeLayoutFingerprint(g), o);
   EXPECT_TRUE(disk.ok()) << disk.status().ToString();
   if (!disk.ok()) return {};
-  Result<std::unique_ptr<DiskStore>> store = DiskStore::Open(
-      g, *(*disk)->MakeTransport(*MakeHostTransfers(planes)), (*disk)->scan().records,
-      StoreOptions());
+  Result<std::unique_ptr<DiskStore>> store =
+      DiskStore::Open(g, *(*disk)->MakeTransport(*MakeHostTransfers(planes)),
+                      (*disk)->scan().records, StoreOptions());
   EXPECT_TRUE(store.ok()) << store.status().ToString();
   if (!store.ok()) return {};
   AckRecorder recorder(**store);
@@ -164,20 +164,20 @@ TEST_P(PowerLossTest, RestartKeepsWhatWasPromisedAndNeverRestoresBadBytes) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Cuts, PowerLossTest,
-    ::testing::Values(Case{Setting::kDefault, CrashMode::kForgetAll},
-                      Case{Setting::kDefault, CrashMode::kForgetSomeData},
-                      Case{Setting::kSync, CrashMode::kForgetAll},
-                      Case{Setting::kNone, CrashMode::kForgetAll},
-                      Case{Setting::kNone, CrashMode::kForgetSomeData}),
-    [](const ::testing::TestParamInfo<Case>& info) {
-      const Case& c = info.param;
-      const std::string setting = c.setting == Setting::kDefault ? "Default"
-                                  : c.setting == Setting::kSync  ? "Sync"
-                                                                 : "None";
-      return setting + (c.mode == CrashMode::kForgetAll ? "ForgetAll" : "ForgetSomeData");
-    });
+INSTANTIATE_TEST_SUITE_P(Cuts, PowerLossTest,
+                         ::testing::Values(Case{Setting::kDefault, CrashMode::kForgetAll},
+                                           Case{Setting::kDefault, CrashMode::kForgetSomeData},
+                                           Case{Setting::kSync, CrashMode::kForgetAll},
+                                           Case{Setting::kNone, CrashMode::kForgetAll},
+                                           Case{Setting::kNone, CrashMode::kForgetSomeData}),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           const Case& c = info.param;
+                           const std::string setting = c.setting == Setting::kDefault ? "Default"
+                                                       : c.setting == Setting::kSync  ? "Sync"
+                                                                                      : "None";
+                           return setting + (c.mode == CrashMode::kForgetAll ? "ForgetAll"
+                                                                             : "ForgetSomeData");
+                         });
 
 }  // namespace
 }  // namespace strata

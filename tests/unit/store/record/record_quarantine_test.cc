@@ -117,9 +117,9 @@ TEST(RecordQuarantineRuleTest, OnlyProvenBadFilesAreRemoved) {
   EXPECT_EQ(ActionFor(RejectReason::kUnreadable), RejectAction::kQuarantine);
   EXPECT_EQ(ActionFor(RejectReason::kOrphanOfUnreadable), RejectAction::kQuarantine);
   EXPECT_EQ(ActionFor(RejectReason::kNotAFile), RejectAction::kLeave);
-  for (RejectReason r : {RejectReason::kTemporary, RejectReason::kBadHeader,
-                         RejectReason::kBadChecksum, RejectReason::kBadSize,
-                         RejectReason::kOrphan}) {
+  for (RejectReason r :
+       {RejectReason::kTemporary, RejectReason::kBadHeader, RejectReason::kBadChecksum,
+        RejectReason::kBadSize, RejectReason::kOrphan}) {
     EXPECT_EQ(ActionFor(r), RejectAction::kRemove) << RejectReasonName(r);
   }
 }
