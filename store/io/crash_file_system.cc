@@ -120,7 +120,10 @@ void CrashFileSystem::NoteSync(int fd) {
   if (it == open_.end()) return;
   if (auto dir = dirs_.find(it->second); dir != dirs_.end()) {
     for (const NameChange& c : dir->second.unsynced) {
-      if (c.op == NameOp::kUnlink) (void)inner_.Unlink(fd, c.from);
+      if (c.op != NameOp::kUnlink) continue;
+      (void)inner_.Unlink(fd, c.from);  // the unlink is durable now
+      const std::string gone = Join(dir->second.path, c.from);
+      std::erase_if(files_, [&](const auto& entry) { return entry.second.path == gone; });
     }
     dir->second.unsynced.clear();
     return;
@@ -196,6 +199,7 @@ Result<CrashReport> CrashFileSystem::SimulateCrash(CrashMode mode) {
     STRATA_ASSIGN_OR_RETURN(int dir, inner_.OpenDirectory(f.path.substr(0, slash), false));
     Result<int> fd = inner_.OpenAt(dir, f.path.substr(slash + 1), OpenFor::kReadWrite);
     inner_.Close(dir);
+    if (fd.status().code() == StatusCode::kNotFound) continue;  // removed for good
     if (!fd.ok()) return fd.status().WithContext("crash: " + f.path);
     Status s;
     Result<FileInfo> info = inner_.Stat(*fd);
