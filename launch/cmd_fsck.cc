@@ -1,8 +1,8 @@
 // `strata fsck DIR [--repair]`: verify every record file's header, size and
 // checksums; report each bad file with its reason. Exit codes: 0 clean,
-// 1 bad files found and removed (--repair), 2 bad files found and left,
-// 3 the check could not run (directory locked by a running store, unreadable,
-// no O_DIRECT).
+// 1 bad files found and removed or quarantined (--repair), 2 bad files found
+// and left, 3 the check could not run (directory locked by a running store,
+// unreadable directory).
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
@@ -55,7 +55,9 @@ int RunFsckCommand(const FsckCommandOptions& o) {
     ++by_reason[std::string(RejectReasonName(p.reason))];
     std::printf("BAD %s/%s: %s: %s%s\n", p.dir.c_str(), p.name.c_str(),
                 std::string(RejectReasonName(p.reason)).c_str(), p.detail.c_str(),
-                p.removed ? " [removed]" : "");
+                p.removed       ? " [removed]"
+                : p.quarantined ? " [quarantined]"
+                                : "");
   }
   std::string reasons;
   for (const auto& [reason, count] : by_reason) {
@@ -71,12 +73,16 @@ int RunFsckCommand(const FsckCommandOptions& o) {
       report->problems.size() == 1 ? "" : "s", reasons.c_str(),
       static_cast<unsigned long long>(report->torn_rows), report->torn_rows == 1 ? "" : "s");
   if (o.repair) {
-    std::printf("fsck: repaired: removed %llu file%s, truncated %llu torn row%s\n",
-                static_cast<unsigned long long>(report->removed), report->removed == 1 ? "" : "s",
-                static_cast<unsigned long long>(report->truncated),
-                report->truncated == 1 ? "" : "s");
+    std::printf(
+        "fsck: repaired: removed %llu file%s, quarantined %llu unreadable file%s, truncated %llu "
+        "torn row%s\n",
+        static_cast<unsigned long long>(report->removed), report->removed == 1 ? "" : "s",
+        static_cast<unsigned long long>(report->quarantined), report->quarantined == 1 ? "" : "s",
+        static_cast<unsigned long long>(report->truncated), report->truncated == 1 ? "" : "s");
   } else if (!report->clean() || report->torn_rows > 0) {
-    std::printf("fsck: run with --repair to remove bad, temporary and orphaned files\n");
+    std::printf(
+        "fsck: run with --repair to remove bad, temporary and orphaned files (unreadable ones are "
+        "moved into quarantine/)\n");
   }
   if (report->clean()) return kExitClean;
   return o.repair ? kExitRepaired : kExitBad;
@@ -94,7 +100,8 @@ void AddFsckCommand(CLI::App& app) {
                   "A record directory (<identity>-<fingerprint>) or a base directory holding some")
       ->required();
   cmd->add_flag("--repair", opts->repair,
-                "Remove bad, temporary and orphaned files and truncate torn rows");
+                "Remove bad, temporary and orphaned files, move unreadable ones into quarantine/, "
+                "and truncate torn rows");
   cmd->add_flag("-q,--quiet", opts->quiet, "No progress lines on stderr");
   cmd->callback([opts] {
     int rc = RunFsckCommand(*opts);

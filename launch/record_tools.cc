@@ -2,17 +2,12 @@
 
 #include <algorithm>
 
-#include "store/base/aligned_buffer.h"
-#include "store/disk/disk_thread.h"
-#include "store/io/uring_block_io.h"
 #include "store/record/record_dir.h"
+#include "store/record/record_verify.h"
 
 namespace strata {
 
 namespace {
-
-constexpr std::chrono::milliseconds kVerifyWait{60'000};  // one record's read, at most
-constexpr uint32_t kFsckInflightRequests = 16;
 
 std::string BaseName(const std::string& path) {
   std::string p = path;
@@ -25,28 +20,13 @@ std::string Join(const std::string& dir, const std::string& name) {
   return dir.empty() || dir.back() == '/' ? dir + name : dir + "/" + name;
 }
 
-// Reads one record back whole and verifies it; returns the failure, if any.
-Status VerifyRecord(DiskThread& thread, const ScannedRecord& r, AlignedBuffer& buffer,
-                    uint64_t job) {
-  const RecordExtents& e = r.extents;
-  const uint64_t row_bytes = r.row_present ? e.row_segment_bytes : 0;
-  const uint64_t need = uint64_t{r.tail_page_count} * e.page_record_bytes + row_bytes;
-  if (buffer.size() < need) buffer = AlignedBuffer(need);
-  ReadRecordJob read{r.header, 0, {}, {}};
-  std::byte* at = buffer.data();
-  for (uint32_t p = 0; p < r.tail_page_count; ++p, at += e.page_record_bytes) {
-    read.pages.push_back({at, e.page_record_bytes});
-  }
-  if (row_bytes > 0) read.row.push_back({at, row_bytes});
-  STRATA_RETURN_IF_ERROR(thread.Submit({JobId(job), std::move(read)}));
-  std::vector<DiskCompletion> done;
-  while (done.empty()) {
-    if (!thread.WaitForCompletion(kVerifyWait)) {
-      return Status::Unavailable("no answer from the disk thread within 60 s");
-    }
-    thread.Poll(done);
-  }
-  return done[0].status;
+// Reads one record back and verifies it, page by page, in `scratch`.
+Status VerifyRecord(FileSystem& fs, int dir_fd, const ScannedRecord& r,
+                    std::span<std::byte> scratch) {
+  STRATA_ASSIGN_OR_RETURN(int fd, fs.OpenAt(dir_fd, RecordFileName(r.key), OpenFor::kRead));
+  Status s = VerifyRecordFile(fs, fd, r.header, r.extents, r.row_present, scratch);
+  fs.Close(fd);
+  return s;
 }
 
 Status FsckDir(FileSystem& fs, const std::string& path, const FsckOptions& options,
@@ -59,31 +39,25 @@ Status FsckDir(FileSystem& fs, const std::string& path, const FsckOptions& optio
   std::vector<RejectedFile> rejected = std::move(scan.rejected);
   std::vector<ScannedRecord> candidates = std::move(scan.records);
 
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<BlockIo> io, OpenUringBlockIo(kFsckInflightRequests));
-  DiskThreadOptions thread_options;
-  thread_options.max_inflight_requests = kFsckInflightRequests;
-  thread_options.max_active_jobs = 1;
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<DiskThread> thread,
-                          DiskThread::Start(fs, std::move(io), dir->fd(), path, thread_options));
-  AlignedBuffer buffer;
+  // Bounded memory: one scratch buffer, whatever sizes the headers claim.
+  std::vector<std::byte> scratch(kVerifyScratchBytes);
   std::vector<ScannedRecord> verified;
   FsckProgress progress{path, 0, candidates.size(), 0};
   for (ScannedRecord& r : candidates) {
-    Status s = VerifyRecord(*thread, r, buffer, progress.records_done + 1);
-    if (s.code() == StatusCode::kUnavailable) return s;
+    Status s = VerifyRecord(fs, dir->fd(), r, scratch);
     ++progress.records_done;
     progress.bytes_done += r.file_bytes;
     if (s.ok()) {
       verified.push_back(std::move(r));
     } else {
-      const bool header = s.code() != StatusCode::kCorruption;
+      // Only a checksum or size proven wrong is corruption; a read error is not.
+      const bool corrupt = s.code() == StatusCode::kCorruption;
       rejected.push_back({RecordFileName(r.key),
-                          header ? RejectReason::kUnreadable : RejectReason::kBadChecksum,
+                          corrupt ? RejectReason::kBadChecksum : RejectReason::kUnreadable,
                           s.message()});
     }
     if (options.progress) options.progress(progress);
   }
-  STRATA_RETURN_IF_ERROR(thread->Shutdown(DiskThread::kDefaultShutdownDeadline));
   RemoveOrphans(verified, rejected);
 
   for (const ScannedRecord& r : verified) {
@@ -100,12 +74,14 @@ Status FsckDir(FileSystem& fs, const std::string& path, const FsckOptions& optio
     RecordDir::Cleanup c = dir->RemoveRejected(to_remove);
     report.removed += c.removed;
     report.truncated += c.truncated;
+    report.quarantined += c.quarantined.size();
     STRATA_RETURN_IF_ERROR(c.first_error);
   }
   for (RejectedFile& r : rejected) {
-    const bool removable = r.reason != RejectReason::kNotAFile;
-    report.problems.push_back(
-        {path, std::move(r.name), r.reason, std::move(r.detail), options.repair && removable});
+    const RejectAction action = options.repair ? ActionFor(r.reason) : RejectAction::kLeave;
+    report.problems.push_back({path, std::move(r.name), r.reason, std::move(r.detail),
+                               action == RejectAction::kRemove,
+                               action == RejectAction::kQuarantine});
   }
   ++report.directories;
   return Status::Ok();

@@ -23,7 +23,8 @@ struct FsckProblem {
   std::string name;
   RejectReason reason = RejectReason::kBadHeader;
   std::string detail;
-  bool removed = false;
+  bool removed = false;      // unlinked by --repair (proven bad)
+  bool quarantined = false;  // moved into quarantine/ by --repair (could not be read)
 };
 
 struct FsckProgress {
@@ -34,7 +35,9 @@ struct FsckProgress {
 };
 
 struct FsckOptions {
-  bool repair = false;  // remove bad, temporary and orphaned files; truncate torn rows
+  // Remove bad, temporary and orphaned files, quarantine unreadable ones
+  // (RejectAction); truncate torn rows.
+  bool repair = false;
   // Called after each verified record (the caller rate-limits its output).
   std::function<void(const FsckProgress&)> progress;
 };
@@ -45,6 +48,7 @@ struct FsckReport {
   uint64_t bytes_verified = 0;  // file bytes of those records
   uint64_t torn_rows = 0;       // records whose row segment is partial (row treated as absent)
   uint64_t removed = 0;         // files removed by --repair
+  uint64_t quarantined = 0;     // unreadable files moved into quarantine/ by --repair
   uint64_t truncated = 0;       // torn rows cut back by --repair
   std::vector<FsckProblem> problems;
   bool clean() const { return problems.empty(); }
@@ -52,8 +56,10 @@ struct FsckReport {
 
 // Verifies every record file under `path` (see FindNamespaceDirs): each
 // directory is locked (a running store makes this fail with kBusy), scanned,
-// and each accepted record read back whole through a disk thread that checks
-// every page and row checksum. Records whose parent is bad become orphans.
+// and each accepted record read back page by page (VerifyRecordFile, memory
+// bounded by kVerifyScratchBytes whatever a header claims), checking every
+// page and row checksum. Records whose parent is bad become orphans. A file
+// that cannot be read is reported as unreadable, never as corrupt.
 Result<FsckReport> RunFsck(FileSystem& fs, const std::string& path, const FsckOptions& options);
 
 struct InspectedDir {

@@ -157,6 +157,9 @@ Status DiskBench::Setup() {
   header_.fingerprint = fp;
   header_.tail_page_count = o_.pages;
   header_.shape = ShapeOf(geometry_);
+  // The first record's key (StoreWrite gives each its own); the header check
+  // refuses a key that consumed no tokens.
+  header_.key.consumed = uint64_t{o_.pages} * geometry_.page_tokens;
   STRATA_ASSIGN_OR_RETURN(extents_, ComputeExtents(header_));
 
   const std::string path = RecordDirPath(o_.dir, id, fp);
@@ -220,7 +223,7 @@ Status DiskBench::StoreWrite(PhaseResult& r) {
   for (uint32_t i = 0; i < o_.records; ++i) {
     STRATA_RETURN_IF_ERROR(Drain(inflight, r, o_.depth - 1));
     RecordHeader h = header_;
-    h.key.consumed = uint64_t{o_.pages} * 64 * (i + 1);
+    h.key.consumed = uint64_t{o_.pages} * geometry_.page_tokens * (i + 1);
     h.key.digest[0] = static_cast<uint8_t>(i);
     h.key.digest[1] = static_cast<uint8_t>(i >> 8);
     h.bucket = h.key.digest;

@@ -141,6 +141,20 @@ Status SetMaxAge(const ConfigValue& value, RankConfig* c) {
   return Status::Ok();
 }
 
+Status SetDurability(const ConfigValue& value, RankConfig* c) {
+  if (const auto* s = std::get_if<std::string>(&value); s != nullptr) {
+    if (*s == "sync") {
+      c->prefix_cache.durability = Durability::kSync;
+      return Status::Ok();
+    }
+    if (*s == "none") {
+      c->prefix_cache.durability = Durability::kNone;
+      return Status::Ok();
+    }
+  }
+  return Status::InvalidArgument(ValueText(value) + " is not \"sync\" or \"none\"");
+}
+
 Status SetPreset(const ConfigValue& value, RankConfig* c) {
   std::string known;
   for (const GeometryPreset& p : GeometryPresets()) {
@@ -200,6 +214,10 @@ std::vector<ConfigKey> MakeKeys() {
        "off", SetDrain, Arity::kOptionalValue},
       {"prefix_cache.max_age", "--prefix-cache-max-age",
        "\"off\" or a positive duration (500ms, 90s, 2m, 1h, bare seconds)", "off", SetMaxAge},
+      {"prefix_cache.durability", "--prefix-cache-durability",
+       "\"sync\" (fdatasync each record and fsync its directory before acknowledging) or "
+       "\"none\"",
+       "sync", SetDurability},
       {"cluster.rank", "--rank", "a whole number below world_size", "0, or the launcher's",
        [](const ConfigValue& v, RankConfig* c) {
          STRATA_SET(c->cluster.rank, AsWhole(v, 0, kU32Max - 1));

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "store/base/status.h"
+#include "store/record/record_file.h"
 
 namespace strata {
 
@@ -47,6 +48,10 @@ struct PrefixCacheConfig {
   DrainOnShutdown drain_on_shutdown;
   // max_age: records unused for longer expire. Default unset: expiry off.
   std::optional<std::chrono::milliseconds> max_age;
+  // durability: "sync" | "none". Default "sync": a store is acknowledged only
+  // after its file is fdatasync'ed and its directory fsync'ed, so an
+  // acknowledged record survives power loss. "none" (benchmarks) skips both.
+  Durability durability = Durability::kSync;
 };
 
 // [cluster]: which rank this process is and how ranks find rank zero.

@@ -122,6 +122,7 @@ class RankZeroStores final : public RuntimeDriver {
     o.geometry = me.own;
     o.identity = me.identity;
     o.disk.base_dir = *config.prefix_cache.disk_dir;
+    o.disk.durability = config.prefix_cache.durability;
     o.disk.registrar = planes_->registrar();
     o.disk_limit_bytes = me.disk_limit;
     o.store.max_age_ms = config.prefix_cache.max_age
@@ -244,6 +245,7 @@ class PeerStores final : public PeerRank {
     o.geometry = me.own;
     o.identity = me.identity;
     o.disk.base_dir = *config.prefix_cache.disk_dir;
+    o.disk.durability = config.prefix_cache.durability;
     o.disk.registrar = planes_->registrar();
     o.disk_limit_bytes = me.disk_limit;
     o.join_timeout = cl.connect_timeout;

@@ -178,6 +178,7 @@ class SingleProcessStores final : public RuntimeDriver {
     const uint64_t limit = *pc.disk_limit_bytes;  // resolved by OpenRankStores
     LocalDiskOptions o;
     o.base_dir = *pc.disk_dir;
+    o.durability = pc.durability;
     o.warm_slots = warm;
     o.registrar = planes_->registrar();
     STRATA_ASSIGN_OR_RETURN(

@@ -11,7 +11,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 
 namespace strata {
 
@@ -21,6 +20,7 @@ std::string Quoted(std::string_view s) { return "'" + std::string(s) + "'"; }
 
 Status ErrnoStatus(int err, const std::string& what) {
   if (err == ENOENT) return Status::NotFound(what + ": " + std::strerror(err));
+  if (err == EEXIST) return Status::AlreadyExists(what + ": " + std::strerror(err));
   return Status::FromErrno(err, what);
 }
 
@@ -37,23 +37,31 @@ FileInfo InfoOf(const struct stat& st) {
 
 int FlagsFor(OpenFor how) {
   switch (how) {
-    case OpenFor::kDirectWriteNew: return O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT;
+    case OpenFor::kDirectWriteNew: return O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_DIRECT;
     case OpenFor::kDirectRead: return O_RDONLY | O_DIRECT;
     case OpenFor::kRead: return O_RDONLY;
     case OpenFor::kReadWrite: return O_RDWR;
-    case OpenFor::kWriteNew: return O_WRONLY | O_CREAT | O_TRUNC;
+    case OpenFor::kWriteNew: return O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW;
   }
   return O_RDONLY;
+}
+
+// mkdir -p with mode kNewDirectoryMode for every component it creates;
+// existing directories keep their mode.
+Status MakeDirectories(const std::string& path) {
+  for (size_t end = path.find('/', 1);; end = path.find('/', end + 1)) {
+    const std::string prefix = path.substr(0, end);
+    if (!prefix.empty() && ::mkdir(prefix.c_str(), kNewDirectoryMode) != 0 && errno != EEXIST) {
+      return ErrnoStatus(errno, "create directory " + Quoted(prefix));
+    }
+    if (end == std::string::npos) return Status::Ok();
+  }
 }
 
 }  // namespace
 
 Result<int> PosixFileSystem::OpenDirectory(const std::string& path, bool create) {
-  if (create) {
-    std::error_code ec;
-    std::filesystem::create_directories(path, ec);
-    if (ec) return ErrnoStatus(ec.value(), "create directory " + Quoted(path));
-  }
+  if (create) STRATA_RETURN_IF_ERROR(MakeDirectories(path));
   int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return ErrnoStatus(errno, "open directory " + Quoted(path));
   return fd;
@@ -63,7 +71,7 @@ Result<int> PosixFileSystem::OpenAt(int dir_fd, std::string_view name, OpenFor h
   const std::string n(name);
   int fd;
   do {
-    fd = ::openat(dir_fd, n.c_str(), FlagsFor(how) | O_CLOEXEC, 0644);
+    fd = ::openat(dir_fd, n.c_str(), FlagsFor(how) | O_CLOEXEC, kNewFileMode);
   } while (fd < 0 && errno == EINTR);
   if (fd < 0) return ErrnoStatus(errno, "open " + Quoted(n));
   return fd;

@@ -3,7 +3,13 @@
 // PosixFileSystem (which calls Linux directly). Every call is independent and
 // thread-safe; descriptors are plain ints owned by the caller (close them with
 // Close). Errors come from Status::FromErrno (ENOSPC/EDQUOT -> kFsFull), with
-// kNotFound for ENOENT and kBusy for a held lock.
+// kNotFound for ENOENT, kAlreadyExists for EEXIST and kBusy for a held lock.
+//
+// Permissions: files are created 0600 and directories 0700 (record bytes are
+// the model's activations; no other user reads them). Files are only ever
+// created new: O_EXCL|O_NOFOLLOW, so a name that already exists (a stale
+// file, or a symlink planted at a temporary name) fails with kAlreadyExists
+// and nothing is written through it.
 #pragma once
 
 #include <cstddef>
@@ -18,11 +24,11 @@
 namespace strata {
 
 enum class OpenFor : unsigned char {
-  kDirectWriteNew,  // O_WRONLY|O_CREAT|O_TRUNC|O_DIRECT, mode 0644
+  kDirectWriteNew,  // O_WRONLY|O_CREAT|O_EXCL|O_NOFOLLOW|O_DIRECT, mode 0600
   kDirectRead,      // O_RDONLY|O_DIRECT
   kRead,            // O_RDONLY (page cache)
   kReadWrite,       // O_RDWR (page cache), for truncation
-  kWriteNew,        // O_WRONLY|O_CREAT|O_TRUNC (page cache), mode 0644
+  kWriteNew,        // O_WRONLY|O_CREAT|O_EXCL|O_NOFOLLOW (page cache), mode 0600
 };
 
 struct FileInfo {
@@ -38,7 +44,8 @@ class FileSystem {
  public:
   virtual ~FileSystem() = default;
 
-  // Opens (creating it and its parents when `create` is set) a directory.
+  // Opens (creating it and its missing parents, mode 0700, when `create` is
+  // set) a directory.
   virtual Result<int> OpenDirectory(const std::string& path, bool create) = 0;
   virtual Result<int> OpenAt(int dir_fd, std::string_view name, OpenFor how) = 0;
   virtual void Close(int fd) = 0;
@@ -67,6 +74,9 @@ class FileSystem {
   // statfs magic in hex).
   virtual std::string FilesystemName(int fd) = 0;
 };
+
+inline constexpr unsigned kNewFileMode = 0600;
+inline constexpr unsigned kNewDirectoryMode = 0700;
 
 // The real implementation: Linux syscalls, retrying EINTR.
 class PosixFileSystem final : public FileSystem {

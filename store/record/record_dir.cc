@@ -145,13 +145,37 @@ RecordDir::Cleanup RecordDir::RemoveRejected(const ScanReport& report) {
   auto note = [&](const Status& s) {
     if (!s.ok() && c.first_error.ok()) c.first_error = s;
   };
+  std::optional<int> quarantine_fd;  // opened (and created) on first use
   for (const RejectedFile& r : report.rejected) {
-    if (r.reason == RejectReason::kNotAFile) continue;  // never delete what is not a file
-    Status s = fs_.Unlink(fd_, r.name);
-    if (s.ok()) {
-      ++c.removed;
-    } else if (s.code() != StatusCode::kNotFound) {
-      note(s.WithContext(path_));
+    switch (ActionFor(r.reason)) {
+      case RejectAction::kLeave: continue;  // never touch what is not a file
+      case RejectAction::kRemove: {
+        Status s = fs_.Unlink(fd_, r.name);
+        if (s.ok()) {
+          ++c.removed;
+        } else if (s.code() != StatusCode::kNotFound) {
+          note(s.WithContext(path_));
+        }
+        continue;
+      }
+      case RejectAction::kQuarantine: {
+        if (!quarantine_fd) {
+          Result<int> q = fs_.OpenDirectory(path_ + "/" + std::string(kQuarantineDirName), true);
+          if (!q.ok()) {
+            note(q.status().WithContext("quarantine " + r.name + " (" + r.detail + ")"));
+            continue;
+          }
+          quarantine_fd = *q;
+        }
+        const std::string to = std::string(kQuarantineDirName) + "/" + r.name;
+        Status s = fs_.Rename(fd_, r.name, to);
+        if (s.ok()) {
+          c.quarantined.push_back(r.name + ": " + r.detail);
+        } else if (s.code() != StatusCode::kNotFound) {
+          note(s.WithContext(path_ + ": quarantine " + r.name + " (" + r.detail + ")"));
+        }
+        continue;
+      }
     }
   }
   for (const ScannedRecord& r : report.records) {
@@ -160,7 +184,13 @@ RecordDir::Cleanup RecordDir::RemoveRejected(const ScanReport& report) {
     if (s.ok()) ++c.truncated;
     note(s.WithContext(path_));
   }
-  if (c.removed + c.truncated > 0) note(fs_.Sync(fd_).WithContext("fsync " + path_));
+  if (quarantine_fd) {
+    if (!c.quarantined.empty()) note(fs_.Sync(*quarantine_fd).WithContext("fsync quarantine"));
+    fs_.Close(*quarantine_fd);
+  }
+  if (c.removed + c.truncated + c.quarantined.size() > 0) {
+    note(fs_.Sync(fd_).WithContext("fsync " + path_));
+  }
   return c;
 }
 

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "store/base/status.h"
 #include "store/io/file_system.h"
@@ -57,10 +58,18 @@ class RecordDir {
   struct Cleanup {
     uint64_t removed = 0;    // files unlinked
     uint64_t truncated = 0;  // torn rows cut back to the row segment offset
-    Status first_error;      // the first removal that failed (the rest were tried)
+    // "<name>: <why>" of each file moved into "<dir>/quarantine/" (for the
+    // caller's log).
+    std::vector<std::string> quarantined;
+    Status first_error;  // the first removal or move that failed (the rest were tried)
   };
-  // Unlinks every rejected file of `report` (temporary, bad and orphaned) and
-  // truncates records whose row is partial, then fsyncs the directory once.
+  // Acts on every rejected file of `report` as ActionFor says: unlinks those
+  // proven bad (temporary, corrupt, foreign, orphaned), renames those that
+  // could not be read into the quarantine subfolder (created 0700 when
+  // needed; a file already there under the same name is replaced), and
+  // truncates records whose row is partial; then fsyncs the directories it
+  // changed once. A read error never deletes a file: when the move fails too,
+  // the file stays where it is and first_error names it.
   Cleanup RemoveRejected(const ScanReport& report);
 
  private:

@@ -88,7 +88,14 @@ Result<RecordHeader> ReadRecordHeader(FileSystem& fs, int fd) {
 Result<int> BeginRecordWrite(FileSystem& fs, int dir_fd, const PrefixKey& key,
                              uint64_t file_bytes) {
   const std::string temp = TemporaryFileName(key);
-  STRATA_ASSIGN_OR_RETURN(int fd, fs.OpenAt(dir_fd, temp, OpenFor::kDirectWriteNew));
+  Result<int> opened = fs.OpenAt(dir_fd, temp, OpenFor::kDirectWriteNew);
+  if (opened.status().code() == StatusCode::kAlreadyExists) {
+    // Left by an abandoned write whose removal failed (or planted): unlink
+    // the name, never what it points to, and create the file afresh.
+    STRATA_RETURN_IF_ERROR(fs.Unlink(dir_fd, temp).WithContext("remove stale " + temp));
+    opened = fs.OpenAt(dir_fd, temp, OpenFor::kDirectWriteNew);
+  }
+  STRATA_ASSIGN_OR_RETURN(int fd, std::move(opened));
   Status allocated = fs.Allocate(fd, file_bytes);
   if (!allocated.ok()) {
     fs.Close(fd);
@@ -136,6 +143,7 @@ Status UnlinkRecord(FileSystem& fs, int dir_fd, const PrefixKey& key, Durability
 Status ProbeDirectIo(FileSystem& fs, int dir_fd, const std::string& dir_path) {
   const std::string where =
       "the " + fs.FilesystemName(dir_fd) + " filesystem holding '" + dir_path + "'";
+  (void)fs.Unlink(dir_fd, kDirectIoProbeName);  // a probe a crash left behind
   Result<int> fd = fs.OpenAt(dir_fd, kDirectIoProbeName, OpenFor::kDirectWriteNew);
   if (!fd.ok()) {
     // Tell "refuses O_DIRECT" apart from "cannot create files here".

@@ -58,8 +58,10 @@ Result<RowState> RowStateFromSize(const RecordExtents& extents, uint64_t file_by
 // aligned buffer so O_DIRECT descriptors work).
 Result<RecordHeader> ReadRecordHeader(FileSystem& fs, int fd);
 
-// Creates "<key>.ckpt.tmp" for O_DIRECT writing and preallocates `file_bytes`.
-// Returns the descriptor; on error nothing is left behind.
+// Creates "<key>.ckpt.tmp" (new, 0600, O_EXCL|O_NOFOLLOW) for O_DIRECT
+// writing and preallocates `file_bytes`. A file or symlink already at that
+// name is unlinked first (never followed). Returns the descriptor; on error
+// nothing is left behind.
 Result<int> BeginRecordWrite(FileSystem& fs, int dir_fd, const PrefixKey& key, uint64_t file_bytes);
 // Renames the finished temporary file over "<key>.ckpt". The caller has
 // closed (and, for durability, fdatasync'd) it, and fsyncs the directory.

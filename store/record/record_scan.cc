@@ -19,8 +19,18 @@ std::string_view RejectReasonName(RejectReason reason) {
     case RejectReason::kBadSize: return "bad-size";
     case RejectReason::kBadChecksum: return "bad-checksum";
     case RejectReason::kOrphan: return "orphan";
+    case RejectReason::kOrphanOfUnreadable: return "orphan-of-unreadable";
   }
   return "unknown";
+}
+
+RejectAction ActionFor(RejectReason reason) {
+  switch (reason) {
+    case RejectReason::kNotAFile: return RejectAction::kLeave;
+    case RejectReason::kUnreadable:
+    case RejectReason::kOrphanOfUnreadable: return RejectAction::kQuarantine;
+    default: return RejectAction::kRemove;
+  }
 }
 
 RecordExpectation ExpectationFor(const NamespaceIdentity& identity,
@@ -119,6 +129,11 @@ void RemoveOrphans(std::vector<ScannedRecord>& records, std::vector<RejectedFile
   std::unordered_set<PrefixKey> kept;
   std::unordered_set<PrefixKey> present;
   for (const ScannedRecord& r : records) present.insert(r.key);
+  // Names of files that could not be read, then of the records below them.
+  std::unordered_set<std::string> unreadable;
+  for (const RejectedFile& f : rejected) {
+    if (f.reason == RejectReason::kUnreadable) unreadable.insert(f.name);
+  }
   std::vector<ScannedRecord> out;
   out.reserve(records.size());
   for (ScannedRecord& r : records) {
@@ -128,7 +143,14 @@ void RemoveOrphans(std::vector<ScannedRecord>& records, std::vector<RejectedFile
       continue;
     }
     const bool parent_on_disk = present.contains(*r.parent);
-    rejected.push_back({RecordFileName(r.key), RejectReason::kOrphan,
+    const std::string name = RecordFileName(r.key);
+    if (unreadable.contains(RecordFileName(*r.parent))) {
+      unreadable.insert(name);
+      rejected.push_back({name, RejectReason::kOrphanOfUnreadable,
+                          "parent " + r.parent->ToFileStem() + " is unreadable"});
+      continue;
+    }
+    rejected.push_back({name, RejectReason::kOrphan,
                         "parent " + r.parent->ToFileStem() +
                             (parent_on_disk ? " is itself removed" : " is missing")});
   }

@@ -55,21 +55,36 @@ struct ScannedRecord {
 };
 
 enum class RejectReason : unsigned char {
-  kTemporary,         // an unfinished write ("*.tmp")
-  kBadName,           // "*.ckpt" whose stem is not a key
-  kNotAFile,          // a directory or special file with a record name
-  kUnreadable,        // open or read failed
-  kBadHeader,         // magic, version, checksum, flags or sizes
-  kWrongIdentity,     // another namespace's record
-  kWrongFingerprint,  // another layout's record
-  kWrongShape,        // sizes differ from the loading geometry
-  kNameMismatch,      // the file name is not the header's key
-  kBadSize,           // shorter than its pages or longer than the record
-  kBadChecksum,       // a page or the row fails verification (fsck only)
-  kOrphan,            // its parent (or an ancestor) is missing
+  kTemporary,           // an unfinished write ("*.tmp")
+  kBadName,             // "*.ckpt" whose stem is not a key
+  kNotAFile,            // a directory or special file with a record name
+  kUnreadable,          // open, stat or read failed for a reason other than corruption
+  kBadHeader,           // magic, version, checksum, flags or sizes
+  kWrongIdentity,       // another namespace's record
+  kWrongFingerprint,    // another layout's record
+  kWrongShape,          // sizes differ from the loading geometry
+  kNameMismatch,        // the file name is not the header's key
+  kBadSize,             // shorter than its pages or longer than the record
+  kBadChecksum,         // a page or the row fails verification (fsck only)
+  kOrphan,              // its parent (or an ancestor) is missing or proven bad
+  kOrphanOfUnreadable,  // its parent (or an ancestor) is unreadable, not proven bad
 };
-inline constexpr size_t kRejectReasonCount = 12;
+inline constexpr size_t kRejectReasonCount = 13;
 std::string_view RejectReasonName(RejectReason reason);
+
+// What cleanup does with a rejected file. Only a file proven bad (or an
+// unfinished write) is removed; one that could not be read (EIO, EACCES,
+// EMFILE, ENOMEM, ...) and the records below it are moved aside intact.
+enum class RejectAction : unsigned char {
+  kRemove,      // unlink
+  kQuarantine,  // rename into kQuarantineDirName, keeping the name
+  kLeave,       // touch nothing (not a regular file)
+};
+RejectAction ActionFor(RejectReason reason);
+
+// The subfolder of a namespace directory that holds quarantined files. The
+// scan ignores it (its name is not a record name).
+inline constexpr std::string_view kQuarantineDirName = "quarantine";
 
 struct RejectedFile {
   std::string name;
@@ -94,7 +109,9 @@ std::variant<ScannedRecord, RejectedFile> ClassifyRecordFile(std::string_view na
                                                              const RecordExpectation& expect);
 
 // The orphan rule: removes from `records` every record whose parent is not in
-// it, then their descendants, appending each to `rejected` as kOrphan. Leaves
+// it, then their descendants, appending each to `rejected`: as
+// kOrphanOfUnreadable when the missing ancestor is in `rejected` as
+// kUnreadable (so it is quarantined with it), else as kOrphan. Leaves
 // `records` sorted ascending by key. Relies on parent.consumed < key.consumed,
 // which DecodeRecordHeader enforces.
 void RemoveOrphans(std::vector<ScannedRecord>& records, std::vector<RejectedFile>& rejected);

@@ -29,7 +29,10 @@ struct LocalDiskOptions {
   uint64_t warm_slots = 0;  // retention slots for a memory tier sharing the pool
   uint64_t max_active = 4;  // concurrent requests, for intake sizing
   uint64_t host_headroom_bytes = uint64_t{8} << 30;  // what intake may take
-  Durability durability = Durability::kNone;
+  // kSync (the default): a record is acknowledged only once its file is
+  // fdatasync'ed and its directory fsync'ed. kNone only where chosen by name
+  // (benchmarks, tests that do not care about power loss).
+  Durability durability = Durability::kSync;
   HostRegistrar* registrar = nullptr;  // CUDA host registration; not owned
   DiskThreadOptions disk_thread;       // queue bounds and scheduling (nice 10 by default)
   // Fault-injection seam (tests): the filesystem every record call goes

@@ -20,6 +20,7 @@ disk = "/nvme/strata"
 disk_limit = "512MiB"
 drain_on_shutdown = "90s"
 max_age = "2h"
+durability = "none"
 
 [cluster]
 rank = 2
@@ -45,11 +46,12 @@ rows = 4
 )",
                              "rank.toml", &c, &keys);
   ASSERT_TRUE(s.ok()) << s.ToString();
-  EXPECT_EQ(keys.size(), 19u);
+  EXPECT_EQ(keys.size(), 20u);
   EXPECT_EQ(c.prefix_cache.disk_dir, "/nvme/strata");
   EXPECT_EQ(c.prefix_cache.disk_limit_bytes, 512ULL << 20);
   EXPECT_EQ(c.prefix_cache.drain_on_shutdown.write_limit, milliseconds(90'000));
   EXPECT_EQ(c.prefix_cache.max_age, milliseconds(7'200'000));
+  EXPECT_EQ(c.prefix_cache.durability, Durability::kNone);
   EXPECT_EQ(c.cluster.rank, 2u);
   EXPECT_EQ(c.cluster.world_size, 4u);
   EXPECT_EQ(c.cluster.master_addr, "10.0.0.1");
@@ -90,7 +92,7 @@ TEST(ConfigFileTest, UnknownKeyListsTheKnownOnes) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.message(),
             "rank.toml:2: prefix_cache.memroy: unknown key (keys in [prefix_cache]: memory, disk, "
-            "disk_limit, drain_on_shutdown, max_age)");
+            "disk_limit, drain_on_shutdown, max_age, durability)");
 }
 
 TEST(ConfigFileTest, UnknownTableListsTheKnownOnes) {

@@ -66,10 +66,10 @@ TEST(ConfigFlagsTest, FlagBeatsFileBeatsEnvironmentBeatsDefault) {
 
 TEST(ConfigFlagsTest, EveryPrefixCacheFlag) {
   ConfigFlags flags;
-  Parse(
-      {"--prefix-cache-memory", "2GiB", "--prefix-cache-disk", "/nvme", "--prefix-cache-disk-limit",
-       "10GB", "--prefix-cache-drain-on-shutdown=90s", "--prefix-cache-max-age", "1h"},
-      &flags);
+  Parse({"--prefix-cache-memory", "2GiB", "--prefix-cache-disk", "/nvme",
+         "--prefix-cache-disk-limit", "10GB", "--prefix-cache-drain-on-shutdown=90s",
+         "--prefix-cache-max-age", "1h", "--prefix-cache-durability", "none"},
+        &flags);
   Result<LoadedConfig> c = MergeConfig(flags, LauncherEnv{}, std::nullopt);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   const PrefixCacheConfig& p = c->config.prefix_cache;
@@ -78,6 +78,7 @@ TEST(ConfigFlagsTest, EveryPrefixCacheFlag) {
   EXPECT_EQ(p.disk_limit_bytes, 10'000'000'000ULL);
   EXPECT_EQ(p.drain_on_shutdown, (DrainOnShutdown{DrainMode::kBounded, milliseconds(90'000)}));
   EXPECT_EQ(p.max_age, milliseconds(3'600'000));
+  EXPECT_EQ(p.durability, Durability::kNone);
 }
 
 TEST(ConfigFlagsTest, BareDrainFlagMeansOnAndOffOverridesTheFile) {

@@ -22,6 +22,7 @@ TEST(ConfigTest, DefaultsAreTheDocumentedOnes) {
   EXPECT_FALSE(c.prefix_cache.disk_limit_bytes.has_value());
   EXPECT_EQ(c.prefix_cache.drain_on_shutdown.mode, DrainMode::kOff);
   EXPECT_FALSE(c.prefix_cache.max_age.has_value());
+  EXPECT_EQ(c.prefix_cache.durability, Durability::kSync);
   EXPECT_EQ(c.cluster.rank, 0u);
   EXPECT_EQ(c.cluster.world_size, 1u);
   EXPECT_EQ(c.cluster.master_addr, "127.0.0.1");
@@ -91,6 +92,18 @@ TEST(ConfigTest, DrainOnShutdownForms) {
             std::string::npos)
       << bad.message();
   EXPECT_FALSE(Set("prefix_cache.drain_on_shutdown", int64_t{0}, &c).ok());
+}
+
+TEST(ConfigTest, DurabilityIsSyncOrNone) {
+  RankConfig c;
+  ASSERT_TRUE(Set("prefix_cache.durability", std::string("none"), &c).ok());
+  EXPECT_EQ(c.prefix_cache.durability, Durability::kNone);
+  ASSERT_TRUE(Set("prefix_cache.durability", std::string("sync"), &c).ok());
+  EXPECT_EQ(c.prefix_cache.durability, Durability::kSync);
+  const Status bad = Set("prefix_cache.durability", std::string("fsync"), &c);
+  EXPECT_EQ(bad.message(), "prefix_cache.durability: \"fsync\" is not \"sync\" or \"none\"");
+  EXPECT_FALSE(Set("prefix_cache.durability", true, &c).ok());
+  EXPECT_EQ(c.prefix_cache.durability, Durability::kSync);
 }
 
 TEST(ConfigTest, BadValuesNameTheKeyAndWhatIsAllowed) {
