@@ -77,7 +77,9 @@ TEST(ServingRulesTest, WhatBecomesOfAJobThatArrives) {
     ScriptedRunner runner;
     JobAnswers answers;
     if (row.held_before > 0) HoldJobs(rules, runner, 100, 100 + row.held_before - 1);
-    if (row.draining) ASSERT_FALSE(rules.OnMessage(wire::Drain{}, runner, answers).has_value());
+    if (row.draining) {
+      ASSERT_FALSE(rules.OnMessage(wire::Drain{}, runner, answers).has_value());
+    }
     runner.next = row.runner;
     EXPECT_EQ(rules.OnJob(JobNumbered(1), runner, answers), row.expected)
         << JobAdmissionName(row.expected);
@@ -247,7 +249,9 @@ TEST(ServingRulesTest, WhatEachMessageDoesToTheSession) {
     const std::optional<Status> ended = rules.OnMessage(row.message, runner, answers);
     EXPECT_EQ(ended.has_value(), row.ends);
     EXPECT_EQ(rules.ended(), row.ends);
-    if (ended) EXPECT_EQ(ended->code(), row.code) << ended->ToString();
+    if (ended) {
+      EXPECT_EQ(ended->code(), row.code) << ended->ToString();
+    }
   }
 }
 
