@@ -57,9 +57,9 @@ RecordHeader StagedTransport::HeaderFor(const RecordJob& job) const {
   h.shape = shape_;
   auto it = row_checksums_.find(job.key);
   h.row_checksum = it == row_checksums_.end() ? 0 : it->second;
-  h.created_unix_ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                                std::chrono::system_clock::now().time_since_epoch())
-                                                .count());
+  h.created_unix_ns = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(options_.clock.wall().time_since_epoch())
+          .count());
   return h;
 }
 
