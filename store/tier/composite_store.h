@@ -70,7 +70,7 @@ struct CompositeStoreOptions {
   std::chrono::milliseconds close_deadline{30'000};
   // The disk tier's operation latencies (DiskStoreOptions::latencies).
   std::shared_ptr<DiskJobLatencies> latencies = nullptr;
-  StoreClock clock;  // deadlines and latencies; default: the real clocks
+  StoreClock clock{};  // deadlines and latencies; default: the real clocks
 };
 
 class CompositeStore final : public HostStore, private DiskTierListener {

@@ -68,7 +68,7 @@ struct DiskStoreOptions {
   std::chrono::milliseconds close_deadline{30'000};  // bound on Close's drain
   // Where operation latencies go; none recorded when null.
   std::shared_ptr<DiskJobLatencies> latencies = nullptr;
-  StoreClock clock;  // deadlines and latencies; default: the real clocks
+  StoreClock clock{};  // deadlines and latencies; default: the real clocks
 };
 
 class DiskOperationOwner;

@@ -34,7 +34,7 @@ struct StagedOptions {
   Durability durability = Durability::kNone;  // fdatasync + directory fsync per record
   // Only `wall` is read (record headers' creation time): the waits sleep on
   // the wake signal, which keeps real time. Default: the real clocks.
-  StoreClock clock;
+  StoreClock clock{};
 };
 
 struct StagedStats {

@@ -74,7 +74,14 @@ TEST(StoreClockTest, DiskStoreLatencyAndHeaderTimeComeFromTheInjectedClock) {
   SyntheticRuntime rt(planes, disk.store.get());
   const uint32_t a = rt.NewConversation();
   ASSERT_TRUE(rt.Turn(a, 1000).ok());  // the store starts at the fake time
-  ASSERT_TRUE(fs.WaitUntilHeld(kBound));
+  // The transport submits the write once its staging copy lands, on a Poll.
+  std::vector<StoreEvent> events;
+  const auto until = std::chrono::steady_clock::now() + kBound;
+  while (!fs.WaitUntilHeld(10ms) && std::chrono::steady_clock::now() < until) {
+    disk.store->Poll(testing::NowMs(), events);
+  }
+  ASSERT_TRUE(fs.WaitUntilHeld(0ms));
+  EXPECT_TRUE(events.empty());  // nothing finishes while the write is held
   clock.Advance(7ms);
   fs.Release();
   ASSERT_TRUE(rt.WaitForStores().ok());
