@@ -164,7 +164,7 @@ Status StoreBench::Setup() {
   records_ = MakeBenchRecords(o_.records, o_.pages, geometry_.page_tokens);
   const RecordLayout layout(geometry_);
   payload_bytes_ = uint64_t{o_.records} * (o_.pages * g.page_bytes() + g.row.unit_bytes);
-  file_bytes_ = uint64_t{o_.records} * RecordFileBytes(layout, o_.pages, true);
+  file_bytes_ = uint64_t{o_.records} * RecordFileBytes(layout, {.tail_pages = o_.pages});
   record_slots_ = o_.pages + RowSlots(layout.row_segment_bytes(), layout.page_record_bytes());
   // memcpy moves the same bytes between two buffers the size of the restore
   // windows, wrapping around, so caches hold no more than for the stores.

@@ -44,7 +44,7 @@ Status CompositeStore::Fetch(const HostHit& hit, const InboundTicket& ticket) {
     // the largest record's staging lets it run.
     uint64_t staging = 0;
     for (const PrefixKey& k : hit.chain) {
-      staging = std::max(staging, records_.SlotsFor({disk_->ShapeOf(k)->tail_pages}));
+      staging = std::max(staging, records_.SlotsFor({held_->ShapeOf(k)->tail_pages}));
     }
     if (!MakeFree(staging)) {
       return Status::Busy("no staging room for the chain of " + hit.endpoint.ToFileStem());
@@ -95,11 +95,11 @@ Status CompositeStore::StartFetch(const HostHit& hit, const InboundTicket& ticke
       return s.WithContext("restore of " + hit.endpoint.ToFileStem());
     }
     op.uploading = true;
-    for (const PrefixKey& k : hit.chain) (void)disk_->Pin(k);
+    for (const PrefixKey& k : hit.chain) (void)held_->Pin(k);
     fetches_.emplace(id, std::move(op));
     return Status::Ok();
   }
-  for (const PrefixKey& k : hit.chain) (void)disk_->Pin(k);
+  for (const PrefixKey& k : hit.chain) (void)held_->Pin(k);
   std::vector<std::pair<PrefixKey, uint64_t>> to_read;  // key, read tag
   size_t next_slot = 0;
   for (const PrefixKey& k : hit.chain) {
@@ -111,7 +111,7 @@ Status CompositeStore::StartFetch(const HostHit& hit, const InboundTicket& ticke
       }
       continue;
     }
-    const FileShape shape = *disk_->ShapeOf(k);
+    const FileShape shape = *held_->ShapeOf(k);
     const SlabShape slab{shape.tail_pages, shape.has_row, shape.replicated_pages,
                          shape.replicated_row};
     const auto n = static_cast<std::ptrdiff_t>(records_.SlotsFor(slab));
@@ -135,8 +135,11 @@ Status CompositeStore::StartFetch(const HostHit& hit, const InboundTicket& ticke
   fetches_.emplace(id, std::move(op));
   for (const auto& [k, tag] : to_read) {
     const uint64_t record = reads_.at(tag).record;
-    Status s = disk_->ReadInto(k, 0, {records_.PageIo(record), records_.RowIo(record)}, tag);
-    if (!s.ok()) host_done_.push_back({tag, k, false, s, false, 0});  // reported at Poll
+    Status s = held_->ReadInto(k, 0, {records_.PageIo(record), records_.RowIo(record)}, tag);
+    if (!s.ok()) {  // reported at Poll
+      host_done_.push_back(
+          {.tag = tag, .key = k, .kind = HostJobDone::Kind::kReadInto, .status = s});
+    }
   }
   return Status::Ok();
 }
@@ -195,13 +198,13 @@ void CompositeStore::FinishFetch(uint64_t id, const Status& status, uint64_t byt
   const FetchOp f = std::move(it->second);
   fetches_.erase(it);
   for (uint64_t record : f.records) records_.Release(record);
-  disk_->Unpin(f.chain);
+  held_->Unpin(f.chain);
   if (!status.ok()) {
     ++stats_.fetch_failed;
     events_.push_back({StoreEvent::Kind::kFetchFailed, 0, f.ticket.ticket, f.endpoint, status, 0});
     return;
   }
-  (void)disk_->Touch(f.endpoint, now_ms_);
+  (void)held_->Touch(f.endpoint, now_ms_);
   for (const PrefixKey& k : f.chain) {
     if (auto r = residents_.find(k); r != residents_.end()) TouchResident(r->second);
   }

@@ -2,7 +2,6 @@
 // are written to disk from their memory slabs when free + clean slots fall
 // below twice the intake, and, with drain_on_shutdown, at Close.
 #include <chrono>
-#include <unordered_set>
 
 #include "store/tier/composite_store.h"
 
@@ -10,49 +9,63 @@ namespace strata {
 
 namespace {
 
-// Writes a drain keeps in flight at once.
-constexpr size_t kDrainWritesInFlight = 8;
-// A drain that sees no completion for this long gives up on the rest.
-constexpr std::chrono::seconds kDrainStallBound{60};
 // One wait for a completion while closing.
 constexpr std::chrono::milliseconds kCloseWaitSlice{10};
 
 }  // namespace
 
-PrefixKey CompositeStore::SpillRoot(const PrefixKey& key) const {
-  PrefixKey root = key;
-  for (;;) {
-    std::optional<IndexEntry> e = disk_->index().Find(root);
-    if (!e || !e->parent) return root;
-    auto p = residents_.find(*e->parent);
-    if (p == residents_.end() || p->second.state != Residence::kParked) return root;
-    root = *e->parent;
-  }
+SlotRoom CompositeStore::Room() const {
+  return {.free = pool_->free_slots(),
+          .clean = slots_in_[static_cast<size_t>(Residence::kDurable)],
+          .writing = slots_in_[static_cast<size_t>(Residence::kSpilling)],
+          .intake = pool_->intake_slots()};
 }
 
-bool CompositeStore::StartSpill(const PrefixKey& key) {
+std::vector<ParkedRecord> CompositeStore::Parked(Order order) const {
+  std::vector<ParkedRecord> parked;
+  auto add = [&](const PrefixKey& key) {
+    const Resident& r = residents_.at(key);
+    if (r.state != Residence::kParked) return;
+    ParkedRecord p{.key = key, .retry_at_ms = r.retry_at_ms};
+    std::optional<IndexEntry> e = disk_->index().Find(key);
+    if (e && e->parent) {
+      auto parent = residents_.find(*e->parent);
+      if (parent != residents_.end() && parent->second.state == Residence::kParked) {
+        p.parked_parent = *e->parent;
+      }
+    }
+    parked.push_back(std::move(p));
+  };
+  if (order == Order::kColdestFirst) {
+    for (const auto& [tick, key] : lru_) add(key);
+  } else {
+    for (auto it = lru_.rbegin(); it != lru_.rend(); ++it) add(it->second);
+  }
+  return parked;
+}
+
+SpillStart CompositeStore::StartSpill(const PrefixKey& key) {
   auto it = residents_.find(key);
-  if (it == residents_.end() || it->second.state != Residence::kParked) return false;
+  if (it == residents_.end() || it->second.state != Residence::kParked) return SpillStart::kRefused;
   const uint64_t record = it->second.record;
   const SlabRecords::Record& rec = records_.at(record);
-  const bool replicated_pages = rec.replicated_pages;
-  const bool replicated_row = rec.replicated_row;
+  const SharePacking packing{.pages = rec.replicated_pages, .row = rec.replicated_row};
   HostBuffers buffers{records_.PageIo(record), records_.RowIo(record)};
   records_.Use(record);
   SetResidence(it->second, Residence::kSpilling);
   const uint64_t tag = next_op_++;
   spills_[tag] = Spill{key, record};
-  Status s = disk_->Spill(key, replicated_pages, replicated_row, std::move(buffers), tag);
-  if (s.ok()) return true;
+  Status s = held_->Spill(key, packing, std::move(buffers), tag);
+  if (s.ok()) return SpillStart::kStarted;
   // No room under the disk limit (or the tier stopped): stays parked.
   spills_.erase(tag);
   if (auto again = residents_.find(key);
       again != residents_.end() && again->second.record == record) {
     SetResidence(again->second, Residence::kParked);
-    again->second.retry_at_ms = now_ms_ + options_.spill_retry_ms;
+    again->second.retry_at_ms = policy_.RetryAt(now_ms_);
   }
   records_.Release(record);
-  return false;
+  return SpillStart::kRefused;
 }
 
 void CompositeStore::FinishSpill(const HostJobDone& d) {
@@ -66,7 +79,7 @@ void CompositeStore::FinishSpill(const HostJobDone& d) {
       SetResidence(r->second, Residence::kDurable);
     } else if (d.fs_full) {
       SetResidence(r->second, Residence::kParked);
-      r->second.retry_at_ms = now_ms_ + options_.spill_retry_ms;
+      r->second.retry_at_ms = policy_.RetryAt(now_ms_);
     }
     // A terminal failure already discarded the record through the listener.
   }
@@ -74,76 +87,43 @@ void CompositeStore::FinishSpill(const HostJobDone& d) {
 }
 
 void CompositeStore::Maintain() {
-  if (closed_) return;
-  // Free + clean slots (counting writes under way, which become clean)
-  // below twice the intake: write the coldest parked records. That bounds
-  // what is written ahead of need to 2 x intake plus one largest record.
-  const uint64_t target = 2 * pool_->intake_slots();
-  auto room = [&] {
-    return pool_->free_slots() + slots_in_[static_cast<size_t>(Residence::kDurable)] +
-           slots_in_[static_cast<size_t>(Residence::kSpilling)];
-  };
-  if (room() >= target) return;
-  std::vector<PrefixKey> coldest;
-  for (const auto& [tick, key] : lru_) {
-    const Resident& r = residents_.at(key);
-    if (r.state == Residence::kParked && r.retry_at_ms <= now_ms_) coldest.push_back(key);
+  if (closed_ || !policy_.WantsWriteBehind(Room())) return;
+  WriteBehindRound round = policy_.StartRound(Parked(Order::kColdestFirst), now_ms_);
+  while (std::optional<PrefixKey> key = round.Next(Room())) {
+    round.Report(*key, StartSpill(*key));
   }
-  for (const PrefixKey& k : coldest) {
-    if (room() >= target) break;
-    const PrefixKey root = SpillRoot(k);  // a parked parent is written first
-    auto r = residents_.find(root);
-    if (r != residents_.end() && r->second.retry_at_ms <= now_ms_) (void)StartSpill(root);
-  }
-}
-
-std::vector<PrefixKey> CompositeStore::DrainOrder() const {
-  std::vector<PrefixKey> order;
-  std::unordered_set<PrefixKey> listed;
-  std::vector<PrefixKey> path;
-  for (auto it = lru_.rbegin(); it != lru_.rend(); ++it) {  // most recent first
-    if (residents_.at(it->second).state != Residence::kParked) continue;
-    path.clear();
-    for (PrefixKey k = it->second;;) {
-      path.push_back(k);
-      std::optional<IndexEntry> e = disk_->index().Find(k);
-      if (!e || !e->parent) break;
-      auto p = residents_.find(*e->parent);
-      if (p == residents_.end() || p->second.state != Residence::kParked) break;
-      k = *e->parent;
-    }
-    for (auto k = path.rbegin(); k != path.rend(); ++k) {  // required ancestors first
-      if (listed.insert(*k).second) order.push_back(*k);
-    }
-  }
-  return order;
 }
 
 void CompositeStore::Drain(std::chrono::steady_clock::time_point write_until) {
-  const std::vector<PrefixKey> order = DrainOrder();
+  const std::vector<PrefixKey> order = policy_.DrainOrder(Parked(Order::kMostRecentFirst));
   size_t next = 0;
-  auto last_progress = std::chrono::steady_clock::now();
+  DrainState state{.write_until = write_until, .last_progress = options_.clock.steady()};
   for (;;) {
-    const auto now = std::chrono::steady_clock::now();
-    const bool may_start = now < write_until;
-    while (may_start && next < order.size() && spills_.size() < kDrainWritesInFlight) {
-      (void)StartSpill(order[next++]);  // a refused write leaves the record parked
+    state.now = options_.clock.steady();
+    state.writes_in_flight = spills_.size();
+    state.left_to_start = order.size() - next;
+    switch (policy_.NextDrainAction(state)) {
+      case DrainAction::kStart:
+        (void)StartSpill(order[next++]);  // a refused write leaves the record parked
+        break;
+      case DrainAction::kFinish:
+      case DrainAction::kGiveUp: return;
+      case DrainAction::kWait: {
+        const size_t before = spills_.size();
+        disk_->WaitForCompletion(kCloseWaitSlice);
+        PollOnce();
+        if (spills_.size() < before) state.last_progress = options_.clock.steady();
+        break;
+      }
     }
-    if (spills_.empty() && (!may_start || next >= order.size())) return;
-    if (spills_.empty()) continue;
-    if (now - last_progress > kDrainStallBound) return;
-    const size_t before = spills_.size();
-    disk_->WaitForCompletion(kCloseWaitSlice);
-    PollOnce();
-    if (spills_.size() < before) last_progress = std::chrono::steady_clock::now();
   }
 }
 
 Status CompositeStore::Close() {
   if (closed_) return Status::Ok();
   closed_ = true;
-  const auto deadline = std::chrono::steady_clock::now() + options_.close_deadline;
-  auto before_deadline = [&] { return std::chrono::steady_clock::now() < deadline; };
+  const auto deadline = options_.clock.steady() + options_.close_deadline;
+  auto before_deadline = [&] { return options_.clock.steady() < deadline; };
   // Accepted copy-outs and restores finish first; copies become parked.
   while ((!copy_outs_.empty() || !fetches_.empty() || !reads_.empty()) && before_deadline()) {
     if (!transfers_->WaitForCompletion(kCloseWaitSlice)) {
@@ -152,7 +132,7 @@ Status CompositeStore::Close() {
     PollOnce();
   }
   if (options_.drain.mode != ShutdownDrain::Mode::kOff && disk_->stopped().ok()) {
-    const auto now = std::chrono::steady_clock::now();
+    const auto now = options_.clock.steady();
     Drain(options_.drain.mode == ShutdownDrain::Mode::kBounded
               ? now + options_.drain.write_limit
               : std::chrono::steady_clock::time_point::max());
@@ -163,10 +143,7 @@ Status CompositeStore::Close() {
     PollOnce();
   }
   Status d = disk_->Close();
-  const auto left =
-      std::max(std::chrono::milliseconds(1), std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                 deadline - std::chrono::steady_clock::now()));
-  Status t = transfers_->Close(left);
+  Status t = transfers_->Close(options_.clock.LeftUntil(deadline));
   if (!d.ok() || !t.ok() || tracker_.active() > 0 || !spills_.empty()) {
     pool_->Leak();         // copies or disk I/O may still use the slabs
     transfers_.release();  // NOLINT(bugprone-unused-return-value): threads may still run

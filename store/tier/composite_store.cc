@@ -23,7 +23,8 @@ CompositeStore::CompositeStore(const CacheGeometry& geometry, std::shared_ptr<Sl
       records_(geometry, pool_),
       transfers_(std::move(memory_transfers)),
       tracker_(*transfers_),
-      options_(std::move(options)) {
+      options_(std::move(options)),
+      policy_({.retry_ms = options_.spill_retry_ms}) {
   for (const RankGeometry& g : geometry.ranks) {
     page_bytes_all_ranks_ += g.page_bytes();
     row_bytes_all_ranks_ += g.row.unit_bytes;
@@ -45,8 +46,10 @@ Result<std::unique_ptr<CompositeStore>> CompositeStore::Open(
   d.max_age_ms = options.max_age_ms;
   d.close_deadline = options.close_deadline;
   d.latencies = options.latencies;
+  d.clock = options.clock;
   STRATA_ASSIGN_OR_RETURN(s->disk_, DiskStore::Open(geometry, std::move(transport), records, d));
-  s->disk_->SetListener(s.get());
+  s->held_ = std::make_unique<HeldRecords>(s->disk_->files());
+  s->held_->SetListener(s.get());
   s->stats_.slots_total = s->pool_->total_slots();
   s->stats_.intake_slots = s->pool_->intake_slots();
   return s;
@@ -54,7 +57,7 @@ Result<std::unique_ptr<CompositeStore>> CompositeStore::Open(
 
 CompositeStore::~CompositeStore() {
   if (!closed_) (void)Close();
-  if (disk_) disk_->SetListener(nullptr);
+  if (held_) held_->SetListener(nullptr);
 }
 
 bool CompositeStore::durable(const PrefixKey& key) const {
@@ -80,7 +83,7 @@ CompositeStore::Resident& CompositeStore::AddResident(const PrefixKey& key, uint
   Resident& r = residents_[key];
   r.record = record;
   r.state = state;
-  r.tick = ++clock_;
+  r.tick = ++next_tick_;
   lru_[r.tick] = key;
   Account(r, +1);
   return r;
@@ -94,7 +97,7 @@ void CompositeStore::SetResidence(Resident& r, Residence state) {
 
 void CompositeStore::TouchResident(Resident& r) {
   auto node = lru_.extract(r.tick);
-  r.tick = ++clock_;
+  r.tick = ++next_tick_;
   node.key() = r.tick;
   lru_.insert(std::move(node));
 }
@@ -146,7 +149,7 @@ bool CompositeStore::MakeFree(uint64_t slots) {
 
 uint64_t CompositeStore::SlotsToRead(const PrefixKey& key) const {
   if (residents_.count(key) != 0) return 0;
-  std::optional<FileShape> shape = disk_->ShapeOf(key);
+  std::optional<FileShape> shape = held_->ShapeOf(key);
   if (!shape) return 0;
   return records_.SlotsFor(
       {shape->tail_pages, shape->has_row, shape->replicated_pages, shape->replicated_row});
@@ -161,7 +164,7 @@ std::optional<HostHit> CompositeStore::Lookup(const PrefixHistory& history,
   ++stats_.lookups;
   if (closed_) return std::nullopt;
   std::optional<HostHit> hit =
-      disk_->LookupIn(history, resident_tokens, before,
+      held_->LookupIn(history, resident_tokens, before,
                       {TransferState::kParked, TransferState::kSpilling, TransferState::kReady});
   if (!hit) return std::nullopt;
   uint64_t to_read = 0;
@@ -175,7 +178,7 @@ std::optional<HostHit> CompositeStore::Lookup(const PrefixHistory& history,
   const uint64_t room = pool_->free_slots() + slots_in_[static_cast<size_t>(Residence::kDurable)];
   if (to_read > 0 && to_read + pool_->intake_slots() > room) {
     // Memory cannot hold the chain: a complete disk chain streams instead.
-    hit = disk_->LookupIn(history, resident_tokens, before, {TransferState::kReady});
+    hit = held_->LookupIn(history, resident_tokens, before, {TransferState::kReady});
     if (!hit) return std::nullopt;
   }
   CountHit(stats_, *hit);
@@ -194,7 +197,8 @@ StoreOutcome CompositeStore::Store(const PublishedCheckpoint& cp) {
   const uint64_t need = records_.SlotsFor({tail});
   std::vector<SlotId> slots;
   const bool fits_disk =
-      RecordFileBytes(records_.layout(), tail, true) <= options_.disk_limit_bytes;
+      RecordFileBytes(records_.layout(), {.tail_pages = static_cast<uint32_t>(tail)}) <=
+      options_.disk_limit_bytes;
   if (!fits_disk || need + pool_->intake_slots() > pool_->total_slots() ||
       !ReserveWarm(need, slots)) {
     // Memory cannot hold it: stream it to disk through staging, unretained,
@@ -202,19 +206,19 @@ StoreOutcome CompositeStore::Store(const PublishedCheckpoint& cp) {
     if (need <= pool_->total_slots() && !MakeFree(need)) return Count(StoreOutcome::kDeferred);
     return Count(disk_->Store(cp));
   }
-  Result<uint32_t> indexed = disk_->InsertHeld(cp);
+  Result<uint32_t> indexed = held_->InsertHeld(cp);
   if (!indexed.ok()) {
     pool_->Free(slots);
     return Count(indexed.status().code() == StatusCode::kBusy ? StoreOutcome::kRetry
                                                               : StoreOutcome::kDisabled);
   }
   STRATA_ASSERT(*indexed == tail, "disk index disagrees on the tail");
-  (void)disk_->Pin(cp.key);
+  (void)held_->Pin(cp.key);
   const uint64_t record = records_.Add(std::move(slots), {tail});
   std::vector<PageId> ids(cp.chain.end() - static_cast<std::ptrdiff_t>(tail), cp.chain.end());
   const uint64_t op = next_op_++;
   if (Status s = tracker_.Start(op, records_.PlanCopyOut(record, ids, cp.row_slot)); !s.ok()) {
-    disk_->DropHeld(cp.key);
+    held_->DropHeld(cp.key);
     records_.Remove(record);
     records_.Release(record);
     return Count(s.code() == StatusCode::kBusy ? StoreOutcome::kRetry : StoreOutcome::kDeferred);
@@ -229,7 +233,7 @@ void CompositeStore::FinishCopyOut(const CopyOut& c, const FinishedOperation& f)
   const bool mine = it != residents_.end() && it->second.record == c.record;
   Status status = f.status;
   if (!mine) status = Status::Aborted("record removed while copying");
-  if (mine && !status.ok()) disk_->DropHeld(c.key);  // removes the memory copy too
+  if (mine && !status.ok()) held_->DropHeld(c.key);  // removes the memory copy too
   if (!status.ok()) {
     records_.Release(c.record);
     ++stats_.store_failed;
@@ -244,17 +248,16 @@ void CompositeStore::FinishCopyOut(const CopyOut& c, const FinishedOperation& f)
   ++(packed ? stats_.memory.packed_total : stats_.memory.per_rank_total);
   ++stats_.memory.stored_total;
   stats_.memory.bytes_in_total += f.bytes;
-  (void)disk_->MarkParked(c.key);
+  (void)held_->MarkParked(c.key);
   records_.Release(c.record);
-  disk_->Unpin({c.key});  // may drop the row the index deferred
+  held_->Unpin({c.key});  // may drop the row the index deferred
   events_.push_back({StoreEvent::Kind::kStored, c.checkpoint_id, {}, c.key, Status::Ok(), f.bytes});
 }
 
 void CompositeStore::OnHostDone(const HostJobDone& d) {
-  if (d.spill) {
-    FinishSpill(d);
-  } else {
-    FinishRead(d);
+  switch (d.kind) {
+    case HostJobDone::Kind::kSpill: FinishSpill(d); break;
+    case HostJobDone::Kind::kReadInto: FinishRead(d); break;
   }
 }
 
@@ -273,7 +276,7 @@ void CompositeStore::PollOnce() {
   disk_events_.clear();
   disk_->Poll(now_ms_, disk_events_);
   for (StoreEvent& e : disk_events_) events_.push_back(std::move(e));
-  disk_->TakeHostDone(host_done_);
+  held_->TakeHostDone(host_done_);
   std::vector<HostJobDone> done = std::move(host_done_);
   host_done_.clear();
   for (const HostJobDone& d : done) OnHostDone(d);
@@ -296,11 +299,11 @@ void CompositeStore::Poll(uint64_t now_ms, std::vector<StoreEvent>& events) {
 
 bool CompositeStore::WaitIdle(uint64_t now_ms, std::chrono::milliseconds bound) {
   now_ms_ = std::max(now_ms_, now_ms);
-  const auto until = std::chrono::steady_clock::now() + bound;
+  const auto until = options_.clock.steady() + bound;
   if (closed_) return idle();
   PollOnce();
   Maintain();
-  while (!idle() && std::chrono::steady_clock::now() < until) {
+  while (!idle() && options_.clock.steady() < until) {
     if (!transfers_->WaitForCompletion(std::chrono::milliseconds(1))) {
       disk_->WaitForCompletion(std::chrono::milliseconds(1));
     }

@@ -8,7 +8,8 @@
 //            through the staging (intake) slots instead.
 //   Poll     when free + clean slots fall below 2 x intake, writes the
 //            coldest parked records to disk from their slabs (write_from,
-//            the memory tier's packing decision kept); a committed write
+//            the memory tier's packing decision kept), as the SpillPolicy
+//            (spill_policy.h) chooses; a committed write
 //            makes the memory copy durable (clean). A full filesystem or a
 //            full disk budget keeps the record parked and retries after a
 //            backoff; a terminal I/O error discards it (and its descendants)
@@ -20,6 +21,9 @@
 //            evicting clean unused residents) and become durable residents.
 //            A chain memory cannot hold streams from disk through staging
 //            straight to the ticket (the disk tier's own fetch).
+//
+// The disk tier is a DiskStore (streamed stores and fetches) and, over its
+// files, a HeldRecords (held_records.h: the records held in memory).
 //
 // Invariants: every memory copy has a disk-index entry (memory is a subset
 // of disk, counting writes in flight); memory evicts only durable records no
@@ -36,6 +40,9 @@
 #include <unordered_map>
 
 #include "store/tier/disk_store.h"
+#include "store/tier/held_records.h"
+#include "store/tier/spill_policy.h"
+#include "store/tier/store_clock.h"
 #include "store/transfer/slab_records.h"
 #include "store/transfer/transfer_tracker.h"
 
@@ -63,6 +70,7 @@ struct CompositeStoreOptions {
   std::chrono::milliseconds close_deadline{30'000};
   // The disk tier's operation latencies (DiskStoreOptions::latencies).
   std::shared_ptr<DiskJobLatencies> latencies = nullptr;
+  StoreClock clock{};  // deadlines and latencies; default: the real clocks
 };
 
 class CompositeStore final : public HostStore, private DiskTierListener {
@@ -90,6 +98,8 @@ class CompositeStore final : public HostStore, private DiskTierListener {
   Status Close() override;
 
   const DiskStore& disk() const { return *disk_; }
+  // The disk tier's held-record face (the same index as disk()).
+  const HeldRecords& held() const { return *held_; }
   // Whether `key` has a memory copy, and whether that copy is durable.
   bool resident(const PrefixKey& key) const { return residents_.count(key) != 0; }
   bool durable(const PrefixKey& key) const;
@@ -176,14 +186,15 @@ class CompositeStore final : public HostStore, private DiskTierListener {
   void StartUpload(uint64_t fetch);
   void FinishFetch(uint64_t fetch, const Status& status, uint64_t bytes);
 
-  // Write-behind and shutdown (composite_spill.cc).
+  // Write-behind and shutdown (composite_spill.cc), as policy_ chooses.
   void Maintain();
-  // The record to write for `key`: its topmost parked ancestor, or itself.
-  PrefixKey SpillRoot(const PrefixKey& key) const;
-  bool StartSpill(const PrefixKey& key);
+  SlotRoom Room() const;
+  // The parked records in LRU order (coldest first) or its reverse.
+  enum class Order : unsigned char { kColdestFirst, kMostRecentFirst };
+  std::vector<ParkedRecord> Parked(Order order) const;
+  SpillStart StartSpill(const PrefixKey& key);
   void FinishSpill(const HostJobDone& d);
   void Drain(std::chrono::steady_clock::time_point until);
-  std::vector<PrefixKey> DrainOrder() const;
 
   CacheGeometry geometry_;
   std::shared_ptr<SlabPool> pool_;
@@ -191,12 +202,14 @@ class CompositeStore final : public HostStore, private DiskTierListener {
   std::unique_ptr<Transfers> transfers_;  // the memory tier's own
   TransferTracker tracker_;
   CompositeStoreOptions options_;
+  SpillPolicy policy_;
   std::unique_ptr<DiskStore> disk_;
+  std::unique_ptr<HeldRecords> held_;  // over disk_'s files; destroyed first
 
   std::unordered_map<PrefixKey, Resident> residents_;
   std::map<uint64_t, PrefixKey> lru_;  // tick -> key, coldest first
   uint64_t slots_in_[kResidences] = {};
-  uint64_t clock_ = 0;
+  uint64_t next_tick_ = 0;  // LRU order
 
   std::unordered_map<uint64_t, CopyOut> copy_outs_;  // by tracker op
   std::map<uint64_t, FetchOp> fetches_;              // by id (= its upload's tracker op)

@@ -137,10 +137,7 @@ Status MemoryStore::Fetch(const HostHit& hit, const InboundTicket& ticket) {
 }
 
 void MemoryStore::Unpin(const std::vector<PrefixKey>& keys) {
-  for (const PrefixKey& k : keys) {
-    Result<std::optional<RowDrop>> r = index_.Unpin(k);
-    if (r.ok()) ApplyRowDrop(*r);
-  }
+  UnpinEach(index_, keys, [this](const std::optional<RowDrop>& drop) { ApplyRowDrop(drop); });
 }
 
 void MemoryStore::FinishCopyOut(const Operation& op, const FinishedOperation& f) {
@@ -226,17 +223,15 @@ StoreStats MemoryStore::Stats() const {
 Status MemoryStore::Close() {
   if (closed_) return Status::Ok();
   closed_ = true;
-  const auto deadline = std::chrono::steady_clock::now() + options_.close_deadline;
+  const auto deadline = options_.clock.steady() + options_.close_deadline;
   std::vector<StoreEvent> dropped;
-  while (tracker_.active() > 0 && std::chrono::steady_clock::now() < deadline) {
+  while (tracker_.active() > 0 && options_.clock.steady() < deadline) {
     transfers_->WaitForCompletion(std::chrono::milliseconds(50));
     Poll(now_ms_, dropped);
   }
   // Events of work that finished while closing stay available to Poll.
   events_ = std::move(dropped);
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-      deadline - std::chrono::steady_clock::now());
-  Status s = transfers_->Close(std::max(left, std::chrono::milliseconds(1)));
+  Status s = transfers_->Close(options_.clock.LeftUntil(deadline));
   if (!s.ok() || tracker_.active() > 0) {
     pool_->Leak();         // copies may still write into it
     transfers_.release();  // NOLINT(bugprone-unused-return-value): threads may still run

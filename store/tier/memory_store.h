@@ -16,6 +16,7 @@
 #include "store/record/geometry.h"
 #include "store/record/record_layout.h"
 #include "store/tier/host_store.h"
+#include "store/tier/store_clock.h"
 #include "store/transfer/slab_records.h"
 #include "store/transfer/transfer_plan.h"
 #include "store/transfer/transfer_tracker.h"
@@ -27,6 +28,7 @@ struct MemoryStoreOptions {
   uint64_t max_age_ms = 0;       // record expiry; 0 = off
   bool pack_replicated = true;   // pack byte-identical rank shares (TP > 1)
   std::chrono::milliseconds close_deadline{30'000};  // bound on Close's drain
+  StoreClock clock{};                                // Close's deadline; default: the real clocks
 };
 
 class MemoryStore final : public HostStore {

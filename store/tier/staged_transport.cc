@@ -57,9 +57,9 @@ RecordHeader StagedTransport::HeaderFor(const RecordJob& job) const {
   h.shape = shape_;
   auto it = row_checksums_.find(job.key);
   h.row_checksum = it == row_checksums_.end() ? 0 : it->second;
-  h.created_unix_ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                                std::chrono::system_clock::now().time_since_epoch())
-                                                .count());
+  h.created_unix_ns = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(options_.clock.wall().time_since_epoch())
+          .count());
   return h;
 }
 
@@ -159,6 +159,9 @@ std::vector<IoPiece> StagedTransport::RowPieces(const Active& a, uint64_t first_
 
 namespace {
 
+// Staging holds one share per rank (a copy from the device is never packed).
+constexpr bool kPerRankShares = false;
+
 std::vector<HostPageSource> Sources(const std::vector<IoPiece>& pieces, bool replicated) {
   std::vector<HostPageSource> out;
   out.reserve(pieces.size());
@@ -228,10 +231,10 @@ bool StagedTransport::Begin(Active& a) {
     return true;
   }
   std::optional<HostRowSource> row;
-  if (job.row_slot) row = RowSource(row_pieces, false);
-  Status s = tracker_.Start(
-      job.id.value, PlanTransfers(TransferDirection::kDeviceToHost, Sources(page_pieces, false),
-                                  job.page_ids, row, job.row_slot));
+  if (job.row_slot) row = RowSource(row_pieces, kPerRankShares);
+  Status s = tracker_.Start(job.id.value, PlanTransfers(TransferDirection::kDeviceToHost,
+                                                        Sources(page_pieces, kPerRankShares),
+                                                        job.page_ids, row, job.row_slot));
   if (s.code() == StatusCode::kBusy) {
     pool_->Free(a.slots);
     a.slots.clear();

@@ -23,6 +23,7 @@
 #include "store/record/record_header.h"
 #include "store/record/record_scan.h"
 #include "store/tier/disk_transport.h"
+#include "store/tier/store_clock.h"
 #include "store/transfer/slab_pool.h"
 #include "store/transfer/transfer_tracker.h"
 
@@ -31,6 +32,9 @@ namespace strata {
 struct StagedOptions {
   uint32_t max_waiting_jobs = 256;            // accepted jobs waiting for slots or the disk thread
   Durability durability = Durability::kNone;  // fdatasync + directory fsync per record
+  // Only `wall` is read (record headers' creation time): the waits sleep on
+  // the wake signal, which keeps real time. Default: the real clocks.
+  StoreClock clock{};
 };
 
 struct StagedStats {

@@ -52,7 +52,7 @@ TEST(MultiRankTest, StoreFetchAndTruncateAreByteExactOnEveryRankAndSurviveAResta
     EXPECT_EQ(middle->row, RowPresence::kPageOnly);
     for (uint32_t r = 0; r < c.world_size(); ++r) {
       EXPECT_EQ(c.Files(r).at(middle->key.ToFileStem() + ".ckpt"),
-                RecordFileBytes(layout, 10, false))
+                RecordFileBytes(layout, {.tail_pages = 10, .has_row = false}))
           << "rank " << r;
     }
 
@@ -101,7 +101,7 @@ TEST(MultiRankTest, StoreFetchAndTruncateAreByteExactOnEveryRankAndSurviveAResta
 TEST(MultiRankTest, EvictionUnlinksTheRecordOnEveryRank) {
   ScratchDir dir;
   const RecordLayout layout(testing::RankGeometryOf());
-  const uint64_t one = RecordFileBytes(layout, 10, true);
+  const uint64_t one = RecordFileBytes(layout, {.tail_pages = 10});
   ClusterOptions options;
   options.disk_limit_bytes = 3 * one + one / 2;
   Cluster c(dir.path(), options);
@@ -202,7 +202,8 @@ TEST(MultiRankTest, FilesThatDisagreeAtJoinAreDroppedOnEveryRank) {
   ASSERT_FALSE(a.empty() || b.empty() || cc.empty() || d.empty() || e.empty());
   // Rank 1 lost A's row; rank 2 lost B and C (and with C, its child D);
   // rank 1's E has another header.
-  std::filesystem::resize_file(c.RecordDir(1) + "/" + a, RecordFileBytes(layout, 10, false));
+  std::filesystem::resize_file(c.RecordDir(1) + "/" + a,
+                               RecordFileBytes(layout, {.tail_pages = 10, .has_row = false}));
   std::filesystem::remove(c.RecordDir(2) + "/" + b);
   std::filesystem::remove(c.RecordDir(2) + "/" + cc);
   ChangeBucket(c.RecordDir(1) + "/" + e);
@@ -219,7 +220,7 @@ TEST(MultiRankTest, FilesThatDisagreeAtJoinAreDroppedOnEveryRank) {
     std::map<std::string, uint64_t> now = c.Files(r);
     EXPECT_EQ(now.count(b) + now.count(cc) + now.count(d) + now.count(e), 0u) << "rank " << r;
     if (now.count(a) != 0) {
-      EXPECT_EQ(now.at(a), RecordFileBytes(layout, 10, false));
+      EXPECT_EQ(now.at(a), RecordFileBytes(layout, {.tail_pages = 10, .has_row = false}));
     }
   }
   ASSERT_TRUE(c.Close().ok());

@@ -101,7 +101,8 @@ LocalDiskOptions DiskOptions(const std::string& base, Durability durability) {
 
 DiskStoreOptions StoreOptions(const CacheGeometry& g) {
   // Room for two and a half of the three conversations: evictions (unlinks) happen.
-  const uint64_t one = RecordFileBytes(RecordLayout(g), kTurnTokens / g.page_tokens, true);
+  const uint64_t one = RecordFileBytes(
+      RecordLayout(g), {.tail_pages = static_cast<uint32_t>(kTurnTokens / g.page_tokens)});
   return {.disk_limit_bytes = 2 * one + one / 2};
 }
 

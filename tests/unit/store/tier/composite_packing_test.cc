@@ -96,7 +96,7 @@ TEST(CompositePackingTest, PackedRecordsAreWrittenPackedAndRestoredToEveryRank) 
   {
     FaultFileSystem fs;
     OPEN_COMPOSITE(rig, dir.path(), planes, fs, o);
-    std::optional<FileShape> shape = rig.store->disk().ShapeOf(cp.key);
+    std::optional<FileShape> shape = rig.store->held().ShapeOf(cp.key);
     ASSERT_TRUE(shape);
     EXPECT_TRUE(shape->replicated_pages);
     EXPECT_TRUE(shape->replicated_row);

@@ -45,7 +45,7 @@ class RandomRun {
       : rng_(seed), dir_(dir), planes_(*PresetGeometry("tiny", 2, 1024, 16)) {
     options_.warm_slots = Pick(24, 160);
     options_.intake_slots = Pick(24, 48);
-    const uint64_t record = RecordFileBytes(RecordLayout(planes_.geometry()), 12, true);
+    const uint64_t record = RecordFileBytes(RecordLayout(planes_.geometry()), {.tail_pages = 12});
     options_.store.disk_limit_bytes = record * Pick(6, 40);
     options_.store.max_age_ms = kMaxAgeMs;
     options_.store.spill_retry_ms = 500;

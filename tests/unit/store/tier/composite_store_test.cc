@@ -260,7 +260,7 @@ TEST(CompositeStoreTest, DiskEvictionRemovesTheMemoryCopy) {
   FaultFileSystem fs;
   HostPlanes planes(*PresetGeometry("tiny", 1, 512, 16));
   RecordLayout layout(planes.geometry());
-  const uint64_t one = RecordFileBytes(layout, 10, true);
+  const uint64_t one = RecordFileBytes(layout, {.tail_pages = 10});
   RigOptions o;
   o.warm_slots = 3 * SlotsOf(10);
   o.intake_slots = 16;

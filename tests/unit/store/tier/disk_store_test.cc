@@ -103,7 +103,7 @@ TEST(DiskStoreTest, DiskLimitEvictsLeastRecentlyUsedAndUnlinksFiles) {
   ScratchDir dir;
   HostPlanes planes(*PresetGeometry("tiny", 1, 512, 16));
   RecordLayout layout(planes.geometry());
-  const uint64_t one = RecordFileBytes(layout, 10, true);
+  const uint64_t one = RecordFileBytes(layout, {.tail_pages = 10});
   OPEN_RIG(rig, dir.path(), planes, 3 * one + one / 2);
   SyntheticRuntime rt(planes, rig.store());
   std::vector<uint32_t> convs;
@@ -155,7 +155,8 @@ TEST(DiskStoreTest, ParentBecomesPageOnlyWhenItsOnlyChildCommits) {
   EXPECT_EQ(middle->row, RowPresence::kPageOnly);
   struct stat st {};
   ASSERT_EQ(::stat((rig.disk().path() + "/" + middle->key.ToFileStem() + ".ckpt").c_str(), &st), 0);
-  EXPECT_EQ(static_cast<uint64_t>(st.st_size), RecordFileBytes(layout, 10, false));
+  EXPECT_EQ(static_cast<uint64_t>(st.st_size),
+            RecordFileBytes(layout, {.tail_pages = 10, .has_row = false}));
 }
 
 TEST(DiskStoreTest, ASecondProcessOnTheSameDirectoryFailsAtOnce) {

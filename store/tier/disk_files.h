@@ -1,0 +1,256 @@
+// DiskFiles: what the two faces of a disk tier share (seed 2.4, 2.14). An
+// index rebuilt from a record directory's scan, the file behind each index
+// entry and the byte budget they are charged against, and the operations
+// (stores, fetches, spills, reads, truncates, unlinks) that run them as jobs
+// on a DiskTransport.
+//
+// Files are charged from when a write is accepted until their unlink or
+// truncate completes, so pending unlink and truncate bytes count against the
+// limit. Every record that leaves the index and every row the index drops is
+// told to the listener at once.
+//
+// Two faces drive it: DiskStore (a HostStore) and HeldRecords (a composite's
+// held-record tier). A face finishes its own operations (DiskOperationOwner);
+// truncates and unlinks are finished here.
+//
+// Thread: the owner's (model worker) thread; never blocks, except the waits.
+#pragma once
+
+#include <chrono>
+#include <deque>
+#include <map>
+#include <memory>
+#include <unordered_map>
+
+#include "store/base/latency_histogram.h"
+#include "store/index/index.h"
+#include "store/record/geometry.h"
+#include "store/record/record_layout.h"
+#include "store/record/record_scan.h"
+#include "store/tier/disk_transport.h"
+#include "store/tier/host_store.h"
+#include "store/tier/store_clock.h"
+
+namespace strata {
+
+// Told, at once and on the owner's thread, what leaves a disk tier's index.
+class DiskTierListener {
+ public:
+  virtual ~DiskTierListener() = default;
+  virtual void OnRecordRemoved(const PrefixKey& key) = 0;
+  virtual void OnRowDropped(const PrefixKey& key) = 0;
+};
+
+// How a record's file stores its pages and row.
+struct FileShape {
+  uint32_t tail_pages = 0;
+  bool has_row = true;
+  bool replicated_pages = false;
+  bool replicated_row = false;
+};
+
+// Bytes of a record file of `shape` (docs/formats.md, "Record files").
+uint64_t RecordFileBytes(const RecordLayout& layout, const FileShape& shape);
+
+// Latency of the store's disk operations from start to completion on every
+// rank, by kind (a spill counts as a store, a read into memory as a fetch).
+// Recorded on the store's owner thread, read from any thread (metrics).
+struct DiskJobLatencies {
+  LatencyHistogram store;
+  LatencyHistogram fetch;
+  LatencyHistogram truncate;
+  LatencyHistogram unlink;
+};
+
+struct DiskStoreOptions {
+  uint64_t disk_limit_bytes = 0;  // record bytes on disk, including in-flight writes
+  uint64_t max_age_ms = 0;        // record expiry; 0 = off
+  std::chrono::milliseconds close_deadline{30'000};  // bound on Close's drain
+  // Where operation latencies go; none recorded when null.
+  std::shared_ptr<DiskJobLatencies> latencies = nullptr;
+  StoreClock clock{};  // deadlines and latencies; default: the real clocks
+};
+
+class DiskOperationOwner;
+
+// One record's transport jobs, submitted as the transport has room (kBusy
+// keeps a job queued) and finished once every submitted job has reported.
+struct DiskOperation {
+  enum class Kind : unsigned char {
+    kStore,
+    kFetch,
+    kTruncate,
+    kUnlink,
+    kSpill,
+    kReadInto
+  } kind = Kind::kStore;
+  // Finishes the operation; null for truncates and unlinks (DiskFiles').
+  DiskOperationOwner* owner = nullptr;
+  PrefixKey key{};
+  uint64_t file_id = 0;  // kStore, kSpill: the file being written
+  uint64_t checkpoint_id = 0;
+  uint64_t tag = 0;  // kSpill, kReadInto: the caller's
+  std::optional<HostBuffers> host{};
+  JobId ticket{};
+  std::vector<PrefixKey> pinned{};  // unpinned by whoever finishes it
+  std::deque<RecordJob> unsubmitted{};
+  uint32_t outstanding = 0;
+  Status status{};
+  uint64_t bytes = 0;
+  uint64_t release_bytes = 0;  // charge dropped when a truncate/unlink completes
+  std::chrono::steady_clock::time_point started{};  // for options.latencies
+};
+
+// A face that finishes the operations it started. Called from DiskFiles'
+// pump on the owner's thread, after the operation left the table.
+class DiskOperationOwner {
+ public:
+  virtual void FinishOperation(DiskOperation& op) = 0;
+
+ protected:
+  ~DiskOperationOwner() = default;
+};
+
+// How a write (a store or a spill) ended, as FinishWrite settled it.
+enum class WriteEnd : unsigned char {
+  kOrphaned,   // the record was dropped while written: what committed is unlinked
+  kCommitted,  // the file committed: the record is kReady and unpinned
+  kFailed,     // no file; the charge is released, the index entry left to the face
+};
+
+class DiskFiles {
+ public:
+  // One index entry's file.
+  struct File {
+    uint32_t tail_pages = 0;
+    bool has_row = true;
+    bool replicated_pages = false;
+    bool replicated_row = false;
+    uint64_t bytes = 0;    // charged
+    bool written = true;   // false: held in host memory, no file yet
+    bool writing = false;  // a store or spill of it is in flight
+  };
+
+  DiskFiles(const CacheGeometry& geometry, std::unique_ptr<DiskTransport> transport,
+            DiskStoreOptions options);
+  DiskFiles(const DiskFiles&) = delete;
+  DiskFiles& operator=(const DiskFiles&) = delete;
+
+  // Indexes what the scan kept; records the index rejects or prunes are
+  // unlinked through the transport.
+  Status Load(const std::vector<ScannedRecord>& records);
+
+  const CacheGeometry& geometry() const { return geometry_; }
+  const RecordLayout& layout() const { return layout_; }
+  const DiskStoreOptions& options() const { return options_; }
+  const StoreClock& clock() const { return options_.clock; }
+  const PrefixIndex& index() const { return index_; }
+  PrefixIndex& index() { return index_; }
+  StoreStats& stats() { return stats_; }
+  // Statistics with the record count and charged bytes filled in.
+  StoreStats Stats() const;
+  uint64_t now_ms() const { return now_ms_; }
+  bool closed() const { return closed_; }
+  // OK while the transport runs (see DiskTransport::stopped).
+  Status stopped() const { return transport_->stopped(); }
+  // Neither closed nor stopped.
+  bool accepting() const { return !closed_ && transport_->stopped().ok(); }
+  // An earlier file of `key` is still being written (its name is taken).
+  bool NameTaken(const PrefixKey& key) const { return orphaned_names_.count(key) != 0; }
+  uint64_t used_bytes() const { return used_bytes_; }
+  uint64_t limit_bytes() const { return options_.disk_limit_bytes; }
+  // Records the transport could not delete (their bytes stay charged).
+  uint64_t cleanup_failures() const { return cleanup_failures_; }
+  // Operations under way.
+  size_t operations() const { return ops_.size(); }
+
+  // A lookup over records in `states`, counted in no statistic.
+  std::optional<HostHit> LookupIn(const PrefixHistory& history, uint64_t resident_tokens,
+                                  uint64_t before, StateSet states) const;
+  // The file layout of an indexed record.
+  std::optional<FileShape> ShapeOf(const PrefixKey& key) const;
+  // The transport job of `kind` for an indexed record (parent, tail, shares).
+  RecordJob JobFor(RecordJobKind kind, const PrefixKey& key) const;
+
+  // ---- Files and their charge ----
+  uint64_t AddFile(const File& file);  // returns its id
+  File& file(uint64_t id) { return files_.at(id); }
+  void EraseFile(uint64_t id) { files_.erase(id); }
+  void Charge(uint64_t bytes) { used_bytes_ += bytes; }
+  void Uncharge(uint64_t bytes) { used_bytes_ -= bytes; }
+  // Evicts ready records until `bytes` more fit under the limit; false if
+  // they cannot (what was evicted stays evicted).
+  bool MakeRoom(uint64_t bytes);
+
+  // ---- Removal ----
+  void SetListener(DiskTierListener* listener) { listener_ = listener; }
+  DiskTierListener* listener() const { return listener_; }
+  // A record left the index: tell the listener and delete its file, at once
+  // or, while the file is still being written, once that write is done.
+  void Drop(const PrefixKey& key, uint64_t file_id);
+  // Removes `key` and its descendants from the index and drops each.
+  void RemoveWithDescendants(const PrefixKey& key);
+  // Unpins `keys`, truncating any row the index dropped meanwhile.
+  void Unpin(const std::vector<PrefixKey>& keys);
+
+  // ---- Operations ----
+  // Queues `op`'s unsubmitted jobs and pumps.
+  void Start(DiskOperation op);
+  // Submits `job` now, as `op`'s only job. An error means nothing started.
+  Status StartNow(DiskOperation op, RecordJob job);
+  // Settles a finished store or spill in the index, its file and charge.
+  WriteEnd FinishWrite(DiskOperation& op);
+  // Applies what the transport finished and submits what it has room for.
+  void Pump();
+  // Advances to `now_ms`, pumps, and expires records (max_age_ms).
+  void Poll(uint64_t now_ms);
+  // Polls until idle or `bound` passes, waiting on the transport's completions.
+  // A stopped transport ends the wait at once: false.
+  bool WaitIdle(std::chrono::milliseconds bound);
+  // Waits up to `bound` for one transport completion, then pumps.
+  void WaitForCompletion(std::chrono::milliseconds bound);
+  // Drains operations (close_deadline), then closes the transport. An error
+  // means copies may still run (the transport is leaked, not destroyed).
+  Status Close();
+
+ private:
+  void Unlink(const PrefixKey& key, uint64_t file_id);
+  void Truncate(const std::optional<RowDrop>& drop);
+  void ApplyRemoved(const std::vector<RemovedRecord>& removed);
+  void PumpOnce();
+  void Finish(DiskOperation& op);
+  void FinishCleanup(const DiskOperation& op);
+  void RecordLatency(const DiskOperation& op);
+  // A write of a dropped record finished: delete what it committed.
+  bool FinishOrphanedWrite(const DiskOperation& op);
+
+  CacheGeometry geometry_;
+  RecordLayout layout_;
+  std::unique_ptr<DiskTransport> transport_;
+  DiskStoreOptions options_;
+  PrefixIndex index_;
+  uint64_t page_bytes_all_ranks_ = 0;         // unpadded
+  uint64_t row_bytes_all_ranks_ = 0;          // unpadded
+  std::unordered_map<uint64_t, File> files_;  // by NodeLocation value
+  // Dropped records whose file write was still in flight, by file id: their
+  // names stay taken (and bytes charged) until that write is resolved.
+  std::unordered_map<uint64_t, File> orphaned_writes_;
+  std::unordered_map<PrefixKey, uint64_t> orphaned_names_;  // key -> file id
+  std::map<uint64_t, DiskOperation> ops_;                   // by operation id, ordered
+  std::unordered_map<JobId, uint64_t> job_op_;
+  DiskTierListener* listener_ = nullptr;
+  std::vector<RecordJobDone> done_;
+  uint64_t next_file_ = 1;
+  uint64_t next_op_ = 1;
+  uint64_t next_job_ = 1;
+  uint64_t used_bytes_ = 0;
+  uint64_t releasing_bytes_ = 0;  // charged bytes whose unlink/truncate is in flight
+  uint64_t cleanup_failures_ = 0;
+  uint64_t now_ms_ = 0;
+  bool closed_ = false;
+  bool pumping_ = false;  // Pump is running: a nested call only asks for another pass
+  bool repump_ = false;
+  StoreStats stats_;
+};
+
+}  // namespace strata
