@@ -20,6 +20,7 @@ struct PeerLinkReport {
   // "bad_segment_table", "oversized", "malformed", "invalid_message".
   std::map<std::string, uint64_t> errors_by_reason;
   wire::LinkStats link;
+  wire::LinkState link_state;  // phase, and why it closed
   uint64_t jobs_sent = 0;
   uint64_t jobs_done = 0;    // the rank reported success
   uint64_t jobs_failed = 0;  // the rank reported an error

@@ -376,6 +376,7 @@ std::vector<PeerLinkReport> ShardedTransport::PeerReports() const {
     PeerLinkReport r;
     r.peer = p.rank;
     r.link = p.link->stats();
+    r.link_state = p.link->state();
     const bool link_closed = p.closed || p.link->state().phase == wire::LinkPhase::kClosed;
     if (p.failed) {
       r.state = "failed";

@@ -189,7 +189,16 @@ class RankZeroStores final : public RuntimeDriver {
   std::string UnhealthyReason() const override {
     if (!coordinator_) return "not joined";
     Status s = coordinator_->store().stopped();
-    return s.ok() ? "" : "record transport stopped: " + s.ToString();
+    if (!s.ok()) return "record transport stopped: " + s.ToString();
+    // A link the transport has not polled yet (the owner is busy elsewhere).
+    for (const PeerLinkReport& r : coordinator_->PeerLinks()) {
+      const wire::LinkState& l = r.link_state;
+      if (l.phase != wire::LinkPhase::kClosed) continue;
+      return "lost rank " + std::to_string(r.peer.value) + ": its record link closed (" +
+             std::string(wire::CloseCauseName(l.cause)) +
+             (l.reason.ok() ? "" : ": " + l.reason.message()) + ")";
+    }
+    return "";
   }
 
   Status Close() override {

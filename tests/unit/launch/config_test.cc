@@ -189,6 +189,20 @@ TEST(ConfigTest, PortsFitAndDoNotCollideOnRankZero) {
   EXPECT_TRUE(ValidateConfig(c).ok());
 }
 
+TEST(ConfigTest, RecordListenerAndLinkLiveness) {
+  RankConfig c;
+  EXPECT_FALSE(c.cluster.record_bind.has_value());  // the rendezvous's address
+  EXPECT_EQ(c.cluster.heartbeat_interval, milliseconds(1000));
+  EXPECT_EQ(c.cluster.silence_timeout, milliseconds(10'000));
+  ASSERT_TRUE(Set("cluster.record_bind", std::string("10.0.0.1"), &c).ok());
+  EXPECT_EQ(c.cluster.record_bind, "10.0.0.1");
+  ASSERT_TRUE(Set("cluster.heartbeat_interval", std::string("500ms"), &c).ok());
+  ASSERT_TRUE(Set("cluster.silence_timeout", std::string("3s"), &c).ok());
+  EXPECT_TRUE(ValidateConfig(c).ok());
+  ASSERT_TRUE(Set("cluster.silence_timeout", std::string("500ms"), &c).ok());
+  EXPECT_NE(ValidateConfig(c).message().find("cluster.silence_timeout"), std::string::npos);
+}
+
 TEST(ConfigTest, TlsNeedsAllThreeFilesOrNone) {
   RankConfig c;
   EXPECT_TRUE(ValidateConfig(c).ok());

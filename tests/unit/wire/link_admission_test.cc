@@ -23,6 +23,8 @@ ListenerOptions AwaitingHello(std::chrono::milliseconds hello_timeout = testing:
   ListenerOptions o = testing::QuietListening();
   o.admission = LinkAdmission::kAwaitHello;
   o.link_options.hello_timeout = hello_timeout;
+  o.link_options.close_timeout =
+      std::chrono::milliseconds(100);  // the raw peer never ends its stream
   return o;
 }
 
@@ -52,6 +54,7 @@ TEST(LinkAdmissionTest, AcceptHelloLiftsTheLimitForTheNextFrames) {
   peer.link().AcceptHello();
   Job big = testing::SampleJob();
   big.record.page_ids.assign(size_t{1} << 16, PageId(3));  // a 256 KiB frame
+  big.record.tail_pages = big.record.first_page + (uint32_t{1} << 16);
   peer.WriteWords(EncodeWords(big));
   std::optional<Message> job = peer.events().messages.Pop();
   ASSERT_TRUE(job.has_value());
