@@ -21,6 +21,7 @@ struct CudaTransfersOptions {
   // against 0.59 with one (docs/performance.md, "GPU results").
   uint32_t batches_in_flight = 2;  // per rank, 1 .. kMaxBatchesInFlight
   uint32_t kernel_blocks = 32;     // kKernel only
+  StagedCopierOptions staged;      // kStaged only
   ThreadedTransfersOptions threads;
 };
 

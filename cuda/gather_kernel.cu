@@ -8,7 +8,7 @@
 // the latency of reads over PCIe (restores read host memory). Lanes stride
 // over a piece in 16-byte words, four loads in flight per lane.
 
-struct StrataPieceCopy {  // must match PieceCopy in gather_kernel.cc
+struct StrataPieceCopy {  // must match KernelPiece in gather_kernel.h
   unsigned long long src;
   unsigned long long dst;
   unsigned long long bytes;

@@ -45,6 +45,13 @@ const std::vector<PresetShape>& Shapes() {
        64,
        Layers(8, {{"latent", 288 * kKiB}, {"index", 16 * kKiB}}),
        1 * kMiB},
+      {{"llama70b-tp8",
+        "one rank of a 70B dense GQA model at tensor parallelism 8: 80 layers of key/value "
+        "planes of 16 KiB (one KV head of 128 bf16 dims x 64 tokens), 64-token pages; the "
+        "model has no state, the 4 KiB row is a stand-in the geometry requires"},
+       64,
+       Layers(80, {{"key", 16 * kKiB}, {"value", 16 * kKiB}}),
+       4 * kKiB},
       {{"small-planes",
         "48 planes of 4 KiB (many small index planes), 128-token pages, 256 KiB row"},
        128,
