@@ -15,10 +15,10 @@ using CublasGemmEx = int (*)(void* handle, int transa, int transb, int m, int n,
                              const void* alpha, const void* a, int a_type, int lda, const void* b,
                              int b_type, int ldb, const void* beta, void* c, int c_type, int ldc,
                              int compute_type, int algo);
-constexpr int kOpN = 0;              // CUBLAS_OP_N
-constexpr int kBf16 = 14;            // CUDA_R_16BF
-constexpr int kCompute32F = 68;      // CUBLAS_COMPUTE_32F
-constexpr int kGemmDefault = -1;     // CUBLAS_GEMM_DEFAULT
+constexpr int kOpN = 0;           // CUBLAS_OP_N
+constexpr int kBf16 = 14;         // CUDA_R_16BF
+constexpr int kCompute32F = 68;   // CUBLAS_COMPUTE_32F
+constexpr int kGemmDefault = -1;  // CUBLAS_GEMM_DEFAULT
 
 }  // namespace
 
@@ -63,8 +63,7 @@ Result<std::unique_ptr<CublasGemm>> CublasGemm::Load(const std::string& library)
   a.destroy = reinterpret_cast<CublasDestroy>(dlsym(a.library, "cublasDestroy_v2"));
   a.set_stream = reinterpret_cast<CublasSetStream>(dlsym(a.library, "cublasSetStream_v2"));
   a.gemm = reinterpret_cast<CublasGemmEx>(dlsym(a.library, "cublasGemmEx"));
-  if (a.create == nullptr || a.destroy == nullptr || a.set_stream == nullptr ||
-      a.gemm == nullptr) {
+  if (a.create == nullptr || a.destroy == nullptr || a.set_stream == nullptr || a.gemm == nullptr) {
     return Status::Unavailable("no cuBLAS: " + g->library_ + " lacks cublasGemmEx or friends");
   }
   if (int r = a.create(&g->handle_); r != 0) {

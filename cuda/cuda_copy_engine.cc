@@ -14,6 +14,10 @@ std::string_view CopyMethodName(CopyMethod method) {
   return "unknown";
 }
 
+CopyMethod DefaultCopyMethod() {
+  return GatherKernelBuilt() ? CopyMethod::kStaged : CopyMethod::kBatched;
+}
+
 Result<CopyMethod> ParseCopyMethod(std::string_view name) {
   for (CopyMethod m :
        {CopyMethod::kBatched, CopyMethod::kStrided, CopyMethod::kKernel, CopyMethod::kStaged}) {

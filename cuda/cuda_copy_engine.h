@@ -32,7 +32,10 @@
 namespace strata {
 
 enum class CopyMethod : unsigned char { kBatched, kStrided, kKernel, kStaged };
-inline constexpr CopyMethod kDefaultCopyMethod = CopyMethod::kBatched;
+// The default method: kStaged where this build carries the kernel (it
+// reaches the PCIe limit for every plane size on 2 SMs, docs/performance.md),
+// else kBatched.
+CopyMethod DefaultCopyMethod();
 inline constexpr uint32_t kMaxBatchesInFlight = 2;
 
 std::string_view CopyMethodName(CopyMethod method);
@@ -41,7 +44,7 @@ Result<CopyMethod> ParseCopyMethod(std::string_view name);
 
 struct CudaEngineOptions {
   int device_ordinal = 0;
-  CopyMethod method = kDefaultCopyMethod;
+  CopyMethod method = DefaultCopyMethod();
   uint32_t batches_in_flight = 1;  // 1 .. kMaxBatchesInFlight
   uint32_t kernel_blocks = 32;     // thread blocks per kernel launch (kKernel only)
   StagedCopierOptions staged;      // kStaged only

@@ -22,8 +22,9 @@ Result<std::unique_ptr<GatherKernel>> GatherKernel::Load(
   if (shape.blocks == 0) return Status::InvalidArgument("gather kernel needs at least one block");
   if (shape.threads_per_block == 0 || shape.threads_per_block % 32 != 0 ||
       shape.threads_per_block > 1024 || shape.pieces_per_buffer == 0) {
-    return Status::InvalidArgument("gather kernel threads per block must be a multiple of 32 up "
-                                   "to 1024, with a non-empty piece list");
+    return Status::InvalidArgument(
+        "gather kernel threads per block must be a multiple of 32 up "
+        "to 1024, with a non-empty piece list");
   }
   if (shape.host_access == KernelHostAccess::kMappedHost) {
     STRATA_ASSIGN_OR_RETURN(
@@ -81,7 +82,8 @@ Status GatherKernel::Run(uint32_t buffer, uint64_t first, uint64_t count, CudaSt
   auto n = static_cast<uint32_t>(count);
   void* params[] = {&device_pieces, &n};
   const uint32_t warps_per_block = shape_.threads_per_block / 32;
-  const uint32_t grid = std::min<uint32_t>(shape_.blocks, (n + warps_per_block - 1) / warps_per_block);
+  const uint32_t grid =
+      std::min<uint32_t>(shape_.blocks, (n + warps_per_block - 1) / warps_per_block);
   return driver_->LaunchKernel(function_, grid, shape_.threads_per_block, params, stream);
 }
 

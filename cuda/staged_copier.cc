@@ -104,11 +104,15 @@ Result<CudaStream> StagedCopier::Issue(TransferDirection direction,
     }
     return dma_stream_;
   }
+  // The piece list travels on the DMA stream ahead of the extents: on the
+  // kernel stream, behind the previous batch's scatters, the small upload
+  // would wait for this batch's extents on the host-to-device copy engine and
+  // no scatter could overlap them (measured: restores at 0.63 of PCIe).
+  STRATA_RETURN_IF_ERROR(kernel_->Upload(slot, pieces.size(), dma_stream_));
   for (size_t k = 0; k < stages.size(); ++k) {
     STRATA_RETURN_IF_ERROR(Dma(direction, stages[k], window, arrays));
     STRATA_RETURN_IF_ERROR(d.RecordEvent(handoff(slot, k), dma_stream_));
   }
-  STRATA_RETURN_IF_ERROR(kernel_->Upload(slot, pieces.size(), kernel_stream_));
   for (size_t k = 0; k < stages.size(); ++k) {
     STRATA_RETURN_IF_ERROR(d.StreamWaitEvent(kernel_stream_, handoff(slot, k)));
     STRATA_RETURN_IF_ERROR(

@@ -30,9 +30,9 @@
 namespace strata {
 
 struct StagedCopierOptions {
-  uint32_t blocks = 2;                  // SMs the kernel may hold (one block per SM)
+  uint32_t blocks = 2;  // SMs the kernel may hold (one block per SM)
   uint32_t threads_per_block = 1024;
-  uint64_t stage_bytes = 2ull << 20;    // window bytes per kernel launch
+  uint64_t stage_bytes = 2ull << 20;  // window bytes per kernel launch
   uint64_t kernel_piece_bytes = 16ull << 10;
 };
 

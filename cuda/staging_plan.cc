@@ -65,8 +65,8 @@ Status StagingPlanner::Plan(std::span<const CopyDescriptor> batch, const Staging
                                        std::to_string(limits.window_bytes) + "-byte window");
       }
       if (s != stage) {
-        stages_.push_back({static_cast<uint32_t>(pieces_.size()), 0,
-                           static_cast<uint32_t>(extents_.size()), 0});
+        stages_.push_back(
+            {static_cast<uint32_t>(pieces_.size()), 0, static_cast<uint32_t>(extents_.size()), 0});
         stage = s;
       }
       pieces_.push_back({d.device + done, w, n});
@@ -88,8 +88,8 @@ Status StagingPlanner::Plan(std::span<const CopyDescriptor> batch, const Staging
     StagingStage& st = stages_[k];
     st.piece_count = static_cast<uint32_t>((last ? pieces_.size() : stages_[k + 1].first_piece) -
                                            st.first_piece);
-    st.extent_count = static_cast<uint32_t>(
-        (last ? extents_.size() : stages_[k + 1].first_extent) - st.first_extent);
+    st.extent_count = static_cast<uint32_t>((last ? extents_.size() : stages_[k + 1].first_extent) -
+                                            st.first_extent);
   }
   window_used_ = w;
   return Status::Ok();

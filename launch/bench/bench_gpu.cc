@@ -16,6 +16,7 @@
 
 #include "cuda/cuda_registrar.h"
 #include "cuda/cuda_transfers.h"
+#include "launch/bench/batch_order_probe.h"
 #include "launch/bench/bench.h"
 #include "launch/bench/bench_prefill.h"
 #include "launch/bench/gpu_bench_report.h"
@@ -139,7 +140,8 @@ std::vector<std::pair<std::string, uint32_t>> Configs(const GpuBenchOptions& o) 
 // Every configuration and id pattern of one preset.
 Status BenchPreset(const std::shared_ptr<const CudaDriver>& driver, const PrimaryContext& ctx,
                    CudaHostRegistrar& registrar, const GpuBenchOptions& o,
-                   const std::string& preset, std::vector<GpuBenchCase>& out) {
+                   const std::string& preset, GpuBenchRun& run) {
+  std::vector<GpuBenchCase>& out = run.cases;
   STRATA_ASSIGN_OR_RETURN(CacheGeometry probe, PresetGeometry(preset, 1, 1, 1));
   const uint64_t page_bytes = probe.ranks[0].page_bytes();
   const auto target = static_cast<uint64_t>(o.gib * static_cast<double>(1ull << 30));
@@ -180,12 +182,22 @@ Status BenchPreset(const std::shared_ptr<const CudaDriver>& driver, const Primar
     base_h2d = *h2d;
   }
 
-  STRATA_ASSIGN_OR_RETURN(int device_sms, driver->DeviceAttribute(
-                                              o.device, CudaDeviceAttribute::kMultiprocessorCount));
+  STRATA_ASSIGN_OR_RETURN(
+      int device_sms, driver->DeviceAttribute(o.device, CudaDeviceAttribute::kMultiprocessorCount));
   std::vector<PageId> sequential(pages);
   for (uint64_t i = 0; i < pages; ++i) sequential[i] = PageId(static_cast<uint32_t>(i));
   std::vector<PageId> scattered = sequential;
   std::shuffle(scattered.begin(), scattered.end(), std::mt19937_64(kIdSeed));
+  if (ClassifyUnits(g.ranks[0]) == UnitClass::kSmall) {
+    std::vector<uint64_t> offsets;
+    for (uint32_t p = 0; p < g.ranks[0].page_planes.size(); ++p) {
+      offsets.push_back(layout.plane_offset(0, p));
+    }
+    Result<nlohmann::json> probe = ProbeBatchOrder(*driver, ctx, o.device, g, planes->planes(0),
+                                                   offsets, scattered, records, o.repetitions);
+    run.batch_order_probes[preset] =
+        probe.ok() ? *probe : nlohmann::json{{"error", probe.status().ToString()}};
+  }
   uint64_t next_id = 1;
   for (const auto& [method_name, in_flight] : Configs(o)) {
     STRATA_ASSIGN_OR_RETURN(CopyMethod method, ParseCopyMethod(method_name));
@@ -264,10 +276,10 @@ int RunGpuBench(const GpuBenchOptions& o) {
   run.device_name = (*driver)->DeviceName(o.device).ok() ? *(*driver)->DeviceName(o.device) : "?";
   run.driver_version = (*driver)->version();
   run.repetitions = o.repetitions;
-  run.default_config = std::string(CopyMethodName(kDefaultCopyMethod)) + "_x" +
+  run.default_config = std::string(CopyMethodName(DefaultCopyMethod())) + "_x" +
                        std::to_string(CudaTransfersOptions{}.batches_in_flight);
   for (const std::string& preset : o.presets) {
-    Status s = BenchPreset(*driver, **ctx, **registrar, o, preset, run.cases);
+    Status s = BenchPreset(*driver, **ctx, **registrar, o, preset, run);
     if (!s.ok()) return fail(s.WithContext(preset));
   }
   if (o.json) {

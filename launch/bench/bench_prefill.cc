@@ -75,8 +75,8 @@ Result<std::vector<double>> TimeRestores(const std::shared_ptr<const CudaDriver>
   STRATA_ASSIGN_OR_RETURN(CacheGeometry g, PresetGeometry(o.preset, 1, pages, 1));
   STRATA_ASSIGN_OR_RETURN(auto planes, CudaPlanes::Create(driver, g, {o.device}));
   STRATA_ASSIGN_OR_RETURN(auto registrar, CudaHostRegistrar::Create(driver, o.device));
-  STRATA_ASSIGN_OR_RETURN(auto pool, SlabPool::Create(RecordLayout(g).page_record_bytes(), pages,
-                                                      0, registrar.get()));
+  STRATA_ASSIGN_OR_RETURN(
+      auto pool, SlabPool::Create(RecordLayout(g).page_record_bytes(), pages, 0, registrar.get()));
   std::vector<SlotId> slots;
   if (!pool->Allocate(pages, 0, slots)) return Status::Internal("slab pool too small");
   std::vector<uint8_t*> records;
@@ -145,8 +145,8 @@ Result<std::vector<double>> TimePrefills(const std::shared_ptr<const CudaDriver>
         const int m_tokens = static_cast<int>(std::min<uint64_t>(chunk, tokens - done));
         for (uint32_t l = 0; l < model.layers; ++l) {
           for (const Gemm& g : gemms) {
-            STRATA_RETURN_IF_ERROR(blas->GemmBf16(w, x, y, static_cast<int>(g.n), m_tokens,
-                                                  static_cast<int>(g.k)));
+            STRATA_RETURN_IF_ERROR(
+                blas->GemmBf16(w, x, y, static_cast<int>(g.n), m_tokens, static_cast<int>(g.k)));
           }
         }
       }
@@ -194,19 +194,21 @@ Status RunPrefillBench(const PrefillOptions& o, nlohmann::json& out) {
   out = {{"bench", "prefill"},
          {"preset", o.preset},
          {"restore", "memory tier byte path: registered slabs -> GPU planes, default transfers"},
-         {"prefill", "rank's share of every layer's GEMMs, bf16 cuBLAS, no attention (lower "
-                     "bound)"},
+         {"prefill",
+          "rank's share of every layer's GEMMs, bf16 cuBLAS, no attention (lower "
+          "bound)"},
          {"repetitions", o.repetitions},
          {"statistic", "median"}};
   if (!prefill.ok()) out["prefill_skipped"] = prefill.status().ToString();
   out["cases"] = nlohmann::json::array();
   for (size_t i = 0; i < o.tokens.size(); ++i) {
     const uint64_t pages = (o.tokens[i] + page_tokens - 1) / page_tokens;
-    nlohmann::json c = {{"tokens", o.tokens[i]},
-                        {"tier", "memory"},
-                        {"bytes", pages * page_bytes},
-                        {"restore_ms", restore[i] * 1e3},
-                        {"restore_gbps", static_cast<double>(pages * page_bytes) / restore[i] / 1e9}};
+    nlohmann::json c = {
+        {"tokens", o.tokens[i]},
+        {"tier", "memory"},
+        {"bytes", pages * page_bytes},
+        {"restore_ms", restore[i] * 1e3},
+        {"restore_gbps", static_cast<double>(pages * page_bytes) / restore[i] / 1e9}};
     if (prefill.ok()) {
       const double s = (*prefill)[i];
       c["prefill_gemm_ms"] = s * 1e3;
@@ -225,9 +227,9 @@ void PrintPrefillTable(const nlohmann::json& j) {
     std::printf("prefill skipped: %s\n", j["prefill_skipped"].get<std::string>().c_str());
   }
   for (const nlohmann::json& c : j["cases"]) {
-    std::printf("%7u tokens  %8.1f MiB  restore %8.2f ms (%6.2f GB/s)",
-                c["tokens"].get<uint32_t>(), c["bytes"].get<double>() / (1 << 20),
-                c["restore_ms"].get<double>(), c["restore_gbps"].get<double>());
+    std::printf("%7u tokens  %8.1f MiB  restore %8.2f ms (%6.2f GB/s)", c["tokens"].get<uint32_t>(),
+                c["bytes"].get<double>() / (1 << 20), c["restore_ms"].get<double>(),
+                c["restore_gbps"].get<double>());
     if (c.contains("restore_vs_prefill")) {
       std::printf("  prefill %9.2f ms (%5.0f TFLOP/s)  restore_vs_prefill %6.1f",
                   c["prefill_gemm_ms"].get<double>(), c["prefill_tflops"].get<double>(),

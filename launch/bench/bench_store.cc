@@ -182,9 +182,9 @@ Status StoreBench::Setup() {
   std::memset(memcpy_src_.data(), 1, memcpy_src_.size());
   std::memset(memcpy_dst_.data(), 0, memcpy_dst_.size());
   if (o_.gpu >= 0) {
-    STRATA_ASSIGN_OR_RETURN(gpu_baseline_,
-                            GpuCopyBaseline::Open(o_.gpu, std::min<uint64_t>(payload_bytes_,
-                                                                             256ull << 20)));
+    STRATA_ASSIGN_OR_RETURN(
+        gpu_baseline_,
+        GpuCopyBaseline::Open(o_.gpu, std::min<uint64_t>(payload_bytes_, 256ull << 20)));
   }
   io_memory_ = AlignedBuffer(kBaselineMemoryBytes);
   std::memset(io_memory_.data(), 7, io_memory_.size());
@@ -331,8 +331,7 @@ Status StoreBench::Composite(uint32_t round) {
                             CompositeStore::Open(geometry_, disk->pool(), std::move(memory),
                                                  std::move(transport), disk->scan().records, co));
     if (life == 0) {
-      STRATA_ASSIGN_OR_RETURN(const Sample copy_in,
-                              CopyBaseline(TransferDirection::kDeviceToHost));
+      STRATA_ASSIGN_OR_RETURN(const Sample copy_in, CopyBaseline(TransferDirection::kDeviceToHost));
       STRATA_ASSIGN_OR_RETURN(DriveResult stored, StoreAll(*store, records_));
       Record(kCompositeStore, round, FromDrive(stored, payload_bytes_), copy_in);
       STRATA_ASSIGN_OR_RETURN(const Sample copy_out,
@@ -427,16 +426,17 @@ void PrintTable(const nlohmann::json& j) {
     const nlohmann::json& x = j[kPhaseNames[p]];
     std::printf("%-21s %8.2f %15s %9.2f %7.2f %8.1f %8.1f %9.3f\n", kPhaseNames[p],
                 x["gbps"].get<double>(), x["baseline"].get<std::string>().c_str(),
-                x["baseline_gbps"].get<double>(),
-                x["ratio"].get<double>(), x["p50_ms"].get<double>(), x["p99_ms"].get<double>(),
+                x["baseline_gbps"].get<double>(), x["ratio"].get<double>(),
+                x["p50_ms"].get<double>(), x["p99_ms"].get<double>(),
                 x["cpu_s_per_gb"].get<double>());
   }
   const bool met = j["memory_store_ratio"].get<double>() >= 0.8 &&
                    j["memory_fetch_ratio"].get<double>() >= 0.8 &&
                    j["disk_store_ratio"].get<double>() >= 0.9 &&
                    j["disk_fetch_ratio"].get<double>() >= 0.9;
-  std::printf("goal (memory store and fetch ratios >= 0.8, disk store and fetch ratios >= 0.9): %s\n",
-              met ? "met" : "NOT met");
+  std::printf(
+      "goal (memory store and fetch ratios >= 0.8, disk store and fetch ratios >= 0.9): %s\n",
+      met ? "met" : "NOT met");
 }
 
 }  // namespace

@@ -118,6 +118,11 @@ nlohmann::json GpuBenchJson(const GpuBenchRun& run) {
       headline.large.measured ? nlohmann::json(Round3(headline.large.min())) : nullptr;
   j["small_unit_ratio"] =
       headline.small.measured ? nlohmann::json(Round3(headline.small.min())) : nullptr;
+  if (!run.batch_order_probes.empty()) {
+    j["batch_order_probe"] = nlohmann::json::object();
+    for (const auto& [preset, probe] : run.batch_order_probes)
+      j["batch_order_probe"][preset] = probe;
+  }
   j["large_unit_ratio_by_direction"] = ClassJson(headline.large);
   j["small_unit_ratio_by_direction"] = ClassJson(headline.small);
   return j;

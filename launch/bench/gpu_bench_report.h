@@ -82,6 +82,9 @@ struct GpuBenchRun {
   int repetitions = 0;
   std::string default_config;  // the headline's configuration
   std::vector<GpuBenchCase> cases;
+  // Per small-unit preset: one store-built batch through cuMemcpyBatchAsync
+  // alone in device and host order (batch_order_probe.h).
+  std::map<std::string, nlohmann::json> batch_order_probes;
 };
 
 // The --json object: every case, the per-configuration summary, and the

@@ -5,8 +5,7 @@
 
 namespace strata {
 
-Result<std::unique_ptr<GpuCopyBaseline>> GpuCopyBaseline::Open(int ordinal,
-                                                               uint64_t buffer_bytes) {
+Result<std::unique_ptr<GpuCopyBaseline>> GpuCopyBaseline::Open(int ordinal, uint64_t buffer_bytes) {
   std::unique_ptr<GpuCopyBaseline> b(new GpuCopyBaseline());
   STRATA_ASSIGN_OR_RETURN(b->driver_, CudaDriver::Load());
   STRATA_ASSIGN_OR_RETURN(b->context_, PrimaryContext::Retain(b->driver_, ordinal));

@@ -174,7 +174,9 @@ TEST_P(GpuCopyEngineTest, ScatteredBatchRoundTripsBothWaysThroughARegisteredMapp
   }
   // Copy-out wrote the pieces' bytes and nothing between them.
   for (uint64_t i = 0; i < kHalf; ++i) {
-    if (!covered[i]) ASSERT_EQ(host.data()[kHalf + i], 0xee) << "gap byte at " << i << " written";
+    if (!covered[i]) {
+      ASSERT_EQ(host.data()[kHalf + i], 0xee) << "gap byte at " << i << " written";
+    }
   }
 }
 
@@ -205,7 +207,7 @@ TEST_F(GpuTest, ODirectFileReadLandsInRegisteredMemory) {
   ASSERT_EQ(std::memcmp(host.data(), host.data() + kBytes, kBytes), 0);
   // The bytes read are usable for DMA: to the device and back.
   const uint64_t device = DeviceAlloc(kBytes);
-  CudaCopyEngine engine(driver_, EngineOptions(ordinal_, kDefaultCopyMethod));
+  CudaCopyEngine engine(driver_, EngineOptions(ordinal_, DefaultCopyMethod()));
   ASSERT_TRUE(engine.Start().ok());
   std::vector<CopyDescriptor> in, out;
   for (uint64_t at = 0; at < kBytes; at += 1 << 20) {
@@ -269,8 +271,8 @@ TEST_P(GpuTransfersTest, MultiWindowRoundTripIntoDifferentIdsIsByteExact) {
 std::vector<TransfersCase> AllTransfersCases() {
   std::vector<TransfersCase> out;
   for (const char* preset : {"tiny", "small-planes", "qwen-like", "deepseek-like"}) {
-    for (CopyMethod m : {CopyMethod::kBatched, CopyMethod::kStrided, CopyMethod::kKernel,
-                         CopyMethod::kStaged}) {
+    for (CopyMethod m :
+         {CopyMethod::kBatched, CopyMethod::kStrided, CopyMethod::kKernel, CopyMethod::kStaged}) {
       out.push_back({preset, m});
     }
   }
@@ -343,7 +345,7 @@ TEST_F(GpuTest, HostNumaAllocationMappedForOneDeviceCopiesBothWays) {
   FillPattern(host, half, 31);
   std::memset(host + half, 0, half);
   const uint64_t device = DeviceAlloc(half);
-  CudaCopyEngine engine(driver_, EngineOptions(ordinal_, kDefaultCopyMethod));
+  CudaCopyEngine engine(driver_, EngineOptions(ordinal_, DefaultCopyMethod()));
   ASSERT_TRUE(engine.Start().ok());
   const std::vector<CopyDescriptor> in = {{device, host, half}};
   const std::vector<CopyDescriptor> out = {{device, host + half, half}};

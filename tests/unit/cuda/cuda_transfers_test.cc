@@ -132,22 +132,20 @@ TEST_P(CudaTransfersFakeTest, MultiWindowRoundTripIntoDifferentIdsIsByteExact) {
   EXPECT_EQ(fake.Value("event_flags"), 0x1 | 0x2);  // BLOCKING_SYNC | DISABLE_TIMING
 }
 
-INSTANTIATE_TEST_SUITE_P(Methods, CudaTransfersFakeTest,
-                         ::testing::Values(EngineCase{CopyMethod::kBatched, 1},
-                                           EngineCase{CopyMethod::kStrided, 1},
-                                           EngineCase{CopyMethod::kKernel, 1},
-                                           EngineCase{CopyMethod::kBatched, 2},
-                                           EngineCase{CopyMethod::kKernel, 2},
-                                           EngineCase{CopyMethod::kStaged, 1},
-                                           EngineCase{CopyMethod::kStaged, 2}),
-                         [](const auto& info) {
-                           return std::string(CopyMethodName(info.param.method)) + "_x" +
-                                  std::to_string(info.param.in_flight);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Methods, CudaTransfersFakeTest,
+    ::testing::Values(EngineCase{CopyMethod::kBatched, 1}, EngineCase{CopyMethod::kStrided, 1},
+                      EngineCase{CopyMethod::kKernel, 1}, EngineCase{CopyMethod::kBatched, 2},
+                      EngineCase{CopyMethod::kKernel, 2}, EngineCase{CopyMethod::kStaged, 1},
+                      EngineCase{CopyMethod::kStaged, 2}),
+    [](const auto& info) {
+      return std::string(CopyMethodName(info.param.method)) + "_x" +
+             std::to_string(info.param.in_flight);
+    });
 
 TEST(CudaTransfersTest, ReplicatedRestoreFansOneShareOutToEveryRank) {
   STRATA_USE_FAKE_CUDA(fake);
-  Rig rig = MakeRig(fake, "tiny", 3, 100, kDefaultCopyMethod);
+  Rig rig = MakeRig(fake, "tiny", 3, 100, DefaultCopyMethod());
   ASSERT_NE(rig.transfers, nullptr);
   std::vector<PageId> src = {PageId(1), PageId(2), PageId(50)};
   std::vector<PageId> dst = {PageId(70), PageId(3), PageId(99)};

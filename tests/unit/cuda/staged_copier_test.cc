@@ -71,7 +71,9 @@ TEST_F(StagedEngineTest, RoundTripIsByteExactAndLeavesGapsBetweenPiecesAlone) {
     std::fill(covered.begin() + at, covered.begin() + at + d.bytes, true);
   }
   for (uint64_t i = 0; i < kBytes; ++i) {
-    if (!covered[i]) ASSERT_EQ(host_[kBytes + i], 0xcc) << "gap byte " << i << " written";
+    if (!covered[i]) {
+      ASSERT_EQ(host_[kBytes + i], 0xcc) << "gap byte " << i << " written";
+    }
   }
   EXPECT_LE(fake.Value("launch_grid_max"), 2);
   EXPECT_GT(fake.Calls("cuStreamWaitEvent"), 1u);  // one hand-off per stage
@@ -95,7 +97,8 @@ TEST_F(StagedEngineTest, OverlappingHostPiecesAreRefused) {
   STRATA_USE_FAKE_CUDA(fake);
   if (!GatherKernelBuilt()) GTEST_SKIP() << "gather kernel not built";
   Setup(fake, 1);
-  std::vector<CopyDescriptor> batch = {{device_, host_, 8192}, {device_ + 8192, host_ + 4096, 8192}};
+  std::vector<CopyDescriptor> batch = {{device_, host_, 8192},
+                                       {device_ + 8192, host_ + 4096, 8192}};
   Status s = engine_->CopyBatch(TransferDirection::kDeviceToHost, batch);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
 }

@@ -68,8 +68,8 @@ TEST(StagingPlanTest, AGapBetweenPiecesSplitsTheExtentAndIsNeverWritten) {
   // 1000-byte units padded to 4 KiB host slots: each piece its own extent.
   std::vector<CopyDescriptor> batch;
   for (int i = 0; i < 6; ++i) {
-    batch.push_back({reinterpret_cast<uint64_t>(planes.data()) + i * 1000u,
-                     host.data() + i * 4 * kKiB, 1000});
+    batch.push_back(
+        {reinterpret_cast<uint64_t>(planes.data()) + i * 1000u, host.data() + i * 4 * kKiB, 1000});
   }
   StagingPlanner plan;
   ASSERT_TRUE(plan.Plan(batch, Limits(1 << 20, 1 << 20, 16 * kKiB)).ok());
