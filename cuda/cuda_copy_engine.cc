@@ -9,16 +9,22 @@ std::string_view CopyMethodName(CopyMethod method) {
     case CopyMethod::kBatched: return "batched";
     case CopyMethod::kStrided: return "strided";
     case CopyMethod::kKernel: return "kernel";
+    case CopyMethod::kStaged: return "staged";
   }
   return "unknown";
 }
 
+CopyMethod DefaultCopyMethod() {
+  return GatherKernelBuilt() ? CopyMethod::kStaged : CopyMethod::kBatched;
+}
+
 Result<CopyMethod> ParseCopyMethod(std::string_view name) {
-  for (CopyMethod m : {CopyMethod::kBatched, CopyMethod::kStrided, CopyMethod::kKernel}) {
+  for (CopyMethod m :
+       {CopyMethod::kBatched, CopyMethod::kStrided, CopyMethod::kKernel, CopyMethod::kStaged}) {
     if (CopyMethodName(m) == name) return m;
   }
   return Status::InvalidArgument("unknown copy method '" + std::string(name) +
-                                 "' (batched, strided, kernel)");
+                                 "' (batched, strided, kernel, staged)");
 }
 
 CudaCopyEngine::CudaCopyEngine(std::shared_ptr<const CudaDriver> driver, CudaEngineOptions options)
@@ -64,10 +70,15 @@ Status CudaCopyEngine::Acquire() {
       if (!d.has_batch_copy()) return Status::FailedPrecondition("cuMemcpyBatchAsync" + need_13);
       break;
     case CopyMethod::kKernel: {
-      STRATA_ASSIGN_OR_RETURN(kernel_,
-                              GatherKernel::Load(driver_, ordinal, options_.kernel_blocks));
+      KernelShape shape;
+      shape.blocks = options_.kernel_blocks;
+      STRATA_ASSIGN_OR_RETURN(kernel_, GatherKernel::Load(driver_, ordinal, shape));
       break;
     }
+    case CopyMethod::kStaged:
+      STRATA_ASSIGN_OR_RETURN(staged_,
+                              StagedCopier::Create(driver_, ordinal, stream_, options_.staged));
+      break;
   }
   return Status::Ok();
 }
@@ -82,8 +93,9 @@ Status CudaCopyEngine::CopyBatch(TransferDirection direction,
     }
   }
   const uint32_t slot = issued_ % kMaxBatchesInFlight;
-  Status issued = Issue(direction, batch, slot);
-  if (issued.ok()) issued = driver_->RecordEvent(events_[slot], stream_);
+  Result<CudaStream> done_on = Issue(direction, batch, slot);
+  Status issued = done_on.status();
+  if (issued.ok()) issued = driver_->RecordEvent(events_[slot], *done_on);
   if (!issued.ok()) {
     // Part of the batch may be queued: drain before anyone sees the failure.
     DrainAfterError();
@@ -112,25 +124,32 @@ Status CudaCopyEngine::WaitOldest() {
 
 void CudaCopyEngine::DrainAfterError() {
   (void)driver_->SynchronizeStream(stream_);
+  if (staged_ != nullptr) (void)staged_->SynchronizeDma();
   waited_ = issued_;
 }
 
-Status CudaCopyEngine::Issue(TransferDirection direction, std::span<const CopyDescriptor> batch,
-                             uint32_t slot) {
+Result<CudaStream> CudaCopyEngine::Issue(TransferDirection direction,
+                                         std::span<const CopyDescriptor> batch, uint32_t slot) {
   const CudaDriver& d = *driver_;
   const int ordinal = options_.device_ordinal;
   switch (options_.method) {
     case CopyMethod::kBatched:
       planner_.Plan(batch, CopyShape::kLinear, limits_);
-      return d.BatchCopyAsync(direction, ordinal, planner_.linear(), *arrays_, stream_);
+      STRATA_RETURN_IF_ERROR(
+          d.BatchCopyAsync(direction, ordinal, planner_.linear(), *arrays_, stream_));
+      return stream_;
     case CopyMethod::kStrided:
       planner_.Plan(batch, CopyShape::kStrided, limits_);
       STRATA_RETURN_IF_ERROR(
           d.BatchCopy2DAsync(direction, ordinal, planner_.strided(), *arrays_, stream_));
-      return d.BatchCopyAsync(direction, ordinal, planner_.linear(), *arrays_, stream_);
+      STRATA_RETURN_IF_ERROR(
+          d.BatchCopyAsync(direction, ordinal, planner_.linear(), *arrays_, stream_));
+      return stream_;
     case CopyMethod::kKernel:
       planner_.Plan(batch, CopyShape::kLinear, limits_);
-      return kernel_->Launch(direction, planner_.linear(), slot, stream_);
+      STRATA_RETURN_IF_ERROR(kernel_->Launch(direction, planner_.linear(), slot, stream_));
+      return stream_;
+    case CopyMethod::kStaged: return staged_->Issue(direction, batch, slot, *arrays_);
   }
   return Status::Internal("unknown copy method");
 }
@@ -140,6 +159,7 @@ void CudaCopyEngine::Stop() { Release(); }
 void CudaCopyEngine::Release() {
   if (stream_ != nullptr && in_flight() > 0) DrainAfterError();
   kernel_.reset();
+  staged_.reset();
   for (CudaEvent& e : events_) {
     if (e != nullptr) (void)driver_->DestroyEvent(e);
     e = nullptr;

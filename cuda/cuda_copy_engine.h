@@ -14,6 +14,10 @@
 //    copies, the rest as one cuMemcpyBatchAsync (copy engines).
 //  - kKernel: one launch of a small gather/scatter kernel that moves every
 //    piece over mapped host memory (SMs; needs the kernel built with nvcc).
+//  - kStaged: a bounded kernel (staged_blocks SMs) packs the pieces into a
+//    device window laid out like the host destination, and contiguous DMAs
+//    move the window (staged_copier.h; needs the kernel built with nvcc).
+//    The kernel runs on this stream, the DMAs on a second one.
 // docs/performance.md discusses the trade-off.
 #pragma once
 
@@ -22,23 +26,28 @@
 
 #include "cuda/copy_plan.h"
 #include "cuda/driver_api.h"
+#include "cuda/staged_copier.h"
 #include "store/transfer/copy_engine.h"
 
 namespace strata {
 
-enum class CopyMethod : unsigned char { kBatched, kStrided, kKernel };
-inline constexpr CopyMethod kDefaultCopyMethod = CopyMethod::kBatched;
+enum class CopyMethod : unsigned char { kBatched, kStrided, kKernel, kStaged };
+// The default method: kStaged where this build carries the kernel (it
+// reaches the PCIe limit for every plane size on 2 SMs, docs/performance.md),
+// else kBatched.
+CopyMethod DefaultCopyMethod();
 inline constexpr uint32_t kMaxBatchesInFlight = 2;
 
 std::string_view CopyMethodName(CopyMethod method);
-// "batched", "strided" or "kernel".
+// "batched", "strided", "kernel" or "staged".
 Result<CopyMethod> ParseCopyMethod(std::string_view name);
 
 struct CudaEngineOptions {
   int device_ordinal = 0;
-  CopyMethod method = kDefaultCopyMethod;
+  CopyMethod method = DefaultCopyMethod();
   uint32_t batches_in_flight = 1;  // 1 .. kMaxBatchesInFlight
   uint32_t kernel_blocks = 32;     // thread blocks per kernel launch (kKernel only)
+  StagedCopierOptions staged;      // kStaged only
 };
 
 class GatherKernel;
@@ -56,7 +65,9 @@ class CudaCopyEngine final : public CopyEngine {
 
  private:
   Status Acquire();
-  Status Issue(TransferDirection direction, std::span<const CopyDescriptor> batch, uint32_t slot);
+  // Queues `batch`; returns the stream whose completion marks it done.
+  Result<CudaStream> Issue(TransferDirection direction, std::span<const CopyDescriptor> batch,
+                           uint32_t slot);
   uint32_t in_flight() const { return issued_ - waited_; }
   Status WaitOldest();
   // After an error: waits for the whole stream and forgets what was in flight.
@@ -75,6 +86,7 @@ class CudaCopyEngine final : public CopyEngine {
   CopyPlanner planner_;
   std::unique_ptr<CudaCopyArrays> arrays_;
   std::unique_ptr<GatherKernel> kernel_;
+  std::unique_ptr<StagedCopier> staged_;
 };
 
 }  // namespace strata

@@ -35,7 +35,7 @@ Result<std::unique_ptr<Transfers>> MakeCudaTransfers(
   for (int ordinal : ordinals) {
     engines.push_back(std::make_unique<CudaCopyEngine>(
         driver, CudaEngineOptions{ordinal, options.method, options.batches_in_flight,
-                                  options.kernel_blocks}));
+                                  options.kernel_blocks, options.staged}));
   }
   STRATA_ASSIGN_OR_RETURN(auto t, ThreadedTransfers::Create(geometry, std::move(planes),
                                                             std::move(engines), options.threads));

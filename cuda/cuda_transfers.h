@@ -16,11 +16,12 @@ namespace strata {
 struct CudaTransfersOptions {
   // Device of each rank; empty means rank r uses device r % device count.
   std::vector<int> device_ordinals;
-  CopyMethod method = kDefaultCopyMethod;
+  CopyMethod method = DefaultCopyMethod();
   // Two batches in flight measured 0.93 of PCIe on the H200 for 288 KiB planes
   // against 0.59 with one (docs/performance.md, "GPU results").
   uint32_t batches_in_flight = 2;  // per rank, 1 .. kMaxBatchesInFlight
   uint32_t kernel_blocks = 32;     // kKernel only
+  StagedCopierOptions staged;      // kStaged only
   ThreadedTransfersOptions threads;
 };
 

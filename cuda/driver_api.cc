@@ -223,6 +223,10 @@ Status CudaDriver::DestroyEvent(CudaEvent event) const {
   return Check(api_->cuEventDestroy_(event), "cuEventDestroy");
 }
 
+Status CudaDriver::StreamWaitEvent(CudaStream stream, CudaEvent event) const {
+  return Check(api_->cuStreamWaitEvent_(stream, event, CU_EVENT_WAIT_DEFAULT), "cuStreamWaitEvent");
+}
+
 #else  // built without the CUDA headers: every load fails, nothing else is reachable
 
 Result<std::shared_ptr<const CudaDriver>> CudaDriver::Load(const std::string&) {
@@ -256,6 +260,9 @@ Result<CudaEvent> CudaDriver::CreateBlockingEvent() const { return Missing("cuEv
 Status CudaDriver::RecordEvent(CudaEvent, CudaStream) const { return Missing("cuEventRecord"); }
 Status CudaDriver::SynchronizeEvent(CudaEvent) const { return Missing("cuEventSynchronize"); }
 Status CudaDriver::DestroyEvent(CudaEvent) const { return Missing("cuEventDestroy"); }
+Status CudaDriver::StreamWaitEvent(CudaStream, CudaEvent) const {
+  return Missing("cuStreamWaitEvent");
+}
 
 #endif  // STRATA_HAVE_CUDA_HEADERS
 

@@ -105,6 +105,8 @@ class CudaDriver {
   Result<CudaEvent> CreateBlockingEvent() const;
   Status RecordEvent(CudaEvent event, CudaStream stream) const;
   Status SynchronizeEvent(CudaEvent event) const;
+  // Work queued on `stream` after this call waits for `event`'s last record.
+  Status StreamWaitEvent(CudaStream stream, CudaEvent event) const;
   Status DestroyEvent(CudaEvent event) const;
 
   // Whether the batched copies exist (CUDA 13 driver).

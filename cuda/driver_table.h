@@ -31,6 +31,7 @@
   X(cuCtxGetStreamPriorityRange, 5050)       \
   X(cuStreamCreateWithPriority, 5050)        \
   X(cuStreamSynchronize, 2000)               \
+  X(cuStreamWaitEvent, 3020)                 \
   X(cuStreamDestroy, 4000)                   \
   X(cuEventCreate, 2000)                     \
   X(cuEventRecord, 2000)                     \

@@ -10,43 +10,44 @@ extern const char kGatherKernelPtx[];  // generated from gather_kernel.cu
 
 namespace {
 constexpr const char* kKernelName = "strata_copy_pieces";
-constexpr uint32_t kThreadsPerBlock = 256;
 }  // namespace
 
-// Must match StrataPieceCopy in gather_kernel.cu.
-struct GatherKernel::PieceCopy {
-  uint64_t src;
-  uint64_t dst;
-  uint64_t bytes;
-};
+static_assert(sizeof(KernelPiece) == 24, "KernelPiece must match StrataPieceCopy");
 
 bool GatherKernelBuilt() { return STRATA_HAVE_GATHER_KERNEL != 0; }
 
 Result<std::unique_ptr<GatherKernel>> GatherKernel::Load(
-    const std::shared_ptr<const CudaDriver>& driver, int ordinal, uint32_t blocks) {
+    const std::shared_ptr<const CudaDriver>& driver, int ordinal, const KernelShape& shape) {
 #if STRATA_HAVE_GATHER_KERNEL
-  if (blocks == 0) return Status::InvalidArgument("gather kernel needs at least one block");
-  STRATA_ASSIGN_OR_RETURN(
-      int host_pointers,
-      driver->DeviceAttribute(ordinal, CudaDeviceAttribute::kHostPointerForRegisteredMemory));
-  if (host_pointers == 0) {
-    return Status::FailedPrecondition(
-        "the gather kernel needs a device that addresses registered host memory by its host "
-        "pointer");
+  if (shape.blocks == 0) return Status::InvalidArgument("gather kernel needs at least one block");
+  if (shape.threads_per_block == 0 || shape.threads_per_block % 32 != 0 ||
+      shape.threads_per_block > 1024 || shape.pieces_per_buffer == 0) {
+    return Status::InvalidArgument(
+        "gather kernel threads per block must be a multiple of 32 up "
+        "to 1024, with a non-empty piece list");
   }
-  std::unique_ptr<GatherKernel> k(new GatherKernel(driver, blocks));
+  if (shape.host_access == KernelHostAccess::kMappedHost) {
+    STRATA_ASSIGN_OR_RETURN(
+        int host_pointers,
+        driver->DeviceAttribute(ordinal, CudaDeviceAttribute::kHostPointerForRegisteredMemory));
+    if (host_pointers == 0) {
+      return Status::FailedPrecondition(
+          "the gather kernel needs a device that addresses registered host memory by its host "
+          "pointer");
+    }
+  }
+  std::unique_ptr<GatherKernel> k(new GatherKernel(driver, shape));
+  const uint64_t list_bytes = sizeof(KernelPiece) * shape.pieces_per_buffer * kPieceBuffers;
   STRATA_ASSIGN_OR_RETURN(k->module_, driver->LoadModule(kGatherKernelPtx));
   STRATA_ASSIGN_OR_RETURN(k->function_, driver->GetFunction(k->module_, kKernelName));
-  STRATA_ASSIGN_OR_RETURN(
-      void* pieces, driver->MemAllocHost(sizeof(PieceCopy) * kMaxBatchEntries * kPieceBuffers));
-  k->pieces_ = static_cast<PieceCopy*>(pieces);
-  STRATA_ASSIGN_OR_RETURN(k->device_pieces_,
-                          driver->MemAlloc(sizeof(PieceCopy) * kMaxBatchEntries * kPieceBuffers));
+  STRATA_ASSIGN_OR_RETURN(void* pieces, driver->MemAllocHost(list_bytes));
+  k->pieces_ = static_cast<KernelPiece*>(pieces);
+  STRATA_ASSIGN_OR_RETURN(k->device_pieces_, driver->MemAlloc(list_bytes));
   return k;
 #else
   (void)driver;
   (void)ordinal;
-  (void)blocks;
+  (void)shape;
   return Status::FailedPrecondition(
       "the gather kernel was not built (nvcc was not found at build time)");
 #endif
@@ -58,30 +59,50 @@ GatherKernel::~GatherKernel() {
   if (module_ != nullptr) (void)driver_->UnloadModule(module_);
 }
 
+KernelPiece* GatherKernel::pieces(uint32_t buffer) {
+  STRATA_ASSERT(buffer < kPieceBuffers, "gather kernel piece buffer out of range");
+  return pieces_ + buffer * shape_.pieces_per_buffer;
+}
+
+Status GatherKernel::Upload(uint32_t buffer, uint64_t count, CudaStream stream) {
+  STRATA_ASSERT(buffer < kPieceBuffers && count <= shape_.pieces_per_buffer,
+                "gather kernel upload out of range");
+  if (count == 0) return Status::Ok();
+  const uint64_t device = device_pieces_ + buffer * shape_.pieces_per_buffer * sizeof(KernelPiece);
+  return driver_->CopyAsync(TransferDirection::kHostToDevice, device, pieces(buffer),
+                            sizeof(KernelPiece) * count, stream);
+}
+
+Status GatherKernel::Run(uint32_t buffer, uint64_t first, uint64_t count, CudaStream stream) {
+  STRATA_ASSERT(buffer < kPieceBuffers && first + count <= shape_.pieces_per_buffer,
+                "gather kernel launch out of range");
+  if (count == 0) return Status::Ok();
+  uint64_t device_pieces =
+      device_pieces_ + (buffer * shape_.pieces_per_buffer + first) * sizeof(KernelPiece);
+  auto n = static_cast<uint32_t>(count);
+  void* params[] = {&device_pieces, &n};
+  const uint32_t warps_per_block = shape_.threads_per_block / 32;
+  const uint32_t grid =
+      std::min<uint32_t>(shape_.blocks, (n + warps_per_block - 1) / warps_per_block);
+  return driver_->LaunchKernel(function_, grid, shape_.threads_per_block, params, stream);
+}
+
 Status GatherKernel::Launch(TransferDirection direction, std::span<const CopyOp> ops,
                             uint32_t buffer, CudaStream stream) {
   if (ops.empty()) return Status::Ok();
-  STRATA_ASSERT(buffer < kPieceBuffers, "gather kernel piece buffer out of range");
-  PieceCopy* pieces = pieces_ + buffer * kMaxBatchEntries;
-  uint64_t device_pieces = device_pieces_ + buffer * kMaxBatchEntries * sizeof(PieceCopy);
-  if (ops.size() > kMaxBatchEntries) {
+  if (ops.size() > shape_.pieces_per_buffer) {
     return Status::InvalidArgument("gather kernel batch of " + std::to_string(ops.size()) +
-                                   " pieces exceeds " + std::to_string(kMaxBatchEntries));
+                                   " pieces exceeds " + std::to_string(shape_.pieces_per_buffer));
   }
+  KernelPiece* list = pieces(buffer);
   const bool to_host = direction == TransferDirection::kDeviceToHost;
   for (size_t i = 0; i < ops.size(); ++i) {
     STRATA_ASSERT(ops[i].height == 1, "the gather kernel takes 1-D copies");
     const auto host = reinterpret_cast<uint64_t>(ops[i].host);
-    pieces[i] = {to_host ? ops[i].device : host, to_host ? host : ops[i].device, ops[i].width};
+    list[i] = {to_host ? ops[i].device : host, to_host ? host : ops[i].device, ops[i].width};
   }
-  auto count = static_cast<uint32_t>(ops.size());
-  STRATA_RETURN_IF_ERROR(driver_->CopyAsync(TransferDirection::kHostToDevice, device_pieces, pieces,
-                                            sizeof(PieceCopy) * count, stream));
-  void* params[] = {&device_pieces, &count};
-  const uint32_t warps_per_block = kThreadsPerBlock / 32;
-  const uint32_t grid =
-      std::min<uint32_t>(blocks_, (count + warps_per_block - 1) / warps_per_block);
-  return driver_->LaunchKernel(function_, grid, kThreadsPerBlock, params, stream);
+  STRATA_RETURN_IF_ERROR(Upload(buffer, ops.size(), stream));
+  return Run(buffer, 0, ops.size(), stream);
 }
 
 }  // namespace strata

@@ -8,13 +8,16 @@
 // the latency of reads over PCIe (restores read host memory). Lanes stride
 // over a piece in 16-byte words, four loads in flight per lane.
 
-struct StrataPieceCopy {  // must match PieceCopy in gather_kernel.cc
+struct StrataPieceCopy {  // must match KernelPiece in gather_kernel.h
   unsigned long long src;
   unsigned long long dst;
   unsigned long long bytes;
 };
 
-extern "C" __global__ void strata_copy_pieces(const StrataPieceCopy* pieces, unsigned int count) {
+// Launched with up to 1024 threads per block (the staged path), so registers
+// are bounded for that.
+extern "C" __global__ void __launch_bounds__(1024)
+    strata_copy_pieces(const StrataPieceCopy* pieces, unsigned int count) {
   const unsigned int lane = threadIdx.x & 31u;
   const unsigned int warps = (gridDim.x * blockDim.x) >> 5;
   for (unsigned int i = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < count; i += warps) {

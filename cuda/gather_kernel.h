@@ -1,10 +1,16 @@
-// GatherKernel: the SM copy path of CudaCopyEngine (CopyMethod::kKernel). One
-// launch per batch copies every piece between device memory and registered
-// host memory through the device mapping of that memory, so scattered small
-// pieces cost no per-copy engine overhead, at the price of SM time shared with
-// the model (docs/performance.md). The piece list travels to device memory
-// with one small copy ahead of the launch, so warps read it from L2, not over
-// PCIe.
+// GatherKernel: the SM copy kernel (gather_kernel.cu) loaded into one
+// context, with pinned and device piece lists.
+//
+//  - CopyMethod::kKernel: Launch copies every piece of a batch between device
+//    memory and registered host memory through the device mapping of that
+//    memory, so scattered small pieces cost no per-copy engine overhead, at
+//    the price of SM time shared with the model (docs/performance.md).
+//  - CopyMethod::kStaged: the staged copier fills a piece list (device to
+//    device: planes <-> staging window), uploads it once per batch and runs
+//    the kernel once per stage.
+//
+// The piece list travels to device memory with one small copy ahead of the
+// launch, so warps read it from L2, not over PCIe.
 //
 // Thread: created, used and destroyed on one transfer thread with its context
 // current.
@@ -21,35 +27,61 @@ namespace strata {
 // Whether this build carries the kernel (nvcc was found at build time).
 bool GatherKernelBuilt();
 
+// One kernel task; must match StrataPieceCopy in gather_kernel.cu.
+struct KernelPiece {
+  uint64_t src = 0;
+  uint64_t dst = 0;
+  uint64_t bytes = 0;
+};
+
+// Whether the kernel's pieces address registered host memory (kKernel) or
+// only device memory (kStaged).
+enum class KernelHostAccess : unsigned char { kMappedHost, kDeviceOnly };
+
+struct KernelShape {
+  uint32_t blocks = 32;              // thread blocks per launch (at most; fewer for few pieces)
+  uint32_t threads_per_block = 256;  // a multiple of 32, at most 1024
+  uint64_t pieces_per_buffer = kMaxBatchEntries;
+  KernelHostAccess host_access = KernelHostAccess::kMappedHost;
+};
+
 class GatherKernel {
  public:
   // Loads the kernel into the current context. kFailedPrecondition when the
-  // build has no kernel or the device cannot address registered host memory
-  // by its host pointer.
+  // build has no kernel, or kMappedHost is asked of a device that cannot
+  // address registered host memory by its host pointer.
   static Result<std::unique_ptr<GatherKernel>> Load(const std::shared_ptr<const CudaDriver>& driver,
-                                                    int ordinal, uint32_t blocks);
+                                                    int ordinal, const KernelShape& shape);
   ~GatherKernel();
   GatherKernel(const GatherKernel&) = delete;
   GatherKernel& operator=(const GatherKernel&) = delete;
 
-  // Launches one kernel over 1-D `ops` (at most kMaxBatchEntries) on `stream`,
-  // after copying the piece list from pinned buffer `buffer` (< kPieceBuffers)
-  // to its device twin. Both stay in use until the launch finishes: the
+  static constexpr uint32_t kPieceBuffers = 2;
+
+  // The pinned piece list of `buffer` (< kPieceBuffers), shape.pieces_per_buffer
+  // long. The caller fills it only when no launch of that buffer is in flight.
+  KernelPiece* pieces(uint32_t buffer);
+  uint64_t capacity() const { return shape_.pieces_per_buffer; }
+  // Queues the copy of the first `count` pieces of `buffer` to its device twin.
+  Status Upload(uint32_t buffer, uint64_t count, CudaStream stream);
+  // Queues one launch over uploaded pieces [first, first + count) of `buffer`.
+  Status Run(uint32_t buffer, uint64_t first, uint64_t count, CudaStream stream);
+
+  // kKernel: fills `buffer` from 1-D `ops` (at most capacity()), uploads and
+  // launches once. The buffer stays in use until the launch finishes: the
   // caller waits for it before launching with the same buffer again.
   Status Launch(TransferDirection direction, std::span<const CopyOp> ops, uint32_t buffer,
                 CudaStream stream);
-  static constexpr uint32_t kPieceBuffers = 2;
 
  private:
-  GatherKernel(std::shared_ptr<const CudaDriver> driver, uint32_t blocks)
-      : driver_(std::move(driver)), blocks_(blocks) {}
-  struct PieceCopy;
+  GatherKernel(std::shared_ptr<const CudaDriver> driver, const KernelShape& shape)
+      : driver_(std::move(driver)), shape_(shape) {}
   std::shared_ptr<const CudaDriver> driver_;
-  uint32_t blocks_;
+  KernelShape shape_;
   CudaModule module_ = nullptr;
   CudaFunction function_ = nullptr;
-  PieceCopy* pieces_ = nullptr;  // pinned host; kPieceBuffers x kMaxBatchEntries
-  uint64_t device_pieces_ = 0;   // device memory of the same shape
+  KernelPiece* pieces_ = nullptr;  // pinned host; kPieceBuffers x pieces_per_buffer
+  uint64_t device_pieces_ = 0;     // device memory of the same shape
 };
 
 }  // namespace strata

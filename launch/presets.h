@@ -16,7 +16,8 @@ struct GeometryPreset {
   std::string_view description;
 };
 
-// Every preset, in a fixed order.
+// Every preset whose records fit the record file format, in a fixed order;
+// "llama70b-tp8" (160 planes) is reachable by name only.
 const std::vector<GeometryPreset>& GeometryPresets();
 
 // The sized allocations one rank of preset `name` declares, including one peer

@@ -16,8 +16,11 @@
 
 #include "cuda/cuda_registrar.h"
 #include "cuda/cuda_transfers.h"
+#include "launch/bench/batch_order_probe.h"
 #include "launch/bench/bench.h"
+#include "launch/bench/bench_prefill.h"
 #include "launch/bench/gpu_bench_report.h"
+#include "launch/bench/gpu_jobs.h"
 #include "launch/presets.h"
 #include "store/record/record_layout.h"
 #include "store/transfer/slab_pool.h"
@@ -27,7 +30,6 @@ namespace strata {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr auto kCompletionWait = std::chrono::seconds(60);  // one job never takes longer
 constexpr uint32_t kLatencyWindows = 32;
 constexpr uint64_t kIdSeed = 20261129;
 
@@ -38,9 +40,22 @@ struct GpuBenchOptions {
   int repetitions = 5;
   std::string driver = kCudaDriverLibrary;
   std::vector<std::string> presets = {"deepseek-like", "qwen-like", "small-planes"};
-  std::vector<std::string> methods = {"batched", "strided", "kernel"};
+  std::vector<std::string> methods = {"batched", "strided", "kernel", "staged"};
   std::vector<uint32_t> in_flight = {1, 2};
+  uint32_t staged_blocks = StagedCopierOptions{}.blocks;
+  uint64_t stage_kib = StagedCopierOptions{}.stage_bytes >> 10;
 };
+
+// SMs the copy kernel of `method` may hold at once (0: copy engines only).
+uint32_t CopySms(CopyMethod method, const CudaTransfersOptions& o, int device_sms) {
+  switch (method) {
+    case CopyMethod::kKernel: return std::min<uint32_t>(o.kernel_blocks, device_sms);
+    case CopyMethod::kStaged: return o.staged.blocks;
+    case CopyMethod::kBatched:
+    case CopyMethod::kStrided: return 0;
+  }
+  return 0;
+}
 
 double CpuSeconds() {
   rusage u{};
@@ -54,31 +69,6 @@ double Seconds(Clock::time_point a, Clock::time_point b) {
 }
 
 double Median(std::vector<double> v) { return Percentile(std::move(v), 50); }
-
-// Runs `jobs` through `t` keeping its queue full; returns the wall seconds.
-Result<double> RunJobs(Transfers& t, std::vector<TransferJob>& jobs, uint64_t& next_id) {
-  for (TransferJob& j : jobs) j.id = JobId(next_id++);
-  const auto start = Clock::now();
-  size_t submitted = 0;
-  size_t finished = 0;
-  std::vector<TransferCompletion> done;
-  while (finished < jobs.size()) {
-    while (submitted < jobs.size()) {
-      Status s = t.Submit(jobs[submitted]);
-      if (s.code() == StatusCode::kBusy) break;
-      STRATA_RETURN_IF_ERROR(s);
-      ++submitted;
-    }
-    if (!t.WaitForCompletion(kCompletionWait)) {
-      return Status::Aborted("no transfer completed within 60 s");
-    }
-    done.clear();
-    t.Poll(done);
-    for (const TransferCompletion& c : done) STRATA_RETURN_IF_ERROR(c.status);
-    finished += done.size();
-  }
-  return Seconds(start, Clock::now());
-}
 
 // One window at a time: submit-to-completion milliseconds of each.
 Result<std::vector<double>> WindowLatencies(Transfers& t, std::vector<TransferJob> jobs,
@@ -138,21 +128,6 @@ Result<double> MeasureContiguous(const CudaDriver& d, const PrimaryContext& ctx,
   return Median(rates);
 }
 
-std::vector<TransferJob> Windows(TransferDirection dir, const std::vector<PageId>& ids,
-                                 const std::vector<uint8_t*>& records) {
-  std::vector<TransferJob> jobs;
-  for (size_t begin = 0; begin < ids.size(); begin += kMaxWindowPages) {
-    const size_t end = std::min<size_t>(ids.size(), begin + kMaxWindowPages);
-    TransferJob j;
-    j.direction = dir;
-    j.page_ids.assign(ids.begin() + static_cast<long>(begin), ids.begin() + static_cast<long>(end));
-    j.page_records.assign(records.begin() + static_cast<long>(begin),
-                          records.begin() + static_cast<long>(end));
-    jobs.push_back(std::move(j));
-  }
-  return jobs;
-}
-
 // Every (method, batches in flight) pair to measure.
 std::vector<std::pair<std::string, uint32_t>> Configs(const GpuBenchOptions& o) {
   std::vector<std::pair<std::string, uint32_t>> out;
@@ -165,7 +140,8 @@ std::vector<std::pair<std::string, uint32_t>> Configs(const GpuBenchOptions& o) 
 // Every configuration and id pattern of one preset.
 Status BenchPreset(const std::shared_ptr<const CudaDriver>& driver, const PrimaryContext& ctx,
                    CudaHostRegistrar& registrar, const GpuBenchOptions& o,
-                   const std::string& preset, std::vector<GpuBenchCase>& out) {
+                   const std::string& preset, GpuBenchRun& run) {
+  std::vector<GpuBenchCase>& out = run.cases;
   STRATA_ASSIGN_OR_RETURN(CacheGeometry probe, PresetGeometry(preset, 1, 1, 1));
   const uint64_t page_bytes = probe.ranks[0].page_bytes();
   const auto target = static_cast<uint64_t>(o.gib * static_cast<double>(1ull << 30));
@@ -206,16 +182,30 @@ Status BenchPreset(const std::shared_ptr<const CudaDriver>& driver, const Primar
     base_h2d = *h2d;
   }
 
+  STRATA_ASSIGN_OR_RETURN(
+      int device_sms, driver->DeviceAttribute(o.device, CudaDeviceAttribute::kMultiprocessorCount));
   std::vector<PageId> sequential(pages);
   for (uint64_t i = 0; i < pages; ++i) sequential[i] = PageId(static_cast<uint32_t>(i));
   std::vector<PageId> scattered = sequential;
   std::shuffle(scattered.begin(), scattered.end(), std::mt19937_64(kIdSeed));
+  if (ClassifyUnits(g.ranks[0]) == UnitClass::kSmall) {
+    std::vector<uint64_t> offsets;
+    for (uint32_t p = 0; p < g.ranks[0].page_planes.size(); ++p) {
+      offsets.push_back(layout.plane_offset(0, p));
+    }
+    Result<nlohmann::json> probe = ProbeBatchOrder(*driver, ctx, o.device, g, planes->planes(0),
+                                                   offsets, scattered, records, o.repetitions);
+    run.batch_order_probes[preset] =
+        probe.ok() ? *probe : nlohmann::json{{"error", probe.status().ToString()}};
+  }
   uint64_t next_id = 1;
   for (const auto& [method_name, in_flight] : Configs(o)) {
     STRATA_ASSIGN_OR_RETURN(CopyMethod method, ParseCopyMethod(method_name));
     CudaTransfersOptions options;
     options.method = method;
     options.batches_in_flight = in_flight;
+    options.staged.blocks = o.staged_blocks;
+    options.staged.stage_bytes = o.stage_kib << 10;
     Result<std::unique_ptr<Transfers>> t = MakeCudaTransfers(*planes, options);
     for (const auto& [ids_name, ids] :
          {std::pair{"sequential", &sequential}, std::pair{"scattered", &scattered}}) {
@@ -229,6 +219,7 @@ Status BenchPreset(const std::shared_ptr<const CudaDriver>& driver, const Primar
       c.bytes = bytes;
       c.baseline_d2h_gbps = base_d2h;
       c.baseline_h2d_gbps = base_h2d;
+      c.copy_sms = CopySms(method, options, device_sms);
       Result<Direction> co =
           t.ok() ? Measure(**t, Windows(TransferDirection::kDeviceToHost, *ids, records), bytes,
                            o.repetitions, next_id)
@@ -285,10 +276,10 @@ int RunGpuBench(const GpuBenchOptions& o) {
   run.device_name = (*driver)->DeviceName(o.device).ok() ? *(*driver)->DeviceName(o.device) : "?";
   run.driver_version = (*driver)->version();
   run.repetitions = o.repetitions;
-  run.default_config = std::string(CopyMethodName(kDefaultCopyMethod)) + "_x" +
+  run.default_config = std::string(CopyMethodName(DefaultCopyMethod())) + "_x" +
                        std::to_string(CudaTransfersOptions{}.batches_in_flight);
   for (const std::string& preset : o.presets) {
-    Status s = BenchPreset(*driver, **ctx, **registrar, o, preset, run.cases);
+    Status s = BenchPreset(*driver, **ctx, **registrar, o, preset, run);
     if (!s.ok()) return fail(s.WithContext(preset));
   }
   if (o.json) {
@@ -316,7 +307,14 @@ void AddGpuBench(CLI::App& bench) {
       ->capture_default_str()
       ->check(CLI::Range(1, 100));
   cmd->add_option("--preset", o->presets, "Geometry presets (repeatable)")->capture_default_str();
-  cmd->add_option("--method", o->methods, "Copy methods: batched, strided, kernel (repeatable)")
+  cmd->add_option("--staged-blocks", o->staged_blocks, "SMs of the staged copy kernel")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 132u));
+  cmd->add_option("--stage-kib", o->stage_kib, "KiB of the staging window per kernel launch")
+      ->capture_default_str()
+      ->check(CLI::Range(uint64_t{64}, uint64_t{16384}));
+  cmd->add_option("--method", o->methods,
+                  "Copy methods: batched, strided, kernel, staged (repeatable)")
       ->capture_default_str();
   cmd->add_option("--in-flight", o->in_flight, "Batches in flight per rank: 1, 2 (repeatable)")
       ->capture_default_str()
@@ -326,6 +324,7 @@ void AddGpuBench(CLI::App& bench) {
     int rc = RunGpuBench(*o);
     if (rc != 0) throw CLI::RuntimeError(rc);
   });
+  AddPrefillBench(bench);
 }
 
 }  // namespace strata

@@ -4,7 +4,8 @@
 //
 //   memory     copy-out / restore through MemoryStore vs one memcpy of the
 //              same bytes (single thread, like the one transfer thread of a
-//              one-rank geometry)
+//              one-rank geometry); with --gpu, vs pinned contiguous
+//              cuMemcpyDtoHAsync / HtoDAsync of the same bytes (the PCIe limit)
 //   disk       DiskStore over the staged transport (copy into staging, write
 //              the record; read, copy out) vs a plain sequential O_DIRECT
 //              write / read of the same bytes in the same directory
@@ -27,6 +28,7 @@
 
 #include "launch/bench/bench.h"
 #include "launch/bench/bench_baseline.h"
+#include "launch/bench/gpu_copy_baseline.h"
 #include "launch/bench/store_bench_driver.h"
 #include "launch/presets.h"
 #include "launch/runtime/process_planes.h"
@@ -109,6 +111,10 @@ class StoreBench {
   Status Disk(uint32_t round);
   Status Composite(uint32_t round);
   Sample Memcpy();
+  // The memory paths' baseline in `direction`: the PCIe limit with --gpu,
+  // else memcpy.
+  Result<Sample> CopyBaseline(TransferDirection direction);
+  const char* BaselineName(size_t phase) const;
   Result<Sample> DirectIo(BlockOp op);
   Result<std::unique_ptr<LocalDisk>> OpenDisk(uint64_t warm_slots);
   Status RemoveRecords();
@@ -127,6 +133,7 @@ class StoreBench {
   uint64_t file_bytes_ = 0;     // record file bytes of every record
   uint64_t record_slots_ = 0;
   AlignedBuffer memcpy_src_, memcpy_dst_, io_memory_;
+  std::unique_ptr<GpuCopyBaseline> gpu_baseline_;  // with --gpu
   std::string record_dir_;
   std::vector<std::vector<Sample>> store_, base_;
 };
@@ -174,6 +181,11 @@ Status StoreBench::Setup() {
   memcpy_dst_ = AlignedBuffer(AlignUp(window));
   std::memset(memcpy_src_.data(), 1, memcpy_src_.size());
   std::memset(memcpy_dst_.data(), 0, memcpy_dst_.size());
+  if (o_.gpu >= 0) {
+    STRATA_ASSIGN_OR_RETURN(
+        gpu_baseline_,
+        GpuCopyBaseline::Open(o_.gpu, std::min<uint64_t>(payload_bytes_, 256ull << 20)));
+  }
   io_memory_ = AlignedBuffer(kBaselineMemoryBytes);
   std::memset(io_memory_.data(), 7, io_memory_.size());
   store_.assign(kPhases, std::vector<Sample>(o_.rounds));
@@ -197,6 +209,24 @@ Sample StoreBench::Memcpy() {
     s.cpu_seconds = ProcessCpuSeconds() - cpu_before;
   });
   return s;
+}
+
+Result<Sample> StoreBench::CopyBaseline(TransferDirection direction) {
+  if (gpu_baseline_ == nullptr) return Memcpy();
+  const double cpu_before = ProcessCpuSeconds();
+  STRATA_ASSIGN_OR_RETURN(double seconds, gpu_baseline_->Copy(direction, payload_bytes_));
+  return Sample{payload_bytes_, seconds, ProcessCpuSeconds() - cpu_before, {}};
+}
+
+const char* StoreBench::BaselineName(size_t phase) const {
+  if (gpu_baseline_ == nullptr) return kBaselineNames[phase];
+  switch (phase) {
+    case kMemoryStore:
+    case kCompositeStore: return "pinned D2H";
+    case kMemoryFetch:
+    case kCompositeFetch: return "pinned H2D";
+    default: return kBaselineNames[phase];
+  }
 }
 
 Result<std::unique_ptr<LocalDisk>> StoreBench::OpenDisk(uint64_t warm_slots) {
@@ -246,10 +276,10 @@ Status StoreBench::Memory(uint32_t round) {
   std::shared_ptr<SlabPool> pool = std::move(p);
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> transfers, planes_->MakeTransfers());
   MemoryStore store(geometry_, pool, std::move(transfers));
-  const Sample copy_in = Memcpy();
+  STRATA_ASSIGN_OR_RETURN(const Sample copy_in, CopyBaseline(TransferDirection::kDeviceToHost));
   STRATA_ASSIGN_OR_RETURN(DriveResult stored, StoreAll(store, records_));
   Record(kMemoryStore, round, FromDrive(stored, payload_bytes_), copy_in);
-  const Sample copy_out = Memcpy();
+  STRATA_ASSIGN_OR_RETURN(const Sample copy_out, CopyBaseline(TransferDirection::kHostToDevice));
   STRATA_ASSIGN_OR_RETURN(DriveResult fetched, FetchAll(store, records_, o_.depth));
   Record(kMemoryFetch, round, FromDrive(fetched, payload_bytes_), copy_out);
   STRATA_RETURN_IF_ERROR(CheckRestored(planes_->planes(), o_.pages, 0));
@@ -301,10 +331,11 @@ Status StoreBench::Composite(uint32_t round) {
                             CompositeStore::Open(geometry_, disk->pool(), std::move(memory),
                                                  std::move(transport), disk->scan().records, co));
     if (life == 0) {
-      const Sample copy_in = Memcpy();
+      STRATA_ASSIGN_OR_RETURN(const Sample copy_in, CopyBaseline(TransferDirection::kDeviceToHost));
       STRATA_ASSIGN_OR_RETURN(DriveResult stored, StoreAll(*store, records_));
       Record(kCompositeStore, round, FromDrive(stored, payload_bytes_), copy_in);
-      const Sample copy_out = Memcpy();
+      STRATA_ASSIGN_OR_RETURN(const Sample copy_out,
+                              CopyBaseline(TransferDirection::kHostToDevice));
       STRATA_ASSIGN_OR_RETURN(DriveResult fetched, FetchAll(*store, records_, o_.depth));
       Record(kCompositeFetch, round, FromDrive(fetched, payload_bytes_), copy_out);
       STRATA_ASSIGN_OR_RETURN(write, DirectIo(BlockOp::kWrite));
@@ -377,7 +408,7 @@ Status StoreBench::Run(nlohmann::json& out) {
          {"file_bytes", file_bytes_}};
   for (size_t p = 0; p < kPhases; ++p) {
     nlohmann::json j = PhaseJson(store_[p], base_[p]);
-    j["baseline"] = kBaselineNames[p];
+    j["baseline"] = BaselineName(p);
     out[kPhaseNames[p]] = j;
     out[std::string(kPhaseNames[p]) + "_ratio"] = j["ratio"];
   }
@@ -394,15 +425,18 @@ void PrintTable(const nlohmann::json& j) {
   for (size_t p = 0; p < kPhases; ++p) {
     const nlohmann::json& x = j[kPhaseNames[p]];
     std::printf("%-21s %8.2f %15s %9.2f %7.2f %8.1f %8.1f %9.3f\n", kPhaseNames[p],
-                x["gbps"].get<double>(), kBaselineNames[p], x["baseline_gbps"].get<double>(),
-                x["ratio"].get<double>(), x["p50_ms"].get<double>(), x["p99_ms"].get<double>(),
+                x["gbps"].get<double>(), x["baseline"].get<std::string>().c_str(),
+                x["baseline_gbps"].get<double>(), x["ratio"].get<double>(),
+                x["p50_ms"].get<double>(), x["p99_ms"].get<double>(),
                 x["cpu_s_per_gb"].get<double>());
   }
   const bool met = j["memory_store_ratio"].get<double>() >= 0.8 &&
+                   j["memory_fetch_ratio"].get<double>() >= 0.8 &&
                    j["disk_store_ratio"].get<double>() >= 0.9 &&
                    j["disk_fetch_ratio"].get<double>() >= 0.9;
-  std::printf("goal (memory_store_ratio >= 0.8, disk store and fetch ratios >= 0.9): %s\n",
-              met ? "met" : "NOT met");
+  std::printf(
+      "goal (memory store and fetch ratios >= 0.8, disk store and fetch ratios >= 0.9): %s\n",
+      met ? "met" : "NOT met");
 }
 
 }  // namespace

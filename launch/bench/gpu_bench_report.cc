@@ -27,6 +27,8 @@ std::string GpuBenchCase::config() const { return method + "_x" + std::to_string
 double GpuBenchCase::copy_out_ratio() const { return Ratio(copy_out_gbps, baseline_d2h_gbps); }
 double GpuBenchCase::restore_ratio() const { return Ratio(restore_gbps, baseline_h2d_gbps); }
 double GpuBenchCase::ratio() const { return std::min(copy_out_ratio(), restore_ratio()); }
+double GpuBenchCase::copy_out_sm_s_per_gb() const { return Ratio(copy_sms, copy_out_gbps); }
+double GpuBenchCase::restore_sm_s_per_gb() const { return Ratio(copy_sms, restore_gbps); }
 
 std::map<std::string, MethodSummary> Summarize(const std::vector<GpuBenchCase>& cases) {
   std::map<std::string, MethodSummary> out;
@@ -55,6 +57,7 @@ double Percentile(std::vector<double> values, double p) {
 namespace {
 
 double Round3(double v) { return std::round(v * 1000) / 1000; }
+double Round4(double v) { return std::round(v * 10000) / 10000; }
 
 nlohmann::json ClassJson(const ClassRatio& r) {
   if (!r.measured) return nullptr;
@@ -91,6 +94,9 @@ nlohmann::json GpuBenchJson(const GpuBenchRun& run) {
       k["copy_out_ratio"] = Round3(c.copy_out_ratio());
       k["restore_ratio"] = Round3(c.restore_ratio());
       k["ratio"] = Round3(c.ratio());
+      k["copy_sms"] = c.copy_sms;
+      k["copy_out_sm_s_per_gb"] = Round4(c.copy_out_sm_s_per_gb());
+      k["restore_sm_s_per_gb"] = Round4(c.restore_sm_s_per_gb());
       k["copy_out_cpu_s_per_gb"] = Round3(c.copy_out_cpu_s_per_gb);
       k["restore_cpu_s_per_gb"] = Round3(c.restore_cpu_s_per_gb);
       k["window_latency_ms"] = {{"copy_out_p50", Round3(c.copy_out_window_ms_p50)},
@@ -112,6 +118,11 @@ nlohmann::json GpuBenchJson(const GpuBenchRun& run) {
       headline.large.measured ? nlohmann::json(Round3(headline.large.min())) : nullptr;
   j["small_unit_ratio"] =
       headline.small.measured ? nlohmann::json(Round3(headline.small.min())) : nullptr;
+  if (!run.batch_order_probes.empty()) {
+    j["batch_order_probe"] = nlohmann::json::object();
+    for (const auto& [preset, probe] : run.batch_order_probes)
+      j["batch_order_probe"][preset] = probe;
+  }
   j["large_unit_ratio_by_direction"] = ClassJson(headline.large);
   j["small_unit_ratio_by_direction"] = ClassJson(headline.small);
   return j;

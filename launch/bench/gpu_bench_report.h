@@ -39,7 +39,14 @@ struct GpuBenchCase {
   double copy_out_window_ms_p99 = 0;
   double restore_window_ms_p50 = 0;
   double restore_window_ms_p99 = 0;
+  // SMs the copy kernel may hold at once (0 for copy-engine methods): the
+  // SM-seconds per GB below are this bound times the wall time, an upper
+  // bound on what the copies take from the model.
+  uint32_t copy_sms = 0;
   std::string error;  // set when the method could not run; rates are then 0
+
+  double copy_out_sm_s_per_gb() const;
+  double restore_sm_s_per_gb() const;
 
   // "<method>_x<in_flight>", e.g. "batched_x1": what the summary groups by.
   std::string config() const;
@@ -75,6 +82,9 @@ struct GpuBenchRun {
   int repetitions = 0;
   std::string default_config;  // the headline's configuration
   std::vector<GpuBenchCase> cases;
+  // Per small-unit preset: one store-built batch through cuMemcpyBatchAsync
+  // alone in device and host order (batch_order_probe.h).
+  std::map<std::string, nlohmann::json> batch_order_probes;
 };
 
 // The --json object: every case, the per-configuration summary, and the

@@ -184,6 +184,14 @@ CUresult CUDAAPI FakeEventDestroy(CUevent) {
   return CUDA_SUCCESS;
 }
 
+// Work runs when queued, so every event has already happened.
+CUresult CUDAAPI FakeStreamWaitEvent(CUstream stream, CUevent event, unsigned int flags) {
+  FAKE_ENTER("cuStreamWaitEvent");
+  if (!HasContext()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (stream == nullptr || event == nullptr || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_SUCCESS;
+}
+
 void* Lookup(const char* symbol) {
   static const std::map<std::string, void*> table = {
       {"cuInit", reinterpret_cast<void*>(&FakeInit)},
@@ -207,6 +215,7 @@ void* Lookup(const char* symbol) {
       {"cuEventRecord", reinterpret_cast<void*>(&FakeEventRecord)},
       {"cuEventSynchronize", reinterpret_cast<void*>(&FakeEventSynchronize)},
       {"cuEventDestroy", reinterpret_cast<void*>(&FakeEventDestroy)},
+      {"cuStreamWaitEvent", reinterpret_cast<void*>(&FakeStreamWaitEvent)},
       {"cuMemcpyDtoHAsync", reinterpret_cast<void*>(&FakeMemcpyDtoHAsync)},
       {"cuMemcpyHtoDAsync", reinterpret_cast<void*>(&FakeMemcpyHtoDAsync)},
       {"cuMemcpyDtoH", reinterpret_cast<void*>(&FakeMemcpyDtoH)},

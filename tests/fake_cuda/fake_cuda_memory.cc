@@ -144,6 +144,11 @@ CUresult CUDAAPI FakeLaunchKernel(CUfunction fn, unsigned grid_x, unsigned grid_
                                   unsigned block_x, unsigned block_y, unsigned block_z, unsigned,
                                   CUstream stream, void** params, void** extra) {
   FAKE_ENTER("cuLaunchKernel");
+  {
+    std::lock_guard lock(S().mu);
+    S().values["launch_grid_max"] = std::max<long long>(S().values["launch_grid_max"], grid_x);
+    S().values["launch_block"] = block_x;
+  }
   if (!HasContext()) return CUDA_ERROR_INVALID_CONTEXT;
   if (fn != reinterpret_cast<CUfunction>(function_token) || stream == nullptr ||
       params == nullptr || extra != nullptr || grid_x == 0 || grid_y != 1 || grid_z != 1 ||
@@ -159,8 +164,9 @@ CUresult CUDAAPI FakeLaunchKernel(CUfunction fn, unsigned grid_x, unsigned grid_
     return CUDA_ERROR_ILLEGAL_ADDRESS;
   }
   for (unsigned i = 0; i < count; ++i) {
-    if (!CheckedCopy(pieces[i].dst, pieces[i].src, pieces[i].bytes))
+    if (!KernelCopy(pieces[i].dst, pieces[i].src, pieces[i].bytes)) {
       return CUDA_ERROR_ILLEGAL_ADDRESS;
+    }
   }
   return CUDA_SUCCESS;
 }

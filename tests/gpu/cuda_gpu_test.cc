@@ -41,6 +41,8 @@ int DeviceOrdinal() {
   return d != nullptr ? std::atoi(d) : 0;
 }
 
+bool NeedsKernel(CopyMethod m) { return m == CopyMethod::kKernel || m == CopyMethod::kStaged; }
+
 CudaEngineOptions EngineOptions(int ordinal, CopyMethod method) {
   CudaEngineOptions o;
   o.device_ordinal = ordinal;
@@ -123,7 +125,7 @@ class GpuCopyEngineTest : public GpuTest, public ::testing::WithParamInterface<C
 // pieces at constant strides (what kStrided turns into 2-D copies): host A ->
 // device -> host B, through a registered anonymous mapping.
 TEST_P(GpuCopyEngineTest, ScatteredBatchRoundTripsBothWaysThroughARegisteredMapping) {
-  if (GetParam() == CopyMethod::kKernel && !GatherKernelBuilt()) GTEST_SKIP() << "no gather kernel";
+  if (NeedsKernel(GetParam()) && !GatherKernelBuilt()) GTEST_SKIP() << "no gather kernel";
   constexpr uint64_t kHalf = 24ull << 20;
   auto registrar = *CudaHostRegistrar::Create(driver_, ordinal_);
   RegisteredMapping host(*registrar, 2 * kHalf);
@@ -163,15 +165,24 @@ TEST_P(GpuCopyEngineTest, ScatteredBatchRoundTripsBothWaysThroughARegisteredMapp
   Status out = engine.CopyBatch(TransferDirection::kDeviceToHost, back);
   engine.Stop();
   ASSERT_TRUE(out.ok()) << out.ToString();
+  std::vector<bool> covered(kHalf);
   for (const CopyDescriptor& d : pieces) {
     ASSERT_EQ(std::memcmp(d.host, d.host + kHalf, d.bytes), 0)
         << "piece of " << d.bytes << " bytes at host offset " << (d.host - host.data());
+    const uint64_t at = d.host - host.data();
+    std::fill(covered.begin() + at, covered.begin() + at + d.bytes, true);
+  }
+  // Copy-out wrote the pieces' bytes and nothing between them.
+  for (uint64_t i = 0; i < kHalf; ++i) {
+    if (!covered[i]) {
+      ASSERT_EQ(host.data()[kHalf + i], 0xee) << "gap byte at " << i << " written";
+    }
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Methods, GpuCopyEngineTest,
                          ::testing::Values(CopyMethod::kBatched, CopyMethod::kStrided,
-                                           CopyMethod::kKernel),
+                                           CopyMethod::kKernel, CopyMethod::kStaged),
                          [](const auto& info) { return std::string(CopyMethodName(info.param)); });
 
 TEST_F(GpuTest, ODirectFileReadLandsInRegisteredMemory) {
@@ -196,7 +207,7 @@ TEST_F(GpuTest, ODirectFileReadLandsInRegisteredMemory) {
   ASSERT_EQ(std::memcmp(host.data(), host.data() + kBytes, kBytes), 0);
   // The bytes read are usable for DMA: to the device and back.
   const uint64_t device = DeviceAlloc(kBytes);
-  CudaCopyEngine engine(driver_, EngineOptions(ordinal_, kDefaultCopyMethod));
+  CudaCopyEngine engine(driver_, EngineOptions(ordinal_, DefaultCopyMethod()));
   ASSERT_TRUE(engine.Start().ok());
   std::vector<CopyDescriptor> in, out;
   for (uint64_t at = 0; at < kBytes; at += 1 << 20) {
@@ -225,7 +236,7 @@ class GpuTransfersTest : public GpuTest, public ::testing::WithParamInterface<Tr
 // into different ids and slot, compared byte-exact.
 TEST_P(GpuTransfersTest, MultiWindowRoundTripIntoDifferentIdsIsByteExact) {
   const TransfersCase c = GetParam();
-  if (c.method == CopyMethod::kKernel && !GatherKernelBuilt()) GTEST_SKIP() << "no gather kernel";
+  if (NeedsKernel(c.method) && !GatherKernelBuilt()) GTEST_SKIP() << "no gather kernel";
   constexpr uint64_t kPages = 300;
   CacheGeometry g = *PresetGeometry(c.preset, 2, kPages, 4);
   auto devices = AssignDevices(2, *driver_->DeviceCount(), {});
@@ -260,7 +271,8 @@ TEST_P(GpuTransfersTest, MultiWindowRoundTripIntoDifferentIdsIsByteExact) {
 std::vector<TransfersCase> AllTransfersCases() {
   std::vector<TransfersCase> out;
   for (const char* preset : {"tiny", "small-planes", "qwen-like", "deepseek-like"}) {
-    for (CopyMethod m : {CopyMethod::kBatched, CopyMethod::kStrided, CopyMethod::kKernel}) {
+    for (CopyMethod m :
+         {CopyMethod::kBatched, CopyMethod::kStrided, CopyMethod::kKernel, CopyMethod::kStaged}) {
       out.push_back({preset, m});
     }
   }
@@ -333,7 +345,7 @@ TEST_F(GpuTest, HostNumaAllocationMappedForOneDeviceCopiesBothWays) {
   FillPattern(host, half, 31);
   std::memset(host + half, 0, half);
   const uint64_t device = DeviceAlloc(half);
-  CudaCopyEngine engine(driver_, EngineOptions(ordinal_, kDefaultCopyMethod));
+  CudaCopyEngine engine(driver_, EngineOptions(ordinal_, DefaultCopyMethod()));
   ASSERT_TRUE(engine.Start().ok());
   const std::vector<CopyDescriptor> in = {{device, host, half}};
   const std::vector<CopyDescriptor> out = {{device, host + half, half}};

@@ -32,7 +32,8 @@ TEST(AssignDevicesTest, RoundRobinByDefaultAndValidatesRequests) {
 }
 
 TEST(CopyMethodTest, NamesRoundTrip) {
-  for (CopyMethod m : {CopyMethod::kBatched, CopyMethod::kStrided, CopyMethod::kKernel}) {
+  for (CopyMethod m :
+       {CopyMethod::kBatched, CopyMethod::kStrided, CopyMethod::kKernel, CopyMethod::kStaged}) {
     EXPECT_EQ(*ParseCopyMethod(CopyMethodName(m)), m);
   }
   EXPECT_EQ(ParseCopyMethod("dma").status().code(), StatusCode::kInvalidArgument);
@@ -76,7 +77,7 @@ class CudaTransfersFakeTest : public ::testing::TestWithParam<EngineCase> {};
 TEST_P(CudaTransfersFakeTest, MultiWindowRoundTripIntoDifferentIdsIsByteExact) {
   STRATA_USE_FAKE_CUDA(fake);
   const CopyMethod method = GetParam().method;
-  if (method == CopyMethod::kKernel && !GatherKernelBuilt()) {
+  if ((method == CopyMethod::kKernel || method == CopyMethod::kStaged) && !GatherKernelBuilt()) {
     GTEST_SKIP() << "gather kernel not built";
   }
   // small-planes: 48 planes of 4 KiB, a row spanning two slab slots.
@@ -115,6 +116,15 @@ TEST_P(CudaTransfersFakeTest, MultiWindowRoundTripIntoDifferentIdsIsByteExact) {
       EXPECT_GT(fake.Calls("cuLaunchKernel"), 0u);
       EXPECT_EQ(fake.Calls("cuMemcpyBatchAsync"), 0u);
       break;
+    case CopyMethod::kStaged:
+      // Kernels pack and unpack the window; DMAs move it; the streams hand off.
+      EXPECT_GT(fake.Calls("cuLaunchKernel"), 0u);
+      // One DMA per extent: single ones directly, several in one batched call.
+      EXPECT_GT(fake.Calls("cuMemcpyDtoHAsync") + fake.Calls("cuMemcpyBatchAsync"), 0u);
+      EXPECT_GT(fake.Calls("cuStreamWaitEvent"), 0u);
+      EXPECT_LE(fake.Value("launch_grid_max"), 2);  // the default SM bound
+      EXPECT_EQ(fake.Value("launch_block"), 1024);
+      break;
   }
   EXPECT_LE(fake.Value("batch_entries_max"), static_cast<long long>(kMaxBatchEntries));
   // One lowest-priority non-blocking stream and blocking-sync events.
@@ -123,20 +133,20 @@ TEST_P(CudaTransfersFakeTest, MultiWindowRoundTripIntoDifferentIdsIsByteExact) {
   EXPECT_EQ(fake.Value("event_flags"), 0x1 | 0x2);  // BLOCKING_SYNC | DISABLE_TIMING
 }
 
-INSTANTIATE_TEST_SUITE_P(Methods, CudaTransfersFakeTest,
-                         ::testing::Values(EngineCase{CopyMethod::kBatched, 1},
-                                           EngineCase{CopyMethod::kStrided, 1},
-                                           EngineCase{CopyMethod::kKernel, 1},
-                                           EngineCase{CopyMethod::kBatched, 2},
-                                           EngineCase{CopyMethod::kKernel, 2}),
-                         [](const auto& info) {
-                           return std::string(CopyMethodName(info.param.method)) + "_x" +
-                                  std::to_string(info.param.in_flight);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Methods, CudaTransfersFakeTest,
+    ::testing::Values(EngineCase{CopyMethod::kBatched, 1}, EngineCase{CopyMethod::kStrided, 1},
+                      EngineCase{CopyMethod::kKernel, 1}, EngineCase{CopyMethod::kBatched, 2},
+                      EngineCase{CopyMethod::kKernel, 2}, EngineCase{CopyMethod::kStaged, 1},
+                      EngineCase{CopyMethod::kStaged, 2}),
+    [](const auto& info) {
+      return std::string(CopyMethodName(info.param.method)) + "_x" +
+             std::to_string(info.param.in_flight);
+    });
 
 TEST(CudaTransfersTest, ReplicatedRestoreFansOneShareOutToEveryRank) {
   STRATA_USE_FAKE_CUDA(fake);
-  Rig rig = MakeRig(fake, "tiny", 3, 100, kDefaultCopyMethod);
+  Rig rig = MakeRig(fake, "tiny", 3, 100, DefaultCopyMethod());
   ASSERT_NE(rig.transfers, nullptr);
   std::vector<PageId> src = {PageId(1), PageId(2), PageId(50)};
   std::vector<PageId> dst = {PageId(70), PageId(3), PageId(99)};
@@ -156,7 +166,7 @@ TEST(CudaTransfersTest, ReplicatedRestoreFansOneShareOutToEveryRank) {
 
 TEST(CudaTransfersTest, CopyFailureIsReportedWithItsNameAfterTheStreamDrained) {
   STRATA_USE_FAKE_CUDA(fake);
-  Rig rig = MakeRig(fake, "tiny", 2, 16, kDefaultCopyMethod);
+  Rig rig = MakeRig(fake, "tiny", 2, 16, CopyMethod::kBatched);
   ASSERT_NE(rig.transfers, nullptr);
   Slabs slabs = AllocateSlabs(*rig.pool, RecordLayout(rig.planes->geometry()), 2);
   const auto event_waits = fake.Calls("cuEventSynchronize");
@@ -181,7 +191,7 @@ TEST(CudaTransfersTest, CopyFailureIsReportedWithItsNameAfterTheStreamDrained) {
 TEST(CudaTransfersTest, PipelinedFailureIsReportedAfterEveryIssuedBatchDrained) {
   STRATA_USE_FAKE_CUDA(fake);
   // qwen-like pages are 576 KiB: a 64-page window spans three 16 MiB batches.
-  Rig rig = MakeRig(fake, "qwen-like", 1, 64, kDefaultCopyMethod, /*batches_in_flight=*/2);
+  Rig rig = MakeRig(fake, "qwen-like", 1, 64, CopyMethod::kBatched, /*batches_in_flight=*/2);
   ASSERT_NE(rig.transfers, nullptr);
   std::vector<PageId> ids;
   for (uint32_t i = 0; i < 64; ++i) ids.push_back(PageId(i));

@@ -72,6 +72,19 @@ TEST(GpuBenchReportTest, SummaryTakesTheWorstDirectionPatternAndPresetPerClass) 
   EXPECT_NE(GpuBenchTable(run).find("small_unit_ratio 0.1"), std::string::npos);
 }
 
+TEST(GpuBenchReportTest, SmSecondsPerGbAreTheKernelsSmBoundOverTheRate) {
+  GpuBenchCase staged = Case("qwen-like", UnitClass::kSmall, "staged", "scattered", 50, 40);
+  staged.copy_sms = 2;
+  EXPECT_DOUBLE_EQ(staged.copy_out_sm_s_per_gb(), 0.04);  // 2 SMs x 1/50 s per GB
+  EXPECT_DOUBLE_EQ(staged.restore_sm_s_per_gb(), 0.05);
+  GpuBenchRun run;
+  run.cases = {staged, Case("qwen-like", UnitClass::kSmall, "batched", "scattered", 5, 4)};
+  nlohmann::json j = GpuBenchJson(run);
+  EXPECT_DOUBLE_EQ(j["cases"][0]["copy_out_sm_s_per_gb"].get<double>(), 0.04);
+  EXPECT_EQ(j["cases"][1]["copy_sms"].get<uint32_t>(), 0u);  // copy engines only
+  EXPECT_DOUBLE_EQ(j["cases"][1]["restore_sm_s_per_gb"].get<double>(), 0);
+}
+
 TEST(GpuBenchReportTest, PercentileIsNearestRank) {
   EXPECT_EQ(Percentile({}, 50), 0);
   EXPECT_EQ(Percentile({3, 1, 2}, 50), 2);

@@ -1,0 +1,85 @@
+// StagedCopier: the device-side staging path of CudaCopyEngine
+// (CopyMethod::kStaged). Each batch goes through one of two device windows
+// laid out like its host destination (staging_plan.h):
+//
+//   copy-out: kernel stream: upload the piece list, then per stage a gather
+//             launch (planes -> window) and an event; DMA stream: per stage,
+//             wait for that event, then one DMA per extent (window -> host).
+//   restore:  DMA stream: per stage, one DMA per extent (host -> window) and
+//             an event; kernel stream: upload the piece list, then per stage
+//             wait for that event and a scatter launch (window -> planes).
+//
+// The kernel stream is the engine's stream, at the least priority; launches
+// are serialized on it, so copies never hold more than `blocks` SMs. The DMA
+// of one stage (and of the other window's batch) overlaps the kernel of the
+// next. A stage with one extent moves with cuMemcpy{DtoH,HtoD}Async, one with
+// several with one cuMemcpyBatchAsync when the driver has it.
+//
+// Thread: created, used and destroyed on the engine's transfer thread with
+// its context current.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "cuda/driver_api.h"
+#include "cuda/gather_kernel.h"
+#include "cuda/staging_plan.h"
+
+namespace strata {
+
+struct StagedCopierOptions {
+  uint32_t blocks = 2;  // SMs the kernel may hold (one block per SM)
+  uint32_t threads_per_block = 1024;
+  uint64_t stage_bytes = 2ull << 20;  // window bytes per kernel launch
+  uint64_t kernel_piece_bytes = 16ull << 10;
+};
+
+class StagedCopier {
+ public:
+  static constexpr uint32_t kWindows = GatherKernel::kPieceBuffers;
+
+  // Allocates two windows for batches of at most kMaxBatchBytes and
+  // kMaxBatchEntries, a DMA stream and the hand-off events, and loads the
+  // kernel into the current context. `kernel_stream` stays the caller's.
+  static Result<std::unique_ptr<StagedCopier>> Create(std::shared_ptr<const CudaDriver> driver,
+                                                      int ordinal, CudaStream kernel_stream,
+                                                      const StagedCopierOptions& options);
+  ~StagedCopier();
+  StagedCopier(const StagedCopier&) = delete;
+  StagedCopier& operator=(const StagedCopier&) = delete;
+
+  // Queues `batch` through window `slot` (< kWindows) and returns the stream
+  // whose work, once finished, means the batch is done. The caller must have
+  // waited for the batch it issued before in `slot`. On error part of the
+  // batch may be queued on either stream: Synchronize before reporting it.
+  Result<CudaStream> Issue(TransferDirection direction, std::span<const CopyDescriptor> batch,
+                           uint32_t slot, CudaCopyArrays& arrays);
+  // Waits for the DMA stream (the kernel stream is the caller's to wait for).
+  Status SynchronizeDma() const;
+
+ private:
+  StagedCopier(std::shared_ptr<const CudaDriver> driver, int ordinal, CudaStream kernel_stream,
+               const StagedCopierOptions& options);
+  Status Dma(TransferDirection direction, const StagingStage& stage, uint64_t window,
+             CudaCopyArrays& arrays);
+  CudaEvent& handoff(uint32_t slot, size_t stage) {
+    return handoff_[slot * stages_per_window_ + stage];
+  }
+
+  std::shared_ptr<const CudaDriver> driver_;
+  int ordinal_;
+  CudaStream kernel_stream_;
+  StagedCopierOptions options_;
+  StagingLimits limits_;
+  size_t stages_per_window_ = 0;
+  StagingPlanner planner_;
+  std::unique_ptr<GatherKernel> kernel_;
+  uint64_t windows_[kWindows] = {};
+  CudaStream dma_stream_ = nullptr;
+  std::vector<CudaEvent> handoff_;  // kWindows x stages_per_window_
+  std::vector<CopyOp> dma_ops_;     // extents of one stage, as batched copies
+};
+
+}  // namespace strata
