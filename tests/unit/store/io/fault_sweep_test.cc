@@ -157,7 +157,9 @@ RunResult FaultyRun(const std::string& base, HostPlanes& planes, const FaultPlan
   }
   // A scan read or open that failed quarantined the file: it is kept.
   const uint64_t scan_faults = counters.fired(FaultOp::kReadAt) + counters.fired(FaultOp::kOpen);
-  if (scan_faults > 0) EXPECT_FALSE((*disk)->cleanup().quarantined.empty());
+  if (scan_faults > 0) {
+    EXPECT_FALSE((*disk)->cleanup().quarantined.empty());
+  }
   for (const std::string& q : (*disk)->cleanup().quarantined) {
     const std::string name = q.substr(0, q.find(':'));
     EXPECT_TRUE(std::filesystem::exists((*disk)->path() + "/quarantine/" + name))
