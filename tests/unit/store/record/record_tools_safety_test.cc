@@ -99,7 +99,7 @@ TEST(RecordToolsSafetyTest, RepairQuarantinesAFileItCouldNotReadAndRemovesNothin
   f.thread.reset();
   f.dir.reset();
   PayloadReadFails fs(RecordFileName(KeyOf(64)));
-  Result<FsckReport> r = RunFsck(fs, f.dir_path, {.repair = true});
+  Result<FsckReport> r = RunFsck(fs, f.dir_path, {.repair = true, .progress = nullptr});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->problems.size(), 2u);  // 64 unreadable, 128 below it
   EXPECT_EQ(r->removed, 0u);
