@@ -26,8 +26,8 @@
 #include "store/tier/local_disk.h"
 #include "store/transfer/transfers.h"
 #include "wire/endpoint.h"
-#include "wire/link.h"
-#include "wire/link_inbox.h"
+#include "wire/link/link.h"
+#include "wire/link/link_inbox.h"
 #include "wire/listener.h"
 
 namespace strata {

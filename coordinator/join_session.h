@@ -19,8 +19,8 @@
 #include "coordinator/sharded_transport.h"
 #include "store/base/mutex.h"
 #include "store/tier/local_disk.h"
-#include "wire/link.h"
-#include "wire/link_inbox.h"
+#include "wire/link/link.h"
+#include "wire/link/link_inbox.h"
 
 namespace strata {
 

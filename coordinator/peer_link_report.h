@@ -7,7 +7,7 @@
 #include <string>
 
 #include "store/base/ids.h"
-#include "wire/link.h"
+#include "wire/link/link.h"
 
 namespace strata {
 

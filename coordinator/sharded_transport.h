@@ -33,8 +33,8 @@
 #include "coordinator/completion_tracker.h"
 #include "coordinator/peer_link_report.h"
 #include "store/tier/disk_transport.h"
-#include "wire/link.h"
-#include "wire/link_inbox.h"
+#include "wire/link/link.h"
+#include "wire/link/link_inbox.h"
 
 namespace strata {
 

@@ -91,7 +91,7 @@ Status FsckDir(FileSystem& fs, const std::string& path, const FsckOptions& optio
 
 Result<std::vector<std::string>> FindNamespaceDirs(FileSystem& fs, const std::string& path) {
   if (ExpectationFromDirName(BaseName(path)).ok()) return std::vector<std::string>{path};
-  STRATA_ASSIGN_OR_RETURN(int fd, fs.OpenDirectory(path, false));
+  STRATA_ASSIGN_OR_RETURN(int fd, fs.OpenDirectory(path, DirectoryMissing::kFail));
   Result<std::vector<std::string>> names = fs.List(fd);
   std::vector<std::string> dirs;
   if (names.ok()) {
@@ -123,7 +123,7 @@ Result<std::vector<InspectedDir>> RunInspect(FileSystem& fs, const std::string& 
   std::vector<InspectedDir> out;
   for (const std::string& dir : dirs) {
     STRATA_ASSIGN_OR_RETURN(RecordExpectation expect, ExpectationFromDirName(BaseName(dir)));
-    STRATA_ASSIGN_OR_RETURN(int fd, fs.OpenDirectory(dir, false));
+    STRATA_ASSIGN_OR_RETURN(int fd, fs.OpenDirectory(dir, DirectoryMissing::kFail));
     Result<ScanReport> scan = ScanRecordDirectory(fs, fd, expect);
     fs.Close(fd);
     if (!scan.ok()) return scan.status().WithContext(dir);

@@ -111,8 +111,9 @@ void RankAgent::Stop() {
 }
 
 std::optional<Status> RankAgent::Wait(Clock::time_point deadline) {
-  std::unique_lock lock(mu_);
-  ended_.wait_until(lock, deadline, [&] { return outcome_.has_value(); });
+  MutexLock lock(mu_);
+  while (!outcome_.has_value() && ended_.WaitUntil(lock, deadline)) {
+  }
   return outcome_;
 }
 
@@ -128,10 +129,10 @@ void RankAgent::Run() {
     spdlog::warn("{} record service ended: {}", RankName(options_.rank), outcome.ToString());
   state_ = outcome.ok() ? AgentState::kClosed : AgentState::kFailed;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     outcome_ = outcome;
   }
-  ended_.notify_all();
+  ended_.NotifyAll();
 }
 
 // ---- join ------------------------------------------------------------------

@@ -20,12 +20,10 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -33,13 +31,14 @@
 #include <vector>
 
 #include "rank_agent/serving_rules.h"
+#include "store/base/mutex.h"
 #include "store/base/wake_signal.h"
 #include "store/record/geometry.h"
 #include "store/tier/local_disk.h"
 #include "store/tier/staged_transport.h"
 #include "store/transfer/transfers.h"
-#include "wire/link.h"
-#include "wire/link_inbox.h"
+#include "wire/link/link.h"
+#include "wire/link/link_inbox.h"
 
 namespace strata {
 
@@ -172,9 +171,9 @@ class RankAgent {
   std::atomic<uint64_t> jobs_done_{0};
   std::atomic<uint64_t> jobs_failed_{0};
   std::atomic<uint64_t> bytes_{0};
-  std::mutex mu_;
-  std::condition_variable ended_;
-  std::optional<Status> outcome_;  // guarded by mu_
+  Mutex mu_;
+  CondVar ended_;
+  std::optional<Status> outcome_ GUARDED_BY(mu_);
   std::thread thread_;
 };
 

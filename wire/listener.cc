@@ -7,9 +7,9 @@
 #include <asio/post.hpp>
 #include <chrono>
 #include <exception>
-#include <mutex>
 #include <thread>
 
+#include "store/base/mutex.h"
 #include "wire/tcp_stream.h"
 #include "wire/tls_stream.h"
 
@@ -73,7 +73,7 @@ class Listener::Impl {
 
   const Endpoint& local_endpoint() const { return local_; }
   ListenerStats stats() const {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     return stats_;
   }
 
@@ -143,7 +143,7 @@ class Listener::Impl {
   }
 
   void Count(uint64_t ListenerStats::*counter) {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     ++(stats_.*counter);
   }
 
@@ -153,8 +153,8 @@ class Listener::Impl {
   asio::ip::tcp::acceptor acceptor_;  // [io]
   asio::steady_timer retry_timer_;    // [io]
   Endpoint local_;                    // set by Bind(), then read-only
-  mutable std::mutex mutex_;
-  ListenerStats stats_;  // [mu]
+  mutable Mutex mutex_;
+  ListenerStats stats_ GUARDED_BY(mutex_);
   std::thread thread_;
 };
 

@@ -12,7 +12,7 @@
 
 #include "store/base/status.h"
 #include "wire/endpoint.h"
-#include "wire/link.h"
+#include "wire/link/link.h"
 
 namespace strata::wire {
 

@@ -11,7 +11,7 @@
 #include <asio/read.hpp>
 #include <asio/write.hpp>
 
-#include "wire/link.h"
+#include "wire/link/link.h"
 #include "wire/tls_stream.h"
 
 namespace strata::wire {

@@ -27,7 +27,7 @@ void InProcessRendezvous::ResolveAll(const Status& failure) {
 
 Result<PeerTable> InProcessRendezvous::AwaitPeers(uint32_t world_size, uint16_t record_port,
                                                   RendezvousDeadline deadline) {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   if (phase_ != Phase::kWaitingForRankZero) {
     return Status::FailedPrecondition("AwaitPeers called twice on one rendezvous");
   }
@@ -38,17 +38,17 @@ Result<PeerTable> InProcessRendezvous::AwaitPeers(uint32_t world_size, uint16_t 
     if (!admitted.ok()) {
       ResolveAll(admitted);
       phase_ = Phase::kFinished;
-      changed_.notify_all();
+      changed_.NotifyAll();
       return admitted;
     }
     if (roster_->complete()) break;
-    if (changed_.wait_until(lock, deadline) == std::cv_status::timeout) {
+    if (!changed_.WaitUntil(lock, deadline)) {
       // Joins that arrived with the deadline still count.
       if (AdmitPending().ok() && roster_->complete()) break;
       Status late = Status::Unavailable("rendezvous deadline passed: " + roster_->MissingSummary());
       ResolveAll(late);
       phase_ = Phase::kFinished;
-      changed_.notify_all();
+      changed_.NotifyAll();
       return late;
     }
   }
@@ -58,21 +58,23 @@ Result<PeerTable> InProcessRendezvous::AwaitPeers(uint32_t world_size, uint16_t 
   }
   attempts_.clear();
   phase_ = Phase::kFinished;
-  changed_.notify_all();
+  changed_.NotifyAll();
   return roster_->Table();
 }
 
 Result<JoinTicket> InProcessRendezvous::Join(RankId rank, uint32_t world_size,
                                              RendezvousDeadline deadline) {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   if (phase_ == Phase::kFinished) {
     return Status::FailedPrecondition("rank " + std::to_string(rank.value) +
                                       ": rank zero's rendezvous has already finished");
   }
   Attempt attempt{rank, world_size, false, std::nullopt};
   attempts_.push_back(&attempt);
-  changed_.notify_all();
-  if (!changed_.wait_until(lock, deadline, [&] { return attempt.outcome.has_value(); })) {
+  changed_.NotifyAll();
+  while (!attempt.outcome.has_value() && changed_.WaitUntil(lock, deadline)) {
+  }
+  if (!attempt.outcome.has_value()) {
     attempts_.remove(&attempt);
     if (attempt.admitted && roster_.has_value()) roster_->Withdraw(rank);
     return Status::Unavailable("rank " + std::to_string(rank.value) +

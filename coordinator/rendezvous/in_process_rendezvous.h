@@ -3,14 +3,13 @@
 // the TCP rendezvous (RendezvousRoster decides); addresses are fixed strings.
 #pragma once
 
-#include <condition_variable>
 #include <list>
-#include <mutex>
 #include <optional>
 #include <string>
 
 #include "coordinator/rendezvous/rendezvous.h"
 #include "coordinator/rendezvous/rendezvous_roster.h"
+#include "store/base/mutex.h"
 
 namespace strata {
 
@@ -38,18 +37,18 @@ class InProcessRendezvous final : public RendezvousServer, public RendezvousClie
   enum class Phase : unsigned char { kWaitingForRankZero, kRunning, kFinished };
 
   // Admits every attempt not yet admitted; the first refusal fails everyone.
-  Status AdmitPending();
+  Status AdmitPending() REQUIRES(mu_);
   // Gives every listed attempt `outcome` and unlists it.
-  void ResolveAll(const Status& failure);
+  void ResolveAll(const Status& failure) REQUIRES(mu_);
 
   NonceSource nonces_;
   const std::string record_host_;
   const std::string peer_address_;
-  std::mutex mu_;
-  std::condition_variable changed_;
-  Phase phase_ = Phase::kWaitingForRankZero;  // guarded by mu_
-  std::optional<RendezvousRoster> roster_;    // guarded by mu_; set while kRunning
-  std::list<Attempt*> attempts_;              // guarded by mu_
+  Mutex mu_;
+  CondVar changed_;
+  Phase phase_ GUARDED_BY(mu_) = Phase::kWaitingForRankZero;
+  std::optional<RendezvousRoster> roster_ GUARDED_BY(mu_);  // set while kRunning
+  std::list<Attempt*> attempts_ GUARDED_BY(mu_);
 };
 
 }  // namespace strata

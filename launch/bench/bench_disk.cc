@@ -304,7 +304,7 @@ void DiskBench::Cleanup() {
   const bool empty = left.ok() && left->empty();
   dir_.reset();
   if (empty) {
-    Result<int> base = fs_.OpenDirectory(o_.dir, false);
+    Result<int> base = fs_.OpenDirectory(o_.dir, DirectoryMissing::kFail);
     if (base.ok()) {
       (void)fs_.RemoveDirectory(*base, path.substr(path.rfind('/') + 1));
       fs_.Close(*base);

@@ -33,7 +33,7 @@
 #include "launch/presets.h"
 #include "launch/runtime/process_planes.h"
 #include "store/base/aligned_buffer.h"
-#include "store/tier/composite_store.h"
+#include "store/tier/composite/composite_store.h"
 #include "store/tier/disk_store.h"
 #include "store/tier/local_disk.h"
 #include "store/tier/memory_store.h"
@@ -240,7 +240,7 @@ Result<std::unique_ptr<LocalDisk>> StoreBench::OpenDisk(uint64_t warm_slots) {
 Result<Sample> StoreBench::DirectIo(BlockOp op) {
   PosixFileSystem fs;
   // In --dir itself: a record directory's scan would remove a foreign file.
-  STRATA_ASSIGN_OR_RETURN(int dir_fd, fs.OpenDirectory(o_.dir, true));
+  STRATA_ASSIGN_OR_RETURN(int dir_fd, fs.OpenDirectory(o_.dir, DirectoryMissing::kCreate));
   if (op == BlockOp::kWrite) (void)fs.Unlink(dir_fd, kBaselineName);
   ::syncfs(dir_fd);  // neither path pays for what the other left behind
   // The disk thread's request size and requests in flight.

@@ -4,12 +4,12 @@ namespace strata {
 
 void SnapshotPublisher::Publish(OpsSnapshot snapshot) {
   auto next = std::make_shared<const OpsSnapshot>(std::move(snapshot));
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   latest_ = std::move(next);
 }
 
 std::shared_ptr<const OpsSnapshot> SnapshotPublisher::Latest() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return latest_;
 }
 

@@ -7,12 +7,12 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "store/base/ids.h"
 #include "store/base/latency_histogram.h"
+#include "store/base/mutex.h"
 #include "store/tier/store_stats.h"
 
 namespace strata {
@@ -56,8 +56,8 @@ class SnapshotPublisher {
   std::shared_ptr<const OpsSnapshot> Latest() const;
 
  private:
-  mutable std::mutex mu_;
-  std::shared_ptr<const OpsSnapshot> latest_;  // guarded by mu_
+  mutable Mutex mu_;
+  std::shared_ptr<const OpsSnapshot> latest_ GUARDED_BY(mu_);
 };
 
 struct Health {

@@ -5,7 +5,7 @@
 #include "launch/presets.h"
 #include "launch/runtime/process_planes.h"
 #include "launch/runtime/runtime_service.h"
-#include "store/tier/composite_store.h"
+#include "store/tier/composite/composite_store.h"
 #include "store/tier/disk_store.h"
 #include "store/tier/local_disk.h"
 #include "store/tier/memory_store.h"

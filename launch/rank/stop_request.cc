@@ -4,15 +4,17 @@ namespace strata {
 
 void StopRequest::Request() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     requested_.store(true);
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 bool StopRequest::WaitUntil(std::chrono::steady_clock::time_point deadline) const {
-  std::unique_lock<std::mutex> lock(mu_);
-  return cv_.wait_until(lock, deadline, [this] { return requested_.load(); });
+  MutexLock lock(mu_);
+  while (!requested_.load() && cv_.WaitUntil(lock, deadline)) {
+  }
+  return requested_.load();
 }
 
 }  // namespace strata

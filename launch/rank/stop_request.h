@@ -8,8 +8,8 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
+
+#include "store/base/mutex.h"
 
 namespace strata {
 
@@ -28,8 +28,8 @@ class StopRequest {
   bool WaitUntil(std::chrono::steady_clock::time_point deadline) const;
 
  private:
-  mutable std::mutex mu_;
-  mutable std::condition_variable cv_;
+  mutable Mutex mu_;
+  mutable CondVar cv_;
   // Written under mu_ so a waiter between its check and its wait is woken.
   std::atomic<bool> requested_{false};
 };

@@ -65,10 +65,10 @@ CrashFileSystem::Inode CrashFileSystem::InodeOf(int fd) {
   return {info->device, info->inode};
 }
 
-Result<int> CrashFileSystem::OpenDirectory(const std::string& path, bool create) {
-  STRATA_ASSIGN_OR_RETURN(int fd, inner_.OpenDirectory(path, create));
+Result<int> CrashFileSystem::OpenDirectory(const std::string& path, DirectoryMissing missing) {
+  STRATA_ASSIGN_OR_RETURN(int fd, inner_.OpenDirectory(path, missing));
   const Inode inode = InodeOf(fd);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   open_[fd] = inode;
   if (!dirs_.contains(inode)) dirs_[inode].path = path;
   return fd;
@@ -77,7 +77,7 @@ Result<int> CrashFileSystem::OpenDirectory(const std::string& path, bool create)
 Result<int> CrashFileSystem::OpenAt(int dir_fd, std::string_view name, OpenFor how) {
   STRATA_ASSIGN_OR_RETURN(int fd, inner_.OpenAt(dir_fd, name, how));
   const Inode inode = InodeOf(fd);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   open_[fd] = inode;
   auto dir = open_.find(dir_fd);
   if (Creates(how) && dir != open_.end() && dirs_.contains(dir->second)) {
@@ -90,7 +90,7 @@ Result<int> CrashFileSystem::OpenAt(int dir_fd, std::string_view name, OpenFor h
 
 void CrashFileSystem::Close(int fd) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     open_.erase(fd);
   }
   inner_.Close(fd);
@@ -106,7 +106,7 @@ Status CrashFileSystem::WriteAt(int fd, std::span<const std::byte> bytes, uint64
 }
 
 void CrashFileSystem::NoteWrite(int fd, uint64_t offset, uint64_t bytes) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = open_.find(fd);
   if (it == open_.end()) return;
   auto file = files_.find(it->second);
@@ -115,7 +115,7 @@ void CrashFileSystem::NoteWrite(int fd, uint64_t offset, uint64_t bytes) {
 
 void CrashFileSystem::NoteSync(int fd) {
   const Result<FileInfo> info = inner_.Stat(fd);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = open_.find(fd);
   if (it == open_.end()) return;
   if (auto dir = dirs_.find(it->second); dir != dirs_.end()) {
@@ -136,7 +136,7 @@ void CrashFileSystem::NoteSync(int fd) {
 
 Status CrashFileSystem::Rename(int dir_fd, std::string_view from, std::string_view to) {
   STRATA_RETURN_IF_ERROR(inner_.Rename(dir_fd, from, to));
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto dir = open_.find(dir_fd);
   if (dir == open_.end() || !dirs_.contains(dir->second)) return Status::Ok();
   DirState& d = dirs_[dir->second];
@@ -148,7 +148,7 @@ Status CrashFileSystem::Rename(int dir_fd, std::string_view from, std::string_vi
 }
 
 Status CrashFileSystem::Unlink(int dir_fd, std::string_view name) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto dir = open_.find(dir_fd);
   if (dir == open_.end() || !dirs_.contains(dir->second)) return inner_.Unlink(dir_fd, name);
   DirState& d = dirs_[dir->second];
@@ -177,7 +177,7 @@ Status CrashFileSystem::SyncFilesystem(int fd) {
   STRATA_RETURN_IF_ERROR(inner_.SyncFilesystem(fd));
   std::vector<int> open_fds;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (const auto& [open_fd, inode] : open_) open_fds.push_back(open_fd);
   }
   for (int open_fd : open_fds) NoteSync(open_fd);
@@ -191,12 +191,13 @@ Result<std::vector<std::string>> CrashFileSystem::List(int dir_fd) {
 }
 
 Result<CrashReport> CrashFileSystem::SimulateCrash(CrashMode mode) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   CrashReport report;
   // Data first, while every file's current name is known.
   for (auto& [inode, f] : files_) {
     const size_t slash = f.path.rfind('/');
-    STRATA_ASSIGN_OR_RETURN(int dir, inner_.OpenDirectory(f.path.substr(0, slash), false));
+    STRATA_ASSIGN_OR_RETURN(int dir,
+                            inner_.OpenDirectory(f.path.substr(0, slash), DirectoryMissing::kFail));
     Result<int> fd = inner_.OpenAt(dir, f.path.substr(slash + 1), OpenFor::kReadWrite);
     inner_.Close(dir);
     if (fd.status().code() == StatusCode::kNotFound) continue;  // removed for good
@@ -228,7 +229,7 @@ Result<CrashReport> CrashFileSystem::SimulateCrash(CrashMode mode) {
   // Then names, newest change first.
   for (auto& [inode, d] : dirs_) {
     if (d.unsynced.empty()) continue;
-    STRATA_ASSIGN_OR_RETURN(int dir, inner_.OpenDirectory(d.path, false));
+    STRATA_ASSIGN_OR_RETURN(int dir, inner_.OpenDirectory(d.path, DirectoryMissing::kFail));
     for (auto it = d.unsynced.rbegin(); it != d.unsynced.rend(); ++it) {
       Status s;
       if (mode != CrashMode::kForgetAll) {

@@ -21,12 +21,12 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "store/base/mutex.h"
 #include "store/io/block_io.h"
 #include "store/io/file_system.h"
 
@@ -54,7 +54,7 @@ class CrashFileSystem final : public FileSystem {
   // Forgets everything not synced (see above). Errors name the file.
   Result<CrashReport> SimulateCrash(CrashMode mode);
 
-  Result<int> OpenDirectory(const std::string& path, bool create) override;
+  Result<int> OpenDirectory(const std::string& path, DirectoryMissing missing) override;
   Result<int> OpenAt(int dir_fd, std::string_view name, OpenFor how) override;
   void Close(int fd) override;
   Status Allocate(int fd, uint64_t bytes) override;
@@ -102,15 +102,15 @@ class CrashFileSystem final : public FileSystem {
   };
 
   Inode InodeOf(int fd);
-  void SyncFileLocked(const Inode& inode);
-  void SyncDirLocked(const Inode& inode);
+  void SyncFileLocked(const Inode& inode) REQUIRES(mu_);
+  void SyncDirLocked(const Inode& inode) REQUIRES(mu_);
 
   FileSystem& inner_;
-  std::mutex mu_;
-  std::map<int, Inode> open_;         // descriptor -> file or directory
-  std::map<Inode, FileState> files_;  // files created through this object
-  std::map<Inode, DirState> dirs_;
-  uint64_t next_hidden_ = 0;
+  Mutex mu_;
+  std::map<int, Inode> open_ GUARDED_BY(mu_);         // descriptor -> file or directory
+  std::map<Inode, FileState> files_ GUARDED_BY(mu_);  // files created through this object
+  std::map<Inode, DirState> dirs_ GUARDED_BY(mu_);
+  uint64_t next_hidden_ GUARDED_BY(mu_) = 0;
 };
 
 // The hidden-name prefix of unlinked files kept until their directory syncs.

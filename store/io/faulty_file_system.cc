@@ -18,9 +18,9 @@ Status FaultyFileSystem::Fail(FaultOp op) {
   return Status::FromErrno(d.error, std::string(FaultOpName(op)) + " (injected fault)");
 }
 
-Result<int> FaultyFileSystem::OpenDirectory(const std::string& path, bool create) {
+Result<int> FaultyFileSystem::OpenDirectory(const std::string& path, DirectoryMissing missing) {
   STRATA_RETURN_IF_ERROR(Fail(FaultOp::kOpen));
-  return inner_.OpenDirectory(path, create);
+  return inner_.OpenDirectory(path, missing);
 }
 
 Result<int> FaultyFileSystem::OpenAt(int dir_fd, std::string_view name, OpenFor how) {

@@ -17,7 +17,7 @@ class FaultyFileSystem final : public FileSystem {
   FaultyFileSystem(FileSystem& inner, FaultPlan plan, FaultCounters& counters)
       : inner_(inner), plan_(std::move(plan)), counters_(counters) {}
 
-  Result<int> OpenDirectory(const std::string& path, bool create) override;
+  Result<int> OpenDirectory(const std::string& path, DirectoryMissing missing) override;
   Result<int> OpenAt(int dir_fd, std::string_view name, OpenFor how) override;
   void Close(int fd) override { inner_.Close(fd); }
   Status Allocate(int fd, uint64_t bytes) override;

@@ -60,8 +60,8 @@ Status MakeDirectories(const std::string& path) {
 
 }  // namespace
 
-Result<int> PosixFileSystem::OpenDirectory(const std::string& path, bool create) {
-  if (create) STRATA_RETURN_IF_ERROR(MakeDirectories(path));
+Result<int> PosixFileSystem::OpenDirectory(const std::string& path, DirectoryMissing missing) {
+  if (missing == DirectoryMissing::kCreate) STRATA_RETURN_IF_ERROR(MakeDirectories(path));
   int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return ErrnoStatus(errno, "open directory " + Quoted(path));
   return fd;

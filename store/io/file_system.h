@@ -40,13 +40,16 @@ struct FileInfo {
   bool is_directory = false;
 };
 
+// Whether OpenDirectory creates a missing directory (and its parents).
+enum class DirectoryMissing : unsigned char { kFail, kCreate };
+
 class FileSystem {
  public:
   virtual ~FileSystem() = default;
 
-  // Opens (creating it and its missing parents, mode 0700, when `create` is
-  // set) a directory.
-  virtual Result<int> OpenDirectory(const std::string& path, bool create) = 0;
+  // Opens a directory; with kCreate, creates it and its missing parents
+  // (mode 0700) first.
+  virtual Result<int> OpenDirectory(const std::string& path, DirectoryMissing missing) = 0;
   virtual Result<int> OpenAt(int dir_fd, std::string_view name, OpenFor how) = 0;
   virtual void Close(int fd) = 0;
 
@@ -81,7 +84,7 @@ inline constexpr unsigned kNewDirectoryMode = 0700;
 // The real implementation: Linux syscalls, retrying EINTR.
 class PosixFileSystem final : public FileSystem {
  public:
-  Result<int> OpenDirectory(const std::string& path, bool create) override;
+  Result<int> OpenDirectory(const std::string& path, DirectoryMissing missing) override;
   Result<int> OpenAt(int dir_fd, std::string_view name, OpenFor how) override;
   void Close(int fd) override;
   Status Allocate(int fd, uint64_t bytes) override;

@@ -123,7 +123,9 @@ Result<ScanReport> ScanRecordDirectory(FileSystem& fs, int dir_fd, const RecordE
 
 Result<std::unique_ptr<RecordDir>> RecordDir::Open(FileSystem& fs, const std::string& path,
                                                    Create create) {
-  STRATA_ASSIGN_OR_RETURN(int fd, fs.OpenDirectory(path, create == Create::kYes));
+  STRATA_ASSIGN_OR_RETURN(int fd,
+                          fs.OpenDirectory(path, create == Create::kYes ? DirectoryMissing::kCreate
+                                                                        : DirectoryMissing::kFail));
   Status locked = fs.LockExclusive(fd);
   if (!locked.ok()) {
     std::string holder = "another process";
@@ -160,7 +162,8 @@ RecordDir::Cleanup RecordDir::RemoveRejected(const ScanReport& report) {
       }
       case RejectAction::kQuarantine: {
         if (!quarantine_fd) {
-          Result<int> q = fs_.OpenDirectory(path_ + "/" + std::string(kQuarantineDirName), true);
+          Result<int> q = fs_.OpenDirectory(path_ + "/" + std::string(kQuarantineDirName),
+                                            DirectoryMissing::kCreate);
           if (!q.ok()) {
             note(q.status().WithContext("quarantine " + r.name + " (" + r.detail + ")"));
             continue;

@@ -26,7 +26,7 @@
 #include "tests/sim/sim_disk.h"
 #include "tests/sim/sim_random.h"
 #include "wire/codec.h"
-#include "wire/link.h"
+#include "wire/link/link.h"
 
 namespace strata::sim {
 

@@ -21,7 +21,7 @@
 #include "tests/sim/sim_network.h"
 #include "tests/sim/sim_random.h"
 #include "tests/sim/simulation.h"
-#include "wire/link_inbox.h"
+#include "wire/link/link_inbox.h"
 
 namespace strata::sim {
 

@@ -15,7 +15,7 @@
 #include "store/record/fingerprint.h"
 #include "tests/unit/coordinator/multi_rank_test_support.h"
 #include "tests/unit/wire/wire_test_util.h"
-#include "wire/link.h"
+#include "wire/link/link.h"
 #include "wire/tls.h"
 
 namespace strata::testing {

@@ -10,7 +10,7 @@
 #include "tests/unit/store/record/record_test_support.h"
 #include "tests/unit/wire/tls_test_certs.h"
 #include "tests/unit/wire/wire_test_util.h"
-#include "wire/link.h"
+#include "wire/link/link.h"
 #include "wire/listener.h"
 #include "wire/tls.h"
 

@@ -10,7 +10,7 @@
 
 #include "tests/unit/wire/wire_test_util.h"
 #include "wire/codec.h"
-#include "wire/link.h"
+#include "wire/link/link.h"
 #include "wire/strata.capnp.h"
 
 namespace strata::wire {

@@ -12,7 +12,7 @@
 #include <optional>
 #include <vector>
 
-#include "wire/link.h"
+#include "wire/link/link.h"
 #include "wire/listener.h"
 #include "wire/messages.h"
 

@@ -82,7 +82,7 @@ class NoDirectIoFileSystem final : public testing::ForwardingFileSystem {
 TEST(DiskThreadTest, StartFailsClearlyWhenTheFilesystemRefusesDirectIo) {
   testing::ScratchDir scratch;
   NoDirectIoFileSystem fs;
-  Result<int> dir = fs.OpenDirectory(scratch.path(), false);
+  Result<int> dir = fs.OpenDirectory(scratch.path(), DirectoryMissing::kFail);
   ASSERT_TRUE(dir.ok());
   Result<std::unique_ptr<BlockIo>> io = OpenUringBlockIo(8);
   ASSERT_TRUE(io.ok());
@@ -132,7 +132,7 @@ TEST(DiskThreadTest, AFullFilesystemFailsTheWriteAsRetryableAndLeavesNothing) {
 
 TEST(DiskThreadTest, StartsOrFailsClearlyOnRealTmpfs) {
   PosixFileSystem fs;
-  Result<int> shm = fs.OpenDirectory("/dev/shm", false);
+  Result<int> shm = fs.OpenDirectory("/dev/shm", DirectoryMissing::kFail);
   if (!shm.ok() || fs.FilesystemName(*shm) != "tmpfs") {
     if (shm.ok()) fs.Close(*shm);
     GTEST_SKIP() << "no tmpfs at /dev/shm";

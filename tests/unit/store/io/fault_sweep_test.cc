@@ -22,7 +22,7 @@
 #include "store/io/fault_plan.h"
 #include "store/io/faulty_block_io.h"
 #include "store/io/faulty_file_system.h"
-#include "store/tier/composite_store.h"
+#include "store/tier/composite/composite_store.h"
 #include "store/tier/disk_store.h"
 #include "store/tier/local_disk.h"
 #include "store/transfer/host_planes.h"
@@ -289,7 +289,7 @@ TEST_P(FaultSweepTest, EveryNthOperationFailsCleanly) {
   {
     ScratchDir probe;
     PosixFileSystem fs;
-    Result<int> fd = fs.OpenDirectory(probe.path(), false);
+    Result<int> fd = fs.OpenDirectory(probe.path(), DirectoryMissing::kFail);
     ASSERT_TRUE(fd.ok());
     const Status direct = ProbeDirectIo(fs, *fd, probe.path());
     fs.Close(*fd);
@@ -362,9 +362,9 @@ TEST(FaultSweepTest, SeededRandomFaultsKeepEveryInvariant) {
   for (uint64_t seed = 1; seed <= 4; ++seed) {
     ScratchDir dir;
     FaultCounters counters;
-    const FaultPlan plan({FaultRule{.op = FaultOp::kBlockWrite, .probability = 0.05, .error = EIO},
-                          FaultRule{.op = FaultOp::kBlockRead, .probability = 0.05, .error = EIO},
-                          FaultRule{.op = FaultOp::kAllocate, .probability = 0.05, .error = ENOSPC},
+    const FaultPlan plan({FaultRule{.op = FaultOp::kBlockWrite, .probability = 0.15, .error = EIO},
+                          FaultRule{.op = FaultOp::kBlockRead, .probability = 0.15, .error = EIO},
+                          FaultRule{.op = FaultOp::kAllocate, .probability = 0.15, .error = ENOSPC},
                           FaultRule{.op = FaultOp::kUnlink, .probability = 0.1, .error = EIO}},
                          seed);
     const RunResult r = FaultyRun(dir.path(), planes, plan, counters, false);

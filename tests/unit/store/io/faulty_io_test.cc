@@ -26,7 +26,7 @@ TEST(FaultyFileSystemTest, FailsTheNthCallOfItsKindOnly) {
   FaultCounters counters;
   FaultyFileSystem fs(posix, FaultPlan::Nth(FaultOp::kRename, 2, FaultEffect::kError, ENOSPC),
                       counters);
-  Result<int> d = fs.OpenDirectory(dir.path(), false);
+  Result<int> d = fs.OpenDirectory(dir.path(), DirectoryMissing::kFail);
   ASSERT_TRUE(d.ok());
   for (const char* name : {"a", "b", "c"}) {
     Result<int> f = fs.OpenAt(*d, name, OpenFor::kWriteNew);
@@ -56,7 +56,7 @@ TEST(FaultyFileSystemTest, ShortReadReturnsHalfAndShortWriteTearsTheFile) {
                  FaultRule{.op = FaultOp::kReadAt, .nth = 1, .effect = FaultEffect::kShort}},
                 0),
       counters);
-  Result<int> d = fs.OpenDirectory(dir.path(), false);
+  Result<int> d = fs.OpenDirectory(dir.path(), DirectoryMissing::kFail);
   ASSERT_TRUE(d.ok());
   Result<int> f = fs.OpenAt(*d, "file", OpenFor::kReadWrite);
   EXPECT_FALSE(f.ok());  // kReadWrite does not create
@@ -96,7 +96,7 @@ std::vector<BlockCompletion> ReapAll(BlockIo& io, size_t count) {
 TEST(FaultyBlockIoTest, InjectsErrorsAndShortTransfersAndPassesTheRest) {
   ScratchDir dir;
   PosixFileSystem fs;
-  Result<int> d = fs.OpenDirectory(dir.path(), false);
+  Result<int> d = fs.OpenDirectory(dir.path(), DirectoryMissing::kFail);
   ASSERT_TRUE(d.ok());
   Result<int> f = fs.OpenAt(*d, "data", OpenFor::kWriteNew);
   ASSERT_TRUE(f.ok());

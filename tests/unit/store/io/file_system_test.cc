@@ -34,7 +34,7 @@ TEST(FileSystemTest, CreatesDirectoriesOwnerOnly) {
   ScratchDir scratch;
   PosixFileSystem fs;
   const std::string nested = scratch.path() + "/base/ns";
-  Result<int> fd = fs.OpenDirectory(nested, true);
+  Result<int> fd = fs.OpenDirectory(nested, DirectoryMissing::kCreate);
   ASSERT_TRUE(fd.ok()) << fd.status().ToString();
   fs.Close(*fd);
   EXPECT_EQ(ModeOf(scratch.path() + "/base"), 0700u);
@@ -44,7 +44,7 @@ TEST(FileSystemTest, CreatesDirectoriesOwnerOnly) {
 TEST(FileSystemTest, CreatesFilesOwnerOnly) {
   ScratchDir scratch;
   PosixFileSystem fs;
-  Result<int> dir = fs.OpenDirectory(scratch.path(), false);
+  Result<int> dir = fs.OpenDirectory(scratch.path(), DirectoryMissing::kFail);
   ASSERT_TRUE(dir.ok());
   Result<int> fd = fs.OpenAt(*dir, "plain", OpenFor::kWriteNew);
   ASSERT_TRUE(fd.ok()) << fd.status().ToString();
@@ -56,7 +56,7 @@ TEST(FileSystemTest, CreatesFilesOwnerOnly) {
 TEST(FileSystemTest, NewFileRefusesAnExistingName) {
   ScratchDir scratch;
   PosixFileSystem fs;
-  Result<int> dir = fs.OpenDirectory(scratch.path(), false);
+  Result<int> dir = fs.OpenDirectory(scratch.path(), DirectoryMissing::kFail);
   ASSERT_TRUE(dir.ok());
   { std::ofstream(scratch.path() + "/taken") << "keep"; }
   Result<int> fd = fs.OpenAt(*dir, "taken", OpenFor::kWriteNew);
@@ -68,7 +68,7 @@ TEST(FileSystemTest, NewFileRefusesAnExistingName) {
 TEST(FileSystemTest, SymlinkAtATemporaryNameIsRefused) {
   ScratchDir scratch;
   PosixFileSystem fs;
-  Result<int> dir = fs.OpenDirectory(scratch.path(), false);
+  Result<int> dir = fs.OpenDirectory(scratch.path(), DirectoryMissing::kFail);
   ASSERT_TRUE(dir.ok());
   const std::string target = scratch.path() + "/victim";
   { std::ofstream(target) << "precious"; }
@@ -88,7 +88,7 @@ TEST(FileSystemTest, SymlinkAtATemporaryNameIsRefused) {
 TEST(FileSystemTest, RecordWriteReplacesAStaleTemporaryWithoutFollowingIt) {
   ScratchDir scratch;
   PosixFileSystem fs;
-  Result<int> dir = fs.OpenDirectory(scratch.path(), false);
+  Result<int> dir = fs.OpenDirectory(scratch.path(), DirectoryMissing::kFail);
   ASSERT_TRUE(dir.ok());
   STRATA_SKIP_WITHOUT_DIRECT_IO(fs, *dir, scratch.path());
   const std::string target = scratch.path() + "/victim";

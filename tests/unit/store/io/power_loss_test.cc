@@ -111,7 +111,7 @@ TEST_P(PowerLossTest, RestartKeepsWhatWasPromisedAndNeverRestoresBadBytes) {
   ScratchDir dir;
   PosixFileSystem posix;
   {
-    Result<int> fd = posix.OpenDirectory(dir.path(), false);
+    Result<int> fd = posix.OpenDirectory(dir.path(), DirectoryMissing::kFail);
     ASSERT_TRUE(fd.ok());
     STRATA_SKIP_WITHOUT_DIRECT_IO(posix, *fd, dir.path());
     posix.Close(*fd);

@@ -71,7 +71,7 @@ TEST(RecordFileTest, SizeBeyondTheRecordIsCorrupt) {
 TEST(RecordFileTest, AbortedWriteLeavesNothingAndCommitRenames) {
   testing::ScratchDir scratch;
   PosixFileSystem fs;
-  Result<int> dir = fs.OpenDirectory(scratch.path(), false);
+  Result<int> dir = fs.OpenDirectory(scratch.path(), DirectoryMissing::kFail);
   ASSERT_TRUE(dir.ok());
   STRATA_SKIP_WITHOUT_DIRECT_IO(fs, *dir, scratch.path());
   PrefixKey k = KeyOf(64);
@@ -100,7 +100,7 @@ TEST(RecordFileTest, AbortedWriteLeavesNothingAndCommitRenames) {
 TEST(RecordFileTest, ReadHeaderRejectsAShortFile) {
   testing::ScratchDir scratch;
   PosixFileSystem fs;
-  Result<int> dir = fs.OpenDirectory(scratch.path(), false);
+  Result<int> dir = fs.OpenDirectory(scratch.path(), DirectoryMissing::kFail);
   ASSERT_TRUE(dir.ok());
   Result<int> fd = fs.OpenAt(*dir, "short.ckpt", OpenFor::kWriteNew);
   ASSERT_TRUE(fd.ok());

@@ -59,8 +59,8 @@ class ScratchDir {
 // Forwards every call to PosixFileSystem; tests override what they change.
 class ForwardingFileSystem : public FileSystem {
  public:
-  Result<int> OpenDirectory(const std::string& path, bool create) override {
-    return real_.OpenDirectory(path, create);
+  Result<int> OpenDirectory(const std::string& path, DirectoryMissing missing) override {
+    return real_.OpenDirectory(path, missing);
   }
   Result<int> OpenAt(int dir_fd, std::string_view name, OpenFor how) override {
     return real_.OpenAt(dir_fd, name, how);

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <filesystem>
+#include <map>
 
 #include "launch/record_tools.h"
 #include "store/record/record_dir.h"
@@ -47,7 +48,7 @@ TEST(RecordToolsSafetyTest, FsckOfACraftedSparseFileClaimingTerabytesUsesBounded
   ASSERT_TRUE(EncodeRecordHeader(h, header).ok());
   PosixFileSystem fs;
   {
-    Result<int> d = fs.OpenDirectory(dir, false);
+    Result<int> d = fs.OpenDirectory(dir, DirectoryMissing::kFail);
     ASSERT_TRUE(d.ok());
     Result<int> fd = fs.OpenAt(*d, RecordFileName(h.key), OpenFor::kWriteNew);
     ASSERT_TRUE(fd.ok());
@@ -109,8 +110,11 @@ TEST(RecordToolsSafetyTest, RepairQuarantinesAFileItCouldNotReadAndRemovesNothin
     EXPECT_FALSE(p.removed) << p.name;
     EXPECT_TRUE(std::filesystem::exists(f.dir_path + "/quarantine/" + p.name)) << p.name;
   }
-  EXPECT_EQ(r->problems[0].reason, RejectReason::kUnreadable);
-  EXPECT_EQ(r->problems[1].reason, RejectReason::kOrphanOfUnreadable);
+  // In whatever order fsck lists them: the unreadable parent, then its child.
+  std::map<std::string, RejectReason> reasons;
+  for (const FsckProblem& p : r->problems) reasons[p.name] = p.reason;
+  EXPECT_EQ(reasons[RecordFileName(KeyOf(64))], RejectReason::kUnreadable);
+  EXPECT_EQ(reasons[RecordFileName(KeyOf(128))], RejectReason::kOrphanOfUnreadable);
 }
 
 }  // namespace

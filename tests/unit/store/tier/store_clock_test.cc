@@ -6,7 +6,7 @@
 #include "launch/presets.h"
 #include "launch/runtime/synthetic_runtime.h"
 #include "store/tier/disk_store.h"
-#include "tests/unit/store/tier/composite_test_support.h"
+#include "tests/unit/store/tier/composite/composite_test_support.h"
 #include "tests/unit/store/tier/fake_store_clock.h"
 
 namespace strata {

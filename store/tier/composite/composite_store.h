@@ -1,0 +1,230 @@
+// CompositeStore (seed 2.4, 2.5, 2.12): a memory tier and a disk tier in one
+// process, sharing one slab pool.
+//
+//   Store    copies the checkpoint out into memory slabs (the memory tier);
+//            the record is indexed in the disk tier as kInFlight, then
+//            kParked, without charging file space. A record memory cannot
+//            hold, even by evicting clean records, streams straight to disk
+//            through the staging (intake) slots instead.
+//   Poll     when free + clean slots fall below 2 x intake, writes the
+//            coldest parked records to disk from their slabs (write_from,
+//            the memory tier's packing decision kept), as the SpillPolicy
+//            (spill_policy.h) chooses; a committed write
+//            makes the memory copy durable (clean). A full filesystem or a
+//            full disk budget keeps the record parked and retries after a
+//            backoff; a terminal I/O error discards it (and its descendants)
+//            and is counted.
+//   Lookup   runs on the disk index: ready records and parked or spilling
+//            ones (whose complete memory copy supplies them).
+//   Fetch    walks the chain: resident records upload from their slabs;
+//            disk-only ones are read into memory slabs first (read_into,
+//            evicting clean unused residents) and become durable residents.
+//            A chain memory cannot hold streams from disk through staging
+//            straight to the ticket (the disk tier's own fetch).
+//
+// The disk tier is a DiskStore (streamed stores and fetches) and, over its
+// files, a HeldRecords (held_records.h: the records held in memory).
+//
+// Invariants: every memory copy has a disk-index entry (memory is a subset
+// of disk, counting writes in flight); memory evicts only durable records no
+// transfer uses; disk eviction, expiry and discards remove the memory copy;
+// a dropped row is dropped in both tiers; every memory use pins the disk
+// entry, so the index never drops a row a transfer reads.
+//
+// Thread: the owner's (model worker) thread; never blocks, except Close.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <unordered_map>
+
+#include "store/tier/composite/spill_policy.h"
+#include "store/tier/disk_store.h"
+#include "store/tier/held_records.h"
+#include "store/tier/store_clock.h"
+#include "store/transfer/slab_records.h"
+#include "store/transfer/transfer_tracker.h"
+
+namespace strata {
+
+// What Close does with records held only in memory (seed 2.5,
+// `drain_on_shutdown`).
+struct ShutdownDrain {
+  enum class Mode : unsigned char {
+    kOff,        // a stop loses memory-only records
+    kUntilDone,  // write every memory-only record before releasing memory
+    kBounded,    // start no new write after `write_limit`
+  };
+  Mode mode = Mode::kOff;
+  std::chrono::milliseconds write_limit{0};  // kBounded
+};
+
+struct CompositeStoreOptions {
+  uint64_t disk_limit_bytes = 0;  // record bytes on disk, including writes in flight
+  uint64_t max_age_ms = 0;        // record expiry through the disk index; 0 = off
+  bool pack_replicated = true;    // pack byte-identical rank shares (TP > 1)
+  uint64_t spill_retry_ms = 200;  // backoff after a full filesystem or disk budget
+  ShutdownDrain drain;            // default off
+  // Bound on Close's wait for accepted copies, spills and reads to drain.
+  std::chrono::milliseconds close_deadline{30'000};
+  // The disk tier's operation latencies (DiskStoreOptions::latencies).
+  std::shared_ptr<DiskJobLatencies> latencies = nullptr;
+  StoreClock clock{};  // deadlines and latencies; default: the real clocks
+};
+
+class CompositeStore final : public HostStore, private DiskTierListener {
+ public:
+  // `pool` is shared with the staged `transport` (its intake slots are the
+  // staging the disk tier streams through); `memory_transfers` is the memory
+  // tier's own. `records` are what the directory scan kept.
+  static Result<std::unique_ptr<CompositeStore>> Open(const CacheGeometry& geometry,
+                                                      std::shared_ptr<SlabPool> pool,
+                                                      std::unique_ptr<Transfers> memory_transfers,
+                                                      std::unique_ptr<DiskTransport> transport,
+                                                      const std::vector<ScannedRecord>& records,
+                                                      const CompositeStoreOptions& options);
+  ~CompositeStore() override;
+
+  std::optional<HostHit> Lookup(const PrefixHistory& history, uint64_t resident_tokens,
+                                uint64_t before) override;
+  StoreOutcome Store(const PublishedCheckpoint& checkpoint) override;
+  Status Fetch(const HostHit& hit, const InboundTicket& ticket) override;
+  void Poll(uint64_t now_ms, std::vector<StoreEvent>& events) override;
+  StoreStats Stats() const override;
+  // Drains accepted copies, then (drain_on_shutdown) writes memory-only
+  // records, most recent endpoints first after their parked ancestors, then
+  // lets accepted writes finish before memory is released.
+  Status Close() override;
+
+  const DiskStore& disk() const { return *disk_; }
+  // The disk tier's held-record face (the same index as disk()).
+  const HeldRecords& held() const { return *held_; }
+  // Whether `key` has a memory copy, and whether that copy is durable.
+  bool resident(const PrefixKey& key) const { return residents_.count(key) != 0; }
+  bool durable(const PrefixKey& key) const;
+  // True when no copy, upload, spill, read or disk job is under way.
+  bool idle() const;
+  // Polls and maintains (at `now_ms`) until idle or `bound` passes. Events
+  // stay queued for Poll.
+  bool WaitIdle(uint64_t now_ms, std::chrono::milliseconds bound);
+  // Checks the invariants above, and, when idle, that no pin, user or slot
+  // is left over. O(records). For tests.
+  Status CheckInvariants() const;
+
+ private:
+  // Where a memory copy stands; the disk entry's state follows it.
+  enum class Residence : unsigned char {
+    kCopying,   // copy-out under way (disk: kInFlight)
+    kParked,    // complete, no file (disk: kParked)
+    kSpilling,  // complete, its file being written from it (disk: kSpilling)
+    kDurable,   // complete, its file committed (disk: kReady): clean
+    kReading,   // being read from its file (disk: kReady); not yet usable
+  };
+  static constexpr size_t kResidences = 5;
+  struct Resident {
+    uint64_t record = 0;  // in records_
+    Residence state = Residence::kCopying;
+    uint64_t tick = 0;         // position in lru_
+    uint64_t retry_at_ms = 0;  // kParked: no spill before this
+    uint64_t read = 0;         // kReading: the read's tag
+  };
+  struct CopyOut {
+    PrefixKey key;
+    uint64_t checkpoint_id = 0;
+    uint64_t record = 0;
+  };
+  struct Read {
+    PrefixKey key;
+    uint64_t record = 0;
+    std::vector<uint64_t> waiting;  // fetches waiting for it
+  };
+  struct Spill {
+    PrefixKey key;
+    uint64_t record = 0;
+  };
+  struct FetchOp {
+    InboundTicket ticket;
+    PrefixKey endpoint;
+    std::vector<PrefixKey> chain;   // pinned in the disk index
+    std::vector<uint64_t> records;  // one user each
+    uint64_t skip_pages = 0;
+    uint32_t reads_left = 0;
+    bool uploading = false;
+    Status failed;
+  };
+
+  CompositeStore(const CacheGeometry& geometry, std::shared_ptr<SlabPool> pool,
+                 std::unique_ptr<Transfers> memory_transfers, CompositeStoreOptions options);
+
+  // DiskTierListener: the disk entry is gone / lost its row.
+  void OnRecordRemoved(const PrefixKey& key) override;
+  void OnRowDropped(const PrefixKey& key) override;
+
+  // Memory tier (composite_store.cc).
+  Resident& AddResident(const PrefixKey& key, uint64_t record, Residence state);
+  void SetResidence(Resident& r, Residence state);
+  void Account(const Resident& r, int64_t sign);
+  void TouchResident(Resident& r);
+  void EraseResident(const PrefixKey& key);
+  // Takes `count` warm slots (leaving the intake free), evicting the coldest
+  // durable unused residents if that makes room; takes nothing otherwise.
+  bool ReserveWarm(uint64_t count, std::vector<SlotId>& out);
+  // Evicts the coldest durable unused residents until `slots` are free, if
+  // they suffice; evicts nothing otherwise.
+  bool MakeFree(uint64_t slots);
+  // Warm slots a record of `key` read from disk needs; 0 when resident.
+  uint64_t SlotsToRead(const PrefixKey& key) const;
+  StoreOutcome Count(StoreOutcome o);
+  void PollOnce();
+  void FinishCopyOut(const CopyOut& c, const FinishedOperation& f);
+  void OnHostDone(const HostJobDone& d);
+
+  // Restores (composite_fetch.cc).
+  Status StartFetch(const HostHit& hit, const InboundTicket& ticket, bool& fits);
+  void FinishRead(const HostJobDone& d);
+  void StartUpload(uint64_t fetch);
+  void FinishFetch(uint64_t fetch, const Status& status, uint64_t bytes);
+
+  // Write-behind and shutdown (composite_spill.cc), as policy_ chooses.
+  void Maintain();
+  SlotRoom Room() const;
+  // The parked records in LRU order (coldest first) or its reverse.
+  enum class Order : unsigned char { kColdestFirst, kMostRecentFirst };
+  std::vector<ParkedRecord> Parked(Order order) const;
+  SpillStart StartSpill(const PrefixKey& key);
+  void FinishSpill(const HostJobDone& d);
+  void Drain(std::chrono::steady_clock::time_point until);
+
+  CacheGeometry geometry_;
+  std::shared_ptr<SlabPool> pool_;
+  SlabRecords records_;
+  std::unique_ptr<Transfers> transfers_;  // the memory tier's own
+  TransferTracker tracker_;
+  CompositeStoreOptions options_;
+  SpillPolicy policy_;
+  std::unique_ptr<DiskStore> disk_;
+  std::unique_ptr<HeldRecords> held_;  // over disk_'s files; destroyed first
+
+  std::unordered_map<PrefixKey, Resident> residents_;
+  std::map<uint64_t, PrefixKey> lru_;  // tick -> key, coldest first
+  uint64_t slots_in_[kResidences] = {};
+  uint64_t next_tick_ = 0;  // LRU order
+
+  std::unordered_map<uint64_t, CopyOut> copy_outs_;  // by tracker op
+  std::map<uint64_t, FetchOp> fetches_;              // by id (= its upload's tracker op)
+  std::unordered_map<uint64_t, Read> reads_;         // by tag
+  std::unordered_map<uint64_t, Spill> spills_;       // by tag
+  std::vector<HostJobDone> host_done_;
+  std::vector<FinishedOperation> finished_;
+  std::vector<StoreEvent> events_;
+  std::vector<StoreEvent> disk_events_;
+  uint64_t next_op_ = 1;
+  uint64_t now_ms_ = 0;
+  uint64_t page_bytes_all_ranks_ = 0;
+  uint64_t row_bytes_all_ranks_ = 0;
+  bool closed_ = false;
+  StoreStats stats_;
+};
+
+}  // namespace strata

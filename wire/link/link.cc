@@ -1,0 +1,216 @@
+#include "wire/link/link.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <asio/post.hpp>
+#include <exception>
+
+#include "wire/link/link_impl.h"
+
+namespace strata::wire {
+
+Link::Impl::Impl(LinkOptions options, Endpoint remote,
+                 std::unique_ptr<internal::StreamOpener> opener)
+    : options_(std::move(options)),
+      remote_(std::move(remote)),
+      work_(io_.get_executor()),
+      close_timer_(io_),
+      hello_timer_(io_),
+      liveness_timer_(io_),
+      opener_(std::move(opener)),
+      reader_(options_.frame_bytes_max),
+      frame_limit_bytes_(options_.admission == LinkAdmission::kAwaitHello
+                             ? options_.hello_frame_bytes_max
+                             : options_.frame_bytes_max) {
+  hello_accepted_io_ = options_.admission == LinkAdmission::kAdmitted;
+  asio::post(io_, [this] {
+    ArmHelloDeadline();
+    opener_->Open(io_, [this](Result<std::unique_ptr<internal::Stream>> opened) {
+      OnOpened(std::move(opened));
+    });
+  });
+  thread_ = std::thread([this] { Run(); });
+}
+
+Link::Impl::~Impl() {
+  STRATA_ASSERT(!OnIoThread(), "a Link destroyed on its own I/O thread");
+  Close();
+}
+
+void Link::Impl::Run() {
+  io_thread_id_ = std::this_thread::get_id();
+  for (;;) {
+    try {
+      io_.run();
+      return;
+    } catch (const std::exception& e) {
+      FinishClose(CloseCause::kIoError,
+                  Status::Internal(fmt::format("a link handler threw: {}", e.what())));
+    } catch (...) {
+      FinishClose(CloseCause::kIoError, Status::Internal("a link handler threw"));
+    }
+  }
+}
+
+void Link::Impl::Start(LinkHandlers handlers) {
+  {
+    MutexLock lock(mutex_);
+    STRATA_ASSERT(!start_called_, "Link::Start called twice");
+    start_called_ = true;
+  }
+  asio::post(io_, [this, handlers = std::move(handlers)]() mutable {
+    handlers_ = std::move(handlers);
+    started_ = true;
+    const LinkPhase phase = state().phase;
+    if (phase == LinkPhase::kClosed) {
+      NotifyClosed();
+    } else if (phase == LinkPhase::kOpen && !close_begun_) {
+      BeginReading();
+    }
+  });
+}
+
+Status Link::Impl::Enqueue(Frame frame, std::string_view what) {
+  const size_t bytes = frame.size_bytes();
+  bool post_kick = false;
+  {
+    MutexLock lock(mutex_);
+    if (closing_ || state_.phase == LinkPhase::kClosed) {
+      return Status::Unavailable(fmt::format(
+          "link {} to {} is {}: {} not sent", options_.name, remote_.ToString(),
+          state_.phase == LinkPhase::kClosed ? "closed (" + state_.reason.ToString() + ")"
+                                             : std::string("closing"),
+          what));
+    }
+    if (queued_frames_ + 1 > options_.send_queue_frames_max ||
+        queued_bytes_ + bytes > options_.send_queue_bytes_max) {
+      ++stats_.send_queue_full;
+      return Status::Busy(fmt::format(
+          "link {} to {}: send queue full ({} frames, {} bytes queued): {} not sent; the peer is "
+          "not reading fast enough",
+          options_.name, remote_.ToString(), queued_frames_, queued_bytes_, what));
+    }
+    if (liveness_) liveness_->Sent(std::chrono::steady_clock::now());
+    size_t written = 0;
+    if (direct_ != nullptr && !write_scheduled_) {
+      // Open, nothing queued and no write running: this frame is next on
+      // the wire, so the sending thread may write it itself.
+      const asio::const_buffer whole(frame.words.data(), bytes);
+      written = direct_->TryWriteNow(std::span(&whole, 1));
+      stats_.bytes_out += written;
+      if (written == bytes) {
+        ++stats_.frames_out;
+        ++stats_.frames_out_direct;
+        return Status::Ok();
+      }
+      front_written_ = written;  // the queue is empty: this frame becomes its front
+    }
+    queue_.push_back(std::move(frame));
+    ++queued_frames_;
+    queued_bytes_ += bytes - written;
+    post_kick = !write_scheduled_;
+    write_scheduled_ = true;
+  }
+  if (post_kick) asio::post(io_, [this] { KickWrites(); });
+  return Status::Ok();
+}
+
+void Link::Impl::Close() {
+  {
+    MutexLock lock(mutex_);
+    closing_ = true;
+  }
+  if (OnIoThread()) {
+    BeginLocalClose();
+    work_.reset();
+    return;
+  }
+  asio::post(io_, [this] {
+    BeginLocalClose();
+    work_.reset();
+  });
+  if (thread_.joinable()) thread_.join();
+}
+
+void Link::Impl::KickWrites() {
+  if (write_in_flight_ || !stream_ || closed()) return;
+  {
+    MutexLock lock(mutex_);
+    if (queue_.empty()) {
+      write_scheduled_ = false;
+      return;
+    }
+    batch_offset_ = front_written_;
+    front_written_ = 0;
+    while (!queue_.empty() && batch_.size() < kWriteBatchFramesMax) {
+      batch_.push_back(std::move(queue_.front()));
+      queue_.pop_front();
+    }
+  }
+  std::vector<asio::const_buffer> buffers;
+  buffers.reserve(batch_.size());
+  for (const Frame& frame : batch_) buffers.emplace_back(frame.words.data(), frame.size_bytes());
+  buffers.front() += batch_offset_;  // a direct write sent the start of the first frame
+  write_in_flight_ = true;
+  stream_->AsyncWriteAll(std::move(buffers), [this](const std::error_code& error, size_t bytes) {
+    OnWritten(error, bytes);
+  });
+}
+
+void Link::Impl::OnWritten(const std::error_code& error, size_t bytes) {
+  write_in_flight_ = false;
+  if (closed()) {
+    batch_.clear();
+    return;
+  }
+  if (error) {
+    FinishClose(CloseCause::kIoError, Status::Unavailable("write failed: " + error.message()));
+    batch_.clear();
+    return;
+  }
+  {
+    MutexLock lock(mutex_);
+    stats_.frames_out += batch_.size();
+    stats_.bytes_out += bytes;
+    queued_frames_ -= batch_.size();
+    queued_bytes_ -= bytes;
+  }
+  batch_.clear();
+  KickWrites();
+  if (close_begun_) MaybeEndStream();
+}
+
+// ---- Link --------------------------------------------------------------------
+
+namespace {
+LinkOptions Sanitized(LinkOptions options) {
+  options.send_queue_frames_max = std::max<size_t>(options.send_queue_frames_max, 1);
+  options.send_queue_bytes_max = std::max(options.send_queue_bytes_max, kFrameBytesMax);
+  options.hello_frame_bytes_max = std::min(options.hello_frame_bytes_max, options.frame_bytes_max);
+  return options;
+}
+}  // namespace
+
+Link::Link(LinkOptions options, Endpoint remote, std::unique_ptr<internal::StreamOpener> opener)
+    : impl_(std::make_unique<Impl>(Sanitized(std::move(options)), std::move(remote),
+                                   std::move(opener))) {}
+
+Link::~Link() = default;
+
+void Link::Start(LinkHandlers handlers) { impl_->Start(std::move(handlers)); }
+
+Status Link::Send(const Message& message) {
+  STRATA_ASSIGN_OR_RETURN(Frame frame, EncodeFrame(message));
+  return impl_->Enqueue(std::move(frame), MessageName(message));
+}
+
+void Link::Close() { impl_->Close(); }
+void Link::AcceptHello() { impl_->AcceptHello(); }
+LinkState Link::state() const { return impl_->state(); }
+LinkStats Link::stats() const { return impl_->stats(); }
+const std::string& Link::name() const { return impl_->options().name; }
+const Endpoint& Link::remote_endpoint() const { return impl_->remote(); }
+Endpoint Link::local_endpoint() const { return impl_->local_endpoint(); }
+
+}  // namespace strata::wire
