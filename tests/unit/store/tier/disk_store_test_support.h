@@ -8,6 +8,7 @@
 #include <chrono>
 #include <fstream>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
