@@ -8,7 +8,7 @@ namespace strata {
 
 // RenderMetrics names every field; a new field must be exported too.
 static_assert(sizeof(TierStats) == 12 * sizeof(uint64_t), "export the new TierStats field");
-static_assert(sizeof(StoreStats) == 16 * sizeof(uint64_t) + 2 * sizeof(TierStats),
+static_assert(sizeof(StoreStats) == 17 * sizeof(uint64_t) + 2 * sizeof(TierStats),
               "export the new StoreStats field");
 
 namespace {
