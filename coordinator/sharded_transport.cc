@@ -148,6 +148,7 @@ void ShardedTransport::HandleOutcome(JobId id, RankOutcome outcome) {
   const RankId rank = outcome.rank;
   Peer* peer = PeerOf(rank);
   if (peer != nullptr) ++(outcome.status.ok() ? peer->jobs_done : peer->jobs_failed);
+  WarnIfCorrupt(id, outcome);
   Result<std::optional<JobCompletion>> r = tracker_.Report(id, std::move(outcome));
   if (!r.ok()) {
     Stop(peer, r.status().message(), "protocol");
@@ -178,6 +179,16 @@ void ShardedTransport::HandleOutcome(JobId id, RankOutcome outcome) {
     return;
   }
   StartCleanup(std::move(done), key);
+}
+
+void ShardedTransport::WarnIfCorrupt(JobId id, const RankOutcome& outcome) const {
+  if (outcome.status.code() != StatusCode::kCorruption) return;
+  auto info = jobs_.find(id);
+  if (info == jobs_.end() || info->second.kind != RecordJobKind::kFetch) return;
+  // The status names the file and the page or row; the store that submitted
+  // the fetch removes the record from every rank when the job completes.
+  spdlog::warn("{} found record {} corrupt on fetch: {}", RankName(outcome.rank),
+               info->second.key.ToFileStem(), outcome.status.message());
 }
 
 void ShardedTransport::StartCleanup(JobCompletion failure, const PrefixKey& key) {

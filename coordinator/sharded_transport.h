@@ -119,6 +119,9 @@ class ShardedTransport final : public DiskTransport {
   void Pump();
   void SendToPeers(const RecordJob& job, const std::vector<RankId>& ranks);
   void HandleOutcome(JobId id, RankOutcome outcome);
+  // Logs a rank's fetch that failed its checksums (kCorruption), naming the
+  // rank, the record and (in the status) the file and page or row.
+  void WarnIfCorrupt(JobId id, const RankOutcome& outcome) const;
   void HandleEvent(wire::LinkEvent& event);
   void StartCleanup(JobCompletion failure, const PrefixKey& key);
   void CheckDeadlines();

@@ -8,7 +8,7 @@ namespace strata {
 
 // RenderMetrics names every field; a new field must be exported too.
 static_assert(sizeof(TierStats) == 12 * sizeof(uint64_t), "export the new TierStats field");
-static_assert(sizeof(StoreStats) == 16 * sizeof(uint64_t) + 2 * sizeof(TierStats),
+static_assert(sizeof(StoreStats) == 17 * sizeof(uint64_t) + 2 * sizeof(TierStats),
               "export the new StoreStats field");
 
 namespace {
@@ -105,6 +105,9 @@ constexpr ScalarMetric kStoreScalars[] = {
     {"strata_fetches_total", Kind::kCounter, "Restores started.", &StoreStats::fetches},
     {"strata_fetch_failures_total", Kind::kCounter, "Restores that failed.",
      &StoreStats::fetch_failed},
+    {"strata_fetch_checksum_failures_total", Kind::kCounter,
+     "Restores whose record failed its checksums (the record was removed).",
+     &StoreStats::fetch_checksum_failures},
     {"strata_fs_full_retries_total", Kind::kCounter,
      "Copies deferred because the filesystem was full.", &StoreStats::fs_full_retries},
 };

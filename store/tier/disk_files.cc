@@ -2,6 +2,8 @@
 // loading a scan, lookups, eviction and removal.
 #include "store/tier/disk_files.h"
 
+#include <spdlog/spdlog.h>
+
 #include "store/tier/store_accounting.h"
 
 namespace strata {
@@ -149,6 +151,20 @@ void DiskFiles::Drop(const PrefixKey& key, uint64_t file_id) {
 void DiskFiles::RemoveWithDescendants(const PrefixKey& key) {
   Result<std::vector<RemovedRecord>> removed = index_.Remove(key);
   if (removed.ok()) ApplyRemoved(*removed);
+}
+
+bool DiskFiles::NoteCorruptRead(const PrefixKey& key, const Status& status) {
+  if (status.code() != StatusCode::kCorruption) return false;
+  ++stats_.fetch_checksum_failures;
+  ++stats_.disk.dropped_io_total;
+  // The status names the file and the page or row that failed; across
+  // processes it starts with the rank that found it (the completion tracker's
+  // context), in one process the file holds every rank's share.
+  spdlog::warn(
+      "record {} failed its checksums on fetch ({}); removing it and its descendants "
+      "from every rank",
+      key.ToFileStem(), status.message());
+  return true;
 }
 
 void DiskFiles::ApplyRemoved(const std::vector<RemovedRecord>& removed) {

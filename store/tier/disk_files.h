@@ -96,6 +96,7 @@ struct DiskOperation {
   std::deque<RecordJob> unsubmitted{};
   uint32_t outstanding = 0;
   Status status{};
+  PrefixKey failed_key{};  // the record whose job set `status` (a fetch's chain)
   uint64_t bytes = 0;
   uint64_t release_bytes = 0;  // charge dropped when a truncate/unlink completes
   std::chrono::steady_clock::time_point started{};  // for options.latencies
@@ -192,6 +193,11 @@ class DiskFiles {
   void RemoveWithDescendants(const PrefixKey& key);
   // Unpins `keys`, truncating any row the index dropped meanwhile.
   void Unpin(const std::vector<PrefixKey>& keys);
+  // A read of `key` (fetch or read-into) failed with `status`. True when the
+  // status is kCorruption (its file failed its checksums): the failure is
+  // counted (fetch_checksum_failures) and logged, and the caller removes the
+  // record so the next lookup misses. False, doing nothing, otherwise.
+  bool NoteCorruptRead(const PrefixKey& key, const Status& status);
 
   // ---- Operations ----
   // Queues `op`'s unsubmitted jobs and pumps.
@@ -237,7 +243,11 @@ class DiskFiles {
   std::unordered_map<uint64_t, File> orphaned_writes_;
   std::unordered_map<PrefixKey, uint64_t> orphaned_names_;  // key -> file id
   std::map<uint64_t, DiskOperation> ops_;                   // by operation id, ordered
-  std::unordered_map<JobId, uint64_t> job_op_;
+  struct JobRef {
+    uint64_t op = 0;  // operation id
+    PrefixKey key{};  // the record the job moves
+  };
+  std::unordered_map<JobId, JobRef> job_op_;
   DiskTierListener* listener_ = nullptr;
   std::vector<RecordJobDone> done_;
   uint64_t next_file_ = 1;

@@ -16,11 +16,12 @@ void DiskFiles::Start(DiskOperation op) {
 Status DiskFiles::StartNow(DiskOperation op, RecordJob job) {
   job.id = JobId(next_job_++);
   const JobId job_id = job.id;
+  const PrefixKey key = job.key;
   STRATA_RETURN_IF_ERROR(transport_->Submit(std::move(job)));
   if (options_.latencies) op.started = clock().steady();
   op.outstanding = 1;
   const uint64_t id = next_op_++;
-  job_op_[job_id] = id;
+  job_op_[job_id] = {.op = id, .key = key};
   ops_.emplace(id, std::move(op));
   return Status::Ok();
 }
@@ -46,12 +47,14 @@ void DiskFiles::PumpOnce() {
   for (const RecordJobDone& d : done_) {
     auto j = job_op_.find(d.id);
     if (j == job_op_.end()) continue;
-    DiskOperation& op = ops_.at(j->second);
+    DiskOperation& op = ops_.at(j->second.op);
+    const PrefixKey key = j->second.key;
     job_op_.erase(j);
     --op.outstanding;
     op.bytes += d.bytes;
     if (!d.status.ok() && op.status.ok()) {
       op.status = d.status;
+      op.failed_key = key;
       op.unsubmitted.clear();
       if (d.fs_full) ++stats_.fs_full_retries;
     }
@@ -61,16 +64,20 @@ void DiskFiles::PumpOnce() {
     while (!op.unsubmitted.empty()) {
       const RecordJob& job = op.unsubmitted.front();
       const JobId id = job.id;
+      const PrefixKey key = job.key;
       Status s = op.host ? transport_->SubmitHost(job, *op.host) : transport_->Submit(job);
       if (s.code() == StatusCode::kBusy) break;
       op.unsubmitted.pop_front();
       if (!s.ok()) {
-        if (op.status.ok()) op.status = s;
+        if (op.status.ok()) {
+          op.status = s;
+          op.failed_key = key;
+        }
         op.unsubmitted.clear();
         break;
       }
       ++op.outstanding;
-      job_op_[id] = it->first;
+      job_op_[id] = {.op = it->first, .key = key};
     }
     if (op.outstanding == 0 && op.unsubmitted.empty()) {
       DiskOperation done = std::move(op);

@@ -171,10 +171,13 @@ void DiskStore::FinishFetch(DiskOperation& op) {
     (void)files_.index().Touch(op.key, files_.now_ms());
     files_.stats().disk.bytes_out_total += op.bytes;
     events_.push_back({StoreEvent::Kind::kFetched, 0, op.ticket, op.key, Status::Ok(), op.bytes});
-  } else {
-    ++files_.stats().fetch_failed;
-    events_.push_back({StoreEvent::Kind::kFetchFailed, 0, op.ticket, op.key, op.status, 0});
+    return;
   }
+  ++files_.stats().fetch_failed;
+  // A file that failed its checksums would fail every later fetch: the record
+  // (and what extends it) goes from the index and every rank's disk.
+  if (files_.NoteCorruptRead(op.failed_key, op.status)) files_.RemoveWithDescendants(op.failed_key);
+  events_.push_back({StoreEvent::Kind::kFetchFailed, 0, op.ticket, op.key, op.status, 0});
 }
 
 void DiskStore::Poll(uint64_t now_ms, std::vector<StoreEvent>& events) {

@@ -141,9 +141,8 @@ void HeldRecords::FinishReadInto(DiskOperation& op) {
   files_.Unpin(op.pinned);
   if (op.status.ok()) {
     files_.stats().disk.bytes_out_total += op.bytes;
-  } else if (op.status.code() == StatusCode::kCorruption) {
-    ++files_.stats().disk.dropped_io_total;  // the file failed its checksums: it goes
-    DropHeld(op.key);
+  } else if (files_.NoteCorruptRead(op.key, op.status)) {
+    DropHeld(op.key);  // the file failed its checksums: it goes
   }
   done_.push_back({.tag = op.tag,
                    .key = op.key,

@@ -42,6 +42,9 @@ struct StoreStats {
   uint64_t reused_tokens = 0;
   uint64_t fetches = 0;
   uint64_t fetch_failed = 0;
+  // Restores (or reads into memory) whose record failed its checksums; each
+  // such record is removed with its descendants.
+  uint64_t fetch_checksum_failures = 0;
   uint64_t fs_full_retries = 0;
 
   TierStats memory;

@@ -319,6 +319,7 @@ StoreStats CompositeStore::Stats() const {
   s.disk = d.disk;
   s.store_failed += d.store_failed;  // streamed stores
   s.fetch_failed += d.fetch_failed;  // streamed fetches
+  s.fetch_checksum_failures += d.fetch_checksum_failures;
   s.fs_full_retries = d.fs_full_retries;
   s.slots_in_use = pool_->used_slots();
   s.slots_total = pool_->total_slots();

@@ -26,6 +26,7 @@
 #include "store/transfer/device_planes.h"
 #include "store/transfer/host_planes.h"
 #include "tests/unit/store/record/record_test_support.h"
+#include "tests/unit/store/tier/disk_store_test_support.h"
 
 namespace strata::testing {
 
@@ -340,52 +341,5 @@ class Cluster {
     }                                                                    \
     ASSERT_TRUE(strata_s_.ok()) << strata_s_.ToString();                 \
   } while (0)
-
-inline uint64_t WallMs() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                   std::chrono::system_clock::now().time_since_epoch())
-                                   .count());
-}
-
-// A root checkpoint of `pages` pages (ids first_id ..) and row `row`, from a
-// token stream derived from `seed`. The planes keep whatever they hold.
-inline PublishedCheckpoint RootCheckpoint(uint64_t checkpoint_id, uint64_t seed, uint32_t pages,
-                                          uint32_t first_id, StateSlot row,
-                                          uint32_t page_tokens = 64) {
-  std::vector<Token> tokens(uint64_t{pages} * page_tokens);
-  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<Token>(seed * 7919 + i);
-  PrefixHistory h(tokens);
-  PublishedCheckpoint cp;
-  cp.checkpoint_id = checkpoint_id;
-  cp.key = h.key_at(tokens.size());
-  cp.bucket = h.bucket_digest(tokens.size());
-  for (uint32_t i = 0; i < pages; ++i) cp.chain.emplace_back(first_id + i);
-  cp.tail_pages = pages;
-  cp.row_slot = row;
-  return cp;
-}
-
-// Polls `store` until an event of `kind` (returned), collecting every other
-// event into `others`; nullopt when none comes within kClusterBound.
-inline std::optional<StoreEvent> AwaitEvent(DiskStore& store, StoreEvent::Kind kind,
-                                            std::vector<StoreEvent>* others = nullptr) {
-  const auto until = std::chrono::steady_clock::now() + kClusterBound;
-  std::vector<StoreEvent> events;
-  while (std::chrono::steady_clock::now() < until) {
-    events.clear();
-    store.Poll(WallMs(), events);
-    std::optional<StoreEvent> found;
-    for (StoreEvent& e : events) {
-      if (!found && e.kind == kind) {
-        found = std::move(e);
-      } else if (others != nullptr) {
-        others->push_back(std::move(e));
-      }
-    }
-    if (found) return found;
-    (void)store.WaitIdle(std::chrono::milliseconds(10));
-  }
-  return std::nullopt;
-}
 
 }  // namespace strata::testing
