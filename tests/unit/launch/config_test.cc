@@ -31,7 +31,8 @@ TEST(ConfigTest, DefaultsAreTheDocumentedOnes) {
   EXPECT_EQ(c.cluster.job_timeout, milliseconds(60'000));
   EXPECT_EQ(c.cluster.connect_timeout, milliseconds(120'000));
   EXPECT_EQ(c.metrics.port, 9470);
-  EXPECT_EQ(c.metrics.bind, "0.0.0.0");
+  EXPECT_EQ(c.metrics.bind, "127.0.0.1");
+  EXPECT_EQ(c.runtime.service_bind, "127.0.0.1");
   EXPECT_EQ(c.log.level, LogLevel::kInfo);
   EXPECT_EQ(c.log.format, LogFormat::kText);
   EXPECT_EQ(c.runtime.preset, "tiny");
