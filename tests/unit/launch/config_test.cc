@@ -190,6 +190,17 @@ TEST(ConfigTest, PortsFitAndDoNotCollideOnRankZero) {
   EXPECT_TRUE(ValidateConfig(c).ok());
 }
 
+TEST(ConfigTest, ListenersBindLoopbackUnlessConfigured) {
+  RankConfig c;
+  EXPECT_EQ(c.metrics.bind, "127.0.0.1");
+  EXPECT_EQ(c.runtime.service_bind, "127.0.0.1");
+  ASSERT_TRUE(Set("runtime.service_bind", std::string("10.0.0.2"), &c).ok());
+  EXPECT_EQ(c.runtime.service_bind, "10.0.0.2");
+  EXPECT_FALSE(Set("runtime.service_bind", std::string(""), &c).ok());
+  ASSERT_TRUE(Set("metrics.bind", std::string("0.0.0.0"), &c).ok());
+  EXPECT_EQ(c.metrics.bind, "0.0.0.0");
+}
+
 TEST(ConfigTest, RecordListenerAndLinkLiveness) {
   RankConfig c;
   EXPECT_FALSE(c.cluster.record_bind.has_value());  // the rendezvous's address
