@@ -281,7 +281,8 @@ std::vector<ConfigKey> MakeKeys() {
        [](const ConfigValue& v, RankConfig* c) {
          STRATA_SET(c->cluster.job_secret_file, AsText(v, "a file path"));
        }},
-      {"metrics.bind", "--metrics-bind", "an IP address to listen on", "0.0.0.0",
+      {"metrics.bind", "--metrics-bind",
+       "an IP address to listen on (\"0.0.0.0\": every interface)", "127.0.0.1 (loopback)",
        [](const ConfigValue& v, RankConfig* c) {
          STRATA_SET(c->metrics.bind, AsText(v, "an address"));
        }},
@@ -311,6 +312,12 @@ std::vector<ConfigKey> MakeKeys() {
        "CUDA device ordinals for this process's ranks, like \"0\" or \"0,1\"; \"none\" for host "
        "memory",
        "none", SetGpus},
+      {"runtime.service_bind", "--runtime-service-bind",
+       "a numeric IP address for a peer's runtime service (\"0.0.0.0\": every interface)",
+       "127.0.0.1 (loopback)",
+       [](const ConfigValue& v, RankConfig* c) {
+         STRATA_SET(c->runtime.service_bind, AsText(v, "an IP address"));
+       }},
       {"tls.cert", "--tls-cert", "a PEM certificate file (with tls.key and tls.ca)",
        "unset (plaintext links)",
        [](const ConfigValue& v, RankConfig* c) {

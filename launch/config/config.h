@@ -99,10 +99,17 @@ struct ClusterConfig {
   std::optional<std::string> job_secret_file;
 };
 
+// The address the listeners below bind unless configured otherwise: loopback
+// (DESIGN.md, "Membership": nothing listens on a non-loopback address unless
+// configured to).
+inline constexpr std::string_view kLoopbackBind = "127.0.0.1";
+
 // [metrics]: the /metrics, /healthz and /status endpoint.
 struct MetricsConfig {
-  // bind: the address the endpoint listens on. Default "0.0.0.0".
-  std::string bind = "0.0.0.0";
+  // bind: the address the endpoint listens on. Default "127.0.0.1": a
+  // scraper on the same host; set the host's address (or "0.0.0.0") for a
+  // scraper elsewhere. The endpoint is read-only plaintext HTTP.
+  std::string bind = std::string(kLoopbackBind);
   // port: base port; a rank serves on port + local_rank (EffectiveMetricsPort).
   // 0: an ephemeral port, printed on the startup line. Default 9470.
   uint16_t port = 9470;
@@ -128,6 +135,11 @@ struct RuntimeConfig {
   // gpus: CUDA device ordinals for this process's ranks' planes, one per rank
   // (fewer: rank r uses gpus[r % size]). Default empty: host memory (no GPU).
   std::vector<int> gpus;
+  // service_bind: the numeric address a peer's runtime service listens on
+  // (launch/runtime/runtime_service.h; ranks in separate processes only).
+  // Default "127.0.0.1": enough when every rank shares rank zero's host.
+  // Ranks on other hosts set an address rank zero reaches them at.
+  std::string service_bind = std::string(kLoopbackBind);
 };
 
 // [tls]: mutual TLS 1.3 on the rendezvous and every record link, with the

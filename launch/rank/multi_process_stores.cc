@@ -15,6 +15,7 @@
 #include "launch/rank/multi_process_stores.h"
 #include "launch/runtime/process_planes.h"
 #include "launch/runtime/runtime_service.h"
+#include "launch/runtime/service_guard.h"
 #include "rank_agent/rank_agent.h"
 #include "wire/tls.h"
 
@@ -107,6 +108,7 @@ class RankZeroStores final : public RuntimeDriver {
     STRATA_ASSIGN_OR_RETURN(OwnRank me, DescribeOwnRank(config));
     const ClusterConfig& cl = config.cluster;
     STRATA_ASSIGN_OR_RETURN(JobSecret secret, ReadJobSecret(cl.job_secret_file));
+    const std::string service_token = RuntimeServiceToken(secret);
     STRATA_ASSIGN_OR_RETURN(tls_, LinkTls(config));
     STRATA_ASSIGN_OR_RETURN(planes_, ProcessPlanes::Open(me.own, config.runtime.gpus));
     STRATA_ASSIGN_OR_RETURN(
@@ -144,7 +146,7 @@ class RankZeroStores final : public RuntimeDriver {
       STRATA_ASSIGN_OR_RETURN(uint16_t port, ServicePort(config, p.rank.value));
       services.push_back(HostPort(p.address, port));
     }
-    remote_ = std::make_unique<RemotePlanes>(me.all, planes_->planes(), services);
+    remote_ = std::make_unique<RemotePlanes>(me.all, planes_->planes(), services, service_token);
     runtime_ = std::make_unique<SyntheticRuntime>(*remote_, &coordinator_->store(),
                                                   SyntheticRuntimeOptions{.seed = seed});
     const JoinStats& j = coordinator_->join_stats();
@@ -240,6 +242,7 @@ class PeerStores final : public PeerRank {
     const ClusterConfig& cl = config.cluster;
     STRATA_ASSIGN_OR_RETURN(uint16_t service_port, ServicePort(config, cl.rank));
     STRATA_ASSIGN_OR_RETURN(JobSecret secret, ReadJobSecret(cl.job_secret_file));
+    const std::string service_token = RuntimeServiceToken(secret);
     STRATA_ASSIGN_OR_RETURN(tls_, LinkTls(config));
     STRATA_ASSIGN_OR_RETURN(planes_, ProcessPlanes::Open(me.own, config.runtime.gpus));
     client_ = std::make_unique<TcpRendezvousClient>(
@@ -280,8 +283,13 @@ class PeerStores final : public PeerRank {
       return agent.status();
     }
     agent_ = std::move(*agent);
+    // Every `strata rank` workload drives the synthetic runtime on rank zero,
+    // which writes and checks this rank's planes through this service; it is
+    // started with the peer role and nowhere else (an embedding runtime, the
+    // benches and the record tools never run it).
     Result<std::unique_ptr<RuntimeService>> service = RuntimeService::Start(
-        planes_->planes(), agent_->record_dir(), config.metrics.bind, service_port);
+        planes_->planes(), agent_->record_dir(),
+        {.bind = config.runtime.service_bind, .port = service_port, .token = service_token});
     service_up_.set_value(service.ok() ? Status::Ok() : service.status());
     if (!service.ok()) {
       return service.status().WithContext("runtime service on port " +
@@ -291,8 +299,8 @@ class PeerStores final : public PeerRank {
     summary_ = "rank agent " + std::to_string(cl.rank) + " of " + std::to_string(cl.world_size) +
                ", record directory " + agent_->record_dir() + ", limit " +
                std::to_string(me.disk_limit >> 20) + " MiB, joining rank zero through " +
-               HostPort(cl.master_addr, cl.master_port) + ", runtime service on port " +
-               std::to_string(service_port) + ", " + planes_->Describe();
+               HostPort(cl.master_addr, cl.master_port) + ", runtime service on " +
+               HostPort(config.runtime.service_bind, service_port) + ", " + planes_->Describe();
     return Status::Ok();
   }
 

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <thread>
 
+#include "launch/runtime/service_guard.h"
+
 namespace strata {
 
 namespace {
@@ -30,14 +32,53 @@ struct RuntimeService::Impl {
   int port = 0;
 };
 
+namespace {
+
+// Refuses, before the body is read, a request without the job's token or
+// with a body above `body_max` (runtime_service.h).
+httplib::Server::HandlerResponse Guard(const std::string& token, uint64_t body_max,
+                                       const httplib::Request& req, httplib::Response& res) {
+  auto refuse = [&res](int status, const std::string& why) {
+    res.status = status;
+    res.set_header("Connection", "close");  // the unread body must not be taken as a request
+    res.set_content(why, "text/plain");
+    return httplib::Server::HandlerResponse::Handled;
+  };
+  switch (
+      AdmitRequest(req.get_header_value(std::string(kRuntimeServiceAuthHeader).c_str()), token)) {
+    case ServiceAdmission::kNoToken:
+      res.set_header("WWW-Authenticate", "Bearer");
+      return refuse(401, "the job's runtime service token is required");
+    case ServiceAdmission::kWrongToken: return refuse(403, "not this job's token");
+    case ServiceAdmission::kAdmit: break;
+  }
+  if (req.has_header("Content-Length")) {
+    const std::string length = req.get_header_value("Content-Length");
+    const bool numeric = !length.empty() && length.size() <= 19 &&
+                         length.find_first_not_of("0123456789") == std::string::npos;
+    if (!numeric || std::stoull(length) > body_max) {
+      return refuse(413, "body above " + std::to_string(body_max) + " bytes");
+    }
+  }
+  return httplib::Server::HandlerResponse::Unhandled;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<RuntimeService>> RuntimeService::Start(DevicePlanes& planes,
                                                               const std::string& record_dir,
-                                                              const std::string& bind,
-                                                              uint16_t port) {
+                                                              RuntimeServiceOptions options) {
+  STRATA_ASSERT(!options.token.empty(), "the runtime service needs the job's token");
   auto impl = std::make_unique<Impl>();
   httplib::Server& s = impl->server;
   s.set_tcp_nodelay(true);  // one small request at a time: no Nagle/delayed-ACK stalls
   const RankGeometry& g = planes.geometry().ranks.at(0);
+  const uint64_t body_max = RuntimeServiceBodyMax(g);
+  s.set_pre_routing_handler(
+      [token = options.token, body_max](const httplib::Request& req, httplib::Response& res) {
+        return Guard(token, body_max, req, res);
+      });
+  s.set_payload_max_length(body_max);  // bounds a chunked body too
   auto fail = [](httplib::Response& res, const Status& st) {
     res.status = st.code() == StatusCode::kInvalidArgument ? 400 : 500;
     res.set_content(st.ToString(), "text/plain");
@@ -82,8 +123,11 @@ Result<std::unique_ptr<RuntimeService>> RuntimeService::Start(DevicePlanes& plan
     for (const std::string& f : *files) body += f + "\n";
     res.set_content(body, "text/plain");
   });
-  s.set_read_timeout(kIoTimeoutS, 0);
-  s.set_write_timeout(kIoTimeoutS, 0);
+  const time_t io_timeout_s = static_cast<time_t>(options.io_timeout.count());
+  s.set_read_timeout(io_timeout_s, 0);
+  s.set_write_timeout(io_timeout_s, 0);
+  const std::string& bind = options.bind;
+  const uint16_t port = options.port;
   impl->port = port == 0 ? s.bind_to_any_port(bind) : (s.bind_to_port(bind, port) ? port : -1);
   if (impl->port <= 0) {
     return Status::Unavailable("runtime service cannot listen on " + bind + ":" +
@@ -104,7 +148,8 @@ RuntimeService::~RuntimeService() {
 uint16_t RuntimeService::port() const { return static_cast<uint16_t>(impl_->port); }
 
 struct RemotePlanes::Peer {
-  explicit Peer(const std::string& endpoint) : client("http://" + endpoint) {
+  Peer(const std::string& endpoint, const std::string& token) : client("http://" + endpoint) {
+    client.set_bearer_token_auth(token.c_str());
     client.set_connection_timeout(kIoTimeoutS, 0);
     client.set_read_timeout(kIoTimeoutS, 0);
     client.set_write_timeout(kIoTimeoutS, 0);
@@ -115,10 +160,10 @@ struct RemotePlanes::Peer {
 };
 
 RemotePlanes::RemotePlanes(const CacheGeometry& geometry, DevicePlanes& local,
-                           const std::vector<std::string>& endpoints)
+                           const std::vector<std::string>& endpoints, const std::string& token)
     : geometry_(geometry), local_(local) {
   STRATA_ASSERT(endpoints.size() + 1 == geometry.rank_count(), "one endpoint per peer rank");
-  for (const std::string& e : endpoints) peers_.push_back(std::make_unique<Peer>(e));
+  for (const std::string& e : endpoints) peers_.push_back(std::make_unique<Peer>(e, token));
 }
 
 RemotePlanes::~RemotePlanes() = default;
@@ -128,24 +173,27 @@ RankPlanes RemotePlanes::planes(uint32_t rank) const {
   return local_.planes(0);
 }
 
+namespace {
+Status Unreachable(uint32_t rank, httplib::Error error) {
+  return Status::Unavailable("rank " + std::to_string(rank) +
+                             " runtime service: " + httplib::to_string(error) +
+                             " (does that rank's runtime.service_bind listen on an address this "
+                             "host reaches?)");
+}
+}  // namespace
+
 Status RemotePlanes::Put(uint32_t rank, const std::string& path, std::span<const uint8_t> bytes) {
   auto res = peers_.at(rank - 1)->client.Put(
       path, std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
       "application/octet-stream");
-  if (!res) {
-    return Status::Unavailable("rank " + std::to_string(rank) +
-                               " runtime service: " + httplib::to_string(res.error()));
-  }
+  if (!res) return Unreachable(rank, res.error());
   if (res->status != 200) return Status::IoError("rank " + std::to_string(rank) + ": " + res->body);
   return Status::Ok();
 }
 
 Status RemotePlanes::Get(uint32_t rank, const std::string& path, std::span<uint8_t> bytes) {
   auto res = peers_.at(rank - 1)->client.Get(path);
-  if (!res) {
-    return Status::Unavailable("rank " + std::to_string(rank) +
-                               " runtime service: " + httplib::to_string(res.error()));
-  }
+  if (!res) return Unreachable(rank, res.error());
   if (res->status != 200) return Status::IoError("rank " + std::to_string(rank) + ": " + res->body);
   if (res->body.size() != bytes.size()) {
     return Status::Corruption("rank " + std::to_string(rank) + " returned " +

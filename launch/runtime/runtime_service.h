@@ -11,8 +11,15 @@
 //   PUT/GET /page/<plane>/<page id>   one page of one plane (unit bytes)
 //   PUT/GET /row/<state slot>         one state row
 //   GET     /records                  "<file name> <bytes>\n" per record file
+//
+// Every request carries the job's token (service_guard.h): without one it is
+// answered 401, with another 403, before its body is read and before any
+// handler runs. A PUT body above RuntimeServiceBodyMax (the largest unit of
+// the rank's geometry) is answered 413 from its Content-Length, unread (a
+// chunked body is cut off at that bound). Such refusals close the connection.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -30,13 +37,23 @@ inline constexpr uint16_t kRuntimeServicePortOffset = 1000;
 // Lists "<name> <bytes>" of every *.ckpt file in `dir`, sorted by name.
 Result<std::vector<std::string>> ListRecordFiles(const std::string& dir);
 
+struct RuntimeServiceOptions {
+  // The numeric address to listen on (runtime.service_bind; loopback by default).
+  std::string bind;
+  uint16_t port = 0;  // 0: an ephemeral port (port() says which)
+  // RuntimeServiceToken of the job's secret; must not be empty.
+  std::string token;
+  // How long a request may stall reading or writing before it is dropped.
+  std::chrono::seconds io_timeout{10};
+};
+
 class RuntimeService {
  public:
-  // Serves `planes` (one rank) and the record files in `record_dir` on
-  // bind:port until destroyed. Both must outlive it.
+  // Serves `planes` (one rank) and the record files in `record_dir` until
+  // destroyed. Both must outlive it.
   static Result<std::unique_ptr<RuntimeService>> Start(DevicePlanes& planes,
                                                        const std::string& record_dir,
-                                                       const std::string& bind, uint16_t port);
+                                                       RuntimeServiceOptions options);
   ~RuntimeService();
   uint16_t port() const;
 
@@ -50,9 +67,10 @@ class RuntimeService {
 // reached through their RuntimeService. geometry() has every rank.
 class RemotePlanes final : public DevicePlanes {
  public:
-  // `endpoints[r-1]` is "host:port" of rank r's service.
+  // `endpoints[r-1]` is "host:port" of rank r's service; every request
+  // carries `token` (RuntimeServiceToken of the job's secret).
   RemotePlanes(const CacheGeometry& geometry, DevicePlanes& local,
-               const std::vector<std::string>& endpoints);
+               const std::vector<std::string>& endpoints, const std::string& token);
   ~RemotePlanes() override;
 
   const CacheGeometry& geometry() const override { return geometry_; }

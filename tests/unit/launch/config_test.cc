@@ -31,7 +31,8 @@ TEST(ConfigTest, DefaultsAreTheDocumentedOnes) {
   EXPECT_EQ(c.cluster.job_timeout, milliseconds(60'000));
   EXPECT_EQ(c.cluster.connect_timeout, milliseconds(120'000));
   EXPECT_EQ(c.metrics.port, 9470);
-  EXPECT_EQ(c.metrics.bind, "0.0.0.0");
+  EXPECT_EQ(c.metrics.bind, "127.0.0.1");
+  EXPECT_EQ(c.runtime.service_bind, "127.0.0.1");
   EXPECT_EQ(c.log.level, LogLevel::kInfo);
   EXPECT_EQ(c.log.format, LogFormat::kText);
   EXPECT_EQ(c.runtime.preset, "tiny");
@@ -187,6 +188,17 @@ TEST(ConfigTest, PortsFitAndDoNotCollideOnRankZero) {
   EXPECT_NE(ValidateConfig(c).message().find("metrics.port"), std::string::npos);
   c.cluster.rank = 1;  // a peer listens on neither cluster port
   EXPECT_TRUE(ValidateConfig(c).ok());
+}
+
+TEST(ConfigTest, ListenersBindLoopbackUnlessConfigured) {
+  RankConfig c;
+  EXPECT_EQ(c.metrics.bind, "127.0.0.1");
+  EXPECT_EQ(c.runtime.service_bind, "127.0.0.1");
+  ASSERT_TRUE(Set("runtime.service_bind", std::string("10.0.0.2"), &c).ok());
+  EXPECT_EQ(c.runtime.service_bind, "10.0.0.2");
+  EXPECT_FALSE(Set("runtime.service_bind", std::string(""), &c).ok());
+  ASSERT_TRUE(Set("metrics.bind", std::string("0.0.0.0"), &c).ok());
+  EXPECT_EQ(c.metrics.bind, "0.0.0.0");
 }
 
 TEST(ConfigTest, RecordListenerAndLinkLiveness) {
