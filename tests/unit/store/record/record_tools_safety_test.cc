@@ -75,7 +75,9 @@ class PayloadReadFails final : public testing::ForwardingFileSystem {
   explicit PayloadReadFails(std::string name) : name_(std::move(name)) {}
   Result<int> OpenAt(int dir_fd, std::string_view name, OpenFor how) override {
     Result<int> fd = ForwardingFileSystem::OpenAt(dir_fd, name, how);
+    // Descriptor numbers are reused: only the named file's current one fails.
     if (fd.ok() && name == name_) failing_fd_ = *fd;
+    if (fd.ok() && name != name_ && *fd == failing_fd_) failing_fd_ = -1;
     return fd;
   }
   Result<uint64_t> ReadAt(int fd, std::span<std::byte> out, uint64_t offset) override {
