@@ -7,6 +7,7 @@
 
 #include "rank_agent/apply_agreement.h"
 #include "rank_agent/scan_summary.h"
+#include "store/base/deliberate_leak.h"
 #include "store/record/fingerprint.h"
 #include "store/record/record_dir.h"
 
@@ -347,8 +348,8 @@ Status RankAgent::Finish(Status outcome) {
   if (!drain_status_.ok()) {
     // Copies or disk I/O may still use the staging and this rank's planes:
     // keep the transport, its threads, the pool and the directory alive.
-    (void)staged_.release();
-    (void)disk_.release();
+    LeakOnPurpose(std::move(staged_));
+    LeakOnPurpose(std::move(disk_));
     const std::string kept = RankName(options_.rank) +
                              " did not confirm its drain; its transport, threads and staging "
                              "stay alive (keep device memory allocated): " +
