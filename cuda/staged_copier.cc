@@ -15,7 +15,8 @@ Result<std::unique_ptr<StagedCopier>> StagedCopier::Create(std::shared_ptr<const
   if (options.stage_bytes == 0 || options.kernel_piece_bytes == 0) {
     return Status::InvalidArgument("staging stage and kernel piece bytes must be positive");
   }
-  std::unique_ptr<StagedCopier> c(new StagedCopier(driver, ordinal, kernel_stream, options));
+  std::unique_ptr<StagedCopier> c(
+      new StagedCopier(std::move(driver), ordinal, kernel_stream, options));
   const CudaDriver& d = *c->driver_;
   c->limits_.window_bytes = StagingWindowBytes(kMaxBatchBytes, kMaxBatchEntries);
   c->limits_.stage_bytes = options.stage_bytes;

@@ -80,6 +80,7 @@ Result<std::vector<double>> TimeRestores(const std::shared_ptr<const CudaDriver>
   std::vector<SlotId> slots;
   if (!pool->Allocate(pages, 0, slots)) return Status::Internal("slab pool too small");
   std::vector<uint8_t*> records;
+  records.reserve(slots.size());
   for (SlotId s : slots) records.push_back(pool->address(s));
   std::vector<PageId> ids(pages);
   for (uint64_t i = 0; i < pages; ++i) ids[i] = PageId(static_cast<uint32_t>(i));

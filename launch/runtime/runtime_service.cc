@@ -44,8 +44,7 @@ httplib::Server::HandlerResponse Guard(const std::string& token, uint64_t body_m
     res.set_content(why, "text/plain");
     return httplib::Server::HandlerResponse::Handled;
   };
-  switch (
-      AdmitRequest(req.get_header_value(std::string(kRuntimeServiceAuthHeader).c_str()), token)) {
+  switch (AdmitRequest(req.get_header_value(std::string(kRuntimeServiceAuthHeader)), token)) {
     case ServiceAdmission::kNoToken:
       res.set_header("WWW-Authenticate", "Bearer");
       return refuse(401, "the job's runtime service token is required");
@@ -65,9 +64,8 @@ httplib::Server::HandlerResponse Guard(const std::string& token, uint64_t body_m
 
 }  // namespace
 
-Result<std::unique_ptr<RuntimeService>> RuntimeService::Start(DevicePlanes& planes,
-                                                              const std::string& record_dir,
-                                                              RuntimeServiceOptions options) {
+Result<std::unique_ptr<RuntimeService>> RuntimeService::Start(
+    DevicePlanes& planes, const std::string& record_dir, const RuntimeServiceOptions& options) {
   STRATA_ASSERT(!options.token.empty(), "the runtime service needs the job's token");
   auto impl = std::make_unique<Impl>();
   httplib::Server& s = impl->server;
@@ -149,7 +147,7 @@ uint16_t RuntimeService::port() const { return static_cast<uint16_t>(impl_->port
 
 struct RemotePlanes::Peer {
   Peer(const std::string& endpoint, const std::string& token) : client("http://" + endpoint) {
-    client.set_bearer_token_auth(token.c_str());
+    client.set_bearer_token_auth(token);
     client.set_connection_timeout(kIoTimeoutS, 0);
     client.set_read_timeout(kIoTimeoutS, 0);
     client.set_write_timeout(kIoTimeoutS, 0);

@@ -53,7 +53,7 @@ class RuntimeService {
   // destroyed. Both must outlive it.
   static Result<std::unique_ptr<RuntimeService>> Start(DevicePlanes& planes,
                                                        const std::string& record_dir,
-                                                       RuntimeServiceOptions options);
+                                                       const RuntimeServiceOptions& options);
   ~RuntimeService();
   uint16_t port() const;
 

@@ -11,7 +11,7 @@ MemoryStore::MemoryStore(const CacheGeometry& geometry, std::shared_ptr<SlabPool
       records_(geometry, pool_),
       transfers_(std::move(transfers)),
       tracker_(*transfers_),
-      options_(options),
+      options_(std::move(options)),
       index_(geometry.page_tokens) {
   for (const RankGeometry& g : geometry.ranks) {
     page_bytes_all_ranks_ += g.page_bytes();

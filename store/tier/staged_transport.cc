@@ -21,7 +21,7 @@ StagedTransport::StagedTransport(const CacheGeometry& geometry, const NamespaceI
       disk_(std::move(disk)),
       signal_(std::make_shared<WakeSignal>()),
       tracker_(*transfers_),
-      options_(options),
+      options_(std::move(options)),
       row_slots_(RowSlots(layout_.row_segment_bytes(), pool_->slot_bytes())) {
   STRATA_ASSERT(pool_->slot_bytes() >= layout_.page_record_bytes(),
                 "staging slots must hold a page record");

@@ -34,7 +34,7 @@ std::vector<ParkedRecord> CompositeStore::Parked(Order order) const {
         p.parked_parent = *e->parent;
       }
     }
-    parked.push_back(std::move(p));
+    parked.push_back(p);
   };
   if (order == Order::kColdestFirst) {
     for (const auto& [tick, key] : lru_) add(key);
