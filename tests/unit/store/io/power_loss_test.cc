@@ -14,6 +14,7 @@
 #include "store/tier/disk_store.h"
 #include "store/tier/local_disk.h"
 #include "store/transfer/host_planes.h"
+#include "tests/unit/store/io/ack_recorder.h"
 #include "tests/unit/store/record/record_test_support.h"
 
 namespace strata {
@@ -31,36 +32,6 @@ enum class Setting : unsigned char { kDefault, kSync, kNone };
 struct Case {
   Setting setting;
   CrashMode mode;
-};
-
-// Forwards to a store and remembers which checkpoints it acknowledged.
-class AckRecorder final : public HostStore {
- public:
-  explicit AckRecorder(HostStore& inner) : inner_(inner) {}
-  std::optional<HostHit> Lookup(const PrefixHistory& history, uint64_t resident_tokens,
-                                uint64_t before) override {
-    return inner_.Lookup(history, resident_tokens, before);
-  }
-  StoreOutcome Store(const PublishedCheckpoint& checkpoint) override {
-    return inner_.Store(checkpoint);
-  }
-  Status Fetch(const HostHit& hit, const InboundTicket& ticket) override {
-    return inner_.Fetch(hit, ticket);
-  }
-  void Poll(uint64_t now_ms, std::vector<StoreEvent>& events) override {
-    const size_t first = events.size();
-    inner_.Poll(now_ms, events);
-    for (size_t i = first; i < events.size(); ++i) {
-      if (events[i].kind == StoreEvent::Kind::kStored) acked.insert(events[i].key);
-    }
-  }
-  StoreStats Stats() const override { return inner_.Stats(); }
-  Status Close() override { return inner_.Close(); }
-
-  std::unordered_set<PrefixKey> acked;
-
- private:
-  HostStore& inner_;
 };
 
 const NamespaceIdentity& Identity() {
@@ -90,7 +61,7 @@ std::unordered_set<PrefixKey> RunBeforeTheCut(const std::string& base, HostPlane
                       (*disk)->scan().records, StoreOptions());
   EXPECT_TRUE(store.ok()) << store.status().ToString();
   if (!store.ok()) return {};
-  AckRecorder recorder(**store);
+  testing::AckRecorder recorder(**store);
   {
     SyntheticRuntime rt(planes, &recorder, {.seed = kSeed, .wait_bound = kIdleBound});
     for (uint64_t i = 0; i < kConversations; ++i) {
