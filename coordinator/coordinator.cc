@@ -97,6 +97,10 @@ Status Coordinator::Join(CoordinatorOptions& options, RendezvousServer& rendezvo
   sharded_ = sharded.get();
   DiskStoreOptions store_options = options.store;
   store_options.disk_limit_bytes = join_stats_.disk_limit_bytes;
+  // No free-space probe: the full disk may be any rank's (its failed job's
+  // message names that rank's filesystem and free bytes), so a write failing
+  // for want of space lowers the limit to what the ranks hold (DiskFiles).
+  store_options.free_bytes = nullptr;
   Result<std::unique_ptr<DiskStore>> store =
       DiskStore::Open(options.geometry, std::move(sharded), disk_->scan().records, store_options);
   if (!store.ok()) {

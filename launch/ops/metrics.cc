@@ -8,7 +8,7 @@ namespace strata {
 
 // RenderMetrics names every field; a new field must be exported too.
 static_assert(sizeof(TierStats) == 12 * sizeof(uint64_t), "export the new TierStats field");
-static_assert(sizeof(StoreStats) == 17 * sizeof(uint64_t) + 2 * sizeof(TierStats),
+static_assert(sizeof(StoreStats) == 19 * sizeof(uint64_t) + 2 * sizeof(TierStats),
               "export the new StoreStats field");
 
 namespace {
@@ -110,6 +110,13 @@ constexpr ScalarMetric kStoreScalars[] = {
      &StoreStats::fetch_checksum_failures},
     {"strata_fs_full_retries_total", Kind::kCounter,
      "Copies deferred because the filesystem was full.", &StoreStats::fs_full_retries},
+    {"strata_disk_limit_bytes", Kind::kGauge,
+     "The disk tier's limit in force: the configured one, or lower after the filesystem filled "
+     "up.",
+     &StoreStats::disk_limit_bytes},
+    {"strata_disk_limit_lowered_total", Kind::kCounter,
+     "Times a full filesystem lowered the disk tier's limit.",
+     &StoreStats::disk_limit_lowered_total},
 };
 
 struct OutcomeMetric {

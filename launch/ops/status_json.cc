@@ -40,7 +40,10 @@ nlohmann::json StoreJson(const StoreStats& s) {
       {"reused_tokens", s.reused_tokens},
       {"fetches", s.fetches},
       {"fetch_failed", s.fetch_failed},
+      {"fetch_checksum_failures", s.fetch_checksum_failures},
       {"fs_full_retries", s.fs_full_retries},
+      {"disk_limit_bytes", s.disk_limit_bytes},
+      {"disk_limit_lowered_total", s.disk_limit_lowered_total},
       {"memory", TierJson(s.memory)},
       {"disk", TierJson(s.disk)},
   };

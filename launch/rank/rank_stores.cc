@@ -42,6 +42,11 @@ Result<RankRole> OpenRankStores(const RankConfig& config, uint64_t seed) {
     if (!free_bytes.ok()) return free_bytes.status().WithContext("prefix_cache.disk_limit default");
     pc.disk_limit_bytes = ResolveDiskLimit(pc, *free_bytes);
   }
+  if (pc.disk_dir.has_value() && *pc.disk_limit_bytes > 0) {
+    Result<uint64_t> fits = LimitForRecordDirectory(*pc.disk_dir, *pc.disk_limit_bytes);
+    if (!fits.ok()) return fits.status().WithContext("prefix_cache.disk_limit");
+    pc.disk_limit_bytes = *fits;
+  }
   const ClusterConfig& cl = resolved.cluster;
   if (cl.world_size == 1 || cl.single_process) {
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<RuntimeDriver> one,

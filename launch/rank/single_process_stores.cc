@@ -197,6 +197,7 @@ class SingleProcessStores final : public RuntimeDriver {
       co.max_age_ms = max_age_ms;
       co.drain = ToShutdownDrain(pc.drain_on_shutdown);
       co.latencies = latencies_;
+      co.free_bytes = [disk = local_.get()] { return disk->FreeBytes(); };
       STRATA_ASSIGN_OR_RETURN(composite_,
                               CompositeStore::Open(geometry_, local_->pool(), std::move(memory),
                                                    std::move(staged), local_->scan().records, co));
@@ -207,9 +208,12 @@ class SingleProcessStores final : public RuntimeDriver {
       return Status::Ok();
     }
     STRATA_ASSIGN_OR_RETURN(
-        disk_, DiskStore::Open(
-                   geometry_, std::move(staged), local_->scan().records,
-                   {.disk_limit_bytes = limit, .max_age_ms = max_age_ms, .latencies = latencies_}));
+        disk_,
+        DiskStore::Open(geometry_, std::move(staged), local_->scan().records,
+                        {.disk_limit_bytes = limit,
+                         .max_age_ms = max_age_ms,
+                         .latencies = latencies_,
+                         .free_bytes = [disk = local_.get()] { return disk->FreeBytes(); }}));
     summary_ = "disk store at " + local_->path() + ", limit " + Mib(limit) + ", " + scanned;
     store_ = disk_.get();
     return Status::Ok();

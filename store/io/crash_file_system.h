@@ -78,6 +78,7 @@ class CrashFileSystem final : public FileSystem {
   Result<std::vector<std::string>> List(int dir_fd) override;
   Status LockExclusive(int fd) override { return inner_.LockExclusive(fd); }
   std::string FilesystemName(int fd) override { return inner_.FilesystemName(fd); }
+  Result<uint64_t> FreeBytes(int fd) override { return inner_.FreeBytes(fd); }
 
   // Called by the BlockIo wrapper.
   void NoteWrite(int fd, uint64_t offset, uint64_t bytes);

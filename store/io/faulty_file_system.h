@@ -37,6 +37,7 @@ class FaultyFileSystem final : public FileSystem {
   Result<std::vector<std::string>> List(int dir_fd) override { return inner_.List(dir_fd); }
   Status LockExclusive(int fd) override { return inner_.LockExclusive(fd); }
   std::string FilesystemName(int fd) override { return inner_.FilesystemName(fd); }
+  Result<uint64_t> FreeBytes(int fd) override { return inner_.FreeBytes(fd); }
 
  private:
   // Counts one `op` and returns the plan's decision for it (counting it as

@@ -5,6 +5,7 @@
 #include <linux/magic.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -216,6 +217,12 @@ Status PosixFileSystem::LockExclusive(int fd) {
   if (rc == 0) return Status::Ok();
   if (errno == EWOULDBLOCK) return Status::Busy("locked by another process");
   return Status::FromErrno(errno, "flock");
+}
+
+Result<uint64_t> PosixFileSystem::FreeBytes(int fd) {
+  struct statvfs fs {};
+  if (::fstatvfs(fd, &fs) != 0) return Status::FromErrno(errno, "fstatvfs");
+  return uint64_t{fs.f_bavail} * fs.f_frsize;
 }
 
 std::string PosixFileSystem::FilesystemName(int fd) {

@@ -76,6 +76,9 @@ class FileSystem {
   // A name for the filesystem holding `fd` ("ext4", "tmpfs", "xfs", or the
   // statfs magic in hex).
   virtual std::string FilesystemName(int fd) = 0;
+  // Bytes an unprivileged writer may still allocate on the filesystem holding
+  // `fd` (statvfs f_bavail * f_frsize).
+  virtual Result<uint64_t> FreeBytes(int fd) = 0;
 };
 
 inline constexpr unsigned kNewFileMode = 0600;
@@ -102,6 +105,7 @@ class PosixFileSystem final : public FileSystem {
   Result<std::vector<std::string>> List(int dir_fd) override;
   Status LockExclusive(int fd) override;
   std::string FilesystemName(int fd) override;
+  Result<uint64_t> FreeBytes(int fd) override;
 };
 
 }  // namespace strata

@@ -100,6 +100,16 @@ Result<int> BeginRecordWrite(FileSystem& fs, int dir_fd, const PrefixKey& key,
   if (!allocated.ok()) {
     fs.Close(fd);
     (void)fs.Unlink(dir_fd, temp);
+    if (allocated.code() == StatusCode::kFsFull) {
+      // Name the filesystem and what it has left: the disk tier lowers its
+      // effective limit on this failure, and the operator reads it in the log.
+      Result<uint64_t> free_bytes = fs.FreeBytes(dir_fd);
+      return allocated.WithContext(
+          "preallocate " + Num(file_bytes) + " bytes for " + temp + " on the " +
+          fs.FilesystemName(dir_fd) + " filesystem, which has " +
+          (free_bytes.ok() ? Num(*free_bytes) + " bytes" : std::string("an unknown amount")) +
+          " free");
+    }
     return allocated.WithContext("preallocate " + temp);
   }
   return fd;

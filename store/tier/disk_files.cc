@@ -22,7 +22,8 @@ DiskFiles::DiskFiles(const CacheGeometry& geometry, std::unique_ptr<DiskTranspor
       layout_(geometry),
       transport_(std::move(transport)),
       options_(std::move(options)),
-      index_(geometry.page_tokens) {
+      index_(geometry.page_tokens),
+      limit_bytes_(options_.disk_limit_bytes) {
   for (const RankGeometry& g : geometry.ranks) {
     page_bytes_all_ranks_ += g.page_bytes();
     row_bytes_all_ranks_ += g.row.unit_bytes;
@@ -57,6 +58,7 @@ StoreStats DiskFiles::Stats() const {
   StoreStats s = stats_;
   s.disk.records = index_.size();
   s.disk.bytes = used_bytes_;
+  s.disk_limit_bytes = limit_bytes_;
   return s;
 }
 
@@ -99,10 +101,13 @@ uint64_t DiskFiles::AddFile(const File& file) {
 }
 
 bool DiskFiles::MakeRoom(uint64_t bytes) {
-  while (used_bytes_ - releasing_bytes_ + bytes > options_.disk_limit_bytes) {
+  while (used_bytes_ - releasing_bytes_ + bytes > limit_bytes_) {
     EvictionDecision d =
         index_.EvictOne([](const IndexEntry& e) { return e.state == TransferState::kReady; });
-    if (d.empty()) return false;
+    if (d.empty()) {
+      RetryConfiguredLimit(bytes);
+      break;
+    }
     stats_.disk.evicted_total += d.removed.size();
     ApplyRemoved(d.removed);
     if (d.compacted) {
@@ -110,7 +115,21 @@ bool DiskFiles::MakeRoom(uint64_t bytes) {
       Truncate(d.compacted);
     }
   }
-  return used_bytes_ + bytes <= options_.disk_limit_bytes;
+  return used_bytes_ + bytes <= limit_bytes_;
+}
+
+void DiskFiles::RetryConfiguredLimit(uint64_t bytes) {
+  const bool fits_configured = used_bytes_ + bytes <= options_.disk_limit_bytes;
+  if (limit_bytes_ == options_.disk_limit_bytes || !fits_configured ||
+      now_ms_ < lowered_at_ms_ + kRetryConfiguredLimitMs) {
+    return;
+  }
+  spdlog::info(
+      "disk tier: nothing left to evict under the lowered limit of {} bytes; trying the "
+      "configured limit of {} bytes again (another write failing for want of space lowers it "
+      "again)",
+      limit_bytes_, options_.disk_limit_bytes);
+  limit_bytes_ = options_.disk_limit_bytes;
 }
 
 void DiskFiles::Unlink(const PrefixKey& key, uint64_t file_id) {

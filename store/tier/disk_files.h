@@ -9,6 +9,14 @@
 // limit. Every record that leaves the index and every row the index drops is
 // told to the listener at once.
 //
+// The limit in force (limit_bytes) starts at the configured one and is lowered
+// when a write fails because the filesystem is full (space_limit.h): to what
+// the filesystem held at that moment less a margin, evicting least-recently-
+// used records down to it. It stays lowered while eviction can make room
+// under it; when nothing is left to evict (the filesystem was full of other
+// files, say), the configured limit is tried again once a second at most
+// (kRetryConfiguredLimitMs) and another failed write lowers it again.
+//
 // Two faces drive it: DiskStore (a HostStore) and HeldRecords (a composite's
 // held-record tier). A face finishes its own operations (DiskOperationOwner);
 // truncates and unlinks are finished here.
@@ -18,6 +26,7 @@
 
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <unordered_map>
@@ -69,6 +78,10 @@ struct DiskStoreOptions {
   // Where operation latencies go; none recorded when null.
   std::shared_ptr<DiskJobLatencies> latencies = nullptr;
   StoreClock clock{};  // deadlines and latencies; default: the real clocks
+  // Free bytes of the filesystem holding this process's record directory
+  // (LocalDisk::FreeBytes), read only when a write fails for want of space.
+  // Null, or an error: taken as none free.
+  std::function<Result<uint64_t>()> free_bytes = nullptr;
 };
 
 class DiskOperationOwner;
@@ -100,6 +113,9 @@ struct DiskOperation {
   uint64_t bytes = 0;
   uint64_t release_bytes = 0;  // charge dropped when a truncate/unlink completes
   std::chrono::steady_clock::time_point started{};  // for options.latencies
+  // DiskFiles' limit epoch when the operation started: a write that was
+  // already in flight when the limit was lowered does not lower it again.
+  uint64_t limit_epoch = 0;
 };
 
 // A face that finishes the operations it started. Called from DiskFiles'
@@ -159,7 +175,11 @@ class DiskFiles {
   // An earlier file of `key` is still being written (its name is taken).
   bool NameTaken(const PrefixKey& key) const { return orphaned_names_.count(key) != 0; }
   uint64_t used_bytes() const { return used_bytes_; }
-  uint64_t limit_bytes() const { return options_.disk_limit_bytes; }
+  // The limit in force: the configured one, or lower after the filesystem
+  // filled up (see the file comment).
+  uint64_t limit_bytes() const { return limit_bytes_; }
+  // The configured limit: a record larger than it never fits (oversize).
+  uint64_t configured_limit_bytes() const { return options_.disk_limit_bytes; }
   // Records the transport could not delete (their bytes stay charged).
   uint64_t cleanup_failures() const { return cleanup_failures_; }
   // Operations under way.
@@ -182,6 +202,9 @@ class DiskFiles {
   // Evicts ready records until `bytes` more fit under the limit; false if
   // they cannot (what was evicted stays evicted).
   bool MakeRoom(uint64_t bytes);
+  // How long a lowered limit stands before, with nothing left to evict, the
+  // configured limit is tried again.
+  static constexpr uint64_t kRetryConfiguredLimitMs = 1'000;
 
   // ---- Removal ----
   void SetListener(DiskTierListener* listener) { listener_ = listener; }
@@ -227,6 +250,10 @@ class DiskFiles {
   void Finish(DiskOperation& op);
   void FinishCleanup(const DiskOperation& op);
   void RecordLatency(const DiskOperation& op);
+  // A write failed for want of space: lower the limit and make headroom.
+  void LowerLimitAfterFull(const DiskOperation& op);
+  // MakeRoom found nothing to evict for `bytes` under a lowered limit.
+  void RetryConfiguredLimit(uint64_t bytes);
   // A write of a dropped record finished: delete what it committed.
   bool FinishOrphanedWrite(const DiskOperation& op);
 
@@ -254,6 +281,9 @@ class DiskFiles {
   uint64_t next_op_ = 1;
   uint64_t next_job_ = 1;
   uint64_t used_bytes_ = 0;
+  uint64_t limit_bytes_ = 0;      // in force; options_.disk_limit_bytes until lowered
+  uint64_t limit_epoch_ = 0;      // times limit_bytes_ was lowered
+  uint64_t lowered_at_ms_ = 0;    // now_ms_ when it was last lowered
   uint64_t releasing_bytes_ = 0;  // charged bytes whose unlink/truncate is in flight
   uint64_t cleanup_failures_ = 0;
   uint64_t now_ms_ = 0;

@@ -3,12 +3,17 @@
 // (kBusy keeps a job queued) and finished once its submitted jobs report.
 #include "store/tier/disk_files.h"
 
+#include <spdlog/spdlog.h>
+
+#include "store/tier/space_limit.h"
+
 namespace strata {
 
 void DiskFiles::Start(DiskOperation op) {
   const uint64_t id = next_op_++;
   for (RecordJob& j : op.unsubmitted) j.id = JobId(next_job_++);
   if (options_.latencies) op.started = clock().steady();
+  op.limit_epoch = limit_epoch_;
   ops_.emplace(id, std::move(op));
   Pump();
 }
@@ -19,6 +24,7 @@ Status DiskFiles::StartNow(DiskOperation op, RecordJob job) {
   const PrefixKey key = job.key;
   STRATA_RETURN_IF_ERROR(transport_->Submit(std::move(job)));
   if (options_.latencies) op.started = clock().steady();
+  op.limit_epoch = limit_epoch_;
   op.outstanding = 1;
   const uint64_t id = next_op_++;
   job_op_[job_id] = {.op = id, .key = key};
@@ -115,6 +121,33 @@ void DiskFiles::FinishCleanup(const DiskOperation& op) {
   }
 }
 
+void DiskFiles::LowerLimitAfterFull(const DiskOperation& op) {
+  if (op.limit_epoch != limit_epoch_) return;  // in flight when the limit was last lowered
+  // At ENOSPC the filesystem holds what is charged now (committed files,
+  // writes in flight, files still being deleted) and what it says is free:
+  // plenty free means the failure was elsewhere (a peer's disk, a quota)
+  // and the limit stays.
+  uint64_t free = 0;
+  if (options_.free_bytes) {
+    Result<uint64_t> probed = options_.free_bytes();
+    if (probed.ok()) free = *probed;
+  }
+  const uint64_t lowered = LimitForFilesystem(limit_bytes_, used_bytes_ + free);
+  if (lowered >= limit_bytes_) return;
+  const uint64_t before = limit_bytes_;
+  limit_bytes_ = lowered;
+  lowered_at_ms_ = now_ms_;
+  ++limit_epoch_;
+  ++stats_.disk_limit_lowered_total;
+  const auto level = limit_epoch_ == 1 ? spdlog::level::warn : spdlog::level::info;
+  spdlog::log(level,
+              "disk tier: a write failed for want of space ({}); the effective disk limit is "
+              "lowered from {} to {} bytes (configured {}), and least-recently-used records "
+              "are evicted to make headroom",
+              op.status.ToString(), before, lowered, options_.disk_limit_bytes);
+  (void)MakeRoom(0);
+}
+
 bool DiskFiles::FinishOrphanedWrite(const DiskOperation& op) {
   auto it = orphaned_writes_.find(op.file_id);
   if (it == orphaned_writes_.end()) return false;
@@ -141,6 +174,7 @@ WriteEnd DiskFiles::FinishWrite(DiskOperation& op) {
   if (!op.status.ok()) {
     used_bytes_ -= f.bytes;  // the writer removed its temporary file
     f.bytes = 0;
+    if (op.status.code() == StatusCode::kFsFull) LowerLimitAfterFull(op);
     return WriteEnd::kFailed;
   }
   f.written = true;

@@ -51,7 +51,7 @@ StoreOutcome DiskStore::Store(const PublishedCheckpoint& cp) {
       static_cast<uint32_t>(parent_held ? chain_pages - cp.parent->consumed / pt : chain_pages);
   const uint64_t bytes = RecordFileBytes(files_.layout(), {.tail_pages = tail});
   StoreOutcome outcome = StoreOutcome::kQueued;
-  if (bytes > files_.limit_bytes()) {
+  if (bytes > files_.configured_limit_bytes()) {
     outcome = StoreOutcome::kOversize;
   } else if (!files_.MakeRoom(bytes)) {
     outcome = StoreOutcome::kDeferred;

@@ -49,7 +49,8 @@ class DiskStore final : public HostStore, private DiskOperationOwner {
   // finished. For drains and tools.
   void WaitForCompletion(std::chrono::milliseconds bound) { files_.WaitForCompletion(bound); }
   uint64_t used_bytes() const { return files_.used_bytes(); }
-  uint64_t limit_bytes() const { return files_.limit_bytes(); }
+  uint64_t limit_bytes() const { return files_.limit_bytes(); }  // in force (DiskFiles)
+  uint64_t configured_limit_bytes() const { return files_.configured_limit_bytes(); }
   // Records the transport could not delete (their bytes stay charged).
   uint64_t cleanup_failures() const { return files_.cleanup_failures(); }
   // OK while the transport runs (see DiskTransport::stopped).

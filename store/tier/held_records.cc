@@ -50,7 +50,7 @@ Status HeldRecords::Spill(const PrefixKey& key, SharePacking packing, HostBuffer
                         .replicated_pages = packing.pages,
                         .replicated_row = packing.row && has_row};
   const uint64_t bytes = RecordFileBytes(files_.layout(), shape);
-  if (bytes > files_.limit_bytes()) {
+  if (bytes > files_.configured_limit_bytes()) {
     return Status::FailedPrecondition("record " + key.ToFileStem() + " (" + std::to_string(bytes) +
                                       " bytes) exceeds the disk limit");
   }

@@ -66,6 +66,9 @@ class LocalDisk {
   std::shared_ptr<SlabPool> pool() const { return pool_; }
   FileSystem& fs() { return *fs_; }
   RecordDir& dir() { return *dir_; }
+  // Free bytes of the filesystem holding the record directory
+  // (DiskStoreOptions::free_bytes).
+  Result<uint64_t> FreeBytes() { return fs_->FreeBytes(dir_->fd()); }
   // Re-scans after the caller changed files (e.g. applied an agreement).
   Status Rescan();
 

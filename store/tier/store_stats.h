@@ -46,6 +46,10 @@ struct StoreStats {
   // such record is removed with its descendants.
   uint64_t fetch_checksum_failures = 0;
   uint64_t fs_full_retries = 0;
+  // The disk tier's limit in force (0 without one), and how often a full
+  // filesystem lowered it below the configured limit.
+  uint64_t disk_limit_bytes = 0;
+  uint64_t disk_limit_lowered_total = 0;
 
   TierStats memory;
   TierStats disk;

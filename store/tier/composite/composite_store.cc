@@ -47,6 +47,7 @@ Result<std::unique_ptr<CompositeStore>> CompositeStore::Open(
   d.close_deadline = options.close_deadline;
   d.latencies = options.latencies;
   d.clock = options.clock;
+  d.free_bytes = options.free_bytes;
   STRATA_ASSIGN_OR_RETURN(s->disk_, DiskStore::Open(geometry, std::move(transport), records, d));
   s->held_ = std::make_unique<HeldRecords>(s->disk_->files());
   s->held_->SetListener(s.get());
@@ -198,7 +199,7 @@ StoreOutcome CompositeStore::Store(const PublishedCheckpoint& cp) {
   std::vector<SlotId> slots;
   const bool fits_disk =
       RecordFileBytes(records_.layout(), {.tail_pages = static_cast<uint32_t>(tail)}) <=
-      options_.disk_limit_bytes;
+      disk_->configured_limit_bytes();
   if (!fits_disk || need + pool_->intake_slots() > pool_->total_slots() ||
       !ReserveWarm(need, slots)) {
     // Memory cannot hold it: stream it to disk through staging, unretained,
@@ -321,6 +322,8 @@ StoreStats CompositeStore::Stats() const {
   s.fetch_failed += d.fetch_failed;  // streamed fetches
   s.fetch_checksum_failures += d.fetch_checksum_failures;
   s.fs_full_retries = d.fs_full_retries;
+  s.disk_limit_bytes = d.disk_limit_bytes;
+  s.disk_limit_lowered_total = d.disk_limit_lowered_total;
   s.slots_in_use = pool_->used_slots();
   s.slots_total = pool_->total_slots();
   s.intake_slots = pool_->intake_slots();

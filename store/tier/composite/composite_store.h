@@ -71,6 +71,7 @@ struct CompositeStoreOptions {
   // The disk tier's operation latencies (DiskStoreOptions::latencies).
   std::shared_ptr<DiskJobLatencies> latencies = nullptr;
   StoreClock clock{};  // deadlines and latencies; default: the real clocks
+  std::function<Result<uint64_t>()> free_bytes = nullptr;  // DiskStoreOptions::free_bytes
 };
 
 class CompositeStore final : public HostStore, private DiskTierListener {

@@ -3,6 +3,10 @@
 #include <gtest/gtest.h>
 #include <sys/statvfs.h>
 
+#include <filesystem>
+#include <fstream>
+#include <string>
+
 namespace strata {
 namespace {
 
@@ -24,6 +28,34 @@ TEST(DiskSpaceTest, MissingDirectoryUsesItsNearestAncestor) {
 
 TEST(DiskSpaceTest, RelativePathsResolve) {
   EXPECT_TRUE(FilesystemFreeBytes("not-yet-created-dir").ok());
+}
+
+TEST(DiskSpaceTest, DirectoryDiskBytesCountsAllocatedBlocksOfFilesBelow) {
+  const std::string dir = ::testing::TempDir() + "/strata-disk-bytes";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir + "/ns");
+  EXPECT_EQ(DirectoryDiskBytes(dir), 0u);
+  std::ofstream(dir + "/ns/a.ckpt") << std::string(64 * 1024, 'x');
+  EXPECT_GE(DirectoryDiskBytes(dir), 64u * 1024);
+  EXPECT_EQ(DirectoryDiskBytes(dir + "/missing"), 0u);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(DiskSpaceTest, ALimitAboveWhatTheFilesystemHoldsIsLowered) {
+  const std::string dir = ::testing::TempDir();
+  Result<uint64_t> free = FilesystemFreeBytes(dir);
+  ASSERT_TRUE(free.ok());
+  const uint64_t huge = uint64_t{1} << 62;  // more than any filesystem here
+  Result<uint64_t> lowered = LimitForRecordDirectory(dir, huge);
+  ASSERT_TRUE(lowered.ok()) << lowered.status().ToString();
+  EXPECT_LT(*lowered, huge);
+  // What it has free plus what the directory holds, less a sixteenth.
+  const uint64_t holds = *free + DirectoryDiskBytes(dir);
+  EXPECT_NEAR(static_cast<double>(*lowered), static_cast<double>(holds - holds / 16),
+              static_cast<double>(1ULL << 30));
+  Result<uint64_t> kept = LimitForRecordDirectory(dir, 4096);
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ(*kept, 4096u);
 }
 
 }  // namespace

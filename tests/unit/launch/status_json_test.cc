@@ -34,7 +34,7 @@ TEST(StatusJsonTest, RankPeersStoreAndLatency) {
   EXPECT_EQ(j["store"]["hits"], 5);
   EXPECT_EQ(j["store"]["disk"]["records"], 7);
   EXPECT_EQ(j["store"]["memory"]["bytes_out_total"], 4096);
-  EXPECT_EQ(j["store"].size(), 18u);  // 16 fields + two tiers
+  EXPECT_EQ(j["store"].size(), 21u);  // 19 fields + two tiers
   EXPECT_EQ(j["store"]["memory"].size(), 12u);
   EXPECT_EQ(j["job_latency"]["fetch"]["count"], 2);
   EXPECT_EQ(j["job_latency"]["fetch"]["sum_us"], 400);

@@ -91,6 +91,7 @@ class ForwardingFileSystem : public FileSystem {
   Result<std::vector<std::string>> List(int dir_fd) override { return real_.List(dir_fd); }
   Status LockExclusive(int fd) override { return real_.LockExclusive(fd); }
   std::string FilesystemName(int fd) override { return real_.FilesystemName(fd); }
+  Result<uint64_t> FreeBytes(int fd) override { return real_.FreeBytes(fd); }
 
  private:
   PosixFileSystem real_;

@@ -18,13 +18,16 @@ namespace strata::testing {
 // One process's disk store over host planes: LocalDisk, Staged, DiskStore.
 class DiskRig {
  public:
-  DiskRig(const std::string& base, HostPlanes& planes, uint64_t limit, Status* open_status) {
+  // `fs`: the file system under the record directory (null: the real one).
+  DiskRig(const std::string& base, HostPlanes& planes, uint64_t limit, Status* open_status,
+          FileSystem* fs = nullptr) {
     const CacheGeometry& g = planes.geometry();
     identity_ = ComputeNamespaceIdentity("test-model", StateMode::kOrdinary);
     fingerprint_ = ComputeLayoutFingerprint(g);
     LocalDiskOptions o;
     o.base_dir = base;
     o.host_headroom_bytes = 64ull << 20;
+    o.file_system = fs;
     Result<std::unique_ptr<LocalDisk>> disk = LocalDisk::Open(g, identity_, fingerprint_, o);
     if (!disk.ok()) {
       *open_status = disk.status();
@@ -33,7 +36,8 @@ class DiskRig {
     disk_ = std::move(*disk);
     auto transport = *disk_->MakeTransport(*MakeHostTransfers(planes));
     Result<std::unique_ptr<DiskStore>> store = DiskStore::Open(
-        g, std::move(transport), disk_->scan().records, {.disk_limit_bytes = limit});
+        g, std::move(transport), disk_->scan().records,
+        {.disk_limit_bytes = limit, .free_bytes = [d = disk_.get()] { return d->FreeBytes(); }});
     *open_status = store.status();
     if (store.ok()) store_ = std::move(*store);
   }
@@ -53,13 +57,14 @@ class DiskRig {
   std::unique_ptr<DiskStore> store_;
 };
 
-#define OPEN_RIG(rig, base, planes, limit)                                \
-  ::strata::Status rig##_status;                                          \
-  ::strata::testing::DiskRig rig(base, planes, limit, &rig##_status);     \
-  if (rig##_status.code() == ::strata::StatusCode::kFailedPrecondition && \
-      rig##_status.message().find("O_DIRECT") != std::string::npos) {     \
-    GTEST_SKIP() << rig##_status.message();                               \
-  }                                                                       \
+// OPEN_RIG(rig, base, planes, limit[, FileSystem*])
+#define OPEN_RIG(rig, base, planes, limit, ...)                                                  \
+  ::strata::Status rig##_status;                                                                 \
+  ::strata::testing::DiskRig rig(base, planes, limit, &rig##_status __VA_OPT__(, ) __VA_ARGS__); \
+  if (rig##_status.code() == ::strata::StatusCode::kFailedPrecondition &&                        \
+      rig##_status.message().find("O_DIRECT") != std::string::npos) {                            \
+    GTEST_SKIP() << rig##_status.message();                                                      \
+  }                                                                                              \
   ASSERT_TRUE(rig##_status.ok()) << rig##_status.ToString()
 
 }  // namespace strata::testing

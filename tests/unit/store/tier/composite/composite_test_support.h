@@ -122,6 +122,7 @@ class CompositeRig {
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> memory_transfers, MakeHostTransfers(planes));
     CompositeStoreOptions so = o.store;
     if (so.disk_limit_bytes == 0) so.disk_limit_bytes = 1ull << 30;
+    so.free_bytes = [&fs, fd = dir->fd()] { return fs.FreeBytes(fd); };
     STRATA_ASSIGN_OR_RETURN(store, CompositeStore::Open(g, pool, std::move(memory_transfers),
                                                         std::move(transport), scan.records, so));
     return Status::Ok();
