@@ -164,6 +164,7 @@ Status DiskBench::Setup() {
 
   const std::string path = RecordDirPath(o_.dir, id, fp);
   STRATA_ASSIGN_OR_RETURN(dir_, RecordDir::Open(fs_, path, RecordDir::Create::kYes));
+  STRATA_RETURN_IF_ERROR(CheckDirectIo(dir_->fd(), o_.dir));
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<BlockIo> io, OpenUringBlockIo(o_.requests));
   DiskThreadOptions options;
   options.max_inflight_requests = o_.requests;
