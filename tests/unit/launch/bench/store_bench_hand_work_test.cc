@@ -19,10 +19,16 @@ TEST(StoreBenchHandWorkTest, NamesTheStepsInOrder) {
 TEST(StoreBenchHandWorkTest, SerialStepsAddTheirTimesOverThePhasesBytes) {
   // 1 GB copied in 0.1 s, checksummed in 0.2 s, written in 0.7 s: the
   // baseline of a phase that moved 1.1 GB of record files takes 1 s.
-  const std::vector<Sample> parts = {
-      {.bytes = 1'000'000'000, .seconds = 0.1, .cpu_seconds = 0.1},
-      {.bytes = 1'000'000'000, .seconds = 0.2, .cpu_seconds = 0.2},
-      {.bytes = 1'100'000'000, .seconds = 0.7, .cpu_seconds = 0.05, .latency_ms = {1, 2, 3}}};
+  auto part = [](uint64_t bytes, double seconds, double cpu_seconds) {
+    Sample p;
+    p.bytes = bytes;
+    p.seconds = seconds;
+    p.cpu_seconds = cpu_seconds;
+    p.latency_ms = {1, 2, 3};
+    return p;
+  };
+  const std::vector<Sample> parts = {part(1'000'000'000, 0.1, 0.1), part(1'000'000'000, 0.2, 0.2),
+                                     part(1'100'000'000, 0.7, 0.05)};
   const Sample s = Serial(1'100'000'000, parts);
   EXPECT_EQ(s.bytes, 1'100'000'000u);
   EXPECT_DOUBLE_EQ(s.seconds, 1.0);
