@@ -1,5 +1,6 @@
 #include "launch/bench/bench_baseline.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/resource.h>
@@ -112,6 +113,26 @@ void RunLikeWorkerThreads(int nice, const std::function<void()>& work) {
     work();
   });
   worker.join();
+}
+
+Status CheckDirectIo(int dir_fd, const std::string& dir) {
+  constexpr const char* kProbe = ".strata-bench-odirect-probe";
+  (void)::unlinkat(dir_fd, kProbe, 0);
+  const int fd = ::openat(dir_fd, kProbe, O_WRONLY | O_CREAT | O_EXCL | O_DIRECT | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == EINVAL) {
+      return Status::FailedPrecondition(
+          "--dir " + dir +
+          " does not support O_DIRECT (tmpfs before Linux 6.6, or a FUSE or network "
+          "filesystem?): the benchmark measures direct I/O; choose a directory on a local "
+          "disk, e.g. /var/tmp");
+    }
+    return Status::FromErrno(err, "create an O_DIRECT file in " + dir);
+  }
+  ::close(fd);
+  (void)::unlinkat(dir_fd, kProbe, 0);
+  return Status::Ok();
 }
 
 Result<SequentialIoResult> RunSequentialIo(FileSystem& fs, int dir_fd,

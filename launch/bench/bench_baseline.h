@@ -37,6 +37,13 @@ struct SequentialIoResult {
 Result<SequentialIoResult> RunSequentialIo(FileSystem& fs, int dir_fd,
                                            const SequentialIoSpec& spec);
 
+// Whether the directory `dir` (open at `dir_fd`) takes O_DIRECT files: a
+// probe file is created with O_DIRECT and removed. kFailedPrecondition with
+// a sentence naming `dir` when the filesystem refuses O_DIRECT (EINVAL: tmpfs
+// before Linux 6.6, some FUSE and network filesystems); the benchmarks that
+// write record files call it first, so such a --dir is a clear error.
+Status CheckDirectIo(int dir_fd, const std::string& dir);
+
 // User + system CPU seconds of this process so far.
 double ProcessCpuSeconds();
 

@@ -164,6 +164,7 @@ Status DiskBench::Setup() {
 
   const std::string path = RecordDirPath(o_.dir, id, fp);
   STRATA_ASSIGN_OR_RETURN(dir_, RecordDir::Open(fs_, path, RecordDir::Create::kYes));
+  STRATA_RETURN_IF_ERROR(CheckDirectIo(dir_->fd(), o_.dir));
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<BlockIo> io, OpenUringBlockIo(o_.requests));
   DiskThreadOptions options;
   options.max_inflight_requests = o_.requests;
@@ -176,6 +177,12 @@ Status DiskBench::Setup() {
   const uint64_t slot = extents_.page_record_bytes;
   const uint64_t row_slots = (extents_.row_segment_bytes + slot - 1) / slot;
   pool_ = std::make_unique<SlotPool>(slot, o_.depth * (o_.pages + row_slots));
+  if (pool_->memory().size() < o_.request_mib * kMiB) {
+    return Status::InvalidArgument(
+        "--request-mib " + std::to_string(o_.request_mib) + " exceeds the " +
+        HumanBytes(pool_->memory().size()) +
+        " of records in flight the baseline reads into: raise --depth, --pages or --planes");
+  }
   uint64_t next = 0;
   for (uint32_t d = 0; d < o_.depth; ++d) {
     RecordSet set;

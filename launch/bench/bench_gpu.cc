@@ -287,6 +287,11 @@ int RunGpuBench(const GpuBenchOptions& o) {
   } else {
     std::printf("%s", GpuBenchTable(run).c_str());
   }
+  // The report names each failed case; a run with one is a failed run.
+  if (const size_t failed = FailedCases(run.cases); failed > 0) {
+    return fail(Status::Internal(std::to_string(failed) + " of " +
+                                 std::to_string(run.cases.size()) + " cases failed"));
+  }
   return 0;
 }
 

@@ -170,7 +170,8 @@ int RunLinksBench(const LinksBenchOptions& o) {
     tls = *compared;
   }
 
-  double ratio_4 = 0;
+  // Unknown (null in the JSON), not 0, unless 4 ranks were measured.
+  std::optional<double> ratio_4;
   for (const FanoutRow& r : fanout) {
     if (r.ranks == 4 && raw_latency.p99_us > 0) ratio_4 = r.latency.p99_us / raw_latency.p99_us;
   }
@@ -191,7 +192,7 @@ int RunLinksBench(const LinksBenchOptions& o) {
                              {"p99_ratio_to_raw", r.latency.p99_us / raw_latency.p99_us},
                              {"switches_per_trip", r.latency.switches_per_trip}});
     }
-    j["fanout_p99_ratio_4"] = ratio_4;
+    j["fanout_p99_ratio_4"] = ratio_4 ? nlohmann::json(*ratio_4) : nullptr;
     j["fanout_p99_ratio_goal"] = 2.0;
     if (one_rank && many_ranks) {
       j["throughput"] = {{"record_bytes_per_rank", record_bytes},
@@ -224,7 +225,11 @@ int RunLinksBench(const LinksBenchOptions& o) {
                 (std::to_string(r.ranks) + " ranks").c_str(), r.latency.p50_us, r.latency.p99_us,
                 r.latency.p99_us / raw_latency.p99_us, r.latency.switches_per_trip);
   }
-  std::printf("  fanout_p99_ratio_4 = %.2f (goal <= 2)\n", ratio_4);
+  if (ratio_4) {
+    std::printf("  fanout_p99_ratio_4 = %.2f (goal <= 2)\n", *ratio_4);
+  } else {
+    std::printf("  fanout_p99_ratio_4 = n/a (fewer than 4 ranks measured)\n");
+  }
   if (one_rank && many_ranks) {
     std::printf("\nrecord store / fetch, %u records of %.2f MiB per rank, %u in flight\n",
                 o.records, static_cast<double>(record_bytes) / (1 << 20),

@@ -63,6 +63,7 @@ struct PrefillOptions {
   int repetitions = 3;
   uint32_t chunk_tokens = 8192;
   std::string cublas;  // empty: the usual names
+  std::string driver = kCudaDriverLibrary;
 };
 
 double Median(std::vector<double> v) { return Percentile(std::move(v), 50); }
@@ -186,7 +187,7 @@ Status RunPrefillBench(const PrefillOptions& o, nlohmann::json& out) {
   if (o.preset != "llama70b-tp8") {
     return Status::InvalidArgument("prefill GEMM shapes are known for llama70b-tp8 only");
   }
-  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const CudaDriver> driver, CudaDriver::Load());
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const CudaDriver> driver, CudaDriver::Load(o.driver));
   STRATA_ASSIGN_OR_RETURN(uint32_t page_tokens, PresetPageTokens(o.preset));
   STRATA_ASSIGN_OR_RETURN(CacheGeometry probe, PresetGeometry(o.preset, 1, 1, 1));
   const uint64_t page_bytes = probe.ranks[0].page_bytes();
@@ -256,6 +257,7 @@ void AddPrefillBench(CLI::App& bench) {
       ->capture_default_str()
       ->check(CLI::Range(1, 100));
   cmd->add_option("--cublas", o->cublas, "cuBLAS library to load (default: the usual names)");
+  cmd->add_option("--driver", o->driver, "CUDA driver library to load")->capture_default_str();
   cmd->callback([o] {
     nlohmann::json result;
     const Status s = RunPrefillBench(*o, result);

@@ -33,10 +33,11 @@ double GpuBenchCase::restore_sm_s_per_gb() const { return Ratio(copy_sms, restor
 std::map<std::string, MethodSummary> Summarize(const std::vector<GpuBenchCase>& cases) {
   std::map<std::string, MethodSummary> out;
   for (const GpuBenchCase& c : cases) {
-    if (!c.error.empty()) continue;
     MethodSummary& m = out[c.config()];
     ClassRatio& r = c.unit_class == UnitClass::kLarge ? m.large : m.small;
-    if (!r.measured) {
+    if (!c.error.empty()) {
+      ++r.failed;
+    } else if (!r.measured) {
       r = {.measured = true, .copy_out = c.copy_out_ratio(), .restore = c.restore_ratio()};
     } else {
       r.copy_out = std::min(r.copy_out, c.copy_out_ratio());
@@ -44,6 +45,11 @@ std::map<std::string, MethodSummary> Summarize(const std::vector<GpuBenchCase>& 
     }
   }
   return out;
+}
+
+size_t FailedCases(const std::vector<GpuBenchCase>& cases) {
+  return static_cast<size_t>(std::count_if(cases.begin(), cases.end(),
+                                           [](const GpuBenchCase& c) { return !c.error.empty(); }));
 }
 
 double Percentile(std::vector<double> values, double p) {
@@ -59,10 +65,27 @@ namespace {
 double Round3(double v) { return std::round(v * 1000) / 1000; }
 double Round4(double v) { return std::round(v * 10000) / 10000; }
 
+// null when the class had no case at all; else the minima, null where a
+// failed case leaves them unknown.
 nlohmann::json ClassJson(const ClassRatio& r) {
-  if (!r.measured) return nullptr;
-  return {
-      {"copy_out", Round3(r.copy_out)}, {"restore", Round3(r.restore)}, {"min", Round3(r.min())}};
+  if (!r.measured && r.failed == 0) return nullptr;
+  auto known = [&](double v) { return r.complete() ? nlohmann::json(Round3(v)) : nullptr; };
+  return {{"copy_out", known(r.copy_out)},
+          {"restore", known(r.restore)},
+          {"min", known(r.min())},
+          {"failed_cases", r.failed}};
+}
+
+nlohmann::json Headline(const ClassRatio& r) {
+  return r.complete() ? nlohmann::json(Round3(r.min())) : nullptr;
+}
+
+// The table's cell for one class: its minimum, "-" without cases, or
+// "FAILED" when a case of it failed.
+std::string ClassCell(const ClassRatio& r) {
+  if (r.failed > 0) return "FAILED(" + std::to_string(r.failed) + ")";
+  if (!r.measured) return "-";
+  return std::to_string(Round3(r.min())).substr(0, 5);
 }
 
 }  // namespace
@@ -114,10 +137,9 @@ nlohmann::json GpuBenchJson(const GpuBenchRun& run) {
   }
   auto it = summary.find(run.default_config);
   const MethodSummary headline = it != summary.end() ? it->second : MethodSummary{};
-  j["large_unit_ratio"] =
-      headline.large.measured ? nlohmann::json(Round3(headline.large.min())) : nullptr;
-  j["small_unit_ratio"] =
-      headline.small.measured ? nlohmann::json(Round3(headline.small.min())) : nullptr;
+  j["large_unit_ratio"] = Headline(headline.large);
+  j["small_unit_ratio"] = Headline(headline.small);
+  j["failed_cases"] = FailedCases(run.cases);
   if (!run.batch_order_probes.empty()) {
     j["batch_order_probe"] = nlohmann::json::object();
     for (const auto& [preset, probe] : run.batch_order_probes)
@@ -162,11 +184,14 @@ std::string GpuBenchTable(const GpuBenchRun& run) {
     out += line;
   }
   for (const auto& [config, s] : Summarize(run.cases)) {
-    std::snprintf(
-        line, sizeof line, "%s%-11s large_unit_ratio %s  small_unit_ratio %s\n",
-        config == run.default_config ? "* " : "  ", config.c_str(),
-        s.large.measured ? std::to_string(Round3(s.large.min())).substr(0, 5).c_str() : "-",
-        s.small.measured ? std::to_string(Round3(s.small.min())).substr(0, 5).c_str() : "-");
+    std::snprintf(line, sizeof line, "%s%-11s large_unit_ratio %s  small_unit_ratio %s\n",
+                  config == run.default_config ? "* " : "  ", config.c_str(),
+                  ClassCell(s.large).c_str(), ClassCell(s.small).c_str());
+    out += line;
+  }
+  if (const size_t failed = FailedCases(run.cases); failed > 0) {
+    std::snprintf(line, sizeof line, "%zu of %zu cases FAILED (their classes have no ratio)\n",
+                  failed, run.cases.size());
     out += line;
   }
   out +=

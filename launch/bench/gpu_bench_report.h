@@ -56,11 +56,15 @@ struct GpuBenchCase {
 };
 
 // Ratios of one unit class for one method: the minimum over that class's
-// presets and id patterns, per direction and overall.
+// presets and id patterns, per direction and overall. A failed case is never
+// left out of a minimum: while `failed` > 0 the minimum is unknown (complete()
+// is false, and the JSON reports it as null beside the failure count).
 struct ClassRatio {
-  bool measured = false;
-  double copy_out = 0;
+  bool measured = false;  // at least one case of the class ran
+  uint32_t failed = 0;    // cases of the class that could not run
+  double copy_out = 0;    // over the cases that ran
   double restore = 0;
+  bool complete() const { return measured && failed == 0; }
   double min() const { return copy_out < restore ? copy_out : restore; }
 };
 
@@ -69,8 +73,12 @@ struct MethodSummary {
   ClassRatio small;
 };
 
-// Per config(); configurations whose every case failed are absent.
+// Per config(), every configuration with a case, failed ones included.
 std::map<std::string, MethodSummary> Summarize(const std::vector<GpuBenchCase>& cases);
+
+// Cases with an error: a run with any is a failed run (`strata bench gpu`
+// prints its report and exits 1).
+size_t FailedCases(const std::vector<GpuBenchCase>& cases);
 
 // Percentile `p` (0..100, nearest rank) of `values`; 0 when empty.
 double Percentile(std::vector<double> values, double p);
@@ -88,7 +96,9 @@ struct GpuBenchRun {
 };
 
 // The --json object: every case, the per-configuration summary, and the
-// headline large_unit_ratio / small_unit_ratio of the default configuration.
+// headline large_unit_ratio / small_unit_ratio of the default configuration
+// (null when a case of that class failed or none ran); failed_cases counts
+// the cases with an error.
 nlohmann::json GpuBenchJson(const GpuBenchRun& run);
 // The human table.
 std::string GpuBenchTable(const GpuBenchRun& run);

@@ -98,7 +98,7 @@ Result<DriveResult> StoreAll(HostStore& store, const std::vector<BenchRecord>& r
 }
 
 Result<DriveResult> FetchAll(HostStore& store, const std::vector<BenchRecord>& records,
-                             uint32_t depth) {
+                             uint32_t depth, const RestoredHook& on_restored) {
   DriveResult r;
   struct InFlight {
     uint32_t slot;
@@ -119,6 +119,7 @@ Result<DriveResult> FetchAll(HostStore& store, const std::vector<BenchRecord>& r
                                 " failed: " + e.status.ToString());
       }
       r.latency_ms.push_back(Ms(Clock::now() - it->second.start));
+      if (on_restored) STRATA_RETURN_IF_ERROR(on_restored(it->second.slot));
       free_slots.push_back(it->second.slot);
       inflight.erase(it);
     }
@@ -158,6 +159,23 @@ Result<DriveResult> FetchAll(HostStore& store, const std::vector<BenchRecord>& r
   r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   r.cpu_seconds = ProcessCpuSeconds() - cpu_before;
   return r;
+}
+
+Status ClearWindow(DevicePlanes& planes, uint32_t pages, uint32_t slot) {
+  const CacheGeometry& g = planes.geometry();
+  std::vector<uint8_t> zeros;
+  for (uint32_t rank = 0; rank < g.rank_count(); ++rank) {
+    for (uint32_t plane = 0; plane < g.ranks[rank].page_planes.size(); ++plane) {
+      zeros.assign(g.ranks[rank].page_planes[plane].unit_bytes, 0);
+      for (uint32_t p = 0; p < pages; ++p) {
+        STRATA_RETURN_IF_ERROR(
+            planes.WritePage(rank, plane, PageId((1 + slot) * pages + p), zeros));
+      }
+    }
+    zeros.assign(g.ranks[rank].row.unit_bytes, 0);
+    STRATA_RETURN_IF_ERROR(planes.WriteRow(rank, StateSlot(1 + slot), zeros));
+  }
+  return Status::Ok();
 }
 
 Status CheckRestored(DevicePlanes& planes, uint32_t pages, uint32_t slot) {

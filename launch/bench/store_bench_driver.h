@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "store/tier/host_store.h"
@@ -32,10 +33,19 @@ struct DriveResult {
 // Publishes every record; done when each has its kStored event.
 Result<DriveResult> StoreAll(HostStore& store, const std::vector<BenchRecord>& records);
 
+// Called with a restore window's slot when a restore into it completed,
+// before the window is reused; an error ends FetchAll with it.
+using RestoredHook = std::function<Status(uint32_t slot)>;
+
 // Restores every record with at most `depth` in flight; restore j of a
-// window lands in page ids [(1 + j) * pages, ...) and row slot 1 + j.
+// window lands in page ids [(1 + j) * pages, ...) and row slot 1 + j. The
+// hook's time counts in the result's seconds: timed runs pass none.
 Result<DriveResult> FetchAll(HostStore& store, const std::vector<BenchRecord>& records,
-                             uint32_t depth);
+                             uint32_t depth, const RestoredHook& on_restored = {});
+
+// Zeroes restore window `slot` (its pages and row), so that a check after a
+// restore into it sees only what that restore wrote.
+Status ClearWindow(DevicePlanes& planes, uint32_t pages, uint32_t slot);
 
 // Compares the pages and row restored into window `slot` with the published
 // ones (device pages [0, pages), row slot 0). kCorruption names the first

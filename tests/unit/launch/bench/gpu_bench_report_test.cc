@@ -46,7 +46,10 @@ TEST(GpuBenchReportTest, SummaryTakesTheWorstDirectionPatternAndPresetPerClass) 
   pipelined.in_flight = 2;
   cases.push_back(pipelined);
   auto s = Summarize(cases);
-  ASSERT_EQ(s.count("kernel_x1"), 0u);  // every case failed
+  ASSERT_EQ(s.count("kernel_x1"), 1u);  // every case failed: kept, with no ratio
+  EXPECT_FALSE(s.at("kernel_x1").small.measured);
+  EXPECT_EQ(s.at("kernel_x1").small.failed, 1u);
+  EXPECT_FALSE(s.at("kernel_x1").small.complete());
   EXPECT_DOUBLE_EQ(s.at("batched_x2").small.min(), 0.5);
   const MethodSummary& b = s.at("batched_x1");
   ASSERT_TRUE(b.large.measured);
@@ -68,8 +71,53 @@ TEST(GpuBenchReportTest, SummaryTakesTheWorstDirectionPatternAndPresetPerClass) 
   EXPECT_DOUBLE_EQ(j["configs"]["batched_x2"]["small_unit_ratio"]["min"].get<double>(), 0.5);
   EXPECT_EQ(j["cases"].size(), cases.size());
   EXPECT_EQ(j["cases"][5]["error"], "failed precondition: no kernel");
+  EXPECT_TRUE(j["configs"]["kernel_x1"]["small_unit_ratio"]["min"].is_null());
+  EXPECT_EQ(j["configs"]["kernel_x1"]["small_unit_ratio"]["failed_cases"], 1);
+  EXPECT_EQ(j["failed_cases"], 1);
   EXPECT_DOUBLE_EQ(j["cases"][0]["copy_out_gbps"].get<double>(), 49);
   EXPECT_NE(GpuBenchTable(run).find("small_unit_ratio 0.1"), std::string::npos);
+}
+
+TEST(GpuBenchReportTest, AFailedCaseLeavesItsClassMinimumUnknownNotFlattered) {
+  // The failed scattered case might have been the slowest: the class minimum
+  // over the cases that ran would flatter the configuration.
+  GpuBenchCase ran = Case("qwen-like", UnitClass::kSmall, "batched", "sequential", 45, 36);
+  GpuBenchCase failed = Case("qwen-like", UnitClass::kSmall, "batched", "scattered", 0, 0);
+  failed.error = "internal: window timed out";
+  GpuBenchCase large = Case("deepseek-like", UnitClass::kLarge, "batched", "sequential", 49, 39);
+  const std::vector<GpuBenchCase> cases = {ran, failed, large};
+  EXPECT_EQ(FailedCases(cases), 1u);
+  const ClassRatio small = Summarize(cases).at("batched_x1").small;
+  EXPECT_TRUE(small.measured);
+  EXPECT_EQ(small.failed, 1u);
+  EXPECT_FALSE(small.complete());
+
+  GpuBenchRun run;
+  run.default_config = "batched_x1";
+  run.cases = cases;
+  nlohmann::json j = GpuBenchJson(run);
+  EXPECT_TRUE(j["small_unit_ratio"].is_null());
+  EXPECT_TRUE(j["small_unit_ratio_by_direction"]["min"].is_null());
+  EXPECT_TRUE(j["small_unit_ratio_by_direction"]["restore"].is_null());
+  EXPECT_EQ(j["small_unit_ratio_by_direction"]["failed_cases"], 1);
+  EXPECT_DOUBLE_EQ(j["large_unit_ratio"].get<double>(), 0.975);  // its class is complete
+  EXPECT_EQ(j["large_unit_ratio_by_direction"]["failed_cases"], 0);
+  EXPECT_EQ(j["failed_cases"], 1);
+  const std::string table = GpuBenchTable(run);
+  EXPECT_NE(table.find("small_unit_ratio FAILED(1)"), std::string::npos);
+  EXPECT_NE(table.find("1 of 3 cases FAILED"), std::string::npos);
+}
+
+TEST(GpuBenchReportTest, ARunWithoutFailuresReportsNone) {
+  GpuBenchRun run;
+  run.default_config = "batched_x1";
+  run.cases = {Case("qwen-like", UnitClass::kSmall, "batched", "sequential", 20, 20)};
+  EXPECT_EQ(FailedCases(run.cases), 0u);
+  nlohmann::json j = GpuBenchJson(run);
+  EXPECT_EQ(j["failed_cases"], 0);
+  EXPECT_TRUE(j["large_unit_ratio"].is_null());  // no large-unit case ran
+  EXPECT_DOUBLE_EQ(j["small_unit_ratio"].get<double>(), 0.4);
+  EXPECT_EQ(GpuBenchTable(run).find("FAILED"), std::string::npos);
 }
 
 TEST(GpuBenchReportTest, SmSecondsPerGbAreTheKernelsSmBoundOverTheRate) {
