@@ -92,7 +92,7 @@ Status CudaCopyEngine::CopyBatch(TransferDirection direction,
       return waited;
     }
   }
-  const uint32_t slot = issued_ % kMaxBatchesInFlight;
+  const auto slot = static_cast<uint32_t>(issued_ % kMaxBatchesInFlight);
   Result<CudaStream> done_on = Issue(direction, batch, slot);
   Status issued = done_on.status();
   if (issued.ok()) issued = driver_->RecordEvent(events_[slot], *done_on);
@@ -117,7 +117,7 @@ Status CudaCopyEngine::Drain() {
 }
 
 Status CudaCopyEngine::WaitOldest() {
-  const uint32_t slot = waited_ % kMaxBatchesInFlight;
+  const auto slot = static_cast<uint32_t>(waited_ % kMaxBatchesInFlight);
   ++waited_;
   return driver_->SynchronizeEvent(events_[slot]);
 }

@@ -61,6 +61,7 @@ class CudaCopyEngine final : public CopyEngine {
   Status Start() override;
   Status CopyBatch(TransferDirection direction, std::span<const CopyDescriptor> batch) override;
   Status Drain() override;
+  uint64_t batches_in_flight() const override { return in_flight(); }
   void Stop() override;
 
  private:
@@ -68,7 +69,7 @@ class CudaCopyEngine final : public CopyEngine {
   // Queues `batch`; returns the stream whose completion marks it done.
   Result<CudaStream> Issue(TransferDirection direction, std::span<const CopyDescriptor> batch,
                            uint32_t slot);
-  uint32_t in_flight() const { return issued_ - waited_; }
+  uint64_t in_flight() const { return issued_ - waited_; }
   Status WaitOldest();
   // After an error: waits for the whole stream and forgets what was in flight.
   void DrainAfterError();
@@ -80,8 +81,8 @@ class CudaCopyEngine final : public CopyEngine {
   bool retained_ = false;
   CudaStream stream_ = nullptr;
   CudaEvent events_[kMaxBatchesInFlight] = {};
-  uint32_t issued_ = 0;  // batches issued; batch i used events_[i % kMaxBatchesInFlight]
-  uint32_t waited_ = 0;  // batches waited for
+  uint64_t issued_ = 0;  // batches issued; batch i used events_[i % kMaxBatchesInFlight]
+  uint64_t waited_ = 0;  // batches waited for
   CopyPlanLimits limits_;
   CopyPlanner planner_;
   std::unique_ptr<CudaCopyArrays> arrays_;

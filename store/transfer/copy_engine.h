@@ -32,8 +32,13 @@ class CopyEngine {
   // returns an error only after every batch it issued has drained.
   virtual Status CopyBatch(TransferDirection direction, std::span<const CopyDescriptor> batch) = 0;
   // Waits until every batch issued so far has finished and returns the first
-  // error not yet returned. A job completes only after Drain.
+  // error not yet returned.
   virtual Status Drain() { return Status::Ok(); }
+  // Batches issued and not yet known to have finished: the newest ones, so a
+  // job whose last batch is older than these has landed (ThreadedTransfers
+  // completes it then, without a Drain, while the next job's batches are
+  // issued). An engine that finishes each batch within CopyBatch has none.
+  virtual uint64_t batches_in_flight() const { return 0; }
   // Called once on the rank thread after the last copy.
   virtual void Stop() = 0;
 };

@@ -38,17 +38,19 @@ class Batcher {
       bytes -= n;
     }
   }
+  // Issues what is left; the batches may still be in flight.
   Status Finish() {
     Flush();
-    if (status_.ok()) status_ = engine_.Drain();
     return status_;
   }
   uint64_t moved() const { return moved_; }
+  uint64_t batches() const { return batches_; }
 
  private:
   void Flush() {
     if (batch_.empty() || !status_.ok()) return;
     status_ = engine_.CopyBatch(dir_, batch_);
+    ++batches_;
     batch_.clear();
     batch_bytes_ = 0;
   }
@@ -57,6 +59,7 @@ class Batcher {
   std::vector<CopyDescriptor> batch_;
   uint64_t batch_bytes_ = 0;
   uint64_t moved_ = 0;
+  uint64_t batches_ = 0;
   Status status_;
 };
 
@@ -264,27 +267,62 @@ bool ThreadedTransfers::AllRanksExited() {
   return true;
 }
 
+struct ThreadedTransfers::Issued {
+  JobId id;
+  uint64_t bytes = 0;
+  uint64_t last_batch = 0;  // batches the rank had issued after this job's last
+};
+
 void ThreadedTransfers::RunRank(uint32_t rank) {
   Rank& r = *ranks_[rank];
+  CopyEngine& engine = *r.engine;
+  std::deque<Issued> issued;  // the queue's first jobs, oldest first
+  uint64_t batches = 0;       // issued by this thread
   for (;;) {
     std::shared_ptr<const TransferJob> job;
     {
       MutexLock lock(mu_);
-      while (r.queue.empty() && !stopping_) r.cv.Wait(lock);
-      if (r.queue.empty()) return;  // stopping, and every accepted job is done
-      job = r.queue.front();
+      while (r.queue.size() == issued.size() && issued.empty() && !stopping_) r.cv.Wait(lock);
+      if (r.queue.size() > issued.size()) {
+        job = r.queue[issued.size()];
+      } else if (issued.empty()) {
+        return;  // stopping, and every accepted job is done
+      }
+    }
+    if (job == nullptr) {  // nothing more to issue: wait for what is in flight
+      const Status drained = engine.Drain();
+      CompleteIssued(r, issued, issued.size(), drained);
+      continue;
     }
     uint64_t bytes = 0;
-    Status s = RunJob(rank, *job, bytes);
+    const Status s = RunJob(rank, *job, bytes, batches);
+    issued.push_back({job->id, bytes, batches});
+    if (!s.ok()) {  // the engine drained: what it held in flight settles with the error
+      CompleteIssued(r, issued, issued.size(), s);
+      continue;
+    }
+    const uint64_t finished = batches - engine.batches_in_flight();
+    size_t landed = 0;
+    while (landed < issued.size() && issued[landed].last_batch <= finished) ++landed;
+    CompleteIssued(r, issued, landed, Status::Ok());
+  }
+}
+
+void ThreadedTransfers::CompleteIssued(Rank& r, std::deque<Issued>& issued, size_t count,
+                                       const Status& status) {
+  for (size_t i = 0; i < count; ++i) {
+    const Issued done = issued.front();
+    issued.pop_front();
     {
       MutexLock lock(mu_);
       r.queue.pop_front();
     }
-    Finish(job->id, s, bytes);
+    Finish(done.id, status, done.bytes);
   }
 }
 
-Status ThreadedTransfers::RunJob(uint32_t rank, const TransferJob& job, uint64_t& bytes) {
+Status ThreadedTransfers::RunJob(uint32_t rank, const TransferJob& job, uint64_t& bytes,
+                                 uint64_t& batches) {
   const RankGeometry& g = geometry_.ranks[rank];
   const RankPlanes& planes = ranks_[rank]->planes;
   const bool out = job.direction == TransferDirection::kDeviceToHost;
@@ -313,6 +351,7 @@ Status ThreadedTransfers::RunJob(uint32_t rank, const TransferJob& job, uint64_t
   }
   Status s = batch.Finish();
   bytes = batch.moved();
+  batches += batch.batches();
   return s;
 }
 

@@ -3,6 +3,14 @@
 // expansion from the rank's geometry, batches of at most 16 MiB and 4,096
 // entries through the rank's CopyEngine, and all-ranks aggregation: a job
 // completes once every rank has finished it, with the first error.
+//
+// Jobs are pipelined per rank: a rank issues the next queued job's batches as
+// soon as the previous job's are issued, and completes a job once the engine
+// reports its last batch finished (CopyEngine::batches_in_flight), draining
+// the engine only when its queue runs dry. Jobs of one rank are issued in
+// submission order on the engine's streams, so a later job's copies never
+// overtake an earlier one's. After a failed batch the engine has drained, and
+// every job issued but not yet completed fails with that error.
 #pragma once
 
 #include <condition_variable>
@@ -47,8 +55,12 @@ class ThreadedTransfers final : public Transfers {
     uint64_t bytes = 0;
   };
   ThreadedTransfers(const CacheGeometry& geometry, ThreadedTransfersOptions options);
+  struct Issued;  // a job whose batches are issued (threaded_transfers.cc)
   void RunRank(uint32_t rank);
-  Status RunJob(uint32_t rank, const TransferJob& job, uint64_t& bytes);
+  // Issues `job`'s batches on the rank's engine, counting them in `batches`.
+  Status RunJob(uint32_t rank, const TransferJob& job, uint64_t& bytes, uint64_t& batches);
+  // Completes the first `count` of `issued` with `status` (OK: each one's own).
+  void CompleteIssued(Rank& r, std::deque<Issued>& issued, size_t count, const Status& status);
   void Finish(JobId id, const Status& status, uint64_t bytes);
   bool AllRanksExited() REQUIRES(mu_);
 

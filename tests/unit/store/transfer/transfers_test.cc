@@ -346,17 +346,21 @@ class DeferredEngine : public CopyEngine {
   DeferredEngine(std::atomic<int>* drains, bool fail_drain) : drains_(drains), fail_(fail_drain) {}
   Status Start() override { return Status::Ok(); }
   Status CopyBatch(TransferDirection, std::span<const CopyDescriptor>) override {
+    ++in_flight_;
     return Status::Ok();
   }
   Status Drain() override {
     drains_->fetch_add(1);
+    in_flight_ = 0;
     return fail_ ? Status::IoError("injected failure seen at drain") : Status::Ok();
   }
+  uint64_t batches_in_flight() const override { return in_flight_; }
   void Stop() override {}
 
  private:
   std::atomic<int>* drains_;
   bool fail_;
+  uint64_t in_flight_ = 0;
 };
 
 TEST(ThreadedTransfersTest, EveryJobDrainsItsEngineAndReportsWhatDrainFound) {
@@ -374,6 +378,94 @@ TEST(ThreadedTransfersTest, EveryJobDrainsItsEngineAndReportsWhatDrainFound) {
   TransferCompletion c = WaitOne(*t);
   EXPECT_EQ(c.status.code(), StatusCode::kIoError);
   EXPECT_EQ(drains.load(), 2);  // once per rank, before the completion
+}
+
+// A test double shaped like the CUDA engine with two batches in flight: a
+// batch finishes when a later CopyBatch waits for it, or at Drain. The first
+// CopyBatch waits at `gate` (so every job is queued before any is issued);
+// `fail_batch` (1-based, 0: none) fails when it is waited for.
+class TwoInFlightEngine : public CopyEngine {
+ public:
+  TwoInFlightEngine(std::shared_ptr<std::latch> gate, uint64_t fail_batch, std::atomic<int>* drains)
+      : gate_(std::move(gate)), fail_batch_(fail_batch), drains_(drains) {}
+  Status Start() override { return Status::Ok(); }
+  Status CopyBatch(TransferDirection, std::span<const CopyDescriptor>) override {
+    if (issued_ == 0) gate_->wait();
+    if (issued_ - finished_ == 2) STRATA_RETURN_IF_ERROR(WaitOldest());
+    ++issued_;
+    return Status::Ok();
+  }
+  Status Drain() override {
+    drains_->fetch_add(1);
+    while (finished_ < issued_) STRATA_RETURN_IF_ERROR(WaitOldest());
+    return Status::Ok();
+  }
+  uint64_t batches_in_flight() const override { return issued_ - finished_; }
+  void Stop() override {}
+
+ private:
+  Status WaitOldest() {
+    if (++finished_ != fail_batch_) return Status::Ok();
+    finished_ = issued_;  // drained after the error
+    return Status::IoError("injected failure of batch " + std::to_string(fail_batch_));
+  }
+  std::shared_ptr<std::latch> gate_;
+  uint64_t fail_batch_;
+  std::atomic<int>* drains_;
+  uint64_t issued_ = 0;
+  uint64_t finished_ = 0;
+};
+
+// Runs three one-batch jobs through one rank of TwoInFlightEngine; returns
+// the completions in the order they came.
+std::vector<TransferCompletion> RunThreeJobs(uint64_t fail_batch, std::atomic<int>* drains) {
+  CacheGeometry g = *PresetGeometry("tiny", 1, 8, 2);
+  HostPlanes hp(g);
+  auto gate = std::make_shared<std::latch>(1);
+  std::vector<std::unique_ptr<CopyEngine>> engines;
+  engines.push_back(std::make_unique<TwoInFlightEngine>(gate, fail_batch, drains));
+  auto t = *ThreadedTransfers::Create(g, {hp.planes(0)}, std::move(engines));
+  RecordLayout layout(g);
+  Slabs s = MakeSlabs(layout, 3);
+  for (uint64_t id = 1; id <= 3; ++id) {
+    TransferJob j = Job(id, TransferDirection::kDeviceToHost, {PageId(id)}, s, StateSlot(0));
+    j.page_records = {s.pages[id - 1]};
+    j.row_slot = std::nullopt;  // one batch per job
+    EXPECT_TRUE(t->Submit(j).ok());
+  }
+  gate->count_down();
+  std::vector<TransferCompletion> done;
+  for (int i = 0; i < 300 && done.size() < 3; ++i) {
+    t->WaitForCompletion(100ms);
+    t->Poll(done);
+  }
+  EXPECT_EQ(done.size(), 3u);
+  done.resize(3);
+  EXPECT_TRUE(t->Close(10s).ok());
+  return done;
+}
+
+TEST(ThreadedTransfersTest, QueuedJobsArePipelinedAndCompleteInOrderWithOneDrain) {
+  std::atomic<int> drains{0};
+  std::vector<TransferCompletion> done = RunThreeJobs(0, &drains);
+  for (uint64_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(done[i].id, JobId(i + 1));
+    EXPECT_TRUE(done[i].status.ok()) << done[i].status.ToString();
+  }
+  // Job 1 completed when job 3's batch waited for it; jobs 2 and 3 at the one
+  // drain when the queue ran dry (not one drain per job).
+  EXPECT_EQ(drains.load(), 1);
+}
+
+TEST(ThreadedTransfersTest, AFailedBatchFailsEveryJobThatWasInFlight) {
+  std::atomic<int> drains{0};
+  // Batch 1 (job 1's) fails when job 3's batch waits for it: jobs 1 to 3 were
+  // all issued, the engine drained, and each fails with the error.
+  std::vector<TransferCompletion> done = RunThreeJobs(1, &drains);
+  for (uint64_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(done[i].id, JobId(i + 1));
+    EXPECT_EQ(done[i].status.code(), StatusCode::kIoError) << i;
+  }
 }
 
 TEST(ThreadedTransfersTest, EngineStartFailureFailsCreate) {
