@@ -25,15 +25,20 @@ class StagedEngineTest : public ::testing::Test {
     o.method = CopyMethod::kStaged;
     o.batches_in_flight = in_flight;
     o.staged.stage_bytes = 256 << 10;  // several stages per batch
-    engine_ = std::make_unique<CudaCopyEngine>(fake.driver(), o);
+    driver_ = fake.driver();
+    engine_ = std::make_unique<CudaCopyEngine>(driver_, o);
     ASSERT_TRUE(engine_->Start().ok());
-    host_ = static_cast<uint8_t*>(*fake.driver()->MemAllocHost(2 * kBytes));
-    device_ = *fake.driver()->MemAlloc(kBytes);
+    host_ = static_cast<uint8_t*>(*driver_->MemAllocHost(2 * kBytes));
+    device_ = *driver_->MemAlloc(kBytes);
   }
+  // Frees what Setup allocated (LeakSanitizer reports the fake's memory).
   void TearDown() override {
     if (engine_ != nullptr) engine_->Stop();
+    if (host_ != nullptr) EXPECT_TRUE(driver_->MemFreeHost(host_).ok());
+    if (device_ != 0) EXPECT_TRUE(driver_->MemFree(device_).ok());
   }
 
+  std::shared_ptr<const CudaDriver> driver_;
   std::unique_ptr<CudaCopyEngine> engine_;
   uint8_t* host_ = nullptr;
   uint64_t device_ = 0;
