@@ -40,6 +40,6 @@ if [[ ! -f "$BUILD_DIR/build.ninja" ]]; then
   cmake -G Ninja -S . -B "$BUILD_DIR" -DSTRATA_SANITIZE="$san_flag" >/dev/null
 fi
 echo "bootstrap: building in $BUILD_DIR"
-cmake --build "$BUILD_DIR" -- -j"$(nproc)" | grep -vE '^\[[0-9]+/[0-9]+\] ' || true
-test "${PIPESTATUS[0]}" -eq 0
+# The braces keep grep's "no line printed" from hiding the build's own status.
+cmake --build "$BUILD_DIR" -- -j"$(nproc)" | { grep -vE '^\[[0-9]+/[0-9]+\] ' || true; }
 echo "bootstrap: $BUILD_DIR/strata is ready"

@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
 # The README's test command: install what is missing, build, run every test
-# through ctest (a skipped test must be on tests/skip-allowlist.txt), a bounded fuzz run (launch/fuzz.sh --smoke), then the format
-# and lint checks. Exits non-zero on any failure.
+# through ctest (a skipped test must be on tests/skip-allowlist.txt), the unit
+# tests again under ASan + UBSan (their own build, build-asan), a bounded fuzz
+# run (launch/fuzz.sh --smoke), then the format and lint checks. Exits non-zero
+# on any failure.
+#
+#   STRATA_SKIP_SANITIZERS=1  skips the ASan + UBSan unit run, for a quicker
+#                             local run only: .ci/run never skips it
+#   STRATA_SANITIZE_BUILD_DIR its build directory (default: build-asan)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./launch/bootstrap.sh
@@ -13,6 +19,23 @@ ctest --test-dir "$BUILD_DIR" --output-on-failure -j"$(nproc)" --timeout 600 | t
 
 echo "== skipped tests (tests/skip-allowlist.txt)"
 ./launch/check-skips.sh "$ctest_log"
+
+# ~700 unit tests, one process each, with every LeakSanitizer / ASan / UBSan
+# report fatal; docs/reliability.md (Sanitizers) has the measured times.
+SAN_DIR=${STRATA_SANITIZE_BUILD_DIR:-build-asan}
+if [[ "${STRATA_SANITIZE:-0}" == 1 ]]; then
+  echo "== unit tests under ASan + UBSan: ran above (STRATA_SANITIZE=1)"
+elif [[ "${STRATA_SKIP_SANITIZERS:-0}" == 1 ]]; then
+  echo "== unit tests under ASan + UBSan: SKIPPED (STRATA_SKIP_SANITIZERS=1)"
+else
+  echo "== unit tests under ASan + UBSan ($SAN_DIR)"
+  [[ -f "$SAN_DIR/build.ninja" ]] || cmake -G Ninja -S . -B "$SAN_DIR" -DSTRATA_SANITIZE=ON >/dev/null
+  nice cmake --build "$SAN_DIR" --target strata_unit_tests -- -j"$(nproc)" |
+    { grep -vE '^\[[0-9]+/[0-9]+\] ' || true; }
+  UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir "$SAN_DIR" -L '^unit$' --output-on-failure \
+    -j"$(nproc)" --timeout 600 | tee "$SAN_DIR/ctest.log"
+  ./launch/check-skips.sh "$SAN_DIR/ctest.log"
+fi
 
 echo "== fuzz smoke (libFuzzer)"
 ./launch/fuzz.sh --smoke

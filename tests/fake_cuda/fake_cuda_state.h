@@ -33,7 +33,13 @@ struct State {
 State& S();
 
 // The calling thread's context stack (cuCtxPush/Pop, cuCtxSetCurrent).
-extern thread_local std::vector<CUcontext> context_stack;
+// Initial-exec: it lives in the static TLS block, so no access goes through
+// __tls_get_addr. GCC 12's LeakSanitizer takes a dynamic TLS block that
+// starts 16 bytes into a page for a glibc <= 2.18 one, reads the allocator's
+// chunk header before it as the block's bounds, and its tracer crashes at exit
+// (docs/reliability.md, Sanitizers). This library is dlopen'ed, so without the
+// model every thread's stack would be such a block.
+extern thread_local std::vector<CUcontext> context_stack __attribute__((tls_model("initial-exec")));
 
 inline char context_token[8];
 inline char stream_token[8];

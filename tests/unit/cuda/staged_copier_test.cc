@@ -20,20 +20,29 @@ class StagedEngineTest : public ::testing::Test {
  protected:
   // Pinned host memory and a device range, with the engine's context made
   // current by Start.
-  void Setup(const FakeCuda& fake, uint32_t in_flight) {
+  void StartEngine(const FakeCuda& fake, uint32_t in_flight) {
     CudaEngineOptions o;
     o.method = CopyMethod::kStaged;
     o.batches_in_flight = in_flight;
     o.staged.stage_bytes = 256 << 10;  // several stages per batch
-    engine_ = std::make_unique<CudaCopyEngine>(fake.driver(), o);
+    driver_ = fake.driver();
+    engine_ = std::make_unique<CudaCopyEngine>(driver_, o);
     ASSERT_TRUE(engine_->Start().ok());
-    host_ = static_cast<uint8_t*>(*fake.driver()->MemAllocHost(2 * kBytes));
-    device_ = *fake.driver()->MemAlloc(kBytes);
+    host_ = static_cast<uint8_t*>(*driver_->MemAllocHost(2 * kBytes));
+    device_ = *driver_->MemAlloc(kBytes);
   }
+  // Frees what StartEngine allocated (LeakSanitizer reports the fake's memory).
   void TearDown() override {
     if (engine_ != nullptr) engine_->Stop();
+    if (host_ != nullptr) {
+      EXPECT_TRUE(driver_->MemFreeHost(host_).ok());
+    }
+    if (device_ != 0) {
+      EXPECT_TRUE(driver_->MemFree(device_).ok());
+    }
   }
 
+  std::shared_ptr<const CudaDriver> driver_;
   std::unique_ptr<CudaCopyEngine> engine_;
   uint8_t* host_ = nullptr;
   uint64_t device_ = 0;
@@ -42,7 +51,7 @@ class StagedEngineTest : public ::testing::Test {
 TEST_F(StagedEngineTest, RoundTripIsByteExactAndLeavesGapsBetweenPiecesAlone) {
   STRATA_USE_FAKE_CUDA(fake);
   if (!GatherKernelBuilt()) GTEST_SKIP() << "gather kernel not built";
-  Setup(fake, 2);
+  StartEngine(fake, 2);
   std::mt19937_64 rng(5);
   for (uint64_t i = 0; i < kBytes; ++i) host_[i] = static_cast<uint8_t>(rng());
   std::memset(host_ + kBytes, 0xcc, kBytes);
@@ -82,7 +91,7 @@ TEST_F(StagedEngineTest, RoundTripIsByteExactAndLeavesGapsBetweenPiecesAlone) {
 TEST_F(StagedEngineTest, KernelFailureIsReportedAfterBothStreamsDrained) {
   STRATA_USE_FAKE_CUDA(fake);
   if (!GatherKernelBuilt()) GTEST_SKIP() << "gather kernel not built";
-  Setup(fake, 1);
+  StartEngine(fake, 1);
   std::vector<CopyDescriptor> batch = {{device_, host_, 64 << 10}};
   const auto syncs = fake.Calls("cuStreamSynchronize");
   fake.Inject("cuLaunchKernel", kCudaErrorLaunchFailed);
@@ -96,7 +105,7 @@ TEST_F(StagedEngineTest, KernelFailureIsReportedAfterBothStreamsDrained) {
 TEST_F(StagedEngineTest, OverlappingHostPiecesAreRefused) {
   STRATA_USE_FAKE_CUDA(fake);
   if (!GatherKernelBuilt()) GTEST_SKIP() << "gather kernel not built";
-  Setup(fake, 1);
+  StartEngine(fake, 1);
   std::vector<CopyDescriptor> batch = {{device_, host_, 8192},
                                        {device_ + 8192, host_ + 4096, 8192}};
   Status s = engine_->CopyBatch(TransferDirection::kDeviceToHost, batch);
