@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "store/base/deliberate_leak.h"
 #include "store/tier/space_limit.h"
 
 namespace strata {
@@ -243,7 +244,7 @@ Status DiskFiles::Close() {
   }
   Status s = transport_->Close(clock().LeftUntil(until));
   if (!s.ok()) {
-    (void)transport_.release();  // copies may still run: keep everything alive
+    LeakOnPurpose(std::move(transport_));  // copies may still run: keep everything alive
     return s;
   }
   if (!ops_.empty()) {

@@ -1,5 +1,6 @@
 #include "store/tier/memory_store.h"
 
+#include "store/base/deliberate_leak.h"
 #include "store/tier/store_accounting.h"
 
 namespace strata {
@@ -233,8 +234,8 @@ Status MemoryStore::Close() {
   events_ = std::move(dropped);
   Status s = transfers_->Close(options_.clock.LeftUntil(deadline));
   if (!s.ok() || tracker_.active() > 0) {
-    pool_->Leak();         // copies may still write into it
-    transfers_.release();  // NOLINT(bugprone-unused-return-value): threads may still run
+    pool_->Leak();                         // copies may still write into it
+    LeakOnPurpose(std::move(transfers_));  // threads may still run
     return s.ok() ? Status::Aborted("memory store copies did not drain") : s;
   }
   return Status::Ok();

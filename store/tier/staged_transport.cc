@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "store/base/deliberate_leak.h"
 #include "store/transfer/transfer_plan.h"
 
 namespace strata {
@@ -386,8 +387,8 @@ Status StagedTransport::Close(std::chrono::milliseconds deadline) {
   Status d = disk_->Shutdown(left());
   if (!active_.empty() || !t.ok() || !d.ok()) {
     pool_->Leak();  // copies or kernel I/O may still use the staging slots
-    (void)transfers_.release();
-    (void)disk_.release();
+    LeakOnPurpose(std::move(transfers_));
+    LeakOnPurpose(std::move(disk_));
     if (!t.ok()) return t;
     if (!d.ok()) return d;
     return Status::Aborted(std::to_string(active_.size()) + " disk jobs did not drain");

@@ -192,7 +192,9 @@ void CompositeStore::StartUpload(uint64_t id) {
   f.uploading = true;
 }
 
-void CompositeStore::FinishFetch(uint64_t id, const Status& status, uint64_t bytes) {
+// NOLINTNEXTLINE(performance-unnecessary-value-param): a copy on purpose, the
+// caller's status may live in the fetch entry erased below.
+void CompositeStore::FinishFetch(uint64_t id, Status status, uint64_t bytes) {
   auto it = fetches_.find(id);
   if (it == fetches_.end()) return;
   const FetchOp f = std::move(it->second);

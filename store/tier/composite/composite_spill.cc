@@ -3,6 +3,7 @@
 // below twice the intake, and, with drain_on_shutdown, at Close.
 #include <chrono>
 
+#include "store/base/deliberate_leak.h"
 #include "store/tier/composite/composite_store.h"
 
 namespace strata {
@@ -145,8 +146,8 @@ Status CompositeStore::Close() {
   Status d = disk_->Close();
   Status t = transfers_->Close(options_.clock.LeftUntil(deadline));
   if (!d.ok() || !t.ok() || tracker_.active() > 0 || !spills_.empty()) {
-    pool_->Leak();         // copies or disk I/O may still use the slabs
-    transfers_.release();  // NOLINT(bugprone-unused-return-value): threads may still run
+    pool_->Leak();                         // copies or disk I/O may still use the slabs
+    LeakOnPurpose(std::move(transfers_));  // threads may still run
     if (!t.ok()) return t;
     if (!d.ok()) return d;
     return Status::Aborted("composite store copies did not drain");

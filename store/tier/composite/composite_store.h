@@ -185,7 +185,8 @@ class CompositeStore final : public HostStore, private DiskTierListener {
   Status StartFetch(const HostHit& hit, const InboundTicket& ticket, bool& fits);
   void FinishRead(const HostJobDone& d);
   void StartUpload(uint64_t fetch);
-  void FinishFetch(uint64_t fetch, const Status& status, uint64_t bytes);
+  // `status` by value: it may live in the fetch entry this erases.
+  void FinishFetch(uint64_t fetch, Status status, uint64_t bytes);
 
   // Write-behind and shutdown (composite_spill.cc), as policy_ chooses.
   void Maintain();
