@@ -192,8 +192,9 @@ void CompositeStore::StartUpload(uint64_t id) {
   f.uploading = true;
 }
 
-// NOLINTNEXTLINE(performance-unnecessary-value-param): a copy on purpose, the
-// caller's status may live in the fetch entry erased below.
+// `status` is a copy on purpose: the caller's may live in the fetch entry
+// erased below.
+// NOLINTNEXTLINE(performance-unnecessary-value-param)
 void CompositeStore::FinishFetch(uint64_t id, Status status, uint64_t bytes) {
   auto it = fetches_.find(id);
   if (it == fetches_.end()) return;
