@@ -6,7 +6,10 @@
 // One warp per piece (warp w copies pieces w, w + warps, ...): small pieces
 // keep many independent streams of requests in flight, which is what hides
 // the latency of reads over PCIe (restores read host memory). Lanes stride
-// over a piece in 16-byte words, four loads in flight per lane.
+// over a piece in 16-byte words, eight loads in flight per lane (a 4 KiB
+// piece is one round trip per warp), and each warp loads its next piece's
+// descriptor before copying the current one, so the descriptor's latency
+// overlaps the copy instead of preceding it.
 
 struct StrataPieceCopy {  // must match KernelPiece in gather_kernel.h
   unsigned long long src;
@@ -20,23 +23,31 @@ extern "C" __global__ void __launch_bounds__(1024)
     strata_copy_pieces(const StrataPieceCopy* pieces, unsigned int count) {
   const unsigned int lane = threadIdx.x & 31u;
   const unsigned int warps = (gridDim.x * blockDim.x) >> 5;
-  for (unsigned int i = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < count; i += warps) {
-    const StrataPieceCopy p = pieces[i];
+  unsigned int i = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+  if (i >= count) return;
+  StrataPieceCopy next = pieces[i];
+  for (; i < count; i += warps) {
+    const StrataPieceCopy p = next;
+    if (i + warps < count) next = pieces[i + warps];
     unsigned long long done = 0;
     if (((p.src | p.dst) & 15ull) == 0) {
       const uint4* s = reinterpret_cast<const uint4*>(p.src);
       uint4* d = reinterpret_cast<uint4*>(p.dst);
       const unsigned long long words = p.bytes >> 4;
       unsigned long long k = lane;
+      for (; k + 224 < words; k += 256) {
+        uint4 v[8];
+#pragma unroll
+        for (int u = 0; u < 8; ++u) v[u] = s[k + 32 * u];
+#pragma unroll
+        for (int u = 0; u < 8; ++u) d[k + 32 * u] = v[u];
+      }
       for (; k + 96 < words; k += 128) {
-        const uint4 a = s[k];
-        const uint4 b = s[k + 32];
-        const uint4 c = s[k + 64];
-        const uint4 e = s[k + 96];
-        d[k] = a;
-        d[k + 32] = b;
-        d[k + 64] = c;
-        d[k + 96] = e;
+        uint4 v[4];
+#pragma unroll
+        for (int u = 0; u < 4; ++u) v[u] = s[k + 32 * u];
+#pragma unroll
+        for (int u = 0; u < 4; ++u) d[k + 32 * u] = v[u];
       }
       for (; k < words; k += 32) d[k] = s[k];
       done = words << 4;
