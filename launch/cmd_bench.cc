@@ -30,6 +30,7 @@ void AddBenchCommand(CLI::App& app) {
   AddGpuBench(*bench);
   AddLinksBench(*bench);
   AddStoreBenchmark(*bench);
+  AddInterferenceBench(*bench);
 }
 
 }  // namespace strata

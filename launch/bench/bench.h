@@ -37,5 +37,9 @@ void AddLinksBench(CLI::App& bench);
 // `strata bench store`: memory, disk and composite stores through host
 // transfers next to memcpy and plain O_DIRECT I/O (launch/bench/bench_store.cc).
 void AddStoreBenchmark(CLI::App& bench);
+// `strata bench interference`: a compute-bound and a bandwidth-bound cuBLAS
+// model stand-in alone and beside offload copies at full rate, and beside
+// plain contiguous DMA (launch/bench/bench_interference.cc).
+void AddInterferenceBench(CLI::App& bench);
 
 }  // namespace strata

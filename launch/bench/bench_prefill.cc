@@ -22,6 +22,7 @@
 #include "cuda/cuda_transfers.h"
 #include "launch/bench/bench.h"
 #include "launch/bench/bench_prefill.h"
+#include "launch/bench/dense_model.h"
 #include "launch/bench/gpu_bench_report.h"
 #include "launch/bench/gpu_jobs.h"
 #include "launch/presets.h"
@@ -33,27 +34,6 @@ namespace strata {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// A dense GQA transformer split over `tp` ranks (Megatron-style: column-split
-// QKV and gate/up, row-split output and down projections).
-struct DenseModel {
-  uint32_t layers;
-  uint64_t hidden, q_heads, kv_heads, head_dim, intermediate;
-  uint64_t tp;
-};
-constexpr DenseModel kLlama70bTp8 = {80, 8192, 64, 8, 128, 28672, 8};
-
-struct Gemm {
-  uint64_t n;  // output features of this rank
-  uint64_t k;  // input features of this rank
-};
-
-std::vector<Gemm> LayerGemms(const DenseModel& m) {
-  return {{(m.q_heads + 2 * m.kv_heads) * m.head_dim / m.tp, m.hidden},
-          {m.hidden, m.q_heads * m.head_dim / m.tp},
-          {2 * m.intermediate / m.tp, m.hidden},
-          {m.hidden, m.intermediate / m.tp}};
-}
 
 struct PrefillOptions {
   bool json = false;
@@ -104,14 +84,6 @@ Result<std::vector<double>> TimeRestores(const std::shared_ptr<const CudaDriver>
   }
   STRATA_RETURN_IF_ERROR(t->Close(std::chrono::seconds(60)));
   return out;
-}
-
-// bf16 values of magnitude 2^-7 .. 2^-6 and random sign: no zeros, no overflow.
-Status FillRandomBf16(const CudaDriver& d, uint64_t device, uint64_t elements) {
-  std::vector<uint16_t> host(elements);
-  std::mt19937 rng(11);
-  for (uint16_t& v : host) v = static_cast<uint16_t>((rng() & 0x807f) | 0x3c00);
-  return d.CopySync(TransferDirection::kHostToDevice, device, host.data(), elements * 2);
 }
 
 // Prefill seconds (median) of each prefix size: every layer's GEMMs over
