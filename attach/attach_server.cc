@@ -105,11 +105,13 @@ void AttachServer::Step(uint64_t now_ms, std::chrono::milliseconds wait) {
   if (session_ != nullptr && session_->phase == Session::Phase::kDraining) {
     FinishDetachIfDrained(now_ms);
   }
-  pollfd fds[2] = {{listener_.get(), POLLIN, 0}, {-1, POLLIN, 0}};
   const bool reading = session_ != nullptr && session_->phase != Session::Phase::kDraining;
-  if (reading) fds[1].fd = session_->channel.fd();
-  // Draining polls the store again soon rather than waiting on sockets.
   const bool draining = session_ != nullptr && !reading;
+  // While draining, a runtime that connects waits in the backlog (its Hello
+  // is answered once the planes are released) and the store is polled again
+  // soon rather than the sockets waited on.
+  pollfd fds[2] = {{draining ? -1 : listener_.get(), POLLIN, 0}, {-1, POLLIN, 0}};
+  if (reading) fds[1].fd = session_->channel.fd();
   const int wait_ms = draining ? 1 : static_cast<int>(wait.count());
   if (::poll(fds, 2, wait_ms) <= 0) return;
   if ((fds[0].revents & POLLIN) != 0) Accept();

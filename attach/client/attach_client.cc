@@ -124,6 +124,8 @@ Status AttachClient::Poll(std::vector<AttachEvent>& events) {
   }
 }
 
+int AttachClient::fd() const { return impl_->channel.fd(); }
+
 Status AttachClient::Close(std::chrono::milliseconds bound) {
   STRATA_RETURN_IF_ERROR(impl_->Request(CloseRequest{}));
   const auto deadline = std::chrono::steady_clock::now() + bound;

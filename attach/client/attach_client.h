@@ -72,6 +72,10 @@ class AttachClient {
   // into or out of the planes has finished and strata unmapped them.
   Status Close(std::chrono::milliseconds bound);
 
+  // Readable when Poll has something to return: for the runtime's own event
+  // loop (poll/epoll). Never read from it directly.
+  int fd() const;
+
  private:
   struct Impl;
   explicit AttachClient(std::unique_ptr<Impl> impl);

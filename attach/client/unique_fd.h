@@ -22,6 +22,8 @@ class UniqueFd {
 
   int get() const { return fd_; }
   bool valid() const { return fd_ >= 0; }
+  // Gives up ownership without closing.
+  int Release() { return std::exchange(fd_, -1); }
   void Reset(int fd) {
     if (fd_ >= 0) ::close(fd_);
     fd_ = fd;

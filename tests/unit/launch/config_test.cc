@@ -141,6 +141,21 @@ TEST(ConfigTest, BadValuesNameTheKeyAndWhatIsAllowed) {
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
 }
 
+TEST(ConfigTest, AttachSocketNeedsOneProcessAndHostPlanes) {
+  RankConfig c;
+  c.attach.socket = "/run/strata/rank.sock";
+  EXPECT_TRUE(ValidateConfig(c).ok());
+  c.cluster.world_size = 2;
+  Status s = ValidateConfig(c);
+  EXPECT_NE(s.message().find("attach.socket: a runtime attaches only to one process"),
+            std::string::npos)
+      << s.ToString();
+  c.cluster.single_process = true;
+  EXPECT_TRUE(ValidateConfig(c).ok());
+  c.runtime.gpus = {0};
+  EXPECT_NE(ValidateConfig(c).message().find("runtime.gpus must be \"none\""), std::string::npos);
+}
+
 TEST(ConfigTest, SeparateProcessRanksRefuseAMemoryTier) {
   RankConfig c;
   c.cluster.world_size = 4;
