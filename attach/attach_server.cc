@@ -30,7 +30,7 @@ Result<sockaddr_un> AddressOf(const std::string& path) {
 // Removes a socket file nobody serves (left by a killed process); refuses
 // when another process answers on it or the path is not a socket.
 Status ClearStaleSocket(const std::string& path, const sockaddr_un& addr) {
-  struct stat st{};
+  struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) return Status::Ok();
   if (!S_ISSOCK(st.st_mode)) {
     return Status::AlreadyExists("attach socket path " + path + " exists and is not a socket");
@@ -52,7 +52,7 @@ struct AttachServer::Session {
   UnixChannel channel;
   StoreDispatch dispatch;
   Phase phase = Phase::kAwaitingHello;
-  bool close_requested = false;   // answer CloseDone once drained
+  bool close_requested = false;  // answer CloseDone once drained
   uint64_t drain_deadline_ms = 0;
   std::string runtime_id;
 };
@@ -80,7 +80,10 @@ Result<std::unique_ptr<AttachServer>> AttachServer::Listen(AttachServerOptions o
 
 AttachServer::AttachServer(AttachServerOptions options, HostStore& store, ImportedPlanes& planes,
                            UniqueFd listener)
-    : options_(std::move(options)), store_(store), planes_(planes), listener_(std::move(listener)) {}
+    : options_(std::move(options)),
+      store_(store),
+      planes_(planes),
+      listener_(std::move(listener)) {}
 
 AttachServer::~AttachServer() {
   // Never unmap planes a copy may still use: the owner closes the store

@@ -20,16 +20,16 @@
 #include <optional>
 #include <string>
 
-#include "attach/hello_check.h"
 #include "attach/client/unix_channel.h"
+#include "attach/hello_check.h"
 #include "attach/imported_planes.h"
 #include "store/tier/host_store.h"
 
 namespace strata::attach {
 
 struct AttachServerOptions {
-  std::string socket_path;       // created 0600; a stale socket file is replaced
-  AttachExpectation expected;    // identity and geometry the runtime must declare
+  std::string socket_path;        // created 0600; a stale socket file is replaced
+  AttachExpectation expected;     // identity and geometry the runtime must declare
   std::optional<uid_t> peer_uid;  // default unset: this process's effective uid
   // A runtime that reads nothing for this long while strata writes is detached.
   std::chrono::milliseconds send_bound{5'000};
@@ -42,8 +42,8 @@ class AttachServer {
  public:
   // `store` and `planes` (the planes the store's transfers address) must
   // outlive the server. Fails if another process serves the socket path.
-  static Result<std::unique_ptr<AttachServer>> Listen(AttachServerOptions options,
-                                                      HostStore& store, ImportedPlanes& planes);
+  static Result<std::unique_ptr<AttachServer>> Listen(AttachServerOptions options, HostStore& store,
+                                                      ImportedPlanes& planes);
   ~AttachServer();
   AttachServer(const AttachServer&) = delete;
   AttachServer& operator=(const AttachServer&) = delete;

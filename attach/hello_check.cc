@@ -6,8 +6,8 @@ namespace strata::attach {
 namespace {
 
 Status Differs(std::string_view what, const auto& declared, const auto& served) {
-  return Status::InvalidArgument(fmt::format("{}: the runtime declares {}, this rank serves {}",
-                                             what, declared, served));
+  return Status::InvalidArgument(
+      fmt::format("{}: the runtime declares {}, this rank serves {}", what, declared, served));
 }
 
 Status CheckRank(uint32_t rank, const RankGeometry& declared, const RankGeometry& served) {
@@ -29,7 +29,8 @@ Status CheckRank(uint32_t rank, const RankGeometry& declared, const RankGeometry
   for (size_t i = 0; i < served.page_planes.size(); ++i) {
     const PlaneSpec& d = declared.page_planes[i];
     const PlaneSpec& s = served.page_planes[i];
-    if (d.name != s.name) return Differs(where + " page plane " + std::to_string(i), d.name, s.name);
+    if (d.name != s.name)
+      return Differs(where + " page plane " + std::to_string(i), d.name, s.name);
     if (d.unit_bytes != s.unit_bytes) {
       return Differs(where + " page plane " + s.name + " unit bytes", d.unit_bytes, s.unit_bytes);
     }
@@ -73,8 +74,8 @@ Status CheckHello(const AttachHello& hello, size_t fd_count, const AttachExpecta
     STRATA_RETURN_IF_ERROR(CheckRank(r, *declared, g.ranks[r]));
   }
   if (fd_count != AllocationCount(hello)) {
-    return Differs("shared-memory fds", fd_count, fmt::format("{} (one per allocation)",
-                                                              AllocationCount(hello)));
+    return Differs("shared-memory fds", fd_count,
+                   fmt::format("{} (one per allocation)", AllocationCount(hello)));
   }
   return Status::Ok();
 }

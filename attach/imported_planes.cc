@@ -77,7 +77,7 @@ Status ImportedPlanes::Import(std::span<const PlaneFd> fds) {
                                ? rank.page_planes[*fd.page_plane].unit_bytes * rank.page_count
                                : rank.row.unit_bytes * rank.row_count;
     const std::string name = fd.page_plane ? rank.page_planes[*fd.page_plane].name : rank.row.name;
-    struct stat st{};
+    struct stat st {};
     if (::fstat(fd.fd, &st) != 0) {
       Release();
       return Status::FromErrno(errno, "plane " + name + ": fstat");

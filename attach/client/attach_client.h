@@ -22,7 +22,7 @@
 namespace strata::attach {
 
 struct AttachOptions {
-  std::string socket_path;                                           // the rank's [attach] socket
+  std::string socket_path;                                          // the rank's [attach] socket
   std::chrono::milliseconds hello_bound{std::chrono::seconds(10)};  // wait for HelloAccept
   std::chrono::milliseconds send_bound{std::chrono::seconds(5)};    // one socket write
 };
@@ -58,8 +58,7 @@ class AttachClient {
   ~AttachClient();
 
   // Returns the request id its LookupResult will carry.
-  Result<uint64_t> Lookup(std::span<const Token> tokens, uint64_t resident_tokens,
-                          uint64_t before);
+  Result<uint64_t> Lookup(std::span<const Token> tokens, uint64_t resident_tokens, uint64_t before);
   // Its StoreAnswer carries the checkpoint id; on kQueued, a kStored or
   // kStoreFailed event follows (keep the checkpoint pinned until then).
   Status Store(const PublishedCheckpoint& checkpoint);

@@ -72,10 +72,12 @@ Status Put(s::Envelope::Builder env, const AttachHello& m) {
         CheckCount(allocs.size(), kAttachAllocationsPerRankMax, "Hello.allocations"));
     auto list = ranks[r].initAllocations(static_cast<unsigned>(allocs.size()));
     for (unsigned i = 0; i < list.size(); ++i) {
-      if (allocs[i].name.size() > kAttachTextBytesMax) return Invalid("Allocation.name", "too long");
+      if (allocs[i].name.size() > kAttachTextBytesMax)
+        return Invalid("Allocation.name", "too long");
       list[i].setName(AsText(allocs[i].name));
-      list[i].setGroup(allocs[i].group == AllocationGroup::kStateRows ? s::AllocationGroup::STATE_ROWS
-                                                                      : s::AllocationGroup::KV_PAGES);
+      list[i].setGroup(allocs[i].group == AllocationGroup::kStateRows
+                           ? s::AllocationGroup::STATE_ROWS
+                           : s::AllocationGroup::KV_PAGES);
       list[i].setUnitBytes(allocs[i].unit_bytes);
       list[i].setCount(allocs[i].count);
     }
@@ -239,9 +241,9 @@ Result<AttachMessage> GetHello(s::Hello::Reader in) {
   m.protocol_version = in.getProtocolVersion();
   STRATA_ASSIGN_OR_RETURN(m.runtime_id, GetText(in.getRuntimeId(), "Hello.runtime_id"));
   STRATA_ASSIGN_OR_RETURN(m.model_identity, GetText(in.getModelIdentity(), "Hello.model_identity"));
-  STRATA_ASSIGN_OR_RETURN(m.state_mode, (GetEnum<StateMode>(in.getStateMode(),
-                                                            s::StateMode::COPY_SPECULATION,
-                                                            "Hello.state_mode")));
+  STRATA_ASSIGN_OR_RETURN(
+      m.state_mode,
+      (GetEnum<StateMode>(in.getStateMode(), s::StateMode::COPY_SPECULATION, "Hello.state_mode")));
   m.page_tokens = in.getPageTokens();
   auto ranks = in.getRanks();
   STRATA_RETURN_IF_ERROR(CheckCount(ranks.size(), kAttachRanksMax, "Hello.ranks"));
@@ -253,9 +255,9 @@ Result<AttachMessage> GetHello(s::Hello::Reader in) {
     for (auto a : list) {
       SizedAllocation& out = allocs.emplace_back();
       STRATA_ASSIGN_OR_RETURN(out.name, GetText(a.getName(), "Allocation.name"));
-      STRATA_ASSIGN_OR_RETURN(out.group,
-                              (GetEnum<AllocationGroup>(a.getGroup(), s::AllocationGroup::STATE_ROWS,
-                                                        "Allocation.group")));
+      STRATA_ASSIGN_OR_RETURN(
+          out.group, (GetEnum<AllocationGroup>(a.getGroup(), s::AllocationGroup::STATE_ROWS,
+                                               "Allocation.group")));
       out.unit_bytes = a.getUnitBytes();
       out.count = a.getCount();
     }
@@ -302,8 +304,8 @@ Result<AttachMessage> GetStore(s::StoreRequest::Reader in) {
 
 Result<AttachMessage> GetEvent(s::Event::Reader in) {
   StoreEvent e;
-  STRATA_ASSIGN_OR_RETURN(e.kind, (GetEnum<StoreEvent::Kind>(in.getKind(), s::EventKind::STOPPED,
-                                                             "Event.kind")));
+  STRATA_ASSIGN_OR_RETURN(
+      e.kind, (GetEnum<StoreEvent::Kind>(in.getKind(), s::EventKind::STOPPED, "Event.kind")));
   e.checkpoint_id = in.getCheckpointId();
   e.ticket = JobId(in.getTicket());
   STRATA_ASSIGN_OR_RETURN(e.key, GetKey(in.getKey(), "Event.key"));
@@ -347,7 +349,8 @@ Result<AttachMessage> Get(s::Envelope::Reader env) {
     case W::CLOSE_DONE: {
       auto in = env.getCloseDone();
       CloseDone m;
-      STRATA_RETURN_IF_ERROR(GetStatus(in.getStatusCode(), in.getErrorText(), "CloseDone", &m.status));
+      STRATA_RETURN_IF_ERROR(
+          GetStatus(in.getStatusCode(), in.getErrorText(), "CloseDone", &m.status));
       return AttachMessage(std::move(m));
     }
   }
@@ -378,8 +381,8 @@ Result<wire::Frame> EncodeAttachFrame(const AttachMessage& message) {
     std::memcpy(frame.words.data(), flat.begin(), flat.asBytes().size());
     return frame;
   } catch (const kj::Exception& e) {
-    return Status::Internal(fmt::format("encoding an attach message: {}",
-                                        e.getDescription().cStr()));
+    return Status::Internal(
+        fmt::format("encoding an attach message: {}", e.getDescription().cStr()));
   } catch (const std::bad_alloc&) {
     return Status::Internal("encoding an attach message: out of memory");
   }

@@ -4,7 +4,6 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 
-
 #include <cerrno>
 #include <cstring>
 

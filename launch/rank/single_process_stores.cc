@@ -194,10 +194,10 @@ class SingleProcessStores final : public RuntimeDriver {
     o.warm_slots = warm;
     o.registrar = planes_->registrar();
     STRATA_ASSIGN_OR_RETURN(
-        local_, LocalDisk::Open(geometry_,
-                                ComputeNamespaceIdentity(RankModelIdentity(config_),
-                                                         StateMode::kOrdinary),
-                                ComputeLayoutFingerprint(geometry_), o));
+        local_,
+        LocalDisk::Open(geometry_,
+                        ComputeNamespaceIdentity(RankModelIdentity(config_), StateMode::kOrdinary),
+                        ComputeLayoutFingerprint(geometry_), o));
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> t, MakeTransfers());
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<StagedTransport> staged,
                             local_->MakeTransport(std::move(t)));

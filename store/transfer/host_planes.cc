@@ -14,13 +14,15 @@ void HostAddressPlanes::SetBases(std::vector<std::vector<uint8_t*>> page_bases,
 
 RankPlanes HostAddressPlanes::planes(uint32_t rank) const {
   RankPlanes p;
-  for (uint8_t* base : page_bases_[rank]) p.page_plane_base.push_back(reinterpret_cast<uint64_t>(base));
+  for (uint8_t* base : page_bases_[rank])
+    p.page_plane_base.push_back(reinterpret_cast<uint64_t>(base));
   p.row_base = reinterpret_cast<uint64_t>(row_bases_[rank]);
   return p;
 }
 
 uint8_t* HostAddressPlanes::page(uint32_t rank, uint32_t plane, PageId page) {
-  return page_bases_[rank][plane] + page.value * geometry_.ranks[rank].page_planes[plane].unit_bytes;
+  return page_bases_[rank][plane] +
+         page.value * geometry_.ranks[rank].page_planes[plane].unit_bytes;
 }
 
 uint8_t* HostAddressPlanes::row(uint32_t rank, StateSlot slot) {

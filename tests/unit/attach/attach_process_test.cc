@@ -33,8 +33,10 @@ AttachServerOptions Options(std::optional<uid_t> peer_uid = std::nullopt) {
 }
 
 AttachIdentity Identity() {
-  return {.runtime_id = "runtime", .model_identity = testing::kModel,
-          .state_mode = StateMode::kOrdinary, .page_tokens = testing::TinyGeometry().page_tokens};
+  return {.runtime_id = "runtime",
+          .model_identity = testing::kModel,
+          .state_mode = StateMode::kOrdinary,
+          .page_tokens = testing::TinyGeometry().page_tokens};
 }
 
 std::vector<Token> Tokens(uint64_t conversation) {
@@ -77,7 +79,8 @@ int PublishThenWait(const std::string& socket, int ready_fd) {
     cp.checkpoint_id = c + 1;
     cp.key = history.key_at(tokens.size());
     cp.bucket = history.bucket_digest(tokens.size());
-    for (uint64_t p = 0; p < kPagesPerConversation; ++p) cp.chain.emplace_back(static_cast<uint32_t>(c * 4 + p));
+    for (uint64_t p = 0; p < kPagesPerConversation; ++p)
+      cp.chain.emplace_back(static_cast<uint32_t>(c * 4 + p));
     cp.tail_pages = kPagesPerConversation;
     cp.row_slot = StateSlot(static_cast<uint32_t>(c));
     for (size_t a = 0; a < planes.allocations.size(); ++a) {
@@ -122,8 +125,8 @@ TEST(AttachProcessTest, KilledRuntimeRestartsAndRestoresByteExactFromMemoryIntoO
 
   // The restarted runtime: fresh planes (zeros), a new process image's view.
   RuntimePlanes planes(AllocationsOf(testing::TinyGeometry().ranks[0]));
-  auto client = AttachClient::Attach({.socket_path = options.socket_path}, Identity(),
-                                     planes.Shared());
+  auto client =
+      AttachClient::Attach({.socket_path = options.socket_path}, Identity(), planes.Shared());
   ASSERT_TRUE(client.ok()) << client.status().ToString();
   for (uint64_t c = 0; c < kConversations; ++c) {
     const std::vector<Token> tokens = Tokens(c);
@@ -141,11 +144,14 @@ TEST(AttachProcessTest, KilledRuntimeRestartsAndRestoresByteExactFromMemoryIntoO
     InboundTicket ticket;
     ticket.ticket = JobId(100 + c);
     ticket.row_slot = StateSlot(static_cast<uint32_t>(10 + c));
-    for (uint64_t p = 0; p < kPagesPerConversation; ++p) ticket.page_ids.emplace_back(static_cast<uint32_t>(40 + c * 4 + p));
+    for (uint64_t p = 0; p < kPagesPerConversation; ++p)
+      ticket.page_ids.emplace_back(static_cast<uint32_t>(40 + c * 4 + p));
     ASSERT_TRUE((*client)->Fetch(*result->hit, ticket).ok());
     events.clear();
     ASSERT_TRUE(WaitEvents(**client, events, [](const auto& e) {
-      return CountKind(e, StoreEvent::Kind::kFetched) + CountKind(e, StoreEvent::Kind::kFetchFailed) > 0;
+      return CountKind(e, StoreEvent::Kind::kFetched) +
+                 CountKind(e, StoreEvent::Kind::kFetchFailed) >
+             0;
     }));
     ASSERT_EQ(CountKind(events, StoreEvent::Kind::kFetched), 1u);
     uint64_t mismatches = 0;
@@ -171,17 +177,18 @@ TEST(AttachProcessTest, WrongGeometryIsRefusedNamingTheFirstDifference) {
   std::vector<SizedAllocation> allocs = AllocationsOf(testing::TinyGeometry().ranks[0]);
   allocs.back().count = 17;  // the row plane: 16 rows served
   RuntimePlanes planes(allocs);
-  auto client = AttachClient::Attach({.socket_path = options.socket_path}, Identity(),
-                                     planes.Shared());
+  auto client =
+      AttachClient::Attach({.socket_path = options.socket_path}, Identity(), planes.Shared());
   ASSERT_FALSE(client.ok());
   EXPECT_EQ(client.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(client.status().message().find("row count: the runtime declares 17, this rank serves 16"),
-            std::string::npos)
+  EXPECT_NE(
+      client.status().message().find("row count: the runtime declares 17, this rank serves 16"),
+      std::string::npos)
       << client.status().ToString();
   // The server keeps serving: a correct runtime attaches next.
   RuntimePlanes good(AllocationsOf(testing::TinyGeometry().ranks[0]));
-  EXPECT_TRUE(AttachClient::Attach({.socket_path = options.socket_path}, Identity(), good.Shared())
-                  .ok());
+  EXPECT_TRUE(
+      AttachClient::Attach({.socket_path = options.socket_path}, Identity(), good.Shared()).ok());
   EXPECT_EQ(server.Stop(), 0);
 }
 
@@ -194,8 +201,8 @@ TEST(AttachProcessTest, AnotherUidIsRefused) {
   ServerProcess server(options);
   ASSERT_TRUE(server.ready());
   RuntimePlanes planes(AllocationsOf(testing::TinyGeometry().ranks[0]));
-  auto client = AttachClient::Attach({.socket_path = options.socket_path}, Identity(),
-                                     planes.Shared());
+  auto client =
+      AttachClient::Attach({.socket_path = options.socket_path}, Identity(), planes.Shared());
   ASSERT_FALSE(client.ok());
   EXPECT_NE(client.status().message().find("peer uid " + std::to_string(::geteuid())),
             std::string::npos)

@@ -59,7 +59,8 @@ struct RuntimePlanes {
   }
   std::vector<std::vector<SharedAllocation>> Shared() const {
     std::vector<SharedAllocation> rank;
-    for (size_t i = 0; i < allocations.size(); ++i) rank.push_back({allocations[i], regions[i]->fd()});
+    for (size_t i = 0; i < allocations.size(); ++i)
+      rank.push_back({allocations[i], regions[i]->fd()});
     return {rank};
   }
   uint8_t* Unit(size_t allocation, uint64_t index) const {
@@ -125,10 +126,10 @@ class ServerProcess {
     if (::write(ready_fd, "r", 1) != 1) return 14;
     const auto start = std::chrono::steady_clock::now();
     while (stop_ == 0) {
-      const auto now_ms = static_cast<uint64_t>(
-          std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
-                                                                start)
-              .count());
+      const auto now_ms =
+          static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    std::chrono::steady_clock::now() - start)
+                                    .count());
       (*server)->Step(now_ms, std::chrono::milliseconds(20));
     }
     return store.Close().ok() ? 0 : 15;

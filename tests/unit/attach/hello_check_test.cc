@@ -47,9 +47,12 @@ TEST(AttachHelloCheckTest, RefusesEachMismatchNamingIt) {
       {"plane name", [](AttachHello& h) { h.ranks[0][0].name = "zz"; }, "page plane"},
       {"plane missing", [](AttachHello& h) { h.ranks[0].erase(h.ranks[0].begin()); },
        "page plane count"},
-      {"page count", [](AttachHello& h) {
-         for (auto& a : h.ranks[0]) if (a.group == AllocationGroup::kKvPages) a.count = 65;
-       }, "rank 0 page count: the runtime declares 65, this rank serves 64"},
+      {"page count",
+       [](AttachHello& h) {
+         for (auto& a : h.ranks[0])
+           if (a.group == AllocationGroup::kKvPages) a.count = 65;
+       },
+       "rank 0 page count: the runtime declares 65, this rank serves 64"},
       {"no row", [](AttachHello& h) { h.ranks[0].pop_back(); }, "rank 0"},
       {"peer memory", [](AttachHello& h) { h.ranks[0][0].owner = MemoryOwner::kPeer; },
        "a peer's memory"},

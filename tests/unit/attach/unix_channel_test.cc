@@ -30,7 +30,7 @@ TEST(AttachUnixChannelTest, HelloCarriesItsFdsAndTheyMapTheSameMemory) {
   Result<Received> got = b.Receive(5s);
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   ASSERT_EQ(got->fds.size(), 2u);
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::fstat(got->fds[0].get(), &st), 0);
   EXPECT_EQ(static_cast<uint64_t>(st.st_size), region->bytes());
   const auto* h = std::get_if<AttachHello>(&got->message);

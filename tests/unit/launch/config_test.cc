@@ -51,7 +51,7 @@ TEST(ConfigTest, EveryKeyHasAFlagFormsAndADefault) {
     EXPECT_NE(k.name.find('.'), std::string_view::npos) << k.name;
   }
   EXPECT_EQ(ConfigTables(), (std::vector<std::string_view>{"prefix_cache", "cluster", "metrics",
-                                                           "log", "runtime", "tls"}));
+                                                           "log", "runtime", "tls", "attach"}));
 }
 
 TEST(ConfigTest, PrefixCacheValues) {
