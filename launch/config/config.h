@@ -152,6 +152,13 @@ struct TlsFilesConfig {
   bool enabled() const { return cert.has_value(); }
 };
 
+// [attach]: the channel a runtime process attaches to (docs/embedding.md).
+struct AttachConfig {
+  // socket: the Unix socket path a runtime attaches at (created 0600).
+  // Default unset: no attach channel; the synthetic runtime runs instead.
+  std::optional<std::string> socket;
+};
+
 struct RankConfig {
   PrefixCacheConfig prefix_cache;
   ClusterConfig cluster;
@@ -159,6 +166,7 @@ struct RankConfig {
   LogConfig log;
   RuntimeConfig runtime;
   TlsFilesConfig tls;
+  AttachConfig attach;
 };
 
 // Bounds on [runtime] so the synthetic runtime stays small.
@@ -188,7 +196,7 @@ struct ConfigKey {
 };
 
 // Every key, in table order ([prefix_cache], [cluster], [metrics], [log], [runtime],
-// [tls]).
+// [tls], [attach]).
 const std::vector<ConfigKey>& ConfigKeys();
 // The key named `table.name`, or null.
 const ConfigKey* FindConfigKey(std::string_view name);

@@ -5,6 +5,7 @@
 #include "launch/ops/http_endpoint.h"
 #include "launch/ops/ops_snapshot.h"
 #include "launch/presets.h"
+#include "launch/rank/attach_workload.h"
 #include "launch/rank/rank_stores.h"
 #include "launch/rank/stop_on_signals.h"
 #include "launch/rank/stop_request.h"
@@ -26,11 +27,14 @@ void SetLogLevel(LogLevel level) {
 }
 
 // The workload this role runs for `run`: a peer serves rank zero whatever
-// the workload; rank zero (or the one process) runs the one asked for.
-int RunWorkload(const RankRole& role, const RankRunOptions& run, const QualifyOptions& qualify,
-                const StopRequest& stop, const PublishSnapshot& publish) {
+// the workload; with attach.socket the one process serves attached
+// runtimes; otherwise rank zero (or the one process) runs the one asked for.
+int RunWorkload(const RankConfig& config, const RankRole& role, const RankRunOptions& run,
+                const QualifyOptions& qualify, const StopRequest& stop,
+                const PublishSnapshot& publish) {
   if (PeerRank* peer = PeerOf(role)) return ServeAsPeer(*peer, stop, publish);
   RuntimeDriver& driver = *DriverOf(role);
+  if (config.attach.socket) return ServeAttach(driver, config, stop, publish);
   switch (run.workload) {
     case Workload::kServe: return ServeConversations(driver, stop, publish);
     case Workload::kQualify: return Qualify(driver, qualify, publish);
@@ -100,7 +104,7 @@ int RunRank(const LoadedConfig& loaded, const RankRunOptions& run) {
           "http://" + config.metrics.bind + ":" + std::to_string((*endpoint)->port()) + "/metrics",
       .summary_json = run.summary_json,
   };
-  const int exit_code = RunWorkload(*opened, run, qualify, stop, publish);
+  const int exit_code = RunWorkload(config, *opened, run, qualify, stop, publish);
 
   spdlog::info("stopping: draining the store");
   Status closed = services.Close();

@@ -62,4 +62,8 @@ Result<RankRole> OpenRankStores(const RankConfig& config, uint64_t seed) {
   return RankRole(std::move(peer));
 }
 
+std::string RankModelIdentity(const RankConfig& config) {
+  return "synthetic/" + config.runtime.preset;
+}
+
 }  // namespace strata

@@ -19,6 +19,7 @@
 #include <variant>
 #include <vector>
 
+#include "attach/imported_planes.h"
 #include "launch/config/config.h"
 #include "launch/ops/ops_snapshot.h"
 #include "launch/runtime/qualification.h"
@@ -65,6 +66,9 @@ class RuntimeDriver : public RankServices {
   // Phase 4 (one process, memory + disk): memory hit, spill, read-through.
   // Without both tiers: a failed report saying so.
   virtual PhaseReport CompositePhase();
+  // With attach.socket: the planes the store copies through, mapped from the
+  // attached runtime's memory; null otherwise.
+  virtual attach::ImportedPlanes* attach_planes() { return nullptr; }
 };
 
 // A peer rank in its own process: a rank agent serving rank zero's jobs.
@@ -88,6 +92,10 @@ RankServices& ServicesOf(const RankRole& role);
 RuntimeDriver* DriverOf(const RankRole& role);
 // The role's peer, or null on rank zero or the one process.
 PeerRank* PeerOf(const RankRole& role);
+
+// The model identity records are named by and an attached runtime must
+// declare: "synthetic/<runtime.preset>".
+std::string RankModelIdentity(const RankConfig& config);
 
 // Opens what `config` asks for. Errors name the setting or the peer at fault.
 Result<RankRole> OpenRankStores(const RankConfig& config, uint64_t seed);

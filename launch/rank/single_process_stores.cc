@@ -36,6 +36,9 @@ class SingleProcessStores final : public RuntimeDriver {
     STRATA_ASSIGN_OR_RETURN(geometry_, PresetGeometry(config.runtime.preset, ranks,
                                                       config.runtime.pages, config.runtime.rows));
     STRATA_ASSIGN_OR_RETURN(planes_, ProcessPlanes::Open(geometry_, config.runtime.gpus));
+    if (config.attach.socket) {
+      STRATA_ASSIGN_OR_RETURN(imported_, attach::ImportedPlanes::Reserve(geometry_));
+    }
     STRATA_RETURN_IF_ERROR(OpenStore());
     summary_ += ", " + std::to_string(ranks) + " rank(s) in this process, " + planes_->Describe();
     runtimes_.push_back(std::make_unique<SyntheticRuntime>(planes_->planes(), store_,
@@ -47,6 +50,7 @@ class SingleProcessStores final : public RuntimeDriver {
   SyntheticRuntime& runtime() override { return *runtimes_.back(); }
   std::string Summary() const override { return summary_; }
   bool has_memory_and_disk() const override { return composite_ != nullptr; }
+  attach::ImportedPlanes* attach_planes() override { return imported_.get(); }
 
   Qualification MakeQualification() override {
     RecordListings listings = [this]() -> Result<std::vector<std::vector<std::string>>> {
@@ -125,6 +129,7 @@ class SingleProcessStores final : public RuntimeDriver {
       (void)composite_.release();
       (void)local_.release();
       (void)planes_.release();
+      (void)imported_.release();
       return s;
     }
     memory_.reset();
@@ -150,6 +155,13 @@ class SingleProcessStores final : public RuntimeDriver {
                                      .count());
   }
 
+  // Transfers over the attached runtime's planes with attach.socket, over
+  // the synthetic runtime's otherwise.
+  Result<std::unique_ptr<Transfers>> MakeTransfers() {
+    if (imported_) return MakeHostTransfers(*imported_);
+    return planes_->MakeTransfers();
+  }
+
   Status OpenStore() {
     const PrefixCacheConfig& pc = config_.prefix_cache;
     const bool disk = pc.disk_dir.has_value() && pc.disk_limit_bytes.value_or(1) > 0;
@@ -163,7 +175,7 @@ class SingleProcessStores final : public RuntimeDriver {
     if (!disk && warm > 0) {
       STRATA_ASSIGN_OR_RETURN(std::unique_ptr<SlabPool> pool,
                               SlabPool::Create(slot_bytes, warm, 0, planes_->registrar()));
-      STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> t, planes_->MakeTransfers());
+      STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> t, MakeTransfers());
       memory_ =
           std::make_unique<MemoryStore>(geometry_, std::shared_ptr<SlabPool>(std::move(pool)),
                                         std::move(t), MemoryStoreOptions{.max_age_ms = max_age_ms});
@@ -182,16 +194,16 @@ class SingleProcessStores final : public RuntimeDriver {
     o.warm_slots = warm;
     o.registrar = planes_->registrar();
     STRATA_ASSIGN_OR_RETURN(
-        local_, LocalDisk::Open(geometry_,
-                                ComputeNamespaceIdentity("synthetic/" + config_.runtime.preset,
-                                                         StateMode::kOrdinary),
-                                ComputeLayoutFingerprint(geometry_), o));
-    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> t, planes_->MakeTransfers());
+        local_,
+        LocalDisk::Open(geometry_,
+                        ComputeNamespaceIdentity(RankModelIdentity(config_), StateMode::kOrdinary),
+                        ComputeLayoutFingerprint(geometry_), o));
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> t, MakeTransfers());
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<StagedTransport> staged,
                             local_->MakeTransport(std::move(t)));
     const std::string scanned = std::to_string(local_->scan().records.size()) + " records scanned";
     if (warm > 0) {
-      STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> memory, planes_->MakeTransfers());
+      STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> memory, MakeTransfers());
       CompositeStoreOptions co;
       co.disk_limit_bytes = limit;
       co.max_age_ms = max_age_ms;
@@ -224,6 +236,7 @@ class SingleProcessStores final : public RuntimeDriver {
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   CacheGeometry geometry_;
   std::unique_ptr<ProcessPlanes> planes_;
+  std::unique_ptr<attach::ImportedPlanes> imported_;  // with attach.socket only
   std::unique_ptr<LocalDisk> local_;
   std::unique_ptr<MemoryStore> memory_;
   std::unique_ptr<DiskStore> disk_;

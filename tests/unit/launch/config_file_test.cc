@@ -100,7 +100,7 @@ TEST(ConfigFileTest, UnknownTableListsTheKnownOnes) {
   Status s = ApplyConfigToml("[prefix-cache]\nmemory = 0\n", "rank.toml", &c);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("unknown table [prefix-cache] (tables: prefix_cache, cluster, "
-                             "metrics, log, runtime, tls)"),
+                             "metrics, log, runtime, tls, attach)"),
             std::string::npos)
       << s.message();
 }

@@ -51,7 +51,7 @@ TEST(ConfigTest, EveryKeyHasAFlagFormsAndADefault) {
     EXPECT_NE(k.name.find('.'), std::string_view::npos) << k.name;
   }
   EXPECT_EQ(ConfigTables(), (std::vector<std::string_view>{"prefix_cache", "cluster", "metrics",
-                                                           "log", "runtime", "tls"}));
+                                                           "log", "runtime", "tls", "attach"}));
 }
 
 TEST(ConfigTest, PrefixCacheValues) {
@@ -139,6 +139,21 @@ TEST(ConfigTest, BadValuesNameTheKeyAndWhatIsAllowed) {
   s = Set("cluster.job_timeout", true, &c);
   EXPECT_NE(s.message().find("cluster.job_timeout: true is not a duration"), std::string::npos);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+}
+
+TEST(ConfigTest, AttachSocketNeedsOneProcessAndHostPlanes) {
+  RankConfig c;
+  c.attach.socket = "/run/strata/rank.sock";
+  EXPECT_TRUE(ValidateConfig(c).ok());
+  c.cluster.world_size = 2;
+  Status s = ValidateConfig(c);
+  EXPECT_NE(s.message().find("attach.socket: a runtime attaches only to one process"),
+            std::string::npos)
+      << s.ToString();
+  c.cluster.single_process = true;
+  EXPECT_TRUE(ValidateConfig(c).ok());
+  c.runtime.gpus = {0};
+  EXPECT_NE(ValidateConfig(c).message().find("runtime.gpus must be \"none\""), std::string::npos);
 }
 
 TEST(ConfigTest, SeparateProcessRanksRefuseAMemoryTier) {

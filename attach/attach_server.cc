@@ -1,0 +1,229 @@
+#include "attach/attach_server.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "attach/store_dispatch.h"
+
+namespace strata::attach {
+namespace {
+
+Result<sockaddr_un> AddressOf(const std::string& path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.empty() || path.size() >= sizeof(addr.sun_path)) {
+    return Status::InvalidArgument("attach socket path \"" + path + "\": empty or longer than " +
+                                   std::to_string(sizeof(addr.sun_path) - 1) + " bytes");
+  }
+  std::memcpy(addr.sun_path, path.data(), path.size());
+  return addr;
+}
+
+// Removes a socket file nobody serves (left by a killed process); refuses
+// when another process answers on it or the path is not a socket.
+Status ClearStaleSocket(const std::string& path, const sockaddr_un& addr) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return Status::Ok();
+  if (!S_ISSOCK(st.st_mode)) {
+    return Status::AlreadyExists("attach socket path " + path + " exists and is not a socket");
+  }
+  UniqueFd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (::connect(probe.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0) {
+    return Status::AlreadyExists("another process serves the attach socket " + path);
+  }
+  if (::unlink(path.c_str()) != 0) return Status::FromErrno(errno, "removing stale " + path);
+  return Status::Ok();
+}
+
+}  // namespace
+
+struct AttachServer::Session {
+  enum class Phase : unsigned char { kAwaitingHello, kAttached, kDraining };
+  Session(UnixChannel c, HostStore& store) : channel(std::move(c)), dispatch(store) {}
+
+  UnixChannel channel;
+  StoreDispatch dispatch;
+  Phase phase = Phase::kAwaitingHello;
+  bool close_requested = false;  // answer CloseDone once drained
+  uint64_t drain_deadline_ms = 0;
+  std::string runtime_id;
+};
+
+Result<std::unique_ptr<AttachServer>> AttachServer::Listen(AttachServerOptions options,
+                                                           HostStore& store,
+                                                           ImportedPlanes& planes) {
+  STRATA_ASSIGN_OR_RETURN(sockaddr_un addr, AddressOf(options.socket_path));
+  STRATA_RETURN_IF_ERROR(ClearStaleSocket(options.socket_path, addr));
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!fd.valid()) return Status::FromErrno(errno, "attach socket");
+  if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
+    return Status::FromErrno(errno, "binding attach socket " + options.socket_path);
+  }
+  // Owner-only before listen: nobody can connect until the mode is set.
+  if (::chmod(options.socket_path.c_str(), S_IRUSR | S_IWUSR) != 0 || ::listen(fd.get(), 4) != 0) {
+    const int err = errno;
+    ::unlink(options.socket_path.c_str());
+    return Status::FromErrno(err, "attach socket " + options.socket_path);
+  }
+  if (!options.peer_uid) options.peer_uid = ::geteuid();
+  return std::unique_ptr<AttachServer>(
+      new AttachServer(std::move(options), store, planes, std::move(fd)));
+}
+
+AttachServer::AttachServer(AttachServerOptions options, HostStore& store, ImportedPlanes& planes,
+                           UniqueFd listener)
+    : options_(std::move(options)),
+      store_(store),
+      planes_(planes),
+      listener_(std::move(listener)) {}
+
+AttachServer::~AttachServer() {
+  // Never unmap planes a copy may still use: the owner closes the store
+  // (draining it) before destroying the server.
+  ::unlink(options_.socket_path.c_str());
+}
+
+bool AttachServer::attached() const {
+  return session_ != nullptr && session_->phase == Session::Phase::kAttached;
+}
+
+void AttachServer::Step(uint64_t now_ms, std::chrono::milliseconds wait) {
+  std::vector<StoreEvent> events;
+  store_.Poll(now_ms, events);
+  if (session_ != nullptr && !events.empty()) {
+    std::vector<AttachMessage> out;
+    session_->dispatch.OnEvents(events, out);
+    if (session_->phase == Session::Phase::kAttached) {
+      for (const AttachMessage& m : out) Send(m);
+    }
+  }
+  if (session_ != nullptr && session_->phase == Session::Phase::kDraining) {
+    FinishDetachIfDrained(now_ms);
+  }
+  const bool reading = session_ != nullptr && session_->phase != Session::Phase::kDraining;
+  const bool draining = session_ != nullptr && !reading;
+  // While draining, a runtime that connects waits in the backlog (its Hello
+  // is answered once the planes are released) and the store is polled again
+  // soon rather than the sockets waited on.
+  pollfd fds[2] = {{draining ? -1 : listener_.get(), POLLIN, 0}, {-1, POLLIN, 0}};
+  if (reading) fds[1].fd = session_->channel.fd();
+  const int wait_ms = draining ? 1 : static_cast<int>(wait.count());
+  if (::poll(fds, 2, wait_ms) <= 0) return;
+  if ((fds[0].revents & POLLIN) != 0) Accept();
+  if (reading && fds[1].revents != 0) ReadSession(now_ms);
+}
+
+void AttachServer::Accept() {
+  UniqueFd fd(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+  if (!fd.valid()) return;
+  (void)SetSendTimeout(fd.get(), options_.send_bound);
+  UnixChannel channel(std::move(fd));
+  auto refuse = [&channel](const std::string& reason) {
+    spdlog::warn("attach refused: {}", reason);
+    (void)channel.Send(HelloReject{reason});
+  };
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  if (::getsockopt(channel.fd(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+    return refuse("cannot read the peer's credentials: " + std::string(std::strerror(errno)));
+  }
+  if (cred.uid != *options_.peer_uid) {
+    return refuse("peer uid " + std::to_string(cred.uid) + " (pid " + std::to_string(cred.pid) +
+                  ") is not uid " + std::to_string(*options_.peer_uid) +
+                  ", the only uid this rank admits");
+  }
+  if (!wedged_reason_.empty()) return refuse(wedged_reason_);
+  if (session_ != nullptr) return refuse("a runtime is already attached to this rank");
+  session_ = std::make_unique<Session>(std::move(channel), store_);
+}
+
+void AttachServer::ReadSession(uint64_t now_ms) {
+  while (session_ != nullptr && session_->phase != Session::Phase::kDraining) {
+    Result<std::optional<Received>> got = session_->channel.TryReceive();
+    if (!got.ok()) return BeginDetach(now_ms, got.status().ToString());
+    if (!got->has_value()) return;
+    Received& r = **got;
+    if (session_->phase == Session::Phase::kAwaitingHello) {
+      HandleHello(std::move(r));
+      continue;
+    }
+    if (std::holds_alternative<CloseRequest>(r.message)) {
+      session_->close_requested = true;
+      return BeginDetach(now_ms, "the runtime closed");
+    }
+    std::vector<AttachMessage> replies;
+    if (Status s = session_->dispatch.Handle(r.message, replies); !s.ok()) {
+      return BeginDetach(now_ms, "bad request: " + s.ToString());
+    }
+    for (const AttachMessage& m : replies) Send(m);
+  }
+}
+
+void AttachServer::HandleHello(Received hello) {
+  const auto* h = std::get_if<AttachHello>(&hello.message);
+  Status s = h == nullptr ? Status::InvalidArgument("the first message must be a Hello")
+                          : CheckHello(*h, hello.fds.size(), options_.expected);
+  if (s.ok()) s = planes_.Import(PlaneFdsOf(*h, hello.fds, options_.expected.geometry));
+  if (!s.ok()) {
+    spdlog::warn("attach refused: {}", s.message());
+    (void)session_->channel.Send(HelloReject{s.message()});
+    session_.reset();  // nothing was mapped, nothing issued
+    return;
+  }
+  // The fds close when `hello` goes; the mappings keep the memory.
+  session_->phase = Session::Phase::kAttached;
+  session_->runtime_id = h->runtime_id;
+  ++attach_count_;
+  spdlog::info("runtime \"{}\" attached", h->runtime_id);
+  Send(HelloAccept{});
+}
+
+void AttachServer::Send(const AttachMessage& message) {
+  if (session_ == nullptr || session_->phase == Session::Phase::kDraining) return;
+  if (Status s = session_->channel.Send(message); !s.ok()) {
+    // Detach without a clock reading: the drain deadline starts at the next Step.
+    session_->phase = Session::Phase::kDraining;
+    session_->dispatch.StopIssuing();
+    spdlog::warn("runtime \"{}\" detached: {}", session_->runtime_id, s.ToString());
+  }
+}
+
+void AttachServer::BeginDetach(uint64_t now_ms, const std::string& why) {
+  if (session_->phase == Session::Phase::kAwaitingHello) {
+    session_.reset();
+    return;
+  }
+  session_->phase = Session::Phase::kDraining;
+  session_->dispatch.StopIssuing();
+  session_->drain_deadline_ms = now_ms + options_.drain_bound_ms;
+  spdlog::info("runtime \"{}\" detaching ({}): {} copies in flight", session_->runtime_id, why,
+               session_->dispatch.in_flight());
+  FinishDetachIfDrained(now_ms);
+}
+
+void AttachServer::FinishDetachIfDrained(uint64_t now_ms) {
+  Session& s = *session_;
+  if (s.drain_deadline_ms == 0) s.drain_deadline_ms = now_ms + options_.drain_bound_ms;
+  if (s.dispatch.in_flight() > 0) {
+    if (now_ms < s.drain_deadline_ms) return;
+    wedged_reason_ = "copies into the planes of runtime \"" + s.runtime_id +
+                     "\" did not finish within the drain bound; its planes stay mapped";
+    spdlog::error("{}", wedged_reason_);
+    session_.reset();  // the planes stay imported: never unmapped under a copy
+    return;
+  }
+  planes_.Release();
+  if (s.close_requested) (void)s.channel.Send(CloseDone{Status::Ok()});
+  spdlog::info("runtime \"{}\" detached; its planes are unmapped", s.runtime_id);
+  session_.reset();
+}
+
+}  // namespace strata::attach

@@ -1,0 +1,84 @@
+// AttachServer: the server side of the attach channel (docs/embedding.md).
+// It listens on an owner-only (0600) Unix socket, admits one runtime at a
+// time whose uid (SO_PEERCRED) is the allowed one and whose Hello matches
+// this rank (hello_check.h), maps the runtime's memfd planes into the
+// ImportedPlanes the store's transfers copy through, and carries its store
+// calls and the store's events (store_dispatch.h).
+//
+// Lifetimes: when the runtime closes, detaches or dies (EOF), no copy is
+// issued after that; the planes stay mapped until every copy in flight into
+// or out of them has finished, then are released; the store and its tiers
+// outlive the runtime, so a runtime that re-attaches finds its prefixes.
+//
+// Thread: the store's owner thread calls everything (Step drives the store).
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "attach/client/unix_channel.h"
+#include "attach/hello_check.h"
+#include "attach/imported_planes.h"
+#include "store/tier/host_store.h"
+
+namespace strata::attach {
+
+struct AttachServerOptions {
+  std::string socket_path;        // created 0600; a stale socket file is replaced
+  AttachExpectation expected;     // identity and geometry the runtime must declare
+  std::optional<uid_t> peer_uid;  // default unset: this process's effective uid
+  // A runtime that reads nothing for this long while strata writes is detached.
+  std::chrono::milliseconds send_bound{5'000};
+  // Copies into a departed runtime's planes must finish within this; past it
+  // the planes stay mapped for good and no runtime is admitted again.
+  uint64_t drain_bound_ms = 30'000;
+};
+
+class AttachServer {
+ public:
+  // `store` and `planes` (the planes the store's transfers address) must
+  // outlive the server. Fails if another process serves the socket path.
+  static Result<std::unique_ptr<AttachServer>> Listen(AttachServerOptions options, HostStore& store,
+                                                      ImportedPlanes& planes);
+  ~AttachServer();
+  AttachServer(const AttachServer&) = delete;
+  AttachServer& operator=(const AttachServer&) = delete;
+
+  // One turn: polls the store (`now_ms` as HostStore::Poll takes it), sends
+  // its events, then waits up to `wait` for socket activity and handles
+  // what arrived (an attach, requests, a detach). Never waits on the store.
+  void Step(uint64_t now_ms, std::chrono::milliseconds wait);
+
+  // A runtime is attached (its Hello accepted, not yet detached).
+  bool attached() const;
+  // Runtimes admitted so far (for logs and tests).
+  uint64_t attach_count() const { return attach_count_; }
+  // Empty while healthy; otherwise why no runtime can be admitted.
+  const std::string& wedged_reason() const { return wedged_reason_; }
+
+ private:
+  struct Session;
+
+  AttachServer(AttachServerOptions options, HostStore& store, ImportedPlanes& planes,
+               UniqueFd listener);
+  void Accept();
+  void ReadSession(uint64_t now_ms);
+  void HandleHello(Received hello);
+  void Send(const AttachMessage& message);
+  void BeginDetach(uint64_t now_ms, const std::string& why);
+  void FinishDetachIfDrained(uint64_t now_ms);
+
+  AttachServerOptions options_;
+  HostStore& store_;
+  ImportedPlanes& planes_;
+  UniqueFd listener_;
+  std::unique_ptr<Session> session_;
+  uint64_t attach_count_ = 0;
+  std::string wedged_reason_;
+};
+
+}  // namespace strata::attach

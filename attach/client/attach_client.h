@@ -1,0 +1,84 @@
+// AttachClient: what a runtime process links to use a running `strata rank`
+// (docs/embedding.md). It attaches over the rank's Unix socket, shares its
+// planes by memfd, and makes the HostStore calls as messages. Free of Asio
+// and Cap'n Proto headers.
+//
+// Nothing here waits on Strata beyond a socket write (bounded by
+// send_bound): Lookup, Store and Fetch return once the request is written;
+// their results (LookupResult, StoreAnswer, StoreEvent) arrive through Poll.
+// Only Attach and Close wait, each with its own bound.
+//
+// Thread: one thread at a time (the runtime's model thread).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "attach/client/attach_messages.h"
+
+namespace strata::attach {
+
+struct AttachOptions {
+  std::string socket_path;                                          // the rank's [attach] socket
+  std::chrono::milliseconds hello_bound{std::chrono::seconds(10)};  // wait for HelloAccept
+  std::chrono::milliseconds send_bound{std::chrono::seconds(5)};    // one socket write
+};
+
+// One allocation the runtime shares: its sizing and the memfd holding it
+// (at least unit_bytes * count bytes; the caller keeps the fd).
+struct SharedAllocation {
+  SizedAllocation allocation;
+  int memfd = -1;
+};
+
+struct AttachIdentity {
+  std::string runtime_id;      // for strata's logs
+  std::string model_identity;  // must be the rank's
+  StateMode state_mode = StateMode::kOrdinary;
+  uint32_t page_tokens = 0;
+};
+
+// A result the runtime polls: the answer to a Lookup or a Store, or a store
+// event (kStopped also when strata went away).
+using AttachEvent = std::variant<LookupResult, StoreAnswer, StoreEvent>;
+
+class AttachClient {
+ public:
+  // Connects, sends the Hello with every allocation's memfd, and waits up to
+  // hello_bound for the answer. Errors: kInvalidArgument with strata's reason
+  // when refused (a geometry or identity mismatch names the first
+  // difference, another uid is named); kUnavailable/kIoError when the socket
+  // cannot be reached.
+  static Result<std::unique_ptr<AttachClient>> Attach(
+      const AttachOptions& options, const AttachIdentity& identity,
+      const std::vector<std::vector<SharedAllocation>>& ranks);
+  ~AttachClient();
+
+  // Returns the request id its LookupResult will carry.
+  Result<uint64_t> Lookup(std::span<const Token> tokens, uint64_t resident_tokens, uint64_t before);
+  // Its StoreAnswer carries the checkpoint id; on kQueued, a kStored or
+  // kStoreFailed event follows (keep the checkpoint pinned until then).
+  Status Store(const PublishedCheckpoint& checkpoint);
+  // A kFetched or kFetchFailed event for the ticket follows.
+  Status Fetch(const HostHit& hit, const InboundTicket& ticket);
+  // Appends what has arrived; never waits. Once strata is gone it appends
+  // one kStopped event and returns kUnavailable from then on.
+  Status Poll(std::vector<AttachEvent>& events);
+  // Asks strata to detach and waits up to `bound` for its answer: every copy
+  // into or out of the planes has finished and strata unmapped them.
+  Status Close(std::chrono::milliseconds bound);
+
+  // Readable when Poll has something to return: for the runtime's own event
+  // loop (poll/epoll). Never read from it directly.
+  int fd() const;
+
+ private:
+  struct Impl;
+  explicit AttachClient(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace strata::attach

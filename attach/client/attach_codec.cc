@@ -1,0 +1,416 @@
+#include "attach/client/attach_codec.h"
+
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+#include <fmt/format.h>
+#include <kj/exception.h>
+
+#include <cstring>
+#include <new>
+
+#include "wire/attach.capnp.h"
+#include "wire/messages.h"
+
+namespace strata::attach {
+namespace {
+
+namespace s = wire::attach_schema;
+
+// Extra traversal allowance over twice the frame, for tiny frames.
+constexpr uint64_t kTraversalSlackWords = 64;
+
+Status Invalid(std::string_view field, std::string_view what) {
+  return Status::InvalidArgument(fmt::format("{}: {}", field, what));
+}
+
+Status CheckCount(size_t count, size_t max, std::string_view field) {
+  if (count <= max) return Status::Ok();
+  return Invalid(field, fmt::format("{} entries, at most {} allowed", count, max));
+}
+
+capnp::Data::Reader AsData(std::span<const uint8_t> bytes) { return {bytes.data(), bytes.size()}; }
+capnp::Text::Reader AsText(const std::string& text) { return {text.data(), text.size()}; }
+
+// ---- encoding --------------------------------------------------------------
+
+void Put(s::Key::Builder out, const PrefixKey& key) {
+  out.setConsumed(key.consumed);
+  out.setDigest(AsData(key.digest));
+}
+
+void Put(s::Hit::Builder out, const HostHit& hit) {
+  Put(out.initEndpoint(), hit.endpoint);
+  auto chain = out.initChain(static_cast<unsigned>(hit.chain.size()));
+  for (unsigned i = 0; i < chain.size(); ++i) Put(chain[i], hit.chain[i]);
+  out.setSkipPages(hit.skip_pages);
+  out.setPages(hit.pages);
+  out.setBytes(hit.bytes);
+  out.setTokensGained(hit.tokens_gained);
+  out.setTier(hit.tier == Tier::kDisk ? s::Tier::DISK : s::Tier::MEMORY);
+}
+
+template <typename Builder>
+void PutIds(Builder list, const auto& ids) {
+  for (unsigned i = 0; i < list.size(); ++i) list.set(i, ids[i].value);
+}
+
+Status Put(s::Envelope::Builder env, const AttachHello& m) {
+  if (m.runtime_id.size() > kAttachTextBytesMax || m.model_identity.size() > kAttachTextBytesMax) {
+    return Invalid("Hello", "identity text over the limit");
+  }
+  STRATA_RETURN_IF_ERROR(CheckCount(m.ranks.size(), kAttachRanksMax, "Hello.ranks"));
+  auto out = env.initHello();
+  out.setProtocolVersion(m.protocol_version);
+  out.setRuntimeId(AsText(m.runtime_id));
+  out.setModelIdentity(AsText(m.model_identity));
+  out.setStateMode(static_cast<s::StateMode>(m.state_mode));
+  out.setPageTokens(m.page_tokens);
+  auto ranks = out.initRanks(static_cast<unsigned>(m.ranks.size()));
+  for (unsigned r = 0; r < ranks.size(); ++r) {
+    const auto& allocs = m.ranks[r];
+    STRATA_RETURN_IF_ERROR(
+        CheckCount(allocs.size(), kAttachAllocationsPerRankMax, "Hello.allocations"));
+    auto list = ranks[r].initAllocations(static_cast<unsigned>(allocs.size()));
+    for (unsigned i = 0; i < list.size(); ++i) {
+      if (allocs[i].name.size() > kAttachTextBytesMax)
+        return Invalid("Allocation.name", "too long");
+      list[i].setName(AsText(allocs[i].name));
+      list[i].setGroup(allocs[i].group == AllocationGroup::kStateRows
+                           ? s::AllocationGroup::STATE_ROWS
+                           : s::AllocationGroup::KV_PAGES);
+      list[i].setUnitBytes(allocs[i].unit_bytes);
+      list[i].setCount(allocs[i].count);
+    }
+  }
+  return Status::Ok();
+}
+
+Status Put(s::Envelope::Builder env, const HelloAccept& m) {
+  env.initHelloAccept().setProtocolVersion(m.protocol_version);
+  return Status::Ok();
+}
+
+Status Put(s::Envelope::Builder env, const HelloReject& m) {
+  env.initHelloReject().setReason(AsText(m.reason.substr(0, kAttachTextBytesMax)));
+  return Status::Ok();
+}
+
+Status Put(s::Envelope::Builder env, const LookupRequest& m) {
+  STRATA_RETURN_IF_ERROR(CheckCount(m.tokens.size(), kAttachTokensMax, "Lookup.tokens"));
+  auto out = env.initLookup();
+  out.setRequestId(m.request_id);
+  auto tokens = out.initTokens(static_cast<unsigned>(m.tokens.size()));
+  for (unsigned i = 0; i < tokens.size(); ++i) tokens.set(i, m.tokens[i]);
+  out.setResidentTokens(m.resident_tokens);
+  out.setBefore(m.before);
+  return Status::Ok();
+}
+
+Status Put(s::Envelope::Builder env, const LookupResult& m) {
+  auto out = env.initLookupResult();
+  out.setRequestId(m.request_id);
+  out.setFound(m.hit.has_value());
+  if (m.hit) {
+    STRATA_RETURN_IF_ERROR(CheckCount(m.hit->chain.size(), kAttachChainMax, "Hit.chain"));
+    Put(out.initHit(), *m.hit);
+  }
+  return Status::Ok();
+}
+
+Status Put(s::Envelope::Builder env, const FetchRequest& m) {
+  STRATA_RETURN_IF_ERROR(CheckCount(m.hit.chain.size(), kAttachChainMax, "Hit.chain"));
+  STRATA_RETURN_IF_ERROR(CheckCount(m.ticket.page_ids.size(), kAttachChainMax, "Fetch.page_ids"));
+  auto out = env.initFetch();
+  Put(out.initHit(), m.hit);
+  out.setTicket(m.ticket.ticket.value);
+  PutIds(out.initPageIds(static_cast<unsigned>(m.ticket.page_ids.size())), m.ticket.page_ids);
+  out.setRowSlot(m.ticket.row_slot.value);
+  return Status::Ok();
+}
+
+Status Put(s::Envelope::Builder env, const StoreRequest& m) {
+  const PublishedCheckpoint& c = m.checkpoint;
+  STRATA_RETURN_IF_ERROR(CheckCount(c.chain.size(), kAttachChainMax, "Store.chain"));
+  auto out = env.initStore();
+  out.setCheckpointId(c.checkpoint_id);
+  Put(out.initKey(), c.key);
+  if (c.parent) Put(out.initParent(), *c.parent);
+  out.setBucket(AsData(c.bucket));
+  PutIds(out.initChain(static_cast<unsigned>(c.chain.size())), c.chain);
+  out.setTailPages(c.tail_pages);
+  out.setRowSlot(c.row_slot.value);
+  return Status::Ok();
+}
+
+Status Put(s::Envelope::Builder env, const StoreAnswer& m) {
+  auto out = env.initStoreAnswer();
+  out.setCheckpointId(m.checkpoint_id);
+  out.setOutcome(static_cast<s::StoreOutcome>(m.outcome));
+  return Status::Ok();
+}
+
+Status Put(s::Envelope::Builder env, const StoreEvent& m) {
+  auto out = env.initEvent();
+  out.setKind(static_cast<s::EventKind>(m.kind));
+  out.setCheckpointId(m.checkpoint_id);
+  out.setTicket(m.ticket.value);
+  Put(out.initKey(), m.key);
+  out.setStatusCode(static_cast<uint8_t>(m.status.code()));
+  out.setErrorText(AsText(m.status.message().substr(0, kAttachTextBytesMax)));
+  out.setBytes(m.bytes);
+  return Status::Ok();
+}
+
+Status Put(s::Envelope::Builder env, const CloseRequest&) {
+  env.setClose();
+  return Status::Ok();
+}
+
+Status Put(s::Envelope::Builder env, const CloseDone& m) {
+  auto out = env.initCloseDone();
+  out.setStatusCode(static_cast<uint8_t>(m.status.code()));
+  out.setErrorText(AsText(m.status.message().substr(0, kAttachTextBytesMax)));
+  return Status::Ok();
+}
+
+// ---- decoding --------------------------------------------------------------
+
+Result<std::string> GetText(capnp::Text::Reader text, std::string_view field) {
+  if (text.size() > kAttachTextBytesMax) return Invalid(field, "text over the limit");
+  return std::string(text.cStr(), text.size());
+}
+
+// An enum value read from the wire, refused past `last`.
+template <typename Out, typename In>
+Result<Out> GetEnum(In value, In last, std::string_view field) {
+  if (static_cast<unsigned>(value) > static_cast<unsigned>(last)) {
+    return Invalid(field, fmt::format("unknown value {}", static_cast<unsigned>(value)));
+  }
+  return static_cast<Out>(value);
+}
+
+// The status a message carries, into `out`.
+Status GetStatus(uint8_t code, capnp::Text::Reader text, std::string_view field, Status* out) {
+  if (code > static_cast<uint8_t>(StatusCode::kInternal)) {
+    return Invalid(field, fmt::format("unknown status code {}", code));
+  }
+  STRATA_ASSIGN_OR_RETURN(std::string message, GetText(text, field));
+  *out = code == 0 ? Status::Ok() : Status(static_cast<StatusCode>(code), std::move(message));
+  return Status::Ok();
+}
+
+Result<PrefixKey> GetKey(s::Key::Reader in, std::string_view field) {
+  PrefixKey key;
+  key.consumed = in.getConsumed();
+  auto digest = in.getDigest();
+  if (digest.size() != key.digest.size()) {
+    return Invalid(field, fmt::format("digest of {} bytes, expected 16", digest.size()));
+  }
+  std::memcpy(key.digest.data(), digest.begin(), key.digest.size());
+  return key;
+}
+
+template <typename Id, typename List>
+Result<std::vector<Id>> GetIds(List list, std::string_view field) {
+  STRATA_RETURN_IF_ERROR(CheckCount(list.size(), kAttachChainMax, field));
+  std::vector<Id> ids;
+  ids.reserve(list.size());
+  for (auto v : list) ids.emplace_back(v);
+  return ids;
+}
+
+Result<HostHit> GetHit(s::Hit::Reader in) {
+  HostHit hit;
+  STRATA_ASSIGN_OR_RETURN(hit.endpoint, GetKey(in.getEndpoint(), "Hit.endpoint"));
+  auto chain = in.getChain();
+  STRATA_RETURN_IF_ERROR(CheckCount(chain.size(), kAttachChainMax, "Hit.chain"));
+  for (auto k : chain) {
+    STRATA_ASSIGN_OR_RETURN(PrefixKey key, GetKey(k, "Hit.chain"));
+    hit.chain.push_back(key);
+  }
+  hit.skip_pages = in.getSkipPages();
+  hit.pages = in.getPages();
+  hit.bytes = in.getBytes();
+  hit.tokens_gained = in.getTokensGained();
+  STRATA_ASSIGN_OR_RETURN(hit.tier, (GetEnum<Tier>(in.getTier(), s::Tier::DISK, "Hit.tier")));
+  return hit;
+}
+
+Result<AttachMessage> GetHello(s::Hello::Reader in) {
+  AttachHello m;
+  m.protocol_version = in.getProtocolVersion();
+  STRATA_ASSIGN_OR_RETURN(m.runtime_id, GetText(in.getRuntimeId(), "Hello.runtime_id"));
+  STRATA_ASSIGN_OR_RETURN(m.model_identity, GetText(in.getModelIdentity(), "Hello.model_identity"));
+  STRATA_ASSIGN_OR_RETURN(
+      m.state_mode,
+      (GetEnum<StateMode>(in.getStateMode(), s::StateMode::COPY_SPECULATION, "Hello.state_mode")));
+  m.page_tokens = in.getPageTokens();
+  auto ranks = in.getRanks();
+  STRATA_RETURN_IF_ERROR(CheckCount(ranks.size(), kAttachRanksMax, "Hello.ranks"));
+  for (auto rank : ranks) {
+    auto list = rank.getAllocations();
+    STRATA_RETURN_IF_ERROR(
+        CheckCount(list.size(), kAttachAllocationsPerRankMax, "Hello.allocations"));
+    std::vector<SizedAllocation>& allocs = m.ranks.emplace_back();
+    for (auto a : list) {
+      SizedAllocation& out = allocs.emplace_back();
+      STRATA_ASSIGN_OR_RETURN(out.name, GetText(a.getName(), "Allocation.name"));
+      STRATA_ASSIGN_OR_RETURN(
+          out.group, (GetEnum<AllocationGroup>(a.getGroup(), s::AllocationGroup::STATE_ROWS,
+                                               "Allocation.group")));
+      out.unit_bytes = a.getUnitBytes();
+      out.count = a.getCount();
+    }
+  }
+  return AttachMessage(std::move(m));
+}
+
+Result<AttachMessage> GetLookup(s::LookupRequest::Reader in) {
+  LookupRequest m;
+  m.request_id = in.getRequestId();
+  auto tokens = in.getTokens();
+  STRATA_RETURN_IF_ERROR(CheckCount(tokens.size(), kAttachTokensMax, "Lookup.tokens"));
+  m.tokens.reserve(tokens.size());
+  for (Token t : tokens) m.tokens.push_back(t);
+  m.resident_tokens = in.getResidentTokens();
+  m.before = in.getBefore();
+  return AttachMessage(std::move(m));
+}
+
+Result<AttachMessage> GetFetch(s::FetchRequest::Reader in) {
+  FetchRequest m;
+  STRATA_ASSIGN_OR_RETURN(m.hit, GetHit(in.getHit()));
+  m.ticket.ticket = JobId(in.getTicket());
+  STRATA_ASSIGN_OR_RETURN(m.ticket.page_ids, GetIds<PageId>(in.getPageIds(), "Fetch.page_ids"));
+  m.ticket.row_slot = StateSlot(in.getRowSlot());
+  return AttachMessage(std::move(m));
+}
+
+Result<AttachMessage> GetStore(s::StoreRequest::Reader in) {
+  PublishedCheckpoint c;
+  c.checkpoint_id = in.getCheckpointId();
+  STRATA_ASSIGN_OR_RETURN(c.key, GetKey(in.getKey(), "Store.key"));
+  if (in.hasParent()) {
+    STRATA_ASSIGN_OR_RETURN(c.parent, GetKey(in.getParent(), "Store.parent"));
+  }
+  auto bucket = in.getBucket();
+  if (bucket.size() != c.bucket.size()) return Invalid("Store.bucket", "not 16 bytes");
+  std::memcpy(c.bucket.data(), bucket.begin(), c.bucket.size());
+  STRATA_ASSIGN_OR_RETURN(c.chain, GetIds<PageId>(in.getChain(), "Store.chain"));
+  c.tail_pages = in.getTailPages();
+  c.row_slot = StateSlot(in.getRowSlot());
+  return AttachMessage(StoreRequest{std::move(c)});
+}
+
+Result<AttachMessage> GetEvent(s::Event::Reader in) {
+  StoreEvent e;
+  STRATA_ASSIGN_OR_RETURN(
+      e.kind, (GetEnum<StoreEvent::Kind>(in.getKind(), s::EventKind::STOPPED, "Event.kind")));
+  e.checkpoint_id = in.getCheckpointId();
+  e.ticket = JobId(in.getTicket());
+  STRATA_ASSIGN_OR_RETURN(e.key, GetKey(in.getKey(), "Event.key"));
+  STRATA_RETURN_IF_ERROR(GetStatus(in.getStatusCode(), in.getErrorText(), "Event", &e.status));
+  e.bytes = in.getBytes();
+  return AttachMessage(std::move(e));
+}
+
+Result<AttachMessage> Get(s::Envelope::Reader env) {
+  using W = s::Envelope::Which;
+  switch (env.which()) {
+    case W::HELLO: return GetHello(env.getHello());
+    case W::HELLO_ACCEPT:
+      return AttachMessage(HelloAccept{env.getHelloAccept().getProtocolVersion()});
+    case W::HELLO_REJECT: {
+      STRATA_ASSIGN_OR_RETURN(auto reason,
+                              GetText(env.getHelloReject().getReason(), "HelloReject.reason"));
+      return AttachMessage(HelloReject{std::move(reason)});
+    }
+    case W::LOOKUP: return GetLookup(env.getLookup());
+    case W::LOOKUP_RESULT: {
+      auto in = env.getLookupResult();
+      LookupResult m{.request_id = in.getRequestId(), .hit = std::nullopt};
+      if (in.getFound()) {
+        STRATA_ASSIGN_OR_RETURN(m.hit, GetHit(in.getHit()));
+      }
+      return AttachMessage(std::move(m));
+    }
+    case W::FETCH: return GetFetch(env.getFetch());
+    case W::STORE: return GetStore(env.getStore());
+    case W::STORE_ANSWER: {
+      auto in = env.getStoreAnswer();
+      StoreAnswer m{.checkpoint_id = in.getCheckpointId()};
+      STRATA_ASSIGN_OR_RETURN(m.outcome,
+                              (GetEnum<StoreOutcome>(in.getOutcome(), s::StoreOutcome::DISABLED,
+                                                     "StoreAnswer.outcome")));
+      return AttachMessage(m);
+    }
+    case W::EVENT: return GetEvent(env.getEvent());
+    case W::CLOSE: return AttachMessage(CloseRequest{});
+    case W::CLOSE_DONE: {
+      auto in = env.getCloseDone();
+      CloseDone m;
+      STRATA_RETURN_IF_ERROR(
+          GetStatus(in.getStatusCode(), in.getErrorText(), "CloseDone", &m.status));
+      return AttachMessage(std::move(m));
+    }
+  }
+  return Invalid("Envelope",
+                 fmt::format("unknown message type {}", static_cast<unsigned>(env.which())));
+}
+
+}  // namespace
+
+size_t AllocationCount(const AttachHello& hello) {
+  size_t n = 0;
+  for (const auto& rank : hello.ranks) n += rank.size();
+  return n;
+}
+
+Result<wire::Frame> EncodeAttachFrame(const AttachMessage& message) {
+  try {
+    capnp::MallocMessageBuilder builder;
+    auto env = builder.initRoot<s::Envelope>();
+    STRATA_RETURN_IF_ERROR(std::visit([&](const auto& m) { return Put(env, m); }, message));
+    kj::Array<capnp::word> flat = capnp::messageToFlatArray(builder);
+    if (flat.asBytes().size() > kAttachFrameBytesMax) {
+      return Status::InvalidArgument(fmt::format("attach frame of {} bytes over the {} byte limit",
+                                                 flat.asBytes().size(), kAttachFrameBytesMax));
+    }
+    wire::Frame frame;
+    frame.words.resize(flat.size());
+    std::memcpy(frame.words.data(), flat.begin(), flat.asBytes().size());
+    return frame;
+  } catch (const kj::Exception& e) {
+    return Status::Internal(
+        fmt::format("encoding an attach message: {}", e.getDescription().cStr()));
+  } catch (const std::bad_alloc&) {
+    return Status::Internal("encoding an attach message: out of memory");
+  }
+}
+
+Result<AttachMessage> DecodeAttachFrame(std::span<const uint64_t> words) {
+  static_assert(sizeof(capnp::word) == sizeof(uint64_t));
+  if (words.size() * sizeof(uint64_t) > kAttachFrameBytesMax) {
+    return Status::Corruption("attach frame over the size limit");
+  }
+  try {
+    kj::ArrayPtr<const capnp::word> array(reinterpret_cast<const capnp::word*>(words.data()),
+                                          words.size());
+    capnp::ReaderOptions options;
+    options.traversalLimitInWords = 2 * words.size() + kTraversalSlackWords;
+    options.nestingLimit = wire::kNestingLimit;
+    capnp::FlatArrayMessageReader reader(array, options);
+    if (reader.getEnd() != array.end()) {
+      return Status::Corruption(
+          fmt::format("{} words after the end of the message", array.end() - reader.getEnd()));
+    }
+    return Get(reader.getRoot<s::Envelope>());
+  } catch (const kj::Exception& e) {
+    return Status::Corruption(
+        fmt::format("not a readable Cap'n Proto message: {}", e.getDescription().cStr()));
+  } catch (const std::bad_alloc&) {
+    return Status::Corruption("decoding needed more memory than is available");
+  }
+}
+
+}  // namespace strata::attach

@@ -1,0 +1,90 @@
+// The attach channel's messages as plain C++ values (wire/attach.capnp holds
+// their encoding; attach_codec.h converts). A runtime attaches with a Hello
+// that carries its planes' fds, then makes HostStore calls as requests and
+// reads their results as events (docs/wire.md, "Attach channel").
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "store/base/prefix_history.h"
+#include "store/base/status.h"
+#include "store/record/fingerprint.h"
+#include "store/record/geometry.h"
+#include "store/tier/host_store.h"
+
+namespace strata::attach {
+
+inline constexpr uint32_t kAttachProtocolVersion = 1;
+// Limits checked on decode (and on encode, so a sender learns first).
+inline constexpr size_t kAttachFrameBytesMax = size_t{32} << 20;
+inline constexpr size_t kAttachRanksMax = 64;
+inline constexpr size_t kAttachAllocationsPerRankMax = 1024;
+inline constexpr size_t kAttachTextBytesMax = 4096;
+inline constexpr size_t kAttachTokensMax = size_t{4} << 20;
+inline constexpr size_t kAttachChainMax = size_t{1} << 20;
+
+// Runtime -> strata, first frame; one fd per allocation rides with it, ranks
+// in order, allocations in the listed order. Every allocation is the
+// runtime's own (MemoryOwner::kLocal): a peer's memory is not shared here.
+struct AttachHello {
+  uint32_t protocol_version = kAttachProtocolVersion;
+  std::string runtime_id;
+  std::string model_identity;
+  StateMode state_mode = StateMode::kOrdinary;
+  uint32_t page_tokens = 0;
+  std::vector<std::vector<SizedAllocation>> ranks;  // [rank] -> allocations
+};
+
+struct HelloAccept {
+  uint32_t protocol_version = kAttachProtocolVersion;
+};
+
+struct HelloReject {
+  std::string reason;
+};
+
+struct LookupRequest {
+  uint64_t request_id = 0;
+  std::vector<Token> tokens;
+  uint64_t resident_tokens = 0;
+  uint64_t before = 0;
+};
+
+struct LookupResult {
+  uint64_t request_id = 0;
+  std::optional<HostHit> hit;
+};
+
+struct FetchRequest {
+  HostHit hit;
+  InboundTicket ticket;
+};
+
+struct StoreRequest {
+  PublishedCheckpoint checkpoint;
+};
+
+struct StoreAnswer {
+  uint64_t checkpoint_id = 0;
+  StoreOutcome outcome = StoreOutcome::kDisabled;
+};
+
+struct CloseRequest {};
+
+struct CloseDone {
+  Status status;
+};
+
+using AttachMessage =
+    std::variant<AttachHello, HelloAccept, HelloReject, LookupRequest, LookupResult, FetchRequest,
+                 StoreRequest, StoreAnswer, StoreEvent, CloseRequest, CloseDone>;
+
+// Every rank's allocations: the number of fds a Hello carries.
+size_t AllocationCount(const AttachHello& hello);
+
+}  // namespace strata::attach

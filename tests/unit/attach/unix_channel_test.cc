@@ -1,0 +1,98 @@
+#include "attach/client/unix_channel.h"
+
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include "attach/client/attach_codec.h"
+#include "attach/client/memfd_region.h"
+#include "tests/unit/attach/attach_test_support.h"
+
+namespace strata::attach {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::pair<UnixChannel, UnixChannel> Pair() {
+  int fds[2];
+  EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
+  return {UnixChannel(UniqueFd(fds[0])), UnixChannel(UniqueFd(fds[1]))};
+}
+
+TEST(AttachUnixChannelTest, HelloCarriesItsFdsAndTheyMapTheSameMemory) {
+  auto [a, b] = Pair();
+  auto region = *MemfdRegion::Create("plane", 10'000);
+  region->data()[1234] = 0x5a;
+  auto other = *MemfdRegion::Create("row", 5000);
+  const AttachHello hello = testing::HelloFor(testing::TinyGeometry());
+  const int fds[] = {region->fd(), other->fd()};
+  ASSERT_TRUE(a.Send(hello, fds).ok());
+  Result<Received> got = b.Receive(5s);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ASSERT_EQ(got->fds.size(), 2u);
+  struct stat st {};
+  ASSERT_EQ(::fstat(got->fds[0].get(), &st), 0);
+  EXPECT_EQ(static_cast<uint64_t>(st.st_size), region->bytes());
+  const auto* h = std::get_if<AttachHello>(&got->message);
+  ASSERT_NE(h, nullptr);
+  ASSERT_EQ(h->ranks.size(), 1u);
+  EXPECT_EQ(h->ranks[0].size(), hello.ranks[0].size());
+  EXPECT_EQ(h->ranks[0][0].name, hello.ranks[0][0].name);
+  EXPECT_EQ(h->model_identity, hello.model_identity);
+}
+
+TEST(AttachUnixChannelTest, FramesWithoutFdsFollowInOrderAndCarryNone) {
+  auto [a, b] = Pair();
+  LookupRequest big;
+  big.request_id = 7;
+  big.tokens.resize(20'000);  // 80 KB: within the socket buffer, so no reader is needed
+  for (size_t i = 0; i < big.tokens.size(); ++i) big.tokens[i] = static_cast<Token>(i * 3);
+  ASSERT_TRUE(a.Send(StoreAnswer{.checkpoint_id = 4, .outcome = StoreOutcome::kDeferred}).ok());
+  ASSERT_TRUE(a.Send(big).ok());
+  Result<Received> first = b.Receive(5s);
+  ASSERT_TRUE(first.ok());
+  EXPECT_TRUE(first->fds.empty());
+  EXPECT_EQ(std::get<StoreAnswer>(first->message).outcome, StoreOutcome::kDeferred);
+  Result<Received> second = b.Receive(5s);
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_EQ(std::get<LookupRequest>(second->message).tokens, big.tokens);
+}
+
+TEST(AttachUnixChannelTest, PeerCloseReadsAsUnavailable) {
+  auto [a, b] = Pair();
+  { UnixChannel gone = std::move(a); }
+  Result<std::optional<Received>> got = b.TryReceive();
+  EXPECT_EQ(got.status().code(), StatusCode::kUnavailable);
+}
+
+TEST(AttachUnixChannelTest, AnOversizedFrameIsRejectedBeforeItsBody) {
+  int fds[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+  UniqueFd writer(fds[0]);
+  UnixChannel reader{UniqueFd(fds[1])};
+  // One segment declaring 2^28 words.
+  const uint32_t table[2] = {0, 1u << 28};
+  ASSERT_EQ(::write(writer.get(), table, sizeof table), static_cast<ssize_t>(sizeof table));
+  Result<std::optional<Received>> got = reader.TryReceive();
+  EXPECT_EQ(got.status().code(), StatusCode::kCorruption) << got.status().ToString();
+}
+
+TEST(AttachCodecTest, StoreEventsAndCloseDoneRoundTripWithTheirStatus) {
+  StoreEvent e;
+  e.kind = StoreEvent::Kind::kFetchFailed;
+  e.ticket = JobId(9);
+  e.status = Status::Aborted("detaching");
+  e.key.consumed = 128;
+  auto frame = EncodeAttachFrame(e);
+  ASSERT_TRUE(frame.ok());
+  auto back = DecodeAttachFrame(frame->words);
+  ASSERT_TRUE(back.ok());
+  const auto& got = std::get<StoreEvent>(*back);
+  EXPECT_EQ(got.kind, StoreEvent::Kind::kFetchFailed);
+  EXPECT_EQ(got.ticket, JobId(9));
+  EXPECT_EQ(got.status.code(), StatusCode::kAborted);
+  EXPECT_EQ(got.key.consumed, 128u);
+}
+
+}  // namespace
+}  // namespace strata::attach

@@ -1,0 +1,161 @@
+# The attach channel: a runtime process <-> its rank's `strata rank`, over an
+# owner-only Unix socket (docs/wire.md, "Attach channel"; docs/embedding.md).
+# One Envelope per frame, framed like the record links (wire/frame_reader.h).
+# Checked on receipt by attach/client/attach_codec.cc; limits are the named
+# constants in attach/client/attach_messages.h. Add fields with new ordinals only.
+@0x9af82443803c0e00;
+
+using Cxx = import "/capnp/c++.capnp";
+$Cxx.namespace("strata::wire::attach_schema");
+
+# A token-prefix endpoint. digest: exactly 16 bytes.
+struct Key {
+  consumed @0 :UInt64;
+  digest @1 :Data;
+}
+
+enum AllocationGroup {
+  kvPages @0;
+  stateRows @1;
+}
+
+# One of the runtime's sized allocations (store/record/geometry.h). Exactly
+# one memfd per allocation travels with the Hello frame (SCM_RIGHTS), in the
+# order the allocations are listed, ranks in order.
+struct Allocation {
+  name @0 :Text;
+  group @1 :AllocationGroup;
+  unitBytes @2 :UInt64;
+  count @3 :UInt64;
+}
+
+struct RankAllocations {
+  allocations @0 :List(Allocation);
+}
+
+enum StateMode {
+  ordinary @0;
+  learnedSpeculation @1;
+  copySpeculation @2;
+}
+
+# Runtime -> strata, first frame.
+struct Hello {
+  protocolVersion @0 :UInt32;
+  runtimeId @1 :Text;          # the runtime's own name for itself (logs)
+  modelIdentity @2 :Text;      # must equal the rank's configured identity
+  stateMode @3 :StateMode;
+  pageTokens @4 :UInt32;
+  ranks @5 :List(RankAllocations);
+}
+
+struct HelloAccept {
+  protocolVersion @0 :UInt32;
+}
+
+# The reason names the first difference; the server closes after sending it.
+struct HelloReject {
+  reason @0 :Text;
+}
+
+struct LookupRequest {
+  requestId @0 :UInt64;
+  tokens @1 :List(UInt32);     # the request's whole history
+  residentTokens @2 :UInt64;
+  before @3 :UInt64;
+}
+
+enum Tier {
+  memory @0;
+  disk @1;
+}
+
+struct Hit {
+  endpoint @0 :Key;
+  chain @1 :List(Key);
+  skipPages @2 :UInt64;
+  pages @3 :UInt64;
+  bytes @4 :UInt64;
+  tokensGained @5 :UInt64;
+  tier @6 :Tier;
+}
+
+struct LookupResult {
+  requestId @0 :UInt64;
+  found @1 :Bool;
+  hit @2 :Hit;                 # meaningful when found
+}
+
+struct FetchRequest {
+  hit @0 :Hit;                 # as a LookupResult returned it
+  ticket @1 :UInt64;
+  pageIds @2 :List(UInt32);
+  rowSlot @3 :UInt32;
+}
+
+struct StoreRequest {
+  checkpointId @0 :UInt64;
+  key @1 :Key;
+  parent @2 :Key;              # absent: no parent
+  bucket @3 :Data;             # exactly 16 bytes
+  chain @4 :List(UInt32);
+  tailPages @5 :UInt32;
+  rowSlot @6 :UInt32;
+}
+
+enum StoreOutcome {
+  queued @0;
+  present @1;
+  deferred @2;
+  retry @3;
+  oversize @4;
+  disabled @5;
+}
+
+# Strata's answer to one StoreRequest (HostStore::Store's return value).
+struct StoreAnswer {
+  checkpointId @0 :UInt64;
+  outcome @1 :StoreOutcome;
+}
+
+enum EventKind {
+  stored @0;
+  storeFailed @1;
+  fetched @2;
+  fetchFailed @3;
+  stopped @4;
+}
+
+# A StoreEvent (store/tier/host_store.h). statusCode: a StatusCode value.
+struct Event {
+  kind @0 :EventKind;
+  checkpointId @1 :UInt64;
+  ticket @2 :UInt64;
+  key @3 :Key;
+  statusCode @4 :UInt8;
+  errorText @5 :Text;
+  bytes @6 :UInt64;
+}
+
+# Strata -> runtime after a Close: every copy into the runtime's planes has
+# finished; the server has unmapped them and closes the socket.
+struct CloseDone {
+  statusCode @0 :UInt8;
+  errorText @1 :Text;
+}
+
+struct Envelope {
+  union {
+    hello @0 :Hello;
+    helloAccept @1 :HelloAccept;
+    helloReject @2 :HelloReject;
+    lookup @3 :LookupRequest;
+    lookupResult @4 :LookupResult;
+    fetch @5 :FetchRequest;
+    store @6 :StoreRequest;
+    storeAnswer @7 :StoreAnswer;
+    event @8 :Event;
+    close @9 :Void;
+    closeDone @10 :CloseDone;
+  }
+}
