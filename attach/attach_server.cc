@@ -117,8 +117,13 @@ void AttachServer::Step(uint64_t now_ms, std::chrono::milliseconds wait) {
   if (reading) fds[1].fd = session_->channel.fd();
   const int wait_ms = draining ? 1 : static_cast<int>(wait.count());
   if (::poll(fds, 2, wait_ms) <= 0) return;
-  if ((fds[0].revents & POLLIN) != 0) Accept();
+  // The session first: a runtime that was killed and restarted at once shows
+  // its old connection's end and its new connection in the same poll, and
+  // the new one must wait for the old one's drain, not be refused as a
+  // second runtime.
   if (reading && fds[1].revents != 0) ReadSession(now_ms);
+  const bool still_reading = session_ != nullptr && session_->phase != Session::Phase::kDraining;
+  if ((fds[0].revents & POLLIN) != 0 && (session_ == nullptr || still_reading)) Accept();
 }
 
 void AttachServer::Accept() {
