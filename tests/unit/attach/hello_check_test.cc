@@ -82,7 +82,8 @@ TEST(AttachHelloCheckTest, PlaneFdsFollowTheHelloOrder) {
   ASSERT_EQ(planes.size(), FdCount(h));
   EXPECT_FALSE(planes[0].page_plane.has_value());
   EXPECT_EQ(planes[0].fd, 100);
-  const auto& g = TinyGeometry().ranks[0];
+  const CacheGeometry geometry = TinyGeometry();  // kept: `g` refers into it
+  const RankGeometry& g = geometry.ranks[0];
   EXPECT_EQ(g.page_planes[*planes[1].page_plane].name, h.ranks[0][1].name);
 }
 
