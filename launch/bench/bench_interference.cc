@@ -32,6 +32,7 @@
 #include "launch/bench/dense_model.h"
 #include "launch/bench/gpu_copy_baseline.h"
 #include "launch/bench/gpu_jobs.h"
+#include "launch/bench/gpu_pages.h"
 #include "launch/presets.h"
 #include "store/record/record_layout.h"
 #include "store/transfer/slab_pool.h"
@@ -131,11 +132,9 @@ class Load {
   std::thread thread_;
 };
 
+// Copy-out and restore jobs of every page, back to back.
 struct Copies {
-  std::unique_ptr<CudaPlanes> planes;
-  std::unique_ptr<CudaHostRegistrar> registrar;
-  std::shared_ptr<SlabPool> pool;
-  std::unique_ptr<Transfers> transfers;
+  std::unique_ptr<GpuPages> pages;
   std::vector<TransferJob> out, in;
   uint64_t bytes = 0;  // one direction
   uint64_t next_id = 1;
@@ -144,23 +143,10 @@ struct Copies {
 Result<std::unique_ptr<Copies>> OpenCopies(const std::shared_ptr<const CudaDriver>& driver,
                                            const InterferenceOptions& o) {
   auto c = std::make_unique<Copies>();
-  STRATA_ASSIGN_OR_RETURN(CacheGeometry g, PresetGeometry(o.preset, 1, o.pages, 1));
-  STRATA_ASSIGN_OR_RETURN(c->planes, CudaPlanes::Create(driver, g, {o.device}));
-  STRATA_ASSIGN_OR_RETURN(c->registrar, CudaHostRegistrar::Create(driver, o.device));
-  STRATA_ASSIGN_OR_RETURN(c->pool, SlabPool::Create(RecordLayout(g).page_record_bytes(), o.pages, 0,
-                                                    c->registrar.get()));
-  std::vector<SlotId> slots;
-  if (!c->pool->Allocate(o.pages, 0, slots)) return Status::Internal("slab pool too small");
-  std::vector<uint8_t*> records;
-  records.reserve(slots.size());
-  for (SlotId s : slots) records.push_back(c->pool->address(s));
-  std::vector<PageId> ids(o.pages);
-  for (uint32_t i = 0; i < o.pages; ++i) ids[i] = PageId(i);
-  std::shuffle(ids.begin(), ids.end(), std::mt19937_64(7));
-  STRATA_ASSIGN_OR_RETURN(c->transfers, MakeCudaTransfers(*c->planes));
-  c->out = Windows(TransferDirection::kDeviceToHost, ids, records);
-  c->in = Windows(TransferDirection::kHostToDevice, ids, records);
-  c->bytes = uint64_t{o.pages} * g.ranks[0].page_bytes();
+  STRATA_ASSIGN_OR_RETURN(c->pages, OpenGpuPages(driver, o.preset, o.pages, o.device));
+  c->out = Windows(TransferDirection::kDeviceToHost, c->pages->ids, c->pages->records);
+  c->in = Windows(TransferDirection::kHostToDevice, c->pages->ids, c->pages->records);
+  c->bytes = uint64_t{o.pages} * c->pages->geometry.ranks[0].page_bytes();
   return c;
 }
 
@@ -221,8 +207,10 @@ Status RunInterference(const InterferenceOptions& o, nlohmann::json& out) {
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<GpuCopyBaseline> dma,
                           GpuCopyBaseline::Open(o.device, 64ull << 20));
   auto offload_round = [&]() -> Result<uint64_t> {
-    STRATA_RETURN_IF_ERROR(RunJobs(*copies->transfers, copies->out, copies->next_id).status());
-    STRATA_RETURN_IF_ERROR(RunJobs(*copies->transfers, copies->in, copies->next_id).status());
+    STRATA_RETURN_IF_ERROR(
+        RunJobs(*copies->pages->transfers, copies->out, copies->next_id).status());
+    STRATA_RETURN_IF_ERROR(
+        RunJobs(*copies->pages->transfers, copies->in, copies->next_id).status());
     return 2 * copies->bytes;
   };
   auto dma_round = [&]() -> Result<uint64_t> {
@@ -265,7 +253,7 @@ Status RunInterference(const InterferenceOptions& o, nlohmann::json& out) {
                    std::string(CopyMethodName(DefaultCopyMethod())) + ")";
   out["max_slowdown"] = worst_slowdown;
   out["min_offload_vs_dma_copy_ratio"] = worst_copy_ratio;
-  STRATA_RETURN_IF_ERROR(copies->transfers->Close(std::chrono::seconds(60)));
+  STRATA_RETURN_IF_ERROR(copies->pages->transfers->Close(std::chrono::seconds(60)));
   (void)d.SynchronizeStream(stream);
   blas->reset();
   (void)d.DestroyStream(stream);

@@ -25,6 +25,7 @@
 #include "launch/bench/dense_model.h"
 #include "launch/bench/gpu_bench_report.h"
 #include "launch/bench/gpu_jobs.h"
+#include "launch/bench/gpu_pages.h"
 #include "launch/presets.h"
 #include "store/record/record_layout.h"
 #include "store/transfer/slab_pool.h"
@@ -53,20 +54,11 @@ Result<std::vector<double>> TimeRestores(const std::shared_ptr<const CudaDriver>
                                          const PrefillOptions& o, uint32_t page_tokens) {
   const uint32_t most = *std::max_element(o.tokens.begin(), o.tokens.end());
   const uint64_t pages = (most + page_tokens - 1) / page_tokens;
-  STRATA_ASSIGN_OR_RETURN(CacheGeometry g, PresetGeometry(o.preset, 1, pages, 1));
-  STRATA_ASSIGN_OR_RETURN(auto planes, CudaPlanes::Create(driver, g, {o.device}));
-  STRATA_ASSIGN_OR_RETURN(auto registrar, CudaHostRegistrar::Create(driver, o.device));
-  STRATA_ASSIGN_OR_RETURN(
-      auto pool, SlabPool::Create(RecordLayout(g).page_record_bytes(), pages, 0, registrar.get()));
-  std::vector<SlotId> slots;
-  if (!pool->Allocate(pages, 0, slots)) return Status::Internal("slab pool too small");
-  std::vector<uint8_t*> records;
-  records.reserve(slots.size());
-  for (SlotId s : slots) records.push_back(pool->address(s));
-  std::vector<PageId> ids(pages);
-  for (uint64_t i = 0; i < pages; ++i) ids[i] = PageId(static_cast<uint32_t>(i));
-  std::shuffle(ids.begin(), ids.end(), std::mt19937_64(7));
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> t, MakeCudaTransfers(*planes));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<GpuPages> gp,
+                          OpenGpuPages(driver, o.preset, pages, o.device));
+  const std::vector<PageId>& ids = gp->ids;
+  const std::vector<uint8_t*>& records = gp->records;
+  Transfers* t = gp->transfers.get();
   std::vector<double> out;
   uint64_t next_id = 1;
   for (uint32_t tokens : o.tokens) {
