@@ -47,10 +47,17 @@ Status ClearStaleSocket(const std::string& path, const sockaddr_un& addr) {
 
 struct AttachServer::Session {
   enum class Phase : unsigned char { kAwaitingHello, kAttached, kDraining };
-  Session(UnixChannel c, HostStore& store) : channel(std::move(c)), dispatch(store) {}
+  Session(UnixChannel c, HostStore* store) : channel(std::move(c)) {
+    if (store != nullptr) dispatch.emplace(*store);
+  }
+
+  // Stops the store calls (if any) from issuing copies.
+  void StopIssuing() {
+    if (dispatch) dispatch->StopIssuing();
+  }
 
   UnixChannel channel;
-  StoreDispatch dispatch;
+  std::optional<StoreDispatch> dispatch;  // empty: a peer's runtime, planes only
   Phase phase = Phase::kAwaitingHello;
   bool close_requested = false;  // answer CloseDone once drained
   uint64_t drain_deadline_ms = 0;
@@ -58,8 +65,10 @@ struct AttachServer::Session {
 };
 
 Result<std::unique_ptr<AttachServer>> AttachServer::Listen(AttachServerOptions options,
-                                                           HostStore& store,
-                                                           ImportedPlanes& planes) {
+                                                           AttachTargets targets) {
+  if (targets.planes == nullptr) {
+    return Status::InvalidArgument("attach server: no planes to share");
+  }
   STRATA_ASSIGN_OR_RETURN(sockaddr_un addr, AddressOf(options.socket_path));
   STRATA_RETURN_IF_ERROR(ClearStaleSocket(options.socket_path, addr));
   UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
@@ -75,14 +84,14 @@ Result<std::unique_ptr<AttachServer>> AttachServer::Listen(AttachServerOptions o
   }
   if (!options.peer_uid) options.peer_uid = ::geteuid();
   return std::unique_ptr<AttachServer>(
-      new AttachServer(std::move(options), store, planes, std::move(fd)));
+      new AttachServer(std::move(options), targets, std::move(fd)));
 }
 
-AttachServer::AttachServer(AttachServerOptions options, HostStore& store, ImportedPlanes& planes,
-                           UniqueFd listener)
+AttachServer::AttachServer(AttachServerOptions options, AttachTargets targets, UniqueFd listener)
     : options_(std::move(options)),
-      store_(store),
-      planes_(planes),
+      store_(targets.store),
+      planes_(*targets.planes),
+      gate_(targets.gate),
       listener_(std::move(listener)) {}
 
 AttachServer::~AttachServer() {
@@ -97,10 +106,10 @@ bool AttachServer::attached() const {
 
 void AttachServer::Step(uint64_t now_ms, std::chrono::milliseconds wait) {
   std::vector<StoreEvent> events;
-  store_.Poll(now_ms, events);
-  if (session_ != nullptr && !events.empty()) {
+  if (store_ != nullptr) store_->Poll(now_ms, events);
+  if (session_ != nullptr && session_->dispatch && !events.empty()) {
     std::vector<AttachMessage> out;
-    session_->dispatch.OnEvents(events, out);
+    session_->dispatch->OnEvents(events, out);
     if (session_->phase == Session::Phase::kAttached) {
       for (const AttachMessage& m : out) Send(m);
     }
@@ -164,8 +173,13 @@ void AttachServer::ReadSession(uint64_t now_ms) {
       session_->close_requested = true;
       return BeginDetach(now_ms, "the runtime closed");
     }
+    if (!session_->dispatch) {
+      return BeginDetach(now_ms,
+                         "bad request: a peer rank's runtime only shares its planes; rank zero's "
+                         "runtime makes the store calls");
+    }
     std::vector<AttachMessage> replies;
-    if (Status s = session_->dispatch.Handle(r.message, replies); !s.ok()) {
+    if (Status s = session_->dispatch->Handle(r.message, replies); !s.ok()) {
       return BeginDetach(now_ms, "bad request: " + s.ToString());
     }
     for (const AttachMessage& m : replies) Send(m);
@@ -184,6 +198,7 @@ void AttachServer::HandleHello(Received hello) {
     return;
   }
   // The fds close when `hello` goes; the mappings keep the memory.
+  if (gate_ != nullptr) gate_->Open();
   session_->phase = Session::Phase::kAttached;
   session_->runtime_id = h->runtime_id;
   ++attach_count_;
@@ -196,7 +211,8 @@ void AttachServer::Send(const AttachMessage& message) {
   if (Status s = session_->channel.Send(message); !s.ok()) {
     // Detach without a clock reading: the drain deadline starts at the next Step.
     session_->phase = Session::Phase::kDraining;
-    session_->dispatch.StopIssuing();
+    session_->StopIssuing();
+    if (gate_ != nullptr) gate_->Shut();
     spdlog::warn("runtime \"{}\" detached: {}", session_->runtime_id, s.ToString());
   }
 }
@@ -207,17 +223,24 @@ void AttachServer::BeginDetach(uint64_t now_ms, const std::string& why) {
     return;
   }
   session_->phase = Session::Phase::kDraining;
-  session_->dispatch.StopIssuing();
+  session_->StopIssuing();
+  if (gate_ != nullptr) gate_->Shut();
   session_->drain_deadline_ms = now_ms + options_.drain_bound_ms;
   spdlog::info("runtime \"{}\" detaching ({}): {} copies in flight", session_->runtime_id, why,
-               session_->dispatch.in_flight());
+               InFlight());
   FinishDetachIfDrained(now_ms);
+}
+
+size_t AttachServer::InFlight() const {
+  size_t n = gate_ != nullptr ? gate_->in_flight() : 0;
+  if (session_ != nullptr && session_->dispatch) n += session_->dispatch->in_flight();
+  return n;
 }
 
 void AttachServer::FinishDetachIfDrained(uint64_t now_ms) {
   Session& s = *session_;
   if (s.drain_deadline_ms == 0) s.drain_deadline_ms = now_ms + options_.drain_bound_ms;
-  if (s.dispatch.in_flight() > 0) {
+  if (InFlight() > 0) {
     if (now_ms < s.drain_deadline_ms) return;
     wedged_reason_ = "copies into the planes of runtime \"" + s.runtime_id +
                      "\" did not finish within the drain bound; its planes stay mapped";

@@ -5,6 +5,12 @@
 // ImportedPlanes the store's transfers copy through, and carries its store
 // calls and the store's events (store_dispatch.h).
 //
+// With ranks in separate processes every rank's `strata rank` serves its own
+// runtime process: rank zero's runtime makes the store calls; a peer's runtime
+// only shares its planes, which the peer's rank agent copies through (its
+// transfers gated: open while attached, shut and drained on detach), and a
+// store call on a peer's channel is refused.
+//
 // Lifetimes: when the runtime closes, detaches or dies (EOF), no copy is
 // issued after that; the planes stay mapped until every copy in flight into
 // or out of them has finished, then are released; the store and its tiers
@@ -24,6 +30,7 @@
 #include "attach/hello_check.h"
 #include "attach/imported_planes.h"
 #include "store/tier/host_store.h"
+#include "store/transfer/gated_transfers.h"
 
 namespace strata::attach {
 
@@ -38,12 +45,24 @@ struct AttachServerOptions {
   uint64_t drain_bound_ms = 30'000;
 };
 
+// What an attached runtime reaches; everything must outlive the server.
+struct AttachTargets {
+  // The store its calls go to; null on a peer rank, whose runtime only
+  // shares its planes.
+  HostStore* store = nullptr;
+  // The planes this rank's transfers address (required).
+  ImportedPlanes* planes = nullptr;
+  // The transfers over `planes` when copies are issued by something other
+  // than `store` (a peer's rank agent): opened when a runtime attaches, shut
+  // on detach, and the planes released only once it has nothing in flight.
+  GatedTransfers* gate = nullptr;
+};
+
 class AttachServer {
  public:
-  // `store` and `planes` (the planes the store's transfers address) must
-  // outlive the server. Fails if another process serves the socket path.
-  static Result<std::unique_ptr<AttachServer>> Listen(AttachServerOptions options, HostStore& store,
-                                                      ImportedPlanes& planes);
+  // Fails if another process serves the socket path, or `targets` has no planes.
+  static Result<std::unique_ptr<AttachServer>> Listen(AttachServerOptions options,
+                                                      AttachTargets targets);
   ~AttachServer();
   AttachServer(const AttachServer&) = delete;
   AttachServer& operator=(const AttachServer&) = delete;
@@ -63,18 +82,20 @@ class AttachServer {
  private:
   struct Session;
 
-  AttachServer(AttachServerOptions options, HostStore& store, ImportedPlanes& planes,
-               UniqueFd listener);
+  AttachServer(AttachServerOptions options, AttachTargets targets, UniqueFd listener);
   void Accept();
   void ReadSession(uint64_t now_ms);
   void HandleHello(Received hello);
   void Send(const AttachMessage& message);
   void BeginDetach(uint64_t now_ms, const std::string& why);
   void FinishDetachIfDrained(uint64_t now_ms);
+  // Copies into or out of the attached runtime's planes not yet finished.
+  size_t InFlight() const;
 
   AttachServerOptions options_;
-  HostStore& store_;
+  HostStore* store_;  // null: planes only
   ImportedPlanes& planes_;
+  GatedTransfers* gate_;  // null: the store issues every copy
   UniqueFd listener_;
   std::unique_ptr<Session> session_;
   uint64_t attach_count_ = 0;

@@ -334,7 +334,8 @@ std::vector<ConfigKey> MakeKeys() {
          STRATA_SET(c->tls.ca, AsText(v, "a file path"));
        }},
       {"attach.socket", "--attach-socket",
-       "a Unix socket path a runtime process attaches at (one process holding every rank)",
+       "a Unix socket path this rank's runtime process attaches at (with ranks in separate "
+       "processes, rank zero's runtime makes the store calls and a peer's shares its planes)",
        "unset (the synthetic runtime runs)",
        [](const ConfigValue& v, RankConfig* c) {
          STRATA_SET(c->attach.socket, AsText(v, "a socket path"));
@@ -384,11 +385,6 @@ Status ValidateConfig(const RankConfig& c) {
     return Status::InvalidArgument("cluster.rank: " + std::to_string(cl.rank) +
                                    " with cluster.single_process (one process holds every "
                                    "rank, so its rank is 0)");
-  }
-  if (c.attach.socket && cl.world_size > 1 && !cl.single_process) {
-    return Status::InvalidArgument(
-        "attach.socket: a runtime attaches only to one process holding every rank "
-        "(world_size 1 or cluster.single_process) for now");
   }
   if (c.attach.socket && !c.runtime.gpus.empty()) {
     return Status::InvalidArgument(

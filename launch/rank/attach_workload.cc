@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "attach/attach_server.h"
 
 namespace strata {
@@ -18,6 +20,26 @@ uint64_t UnixNowMs() {
                                    .count());
 }
 
+// Listens on the configured socket for a runtime sharing `planes`; logs why not.
+std::unique_ptr<attach::AttachServer> ListenFor(const RankConfig& config,
+                                                const attach::AttachTargets& targets,
+                                                std::string_view role) {
+  attach::AttachServerOptions options;
+  options.socket_path = *config.attach.socket;
+  options.expected = {.model_identity = RankModelIdentity(config),
+                      .state_mode = StateMode::kOrdinary,
+                      .geometry = targets.planes->geometry()};
+  Result<std::unique_ptr<attach::AttachServer>> server =
+      attach::AttachServer::Listen(options, targets);
+  if (!server.ok()) {
+    spdlog::error("attach.socket: {}", server.status().ToString());
+    return nullptr;
+  }
+  spdlog::info("serving the runtime of rank {} at {} (model \"{}\", {})", config.cluster.rank,
+               options.socket_path, options.expected.model_identity, role);
+  return std::move(*server);
+}
+
 }  // namespace
 
 int ServeAttach(RuntimeDriver& driver, const RankConfig& config, const StopRequest& stop,
@@ -27,28 +49,38 @@ int ServeAttach(RuntimeDriver& driver, const RankConfig& config, const StopReque
     spdlog::error("attach.socket: no store to serve (configure prefix_cache.memory or .disk)");
     return 1;
   }
-  attach::AttachServerOptions options;
-  options.socket_path = *config.attach.socket;
-  options.expected = {.model_identity = RankModelIdentity(config),
-                      .state_mode = StateMode::kOrdinary,
-                      .geometry = planes->geometry()};
-  Result<std::unique_ptr<attach::AttachServer>> server =
-      attach::AttachServer::Listen(options, *driver.store(), *planes);
-  if (!server.ok()) {
-    spdlog::error("attach.socket: {}", server.status().ToString());
-    return 1;
-  }
-  spdlog::info("serving runtimes at {} (model \"{}\")", options.socket_path,
-               options.expected.model_identity);
+  std::unique_ptr<attach::AttachServer> server =
+      ListenFor(config, {.store = driver.store(), .planes = planes}, "store calls and planes");
+  if (server == nullptr) return 1;
   auto published = std::chrono::steady_clock::now();
   while (!stop.requested()) {
-    (*server)->Step(UnixNowMs(), kAttachTurn);
+    server->Step(UnixNowMs(), kAttachTurn);
     if (std::chrono::steady_clock::now() - published >= kPublishInterval) {
       publish();
       published = std::chrono::steady_clock::now();
     }
   }
   return 0;
+}
+
+int ServeAttachAsPeer(PeerRank& peer, const RankConfig& config, const StopRequest& stop,
+                      const PublishSnapshot& publish) {
+  if (peer.attach_planes() == nullptr || peer.attach_gate() == nullptr) {
+    spdlog::error("attach.socket: this rank has no planes to share");
+    return 1;
+  }
+  std::unique_ptr<attach::AttachServer> server = ListenFor(
+      config, {.planes = peer.attach_planes(), .gate = peer.attach_gate()}, "planes only");
+  if (server == nullptr) return 1;
+  // Serves the channel in short turns until `until` or the agent's end.
+  PeerTurn turn = [&server, &peer](std::chrono::steady_clock::time_point until) {
+    do {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          until - std::chrono::steady_clock::now());
+      server->Step(UnixNowMs(), std::clamp(left, std::chrono::milliseconds(0), kAttachTurn));
+    } while (std::chrono::steady_clock::now() < until && peer.Serving());
+  };
+  return ServeAsPeer(peer, stop, publish, turn);
 }
 
 }  // namespace strata

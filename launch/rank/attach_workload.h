@@ -1,6 +1,8 @@
 // The workload of a `strata rank` with attach.socket: instead of the
 // synthetic runtime, serve the attach channel (attach/attach_server.h) to a
-// runtime process until a stop request.
+// runtime process until a stop request. With ranks in separate processes
+// every rank serves its own runtime: rank zero's makes the store calls, a
+// peer's only shares its planes with the peer's rank agent.
 #pragma once
 
 #include "launch/rank/rank_stores.h"
@@ -13,5 +15,11 @@ namespace strata {
 // returns the exit code (1 when the socket cannot be served).
 int ServeAttach(RuntimeDriver& driver, const RankConfig& config, const StopRequest& stop,
                 const PublishSnapshot& publish);
+
+// A peer with attach.socket: serves rank zero's jobs as ServeAsPeer does,
+// and its runtime's channel between them (planes only). Exit code as there,
+// or 1 when the socket cannot be served.
+int ServeAttachAsPeer(PeerRank& peer, const RankConfig& config, const StopRequest& stop,
+                      const PublishSnapshot& publish);
 
 }  // namespace strata

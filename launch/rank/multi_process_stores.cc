@@ -4,6 +4,11 @@
 // other rank runs a rank agent on its own record directory and the runtime
 // service through which rank zero's runtime writes and checks that rank's
 // planes (launch/runtime/runtime_service.h). Records move only over the record links.
+//
+// With attach.socket there is no synthetic runtime and no runtime service:
+// each rank's planes are its attached runtime's memory (attach/), rank zero's
+// runtime makes the store calls, and a peer's agent copies through transfers
+// gated on its runtime being attached (launch/rank/attach_workload.h).
 #include <spdlog/spdlog.h>
 
 #include <future>
@@ -17,6 +22,8 @@
 #include "launch/runtime/runtime_service.h"
 #include "launch/runtime/service_guard.h"
 #include "rank_agent/rank_agent.h"
+#include "store/base/deliberate_leak.h"
+#include "store/transfer/host_planes.h"
 #include "wire/tls.h"
 
 namespace strata {
@@ -110,7 +117,12 @@ class RankZeroStores final : public RuntimeDriver {
     STRATA_ASSIGN_OR_RETURN(JobSecret secret, ReadJobSecret(cl.job_secret_file));
     const std::string service_token = RuntimeServiceToken(secret);
     STRATA_ASSIGN_OR_RETURN(tls_, LinkTls(config));
-    STRATA_ASSIGN_OR_RETURN(planes_, ProcessPlanes::Open(me.own, config.runtime.gpus));
+    world_ = cl.world_size;
+    if (config.attach.socket) {
+      STRATA_ASSIGN_OR_RETURN(imported_, attach::ImportedPlanes::Reserve(me.own));
+    } else {
+      STRATA_ASSIGN_OR_RETURN(planes_, ProcessPlanes::Open(me.own, config.runtime.gpus));
+    }
     STRATA_ASSIGN_OR_RETURN(
         rendezvous_,
         TcpRendezvousServer::Listen(
@@ -125,7 +137,7 @@ class RankZeroStores final : public RuntimeDriver {
     o.identity = me.identity;
     o.disk.base_dir = *config.prefix_cache.disk_dir;
     o.disk.durability = config.prefix_cache.durability;
-    o.disk.registrar = planes_->registrar();
+    o.disk.registrar = planes_ ? planes_->registrar() : nullptr;
     o.disk_limit_bytes = me.disk_limit;
     o.store.max_age_ms = config.prefix_cache.max_age
                              ? static_cast<uint64_t>(config.prefix_cache.max_age->count())
@@ -137,29 +149,34 @@ class RankZeroStores final : public RuntimeDriver {
     o.link.tls = tls_;
     o.link.liveness = RecordLinkLiveness(cl);
     o.store.latencies = latencies_;
-    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> t, planes_->MakeTransfers());
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> t,
+                            imported_ ? MakeHostTransfers(*imported_) : planes_->MakeTransfers());
     RecordingRendezvous recording(*rendezvous_);
     STRATA_ASSIGN_OR_RETURN(coordinator_,
                             Coordinator::Start(std::move(o), recording, std::move(t)));
-    std::vector<std::string> services;
-    for (const RendezvousPeer& p : recording.table().peers) {
-      STRATA_ASSIGN_OR_RETURN(uint16_t port, ServicePort(config, p.rank.value));
-      services.push_back(HostPort(p.address, port));
+    if (!imported_) {
+      std::vector<std::string> services;
+      for (const RendezvousPeer& p : recording.table().peers) {
+        STRATA_ASSIGN_OR_RETURN(uint16_t port, ServicePort(config, p.rank.value));
+        services.push_back(HostPort(p.address, port));
+      }
+      remote_ = std::make_unique<RemotePlanes>(me.all, planes_->planes(), services, service_token);
+      runtime_ = std::make_unique<SyntheticRuntime>(*remote_, &coordinator_->store(),
+                                                    SyntheticRuntimeOptions{.seed = seed});
     }
-    remote_ = std::make_unique<RemotePlanes>(me.all, planes_->planes(), services, service_token);
-    runtime_ = std::make_unique<SyntheticRuntime>(*remote_, &coordinator_->store(),
-                                                  SyntheticRuntimeOptions{.seed = seed});
     const JoinStats& j = coordinator_->join_stats();
     summary_ = "coordinator for " + std::to_string(cl.world_size) + " ranks, disk store at " +
                coordinator_->record_dir() + ", limit " + std::to_string(j.disk_limit_bytes >> 20) +
                " MiB (smallest of all ranks), " +
                std::to_string(coordinator_->store().Stats().disk.records) + " records agreed, " +
-               std::to_string(cl.world_size - 1) + " peer(s) joined, " + planes_->Describe();
+               std::to_string(cl.world_size - 1) + " peer(s) joined, " + DescribePlanes();
     return Status::Ok();
   }
 
   HostStore* store() override { return coordinator_ ? &coordinator_->store() : nullptr; }
+  // Only without attach.socket (with it the attached runtime runs instead).
   SyntheticRuntime& runtime() override { return *runtime_; }
+  attach::ImportedPlanes* attach_planes() override { return imported_.get(); }
   std::string Summary() const override { return summary_; }
   std::string LinkSecurity() const override { return LinkSecurityOf(tls_); }
 
@@ -210,7 +227,7 @@ class RankZeroStores final : public RuntimeDriver {
     // Every rank's planes have the same geometry, so each rank moved an
     // equal share of the bytes the store's jobs reported (the peers log theirs).
     const StoreStats st = coordinator_->store().Stats();
-    const uint64_t world = remote_->geometry().rank_count();
+    const uint64_t world = world_;
     const uint64_t moved = st.disk.bytes_in_total + st.disk.bytes_out_total;
     spdlog::info("record jobs moved {} bytes over {} ranks: {} bytes per rank", moved, world,
                  moved / world);
@@ -218,6 +235,7 @@ class RankZeroStores final : public RuntimeDriver {
       // Copies may still run on rank zero: keep what they could touch alive.
       (void)coordinator_.release();
       (void)planes_.release();
+      (void)imported_.release();
       return s;
     }
     coordinator_.reset();
@@ -225,8 +243,14 @@ class RankZeroStores final : public RuntimeDriver {
   }
 
  private:
+  std::string DescribePlanes() const {
+    return imported_ ? "planes shared by an attached runtime (memfd)" : planes_->Describe();
+  }
+
   std::shared_ptr<const wire::TlsContext> tls_;  // null: plaintext
-  std::unique_ptr<ProcessPlanes> planes_;
+  uint32_t world_ = 0;
+  std::unique_ptr<ProcessPlanes> planes_;             // without attach.socket
+  std::unique_ptr<attach::ImportedPlanes> imported_;  // with attach.socket
   std::unique_ptr<TcpRendezvousServer> rendezvous_;
   std::unique_ptr<Coordinator> coordinator_;
   std::unique_ptr<RemotePlanes> remote_;
@@ -244,7 +268,12 @@ class PeerStores final : public PeerRank {
     STRATA_ASSIGN_OR_RETURN(JobSecret secret, ReadJobSecret(cl.job_secret_file));
     const std::string service_token = RuntimeServiceToken(secret);
     STRATA_ASSIGN_OR_RETURN(tls_, LinkTls(config));
-    STRATA_ASSIGN_OR_RETURN(planes_, ProcessPlanes::Open(me.own, config.runtime.gpus));
+    const bool attached = config.attach.socket.has_value();
+    if (attached) {
+      STRATA_ASSIGN_OR_RETURN(imported_, attach::ImportedPlanes::Reserve(me.own));
+    } else {
+      STRATA_ASSIGN_OR_RETURN(planes_, ProcessPlanes::Open(me.own, config.runtime.gpus));
+    }
     client_ = std::make_unique<TcpRendezvousClient>(
         cl.master_addr, cl.master_port, std::move(secret), TcpRendezvousLimits{},
         [](const Status& s) {
@@ -258,7 +287,7 @@ class PeerStores final : public PeerRank {
     o.identity = me.identity;
     o.disk.base_dir = *config.prefix_cache.disk_dir;
     o.disk.durability = config.prefix_cache.durability;
-    o.disk.registrar = planes_->registrar();
+    o.disk.registrar = planes_ ? planes_->registrar() : nullptr;
     o.disk_limit_bytes = me.disk_limit;
     o.join_timeout = cl.connect_timeout;
     o.link.tls = tls_;
@@ -276,13 +305,30 @@ class PeerStores final : public PeerRank {
       STRATA_RETURN_IF_ERROR(service_up.get());
       return through(deadline);
     };
-    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> t, planes_->MakeTransfers());
+    std::unique_ptr<Transfers> t;
+    if (attached) {
+      STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> host, MakeHostTransfers(*imported_));
+      auto gated = std::make_unique<GatedTransfers>(std::move(host));
+      gate_ = gated.get();
+      t = std::move(gated);
+      service_up_.set_value(Status::Ok());  // no runtime service: the runtime attaches
+    } else {
+      STRATA_ASSIGN_OR_RETURN(t, planes_->MakeTransfers());
+    }
     Result<std::unique_ptr<RankAgent>> agent = RankAgent::Start(std::move(o), join, std::move(t));
     if (!agent.ok()) {
-      service_up_.set_value(Status::Aborted("agent did not start"));
+      if (!attached) service_up_.set_value(Status::Aborted("agent did not start"));
       return agent.status();
     }
     agent_ = std::move(*agent);
+    if (attached) {
+      summary_ = "rank agent " + std::to_string(cl.rank) + " of " + std::to_string(cl.world_size) +
+                 ", record directory " + agent_->record_dir() + ", limit " +
+                 std::to_string(me.disk_limit >> 20) + " MiB, joining rank zero through " +
+                 HostPort(cl.master_addr, cl.master_port) +
+                 ", planes shared by an attached runtime (memfd)";
+      return Status::Ok();
+    }
     // Every `strata rank` workload drives the synthetic runtime on rank zero,
     // which writes and checks this rank's planes through this service; it is
     // started with the peer role and nowhere else (an embedding runtime, the
@@ -307,6 +353,8 @@ class PeerStores final : public PeerRank {
   HostStore* store() override { return nullptr; }
   std::string Summary() const override { return summary_; }
   std::string LinkSecurity() const override { return LinkSecurityOf(tls_); }
+  attach::ImportedPlanes* attach_planes() override { return imported_.get(); }
+  GatedTransfers* attach_gate() override { return gate_; }
 
   std::vector<PeerLinkStats> PeerLinks() const override {
     return {{RankId(0), std::string(AgentStateName(agent_->state())), {}}};
@@ -337,15 +385,13 @@ class PeerStores final : public PeerRank {
     std::optional<Status> outcome =
         agent_->Wait(std::chrono::steady_clock::now() + std::chrono::minutes(5));
     if (!outcome) {
-      (void)agent_.release();
-      (void)planes_.release();
+      KeepMemory();
       return Status::Unavailable("rank agent did not stop; its memory stays allocated");
     }
     service_.reset();
     const bool kept_memory = outcome->message().find("keep device memory") != std::string::npos;
     if (kept_memory) {
-      (void)agent_.release();
-      (void)planes_.release();
+      KeepMemory();
       return *outcome;
     }
     agent_.reset();
@@ -355,8 +401,17 @@ class PeerStores final : public PeerRank {
   }
 
  private:
-  std::shared_ptr<const wire::TlsContext> tls_;  // null: plaintext
-  std::unique_ptr<ProcessPlanes> planes_;
+  // Copies may still run: leave the agent and the planes alive for good.
+  void KeepMemory() {
+    LeakOnPurpose(std::move(agent_));
+    LeakOnPurpose(std::move(planes_));
+    LeakOnPurpose(std::move(imported_));
+  }
+
+  std::shared_ptr<const wire::TlsContext> tls_;       // null: plaintext
+  std::unique_ptr<ProcessPlanes> planes_;             // without attach.socket
+  std::unique_ptr<attach::ImportedPlanes> imported_;  // with attach.socket
+  GatedTransfers* gate_ = nullptr;                    // owned by agent_; with attach.socket
   std::unique_ptr<TcpRendezvousClient> client_;
   std::promise<Status> service_up_;
   std::unique_ptr<RankAgent> agent_;

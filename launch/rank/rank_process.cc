@@ -32,7 +32,10 @@ void SetLogLevel(LogLevel level) {
 int RunWorkload(const RankConfig& config, const RankRole& role, const RankRunOptions& run,
                 const QualifyOptions& qualify, const StopRequest& stop,
                 const PublishSnapshot& publish) {
-  if (PeerRank* peer = PeerOf(role)) return ServeAsPeer(*peer, stop, publish);
+  if (PeerRank* peer = PeerOf(role)) {
+    if (config.attach.socket) return ServeAttachAsPeer(*peer, config, stop, publish);
+    return ServeAsPeer(*peer, stop, publish);
+  }
   RuntimeDriver& driver = *DriverOf(role);
   if (config.attach.socket) return ServeAttach(driver, config, stop, publish);
   switch (run.workload) {
@@ -69,7 +72,8 @@ int RunRank(const LoadedConfig& loaded, const RankRunOptions& run) {
   RankServices& services = ServicesOf(*opened);
   // A stop request ends the runtime's turns and waits at once (a
   // qualification whose peer died would otherwise wait out its bounds first).
-  if (RuntimeDriver* driver = DriverOf(*opened)) {
+  RuntimeDriver* driver = DriverOf(*opened);
+  if (driver != nullptr && !config.attach.socket) {
     driver->runtime().SetInterrupt([&stop] { return stop.requested(); });
   }
 

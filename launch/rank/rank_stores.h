@@ -26,6 +26,7 @@
 #include "launch/runtime/synthetic_runtime.h"
 #include "store/tier/disk_store.h"
 #include "store/tier/host_store.h"
+#include "store/transfer/gated_transfers.h"
 
 namespace strata {
 
@@ -43,6 +44,9 @@ class RankServices {
   virtual std::string UnhealthyReason() const { return ""; }
   // Drains and closes in dependency order; an error means memory stays alive.
   virtual Status Close() = 0;
+  // With attach.socket: the planes this rank's copies address, mapped from
+  // its attached runtime's memory; null otherwise.
+  virtual attach::ImportedPlanes* attach_planes() { return nullptr; }
 
   // Disk operation latencies by kind ("store", "fetch", "truncate",
   // "unlink"), start to completion on every rank, for /metrics.
@@ -66,9 +70,6 @@ class RuntimeDriver : public RankServices {
   // Phase 4 (one process, memory + disk): memory hit, spill, read-through.
   // Without both tiers: a failed report saying so.
   virtual PhaseReport CompositePhase();
-  // With attach.socket: the planes the store copies through, mapped from the
-  // attached runtime's memory; null otherwise.
-  virtual attach::ImportedPlanes* attach_planes() { return nullptr; }
 };
 
 // A peer rank in its own process: a rank agent serving rank zero's jobs.
@@ -81,6 +82,9 @@ class PeerRank : public RankServices {
   virtual bool Joining() const = 0;
   // Waits until the agent ended or `deadline` passes; true when it ended.
   virtual bool WaitEnded(std::chrono::steady_clock::time_point deadline) = 0;
+  // With attach.socket: the gate over the agent's transfers into
+  // attach_planes() (open while a runtime is attached); null otherwise.
+  virtual GatedTransfers* attach_gate() { return nullptr; }
 };
 
 // The role this process plays: exactly one of the two.

@@ -72,7 +72,8 @@ std::vector<PhaseReport> RunPhases(RuntimeDriver& driver, QualifyPhases phases) 
 
 }  // namespace
 
-int ServeAsPeer(PeerRank& peer, const StopRequest& stop, const PublishSnapshot& publish) {
+int ServeAsPeer(PeerRank& peer, const StopRequest& stop, const PublishSnapshot& publish,
+                const PeerTurn& wait_turn) {
   std::optional<Clock::time_point> grace_end;  // set by the stop request
   while (peer.Serving()) {
     publish();
@@ -92,7 +93,11 @@ int ServeAsPeer(PeerRank& peer, const StopRequest& stop, const PublishSnapshot& 
     }
     Clock::time_point wake = now + kPeerPublishInterval;
     if (grace_end) wake = std::min(wake, *grace_end);
-    (void)peer.WaitEnded(wake);
+    if (wait_turn) {
+      wait_turn(wake);
+    } else {
+      (void)peer.WaitEnded(wake);
+    }
   }
   publish();
   return 0;

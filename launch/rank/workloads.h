@@ -33,7 +33,11 @@ inline constexpr std::chrono::milliseconds kServeTurnInterval{500};
 // and rank zero drains the peers as it stops, so after a stop request a
 // peer keeps serving for kPeerStopGrace, then ends its side alone; a peer
 // still joining stops at once. Returns 0 (Close reports how the agent ended).
-int ServeAsPeer(PeerRank& peer, const StopRequest& stop, const PublishSnapshot& publish);
+// `wait_turn` waits until the agent ended or the given time (the default:
+// PeerRank::WaitEnded); an attached peer also serves its runtime's channel there.
+using PeerTurn = std::function<void(std::chrono::steady_clock::time_point until)>;
+int ServeAsPeer(PeerRank& peer, const StopRequest& stop, const PublishSnapshot& publish,
+                const PeerTurn& wait_turn = {});
 
 // Rank zero, --workload serve: a light conversation load (one turn every
 // kServeTurnInterval) until a stop request. Returns 0, or 1 when a turn

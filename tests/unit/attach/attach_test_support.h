@@ -121,7 +121,7 @@ class ServerProcess {
     auto transfers = MakeHostTransfers(**planes);
     if (!transfers.ok()) return 12;
     MemoryStore store(g, std::shared_ptr<SlabPool>(std::move(*pool)), std::move(*transfers));
-    auto server = AttachServer::Listen(options, store, **planes);
+    auto server = AttachServer::Listen(options, {.store = &store, .planes = planes->get()});
     if (!server.ok()) return 13;
     if (::write(ready_fd, "r", 1) != 1) return 14;
     const auto start = std::chrono::steady_clock::now();
