@@ -6,7 +6,8 @@
 #   prometheus_test.sh STRATA
 #
 # 1. `promtool check rules` on the shipped rules
-#    (launch/examples/prometheus/strata-alerts.yml).
+#    (launch/examples/prometheus/strata-alerts.yml), `promtool check config`
+#    on the shipped configurations; prometheus.yml is render-config.sh's output.
 # 2. A 2-rank cluster serving its synthetic load, rank zero with a disk limit
 #    larger than its filesystem holds (so the startup check lowers it), and a
 #    Prometheus on loopback scraping both ranks every second with the shipped
@@ -50,6 +51,11 @@ wait_for() {  # seconds description command...: polls every 0.2 s until the comm
 
 promtool check rules "$EXAMPLES/prometheus/strata-alerts.yml" >/dev/null ||
   fail "promtool check rules refuses the shipped rules"
+for config in prometheus.yml prometheus-file-sd.yml; do
+  promtool check config "$EXAMPLES/prometheus/$config" >/dev/null || fail "promtool check config refuses $config"
+done
+"$EXAMPLES/prometheus/render-config.sh" 127.0.0.1:9470 127.0.0.1:9471 |
+  diff - "$EXAMPLES/prometheus/prometheus.yml" >&2 || fail "prometheus.yml is not render-config.sh's output"
 sed -E 's/^( +for: ).*/\10s/' "$EXAMPLES/prometheus/strata-alerts.yml" >"$DIR/alerts.yml"
 "$EXAMPLES/prometheus/render-config.sh" --interval 1s --rules "$DIR/alerts.yml" \
   "127.0.0.1:$((BASE + 10))" "127.0.0.1:$((BASE + 11))" >"$DIR/prometheus.yml"
