@@ -15,6 +15,7 @@ PACKAGES=(
   libtomlplusplus-dev libcli11-dev libspdlog-dev libcpp-httplib-dev nlohmann-json3-dev
   clang-format clang-tidy openssl curl
   clang libclang-rt-dev  # libFuzzer (launch/fuzz.sh)
+  prometheus  # the dashboard and alert tests (tests/process/prometheus_test.sh)
 )
 
 missing=()

@@ -1,22 +1,29 @@
 #!/usr/bin/env bash
 # Starts N `strata rank` processes on this host (disk tier, synthetic runtime
 # serving a light load) and leaves them running until Ctrl-C, which stops
-# every rank with a clean drain.
+# every rank with a clean drain. With --prometheus it also starts Prometheus
+# on loopback (port --prometheus-port, default 9090) scraping every rank with
+# Strata's alert rules (launch/examples/prometheus), and prints its URL.
 #
 #   ./launch/local-cluster.sh [--ranks N] [--dir DIR] [--master-port P] [--metrics-port M]
+#                             [--prometheus] [--prometheus-port P]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RANKS=2
 DIR=/var/tmp/strata-cluster
 MASTER_PORT=29470
 METRICS_PORT=9470
+PROMETHEUS=0
+PROMETHEUS_PORT=9090
 while (($#)); do
   case "$1" in
     --ranks) RANKS=$2; shift 2 ;;
     --dir) DIR=$2; shift 2 ;;
     --master-port) MASTER_PORT=$2; shift 2 ;;
     --metrics-port) METRICS_PORT=$2; shift 2 ;;
-    -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
+    --prometheus) PROMETHEUS=1; shift ;;
+    --prometheus-port) PROMETHEUS_PORT=$2; shift 2 ;;
+    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
     *) echo "local-cluster: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -40,5 +47,17 @@ for ((r = RANKS - 1; r >= 0; r--)); do
   pids+=($!)
   echo "rank $r: pid $!, metrics http://127.0.0.1:$((METRICS_PORT + r))/metrics, log $DIR/rank$r.log"
 done
+if ((PROMETHEUS)); then
+  command -v prometheus >/dev/null ||
+    { echo "local-cluster: prometheus is not installed (launch/bootstrap.sh installs it)" >&2; stop; exit 1; }
+  targets=()
+  for ((r = 0; r < RANKS; r++)); do targets+=("127.0.0.1:$((METRICS_PORT + r))"); done
+  ./launch/examples/prometheus/render-config.sh --interval 5s \
+    --rules "$PWD/launch/examples/prometheus/strata-alerts.yml" "${targets[@]}" >"$DIR/prometheus.yml"
+  prometheus --config.file="$DIR/prometheus.yml" --storage.tsdb.path="$DIR/prometheus" \
+    --web.listen-address="127.0.0.1:$PROMETHEUS_PORT" >"$DIR/prometheus.log" 2>&1 &
+  pids+=($!)
+  echo "prometheus: pid $!, http://127.0.0.1:$PROMETHEUS_PORT (alerts: /alerts), log $DIR/prometheus.log"
+fi
 echo "local-cluster: $RANKS ranks running; Ctrl-C stops them"
 wait "${pids[@]}"

@@ -55,16 +55,17 @@ Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const HttpEndpointOpti
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
   });
 
-  server.Get("/metrics", [source](const httplib::Request&, httplib::Response& res) {
+  const std::chrono::milliseconds stale_after = options.stale_after;
+  server.Get("/metrics", [source, stale_after](const httplib::Request&, httplib::Response& res) {
     std::shared_ptr<const OpsSnapshot> snap = source();
     if (snap == nullptr) {
       res.status = 503;
       res.set_content("starting: no state published yet\n", "text/plain");
       return;
     }
-    res.set_content(RenderMetrics(*snap), kPrometheusContentType);
+    Health h = EvaluateHealth(snap.get(), std::chrono::steady_clock::now(), stale_after);
+    res.set_content(RenderMetrics(*snap, h), kPrometheusContentType);
   });
-  const std::chrono::milliseconds stale_after = options.stale_after;
   server.Get("/healthz", [source, stale_after](const httplib::Request&, httplib::Response& res) {
     std::shared_ptr<const OpsSnapshot> snap = source();
     Health h = EvaluateHealth(snap.get(), std::chrono::steady_clock::now(), stale_after);

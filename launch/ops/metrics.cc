@@ -234,13 +234,19 @@ std::string MicrosAsSeconds(uint64_t micros) {
   return out + "." + digits;
 }
 
-std::string RenderMetrics(const OpsSnapshot& snapshot) {
+std::string RenderMetrics(const OpsSnapshot& snapshot, const Health& health) {
   Writer w;
   w.Family("strata_info", Kind::kGauge, "Always 1; labels say which rank this is.");
   w.Sample("strata_info",
            Label("rank", std::to_string(snapshot.rank.value)) + "," +
                Label("world_size", std::to_string(snapshot.world_size)),
            1);
+  w.Family("strata_healthy", Kind::kGauge,
+           "1 when /healthz answers 200 at this scrape, else 0 (/healthz says why).");
+  w.Sample("strata_healthy", "", health.ok ? 1 : 0);
+  w.Family("strata_disk_limit_configured_bytes", Kind::kGauge,
+           "The disk tier's limit as configured, before the filesystem lowered it.");
+  w.Sample("strata_disk_limit_configured_bytes", "", snapshot.disk_limit_configured_bytes);
   RenderStore(snapshot.store, &w);
   RenderLatency(snapshot.job_latency, &w);
   RenderPeers(snapshot.peers, &w);

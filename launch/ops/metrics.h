@@ -13,8 +13,10 @@ namespace strata {
 // The content type /metrics answers with.
 inline constexpr char kPrometheusContentType[] = "text/plain; version=0.0.4; charset=utf-8";
 
-// Pure: the same snapshot renders to the same text.
-std::string RenderMetrics(const OpsSnapshot& snapshot);
+// Pure: the same snapshot and health render to the same text. `health` is
+// what /healthz answers at this scrape (EvaluateHealth), exported as
+// strata_healthy so alerts can see a failing /healthz.
+std::string RenderMetrics(const OpsSnapshot& snapshot, const Health& health);
 
 // "0.00005", "2.5", "10": microseconds as decimal seconds, exact.
 std::string MicrosAsSeconds(uint64_t micros);

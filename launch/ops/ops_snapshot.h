@@ -38,6 +38,10 @@ struct OpsSnapshot {
   RankId rank;
   uint32_t world_size = 1;
   StoreStats store;
+  // prefix_cache.disk_limit as configured (its default when unset), before
+  // the startup check lowers it to what the filesystem can hold; 0 without
+  // a store. store.disk_limit_bytes is the limit in force.
+  uint64_t disk_limit_configured_bytes = 0;
   std::vector<JobLatency> job_latency;
   std::vector<PeerLinkStats> peers;
   // Empty when the owner considers this rank healthy; otherwise why not

@@ -78,11 +78,18 @@ int RunRank(const LoadedConfig& loaded, const RankRunOptions& run) {
   }
 
   SnapshotPublisher publisher;
+  // The disk limit as configured; unset, the default the stores resolved at
+  // startup (one tenth of the free space, which the filesystem check never lowers).
+  const uint64_t disk_limit_configured_bytes = config.prefix_cache.disk_limit_bytes.value_or(
+      services.store() != nullptr ? services.store()->Stats().disk_limit_bytes : 0);
   auto publish = [&] {
     OpsSnapshot s;
     s.rank = RankId(config.cluster.rank);
     s.world_size = config.cluster.world_size;
-    if (services.store() != nullptr) s.store = services.store()->Stats();
+    if (services.store() != nullptr) {
+      s.store = services.store()->Stats();
+      s.disk_limit_configured_bytes = disk_limit_configured_bytes;
+    }
     s.peers = services.PeerLinks();
     if (services.store() != nullptr) s.job_latency = services.JobLatencies();
     s.unhealthy_reason = services.UnhealthyReason();

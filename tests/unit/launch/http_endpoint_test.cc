@@ -46,8 +46,9 @@ TEST(HttpEndpointTest, ServesMetricsHealthAndStatus) {
   ASSERT_TRUE(metrics);
   EXPECT_EQ(metrics->status, 200);
   EXPECT_EQ(metrics->get_header_value("Content-Type"), kPrometheusContentType);
-  EXPECT_EQ(metrics->body, RenderMetrics(*pub.Latest()));
+  EXPECT_EQ(metrics->body, RenderMetrics(*pub.Latest(), Health{.ok = true, .reason = "ok"}));
   EXPECT_NE(metrics->body.find("strata_lookups_total 42\n"), std::string::npos);
+  EXPECT_NE(metrics->body.find("\nstrata_healthy 1\n"), std::string::npos);
 
   auto health = client.Get("/healthz");
   ASSERT_TRUE(health);
@@ -109,6 +110,9 @@ TEST(HttpEndpointTest, UnhealthyBeforeTheFirstSnapshotAndWhenTheOwnerSaysSo) {
   nlohmann::json j = nlohmann::json::parse(status->body);
   EXPECT_EQ(j["healthy"], false);
   EXPECT_EQ(j["reason"], "transport stopped: link to rank 0 lost");
+  metrics = client.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_NE(metrics->body.find("\nstrata_healthy 0\n"), std::string::npos);
 }
 
 TEST(HttpEndpointTest, StaleSnapshotIsUnhealthy) {
@@ -122,6 +126,11 @@ TEST(HttpEndpointTest, StaleSnapshotIsUnhealthy) {
   ASSERT_TRUE(health);
   EXPECT_EQ(health->status, 503);
   EXPECT_NE(health->body.find("the owner thread stopped publishing"), std::string::npos);
+  // /metrics still answers, and says what /healthz says.
+  auto metrics = client.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_EQ(metrics->status, 200);
+  EXPECT_NE(metrics->body.find("\nstrata_healthy 0\n"), std::string::npos);
 }
 
 TEST(HttpEndpointTest, BusyPortIsAClearError) {

@@ -31,6 +31,8 @@ StoreStats DistinctStats() {
   return s;
 }
 
+const Health kHealthy{.ok = true, .reason = "ok"};
+
 OpsSnapshot Snapshot() {
   OpsSnapshot snap;
   snap.rank = RankId(2);
@@ -46,7 +48,7 @@ OpsSnapshot Snapshot() {
 }
 
 TEST(MetricsTest, ParsesAsPrometheusTextWithConventions) {
-  Exposition e = Parse(RenderMetrics(Snapshot()));
+  Exposition e = Parse(RenderMetrics(Snapshot(), kHealthy));
   for (const auto& [name, type] : e.type) {
     EXPECT_EQ(name.rfind("strata_", 0), 0u) << name;
     EXPECT_EQ(e.help.count(name), 1u) << name;
@@ -58,7 +60,7 @@ TEST(MetricsTest, ParsesAsPrometheusTextWithConventions) {
 
 TEST(MetricsTest, EveryStoreStatsFieldIsExported) {
   const StoreStats s = DistinctStats();
-  Exposition e = Parse(RenderMetrics(Snapshot()));
+  Exposition e = Parse(RenderMetrics(Snapshot(), kHealthy));
   auto is = [](uint64_t v) { return std::to_string(v); };
   EXPECT_EQ(ValueOf(e, "strata_host_cache_slots_in_use"), is(s.slots_in_use));
   EXPECT_EQ(ValueOf(e, "strata_host_cache_slots"), is(s.slots_total));
@@ -114,7 +116,7 @@ TEST(MetricsTest, EveryStoreStatsFieldIsExported) {
 }
 
 TEST(MetricsTest, LatencyHistogramIsCumulativeInSeconds) {
-  Exposition e = Parse(RenderMetrics(Snapshot()));
+  Exposition e = Parse(RenderMetrics(Snapshot(), kHealthy));
   EXPECT_EQ(e.type.at("strata_job_latency_seconds"), "histogram");
   const std::string b = "strata_job_latency_seconds_bucket";
   EXPECT_EQ(ValueOf(e, b, {{"kind", "store"}, {"le", "0.00005"}}), "1");
@@ -140,7 +142,7 @@ TEST(MetricsTest, LatencyHistogramIsCumulativeInSeconds) {
 }
 
 TEST(MetricsTest, PeerLinksWithEscapedLabels) {
-  Exposition e = Parse(RenderMetrics(Snapshot()));
+  Exposition e = Parse(RenderMetrics(Snapshot(), kHealthy));
   EXPECT_EQ(ValueOf(e, "strata_peer_link_state", {{"peer", "0"}, {"state", "up"}}), "1");
   EXPECT_EQ(ValueOf(e, "strata_peer_link_state", {{"peer", "3"}, {"state", "fa\"il\\ed\nx"}}), "1");
   EXPECT_EQ(ValueOf(e, "strata_peer_link_errors_total", {{"peer", "0"}, {"reason", "timeout"}}),
@@ -148,6 +150,18 @@ TEST(MetricsTest, PeerLinksWithEscapedLabels) {
   EXPECT_EQ(
       ValueOf(e, "strata_peer_link_errors_total", {{"peer", "0"}, {"reason", "oversized_frame"}}),
       "1");
+}
+
+TEST(MetricsTest, HealthAndConfiguredDiskLimitAreGauges) {
+  OpsSnapshot snap = Snapshot();
+  snap.disk_limit_configured_bytes = 5000;
+  Exposition ok = Parse(RenderMetrics(snap, kHealthy));
+  EXPECT_EQ(ok.type.at("strata_healthy"), "gauge");
+  EXPECT_EQ(ValueOf(ok, "strata_healthy"), "1");
+  EXPECT_EQ(ok.type.at("strata_disk_limit_configured_bytes"), "gauge");
+  EXPECT_EQ(ValueOf(ok, "strata_disk_limit_configured_bytes"), "5000");
+  Exposition failing = Parse(RenderMetrics(snap, Health{.ok = false, .reason = "not joined"}));
+  EXPECT_EQ(ValueOf(failing, "strata_healthy"), "0");
 }
 
 TEST(MetricsTest, MicrosAsSeconds) {
@@ -160,7 +174,7 @@ TEST(MetricsTest, MicrosAsSeconds) {
 }
 
 TEST(MetricsTest, EmptySnapshotStillDeclaresEveryFamily) {
-  Exposition e = Parse(RenderMetrics(OpsSnapshot{}));
+  Exposition e = Parse(RenderMetrics(OpsSnapshot{}, kHealthy));
   EXPECT_EQ(e.type.count("strata_job_latency_seconds"), 1u);
   EXPECT_EQ(e.type.count("strata_peer_link_state"), 1u);
   EXPECT_EQ(ValueOf(e, "strata_lookups_total"), "0");

@@ -32,7 +32,7 @@ TEST(OperationsDocTest, NamesEveryMetric) {
   OpsSnapshot s;
   s.job_latency.push_back({"store", {}});
   s.peers.push_back({RankId(1), "up", {{"timeout", 1}}});
-  std::istringstream text(RenderMetrics(s));
+  std::istringstream text(RenderMetrics(s, Health{.ok = true, .reason = "ok"}));
   std::string line;
   int families = 0;
   while (std::getline(text, line)) {
