@@ -35,7 +35,7 @@ class RecordChecksumGpuTest : public ::testing::Test {
     ASSERT_TRUE(d.ok()) << d.status().ToString();
     driver_ = *d;
     const char* device = std::getenv("STRATA_GPU_DEVICE");
-    ordinal_ = device != nullptr ? std::atoi(device) : 0;
+    ordinal_ = device != nullptr ? static_cast<int>(std::strtol(device, nullptr, 10)) : 0;
     auto ctx = PrimaryContext::Retain(driver_, ordinal_);
     ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
     context_ = std::move(*ctx);
