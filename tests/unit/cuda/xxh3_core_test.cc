@@ -37,8 +37,6 @@ enum class Padding : unsigned char { kNone, kRandom };
 
 PieceList SplitRandomly(std::mt19937_64& rng, uint64_t length, Padding padding) {
   PieceList out;
-  out.backing.resize(length + 8 * (length + 1));
-  for (unsigned char& b : out.backing) b = static_cast<unsigned char>(rng());
   struct Span {
     uint64_t at, data, stored;
   };
@@ -53,6 +51,8 @@ PieceList SplitRandomly(std::mt19937_64& rng, uint64_t length, Padding padding) 
     left -= stored;
     if (rng() % 8 == 0) spans.push_back({at, 0, 0});  // empty pieces are skipped
   }
+  out.backing.resize(at);
+  for (unsigned char& b : out.backing) b = static_cast<unsigned char>(rng());
   for (const Span& s : spans) {
     out.pieces.push_back({out.backing.data() + s.at, s.data, s.stored});
     out.logical.insert(out.logical.end(), out.backing.begin() + static_cast<int64_t>(s.at),
