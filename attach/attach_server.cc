@@ -71,15 +71,22 @@ Result<std::unique_ptr<AttachServer>> AttachServer::Listen(AttachServerOptions o
   }
   STRATA_ASSIGN_OR_RETURN(sockaddr_un addr, AddressOf(options.socket_path));
   STRATA_RETURN_IF_ERROR(ClearStaleSocket(options.socket_path, addr));
+  // Bound, made owner-only and listening under a temporary name, then renamed
+  // into place: the path appears only once a runtime can connect to it, so a
+  // runtime may wait for the file and connect once.
+  const std::string staging = options.socket_path + ".new-" + std::to_string(::getpid());
+  STRATA_ASSIGN_OR_RETURN(sockaddr_un staging_addr, AddressOf(staging));
+  (void)::unlink(staging.c_str());  // left by a killed process of the same pid
   UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!fd.valid()) return Status::FromErrno(errno, "attach socket");
-  if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
-    return Status::FromErrno(errno, "binding attach socket " + options.socket_path);
+  if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&staging_addr), sizeof staging_addr) !=
+      0) {
+    return Status::FromErrno(errno, "binding attach socket " + staging);
   }
-  // Owner-only before listen: nobody can connect until the mode is set.
-  if (::chmod(options.socket_path.c_str(), S_IRUSR | S_IWUSR) != 0 || ::listen(fd.get(), 4) != 0) {
+  if (::chmod(staging.c_str(), S_IRUSR | S_IWUSR) != 0 || ::listen(fd.get(), 4) != 0 ||
+      ::rename(staging.c_str(), options.socket_path.c_str()) != 0) {
     const int err = errno;
-    ::unlink(options.socket_path.c_str());
+    ::unlink(staging.c_str());
     return Status::FromErrno(err, "attach socket " + options.socket_path);
   }
   if (!options.peer_uid) options.peer_uid = ::geteuid();
