@@ -31,6 +31,7 @@
 #include "attach/imported_planes.h"
 #include "store/tier/host_store.h"
 #include "store/transfer/gated_transfers.h"
+#include "store/transfer/plane_importer.h"
 
 namespace strata::attach {
 
@@ -50,8 +51,9 @@ struct AttachTargets {
   // The store its calls go to; null on a peer rank, whose runtime only
   // shares its planes.
   HostStore* store = nullptr;
-  // The planes this rank's transfers address (required).
-  ImportedPlanes* planes = nullptr;
+  // The planes this rank's transfers address (required): memfd host memory
+  // or CUDA VMM allocations (store/transfer/plane_importer.h).
+  PlaneImporter* planes = nullptr;
   // The transfers over `planes` when copies are issued by something other
   // than `store` (a peer's rank agent): opened when a runtime attaches, shut
   // on detach, and the planes released only once it has nothing in flight.
@@ -94,7 +96,7 @@ class AttachServer {
 
   AttachServerOptions options_;
   HostStore* store_;  // null: planes only
-  ImportedPlanes& planes_;
+  PlaneImporter& planes_;
   GatedTransfers* gate_;  // null: the store issues every copy
   UniqueFd listener_;
   std::unique_ptr<Session> session_;

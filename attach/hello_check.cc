@@ -73,6 +73,10 @@ Status CheckHello(const AttachHello& hello, size_t fd_count, const AttachExpecta
     if (!declared.ok()) return declared.status().WithContext("rank " + std::to_string(r));
     STRATA_RETURN_IF_ERROR(CheckRank(r, *declared, g.ranks[r]));
   }
+  if (hello.plane_handle != expected.plane_handle) {
+    return Differs("plane memory", PlaneHandleKindName(hello.plane_handle),
+                   PlaneHandleKindName(expected.plane_handle));
+  }
   if (fd_count != AllocationCount(hello)) {
     return Differs("shared-memory fds", fd_count,
                    fmt::format("{} (one per allocation)", AllocationCount(hello)));

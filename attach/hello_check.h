@@ -7,9 +7,10 @@
 #include <vector>
 
 #include "attach/client/attach_messages.h"
-#include "attach/imported_planes.h"
+#include "attach/client/unique_fd.h"
 #include "store/record/fingerprint.h"
 #include "store/record/geometry.h"
+#include "store/transfer/plane_importer.h"
 
 namespace strata::attach {
 
@@ -18,13 +19,15 @@ struct AttachExpectation {
   std::string model_identity;
   StateMode state_mode = StateMode::kOrdinary;
   CacheGeometry geometry;
+  PlaneHandleKind plane_handle = PlaneHandleKind::kMemfd;  // how its planes are shared
 };
 
 // Ok, or kInvalidArgument whose message names the first difference, in this
 // order: protocol version, model identity, state mode, page tokens, rank
 // count, then per rank its allocations (RankGeometryFromAllocations' checks),
 // row plane, page planes (names and unit bytes, by name), page and row
-// counts; finally the number of fds against the allocations.
+// counts; then how the planes are shared; finally the number of fds against
+// the allocations.
 Status CheckHello(const AttachHello& hello, size_t fd_count, const AttachExpectation& expected);
 
 // Which plane each of the Hello's fds backs. Requires CheckHello to pass.

@@ -17,29 +17,23 @@
 
 #include "attach/client/unique_fd.h"
 #include "store/transfer/host_planes.h"
+#include "store/transfer/plane_importer.h"
 
 namespace strata::attach {
 
-// Which plane of which rank an fd backs, in the Hello's order.
-struct PlaneFd {
-  uint32_t rank = 0;
-  std::optional<uint32_t> page_plane;  // nullopt: the row plane
-  int fd = -1;
-};
-
-class ImportedPlanes final : public HostAddressPlanes {
+class ImportedPlanes final : public HostAddressPlanes, public PlaneImporter {
  public:
   static Result<std::unique_ptr<ImportedPlanes>> Reserve(const CacheGeometry& geometry);
   ~ImportedPlanes() override;
   ImportedPlanes(const ImportedPlanes&) = delete;
   ImportedPlanes& operator=(const ImportedPlanes&) = delete;
 
-  // Maps every plane from `fds` (one per plane of every rank). Each fd must be
-  // at least the plane's bytes long. On error nothing stays mapped.
-  Status Import(std::span<const PlaneFd> fds);
-  // Unmaps the runtime's memory, leaving the empty reservations.
-  void Release();
-  bool imported() const { return imported_; }
+  // PlaneImporter (memfds).
+  const CacheGeometry& shared_geometry() const override { return geometry(); }
+  PlaneHandleKind handle_kind() const override { return PlaneHandleKind::kMemfd; }
+  Status Import(std::span<const PlaneFd> fds) override;
+  void Release() override;
+  bool imported() const override { return imported_; }
 
  private:
   struct Range {

@@ -150,6 +150,26 @@ class CudaDriver {
   Status ReleaseAllocation(CudaAllocationHandle handle) const;
   Status FreeAddress(uint64_t address, uint64_t bytes) const;
 
+  // Device memory shared between processes (an attached runtime's planes,
+  // docs/embedding.md): a VMM allocation on a device, exported by one process
+  // as a POSIX file descriptor, imported and mapped by another
+  // (cuda/driver_sharing.cc).
+  bool has_shareable_handles() const;
+  // The minimum granularity of such an allocation on device `ordinal`.
+  Result<uint64_t> DeviceGranularity(int ordinal) const;
+  // `bytes` (a multiple of DeviceGranularity) on device `ordinal`, exportable.
+  Result<CudaAllocationHandle> CreateShareableDeviceAllocation(int ordinal, uint64_t bytes) const;
+  // A new file descriptor for `handle`; the caller closes it.
+  Result<int> ExportToFd(CudaAllocationHandle handle) const;
+  // The allocation behind an exported descriptor (the fd stays the caller's);
+  // release it with ReleaseAllocation once mapped (the mapping keeps it).
+  Result<CudaAllocationHandle> ImportFromFd(int fd) const;
+  // The device ordinal an allocation lives on; kInvalidArgument when it is
+  // not device memory.
+  Result<int> AllocationDevice(CudaAllocationHandle handle) const;
+  // Read-write access from device `ordinal` only.
+  Status SetDeviceAccess(uint64_t address, uint64_t bytes, int ordinal) const;
+
   // Modules and kernel launches (the optional gather kernel).
   Result<CudaModule> LoadModule(const char* image) const;
   Status UnloadModule(CudaModule module) const;

@@ -65,6 +65,12 @@
   X(cuMemRelease, 10020)                  \
   X(cuMemAddressFree, 10020)
 
+// Device memory shared between processes (cuda/driver_sharing.cc).
+#define STRATA_CUDA_SHARING_ENTRY_POINTS(X) \
+  X(cuMemExportToShareableHandle, 10020)    \
+  X(cuMemImportFromShareableHandle, 10020)  \
+  X(cuMemGetAllocationPropertiesFromHandle, 10020)
+
 // Resolved only from a driver of at least kCudaBatchCopyDriverVersion: an
 // older driver would hand out its 12.8 variant, whose signature differs.
 #define STRATA_CUDA_BATCH_ENTRY_POINTS(X) \
@@ -79,6 +85,7 @@ struct CudaDriver::Api {
   int version = 0;
   STRATA_CUDA_REQUIRED_ENTRY_POINTS(STRATA_CUDA_FIELD)
   STRATA_CUDA_VMM_ENTRY_POINTS(STRATA_CUDA_FIELD)
+  STRATA_CUDA_SHARING_ENTRY_POINTS(STRATA_CUDA_FIELD)
   STRATA_CUDA_BATCH_ENTRY_POINTS(STRATA_CUDA_FIELD)
 };
 #undef STRATA_CUDA_FIELD

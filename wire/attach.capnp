@@ -40,6 +40,13 @@ enum StateMode {
 }
 
 # Runtime -> strata, first frame.
+# What each allocation's fd is: a memfd, or a CUDA VMM allocation exported
+# with cuMemExportToShareableHandle as a POSIX file descriptor.
+enum PlaneHandle {
+  memfd @0;
+  cudaVmmFd @1;
+}
+
 struct Hello {
   protocolVersion @0 :UInt32;
   runtimeId @1 :Text;          # the runtime's own name for itself (logs)
@@ -47,6 +54,7 @@ struct Hello {
   stateMode @3 :StateMode;
   pageTokens @4 :UInt32;
   ranks @5 :List(RankAllocations);
+  planeHandle @6 :PlaneHandle;
 }
 
 struct HelloAccept {

@@ -62,12 +62,13 @@ Result<std::unique_ptr<AttachClient>> AttachClient::Attach(
   hello.model_identity = identity.model_identity;
   hello.state_mode = identity.state_mode;
   hello.page_tokens = identity.page_tokens;
+  hello.plane_handle = identity.plane_handle;
   std::vector<int> fds;
   for (const auto& rank : ranks) {
     std::vector<SizedAllocation>& allocs = hello.ranks.emplace_back();
     for (const SharedAllocation& a : rank) {
       allocs.push_back(a.allocation);
-      fds.push_back(a.memfd);
+      fds.push_back(a.fd);
     }
   }
   // A refusal may come before the Hello is read (another uid): read the

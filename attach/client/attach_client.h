@@ -27,11 +27,13 @@ struct AttachOptions {
   std::chrono::milliseconds send_bound{std::chrono::seconds(5)};    // one socket write
 };
 
-// One allocation the runtime shares: its sizing and the memfd holding it
-// (at least unit_bytes * count bytes; the caller keeps the fd).
+// One allocation the runtime shares: its sizing and the fd holding it (at
+// least unit_bytes * count bytes; the caller keeps the fd): a memfd, or a CUDA
+// VMM allocation exported as a POSIX file descriptor (AttachIdentity's
+// plane_handle says which, for every allocation).
 struct SharedAllocation {
   SizedAllocation allocation;
-  int memfd = -1;
+  int fd = -1;
 };
 
 struct AttachIdentity {
@@ -39,6 +41,9 @@ struct AttachIdentity {
   std::string model_identity;  // must be the rank's
   StateMode state_mode = StateMode::kOrdinary;
   uint32_t page_tokens = 0;
+  // How the allocations are shared: memfd host memory, or (a rank serving
+  // planes on a GPU) CUDA VMM allocations on that GPU.
+  PlaneHandleKind plane_handle = PlaneHandleKind::kMemfd;
 };
 
 // A result the runtime polls: the answer to a Lookup or a Store, or a store

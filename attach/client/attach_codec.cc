@@ -65,6 +65,7 @@ Status Put(s::Envelope::Builder env, const AttachHello& m) {
   out.setModelIdentity(AsText(m.model_identity));
   out.setStateMode(static_cast<s::StateMode>(m.state_mode));
   out.setPageTokens(m.page_tokens);
+  out.setPlaneHandle(static_cast<s::PlaneHandle>(m.plane_handle));
   auto ranks = out.initRanks(static_cast<unsigned>(m.ranks.size()));
   for (unsigned r = 0; r < ranks.size(); ++r) {
     const auto& allocs = m.ranks[r];
@@ -245,6 +246,9 @@ Result<AttachMessage> GetHello(s::Hello::Reader in) {
       m.state_mode,
       (GetEnum<StateMode>(in.getStateMode(), s::StateMode::COPY_SPECULATION, "Hello.state_mode")));
   m.page_tokens = in.getPageTokens();
+  STRATA_ASSIGN_OR_RETURN(
+      m.plane_handle, (GetEnum<PlaneHandleKind>(in.getPlaneHandle(), s::PlaneHandle::CUDA_VMM_FD,
+                                                "Hello.plane_handle")));
   auto ranks = in.getRanks();
   STRATA_RETURN_IF_ERROR(CheckCount(ranks.size(), kAttachRanksMax, "Hello.ranks"));
   for (auto rank : ranks) {

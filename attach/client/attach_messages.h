@@ -16,6 +16,7 @@
 #include "store/record/fingerprint.h"
 #include "store/record/geometry.h"
 #include "store/tier/host_store.h"
+#include "store/transfer/plane_importer.h"
 
 namespace strata::attach {
 
@@ -37,7 +38,8 @@ struct AttachHello {
   std::string model_identity;
   StateMode state_mode = StateMode::kOrdinary;
   uint32_t page_tokens = 0;
-  std::vector<std::vector<SizedAllocation>> ranks;  // [rank] -> allocations
+  std::vector<std::vector<SizedAllocation>> ranks;         // [rank] -> allocations
+  PlaneHandleKind plane_handle = PlaneHandleKind::kMemfd;  // what every fd is
 };
 
 struct HelloAccept {

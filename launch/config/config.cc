@@ -386,11 +386,6 @@ Status ValidateConfig(const RankConfig& c) {
                                    " with cluster.single_process (one process holds every "
                                    "rank, so its rank is 0)");
   }
-  if (c.attach.socket && !c.runtime.gpus.empty()) {
-    return Status::InvalidArgument(
-        "attach.socket: an attached runtime shares host memory (memfd) planes; runtime.gpus "
-        "must be \"none\"");
-  }
   if (!cl.single_process && cl.world_size > 1 && c.prefix_cache.memory_bytes != 0) {
     return Status::InvalidArgument(
         "prefix_cache.memory: " + FormatSize(c.prefix_cache.memory_bytes) +

@@ -28,15 +28,17 @@ std::unique_ptr<attach::AttachServer> ListenFor(const RankConfig& config,
   options.socket_path = *config.attach.socket;
   options.expected = {.model_identity = RankModelIdentity(config),
                       .state_mode = StateMode::kOrdinary,
-                      .geometry = targets.planes->geometry()};
+                      .geometry = targets.planes->shared_geometry(),
+                      .plane_handle = targets.planes->handle_kind()};
   Result<std::unique_ptr<attach::AttachServer>> server =
       attach::AttachServer::Listen(options, targets);
   if (!server.ok()) {
     spdlog::error("attach.socket: {}", server.status().ToString());
     return nullptr;
   }
-  spdlog::info("serving the runtime of rank {} at {} (model \"{}\", {})", config.cluster.rank,
-               options.socket_path, options.expected.model_identity, role);
+  spdlog::info("serving the runtime of rank {} at {} (model \"{}\", {}, planes as {})",
+               config.cluster.rank, options.socket_path, options.expected.model_identity, role,
+               PlaneHandleKindName(options.expected.plane_handle));
   return std::move(*server);
 }
 
@@ -44,7 +46,7 @@ std::unique_ptr<attach::AttachServer> ListenFor(const RankConfig& config,
 
 int ServeAttach(RuntimeDriver& driver, const RankConfig& config, const StopRequest& stop,
                 const PublishSnapshot& publish) {
-  attach::ImportedPlanes* planes = driver.attach_planes();
+  PlaneImporter* planes = driver.attach_planes();
   if (driver.store() == nullptr || planes == nullptr) {
     spdlog::error("attach.socket: no store to serve (configure prefix_cache.memory or .disk)");
     return 1;

@@ -18,6 +18,7 @@
 #include "coordinator/rendezvous/tcp_rendezvous.h"
 #include "launch/presets.h"
 #include "launch/rank/multi_process_stores.h"
+#include "launch/runtime/attach_planes.h"
 #include "launch/runtime/process_planes.h"
 #include "launch/runtime/runtime_service.h"
 #include "launch/runtime/service_guard.h"
@@ -119,7 +120,7 @@ class RankZeroStores final : public RuntimeDriver {
     STRATA_ASSIGN_OR_RETURN(tls_, LinkTls(config));
     world_ = cl.world_size;
     if (config.attach.socket) {
-      STRATA_ASSIGN_OR_RETURN(imported_, attach::ImportedPlanes::Reserve(me.own));
+      STRATA_ASSIGN_OR_RETURN(attached_, AttachPlanes::Open(me.own, config.runtime.gpus));
     } else {
       STRATA_ASSIGN_OR_RETURN(planes_, ProcessPlanes::Open(me.own, config.runtime.gpus));
     }
@@ -137,7 +138,7 @@ class RankZeroStores final : public RuntimeDriver {
     o.identity = me.identity;
     o.disk.base_dir = *config.prefix_cache.disk_dir;
     o.disk.durability = config.prefix_cache.durability;
-    o.disk.registrar = planes_ ? planes_->registrar() : nullptr;
+    o.disk.registrar = planes_ ? planes_->registrar() : attached_->registrar();
     o.disk_limit_bytes = me.disk_limit;
     o.store.max_age_ms = config.prefix_cache.max_age
                              ? static_cast<uint64_t>(config.prefix_cache.max_age->count())
@@ -150,11 +151,11 @@ class RankZeroStores final : public RuntimeDriver {
     o.link.liveness = RecordLinkLiveness(cl);
     o.store.latencies = latencies_;
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> t,
-                            imported_ ? MakeHostTransfers(*imported_) : planes_->MakeTransfers());
+                            attached_ ? attached_->MakeTransfers() : planes_->MakeTransfers());
     RecordingRendezvous recording(*rendezvous_);
     STRATA_ASSIGN_OR_RETURN(coordinator_,
                             Coordinator::Start(std::move(o), recording, std::move(t)));
-    if (!imported_) {
+    if (!attached_) {
       std::vector<std::string> services;
       for (const RendezvousPeer& p : recording.table().peers) {
         STRATA_ASSIGN_OR_RETURN(uint16_t port, ServicePort(config, p.rank.value));
@@ -176,7 +177,7 @@ class RankZeroStores final : public RuntimeDriver {
   HostStore* store() override { return coordinator_ ? &coordinator_->store() : nullptr; }
   // Only without attach.socket (with it the attached runtime runs instead).
   SyntheticRuntime& runtime() override { return *runtime_; }
-  attach::ImportedPlanes* attach_planes() override { return imported_.get(); }
+  PlaneImporter* attach_planes() override { return attached_ ? &attached_->importer() : nullptr; }
   std::string Summary() const override { return summary_; }
   std::string LinkSecurity() const override { return LinkSecurityOf(tls_); }
 
@@ -235,7 +236,7 @@ class RankZeroStores final : public RuntimeDriver {
       // Copies may still run on rank zero: keep what they could touch alive.
       (void)coordinator_.release();
       (void)planes_.release();
-      (void)imported_.release();
+      (void)attached_.release();
       return s;
     }
     coordinator_.reset();
@@ -244,13 +245,13 @@ class RankZeroStores final : public RuntimeDriver {
 
  private:
   std::string DescribePlanes() const {
-    return imported_ ? "planes shared by an attached runtime (memfd)" : planes_->Describe();
+    return attached_ ? attached_->Describe() : planes_->Describe();
   }
 
   std::shared_ptr<const wire::TlsContext> tls_;  // null: plaintext
   uint32_t world_ = 0;
-  std::unique_ptr<ProcessPlanes> planes_;             // without attach.socket
-  std::unique_ptr<attach::ImportedPlanes> imported_;  // with attach.socket
+  std::unique_ptr<ProcessPlanes> planes_;   // without attach.socket
+  std::unique_ptr<AttachPlanes> attached_;  // with attach.socket
   std::unique_ptr<TcpRendezvousServer> rendezvous_;
   std::unique_ptr<Coordinator> coordinator_;
   std::unique_ptr<RemotePlanes> remote_;
@@ -270,7 +271,7 @@ class PeerStores final : public PeerRank {
     STRATA_ASSIGN_OR_RETURN(tls_, LinkTls(config));
     const bool attached = config.attach.socket.has_value();
     if (attached) {
-      STRATA_ASSIGN_OR_RETURN(imported_, attach::ImportedPlanes::Reserve(me.own));
+      STRATA_ASSIGN_OR_RETURN(attached_, AttachPlanes::Open(me.own, config.runtime.gpus));
     } else {
       STRATA_ASSIGN_OR_RETURN(planes_, ProcessPlanes::Open(me.own, config.runtime.gpus));
     }
@@ -287,7 +288,7 @@ class PeerStores final : public PeerRank {
     o.identity = me.identity;
     o.disk.base_dir = *config.prefix_cache.disk_dir;
     o.disk.durability = config.prefix_cache.durability;
-    o.disk.registrar = planes_ ? planes_->registrar() : nullptr;
+    o.disk.registrar = planes_ ? planes_->registrar() : attached_->registrar();
     o.disk_limit_bytes = me.disk_limit;
     o.join_timeout = cl.connect_timeout;
     o.link.tls = tls_;
@@ -307,8 +308,8 @@ class PeerStores final : public PeerRank {
     };
     std::unique_ptr<Transfers> t;
     if (attached) {
-      STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> host, MakeHostTransfers(*imported_));
-      auto gated = std::make_unique<GatedTransfers>(std::move(host));
+      STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> inner, attached_->MakeTransfers());
+      auto gated = std::make_unique<GatedTransfers>(std::move(inner));
       gate_ = gated.get();
       t = std::move(gated);
       service_up_.set_value(Status::Ok());  // no runtime service: the runtime attaches
@@ -325,8 +326,7 @@ class PeerStores final : public PeerRank {
       summary_ = "rank agent " + std::to_string(cl.rank) + " of " + std::to_string(cl.world_size) +
                  ", record directory " + agent_->record_dir() + ", limit " +
                  std::to_string(me.disk_limit >> 20) + " MiB, joining rank zero through " +
-                 HostPort(cl.master_addr, cl.master_port) +
-                 ", planes shared by an attached runtime (memfd)";
+                 HostPort(cl.master_addr, cl.master_port) + ", " + attached_->Describe();
       return Status::Ok();
     }
     // Every `strata rank` workload drives the synthetic runtime on rank zero,
@@ -353,7 +353,7 @@ class PeerStores final : public PeerRank {
   HostStore* store() override { return nullptr; }
   std::string Summary() const override { return summary_; }
   std::string LinkSecurity() const override { return LinkSecurityOf(tls_); }
-  attach::ImportedPlanes* attach_planes() override { return imported_.get(); }
+  PlaneImporter* attach_planes() override { return attached_ ? &attached_->importer() : nullptr; }
   GatedTransfers* attach_gate() override { return gate_; }
 
   std::vector<PeerLinkStats> PeerLinks() const override {
@@ -405,13 +405,13 @@ class PeerStores final : public PeerRank {
   void KeepMemory() {
     LeakOnPurpose(std::move(agent_));
     LeakOnPurpose(std::move(planes_));
-    LeakOnPurpose(std::move(imported_));
+    LeakOnPurpose(std::move(attached_));
   }
 
-  std::shared_ptr<const wire::TlsContext> tls_;       // null: plaintext
-  std::unique_ptr<ProcessPlanes> planes_;             // without attach.socket
-  std::unique_ptr<attach::ImportedPlanes> imported_;  // with attach.socket
-  GatedTransfers* gate_ = nullptr;                    // owned by agent_; with attach.socket
+  std::shared_ptr<const wire::TlsContext> tls_;  // null: plaintext
+  std::unique_ptr<ProcessPlanes> planes_;        // without attach.socket
+  std::unique_ptr<AttachPlanes> attached_;       // with attach.socket
+  GatedTransfers* gate_ = nullptr;               // owned by agent_; with attach.socket
   std::unique_ptr<TcpRendezvousClient> client_;
   std::promise<Status> service_up_;
   std::unique_ptr<RankAgent> agent_;

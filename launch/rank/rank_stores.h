@@ -19,7 +19,6 @@
 #include <variant>
 #include <vector>
 
-#include "attach/imported_planes.h"
 #include "launch/config/config.h"
 #include "launch/ops/ops_snapshot.h"
 #include "launch/runtime/qualification.h"
@@ -27,6 +26,7 @@
 #include "store/tier/disk_store.h"
 #include "store/tier/host_store.h"
 #include "store/transfer/gated_transfers.h"
+#include "store/transfer/plane_importer.h"
 
 namespace strata {
 
@@ -46,7 +46,7 @@ class RankServices {
   virtual Status Close() = 0;
   // With attach.socket: the planes this rank's copies address, mapped from
   // its attached runtime's memory; null otherwise.
-  virtual attach::ImportedPlanes* attach_planes() { return nullptr; }
+  virtual PlaneImporter* attach_planes() { return nullptr; }
 
   // Disk operation latencies by kind ("store", "fetch", "truncate",
   // "unlink"), start to completion on every rank, for /metrics.

@@ -3,6 +3,7 @@
 #include "launch/rank/single_process_stores.h"
 
 #include "launch/presets.h"
+#include "launch/runtime/attach_planes.h"
 #include "launch/runtime/process_planes.h"
 #include "launch/runtime/runtime_service.h"
 #include "store/tier/composite/composite_store.h"
@@ -37,7 +38,7 @@ class SingleProcessStores final : public RuntimeDriver {
                                                       config.runtime.pages, config.runtime.rows));
     STRATA_ASSIGN_OR_RETURN(planes_, ProcessPlanes::Open(geometry_, config.runtime.gpus));
     if (config.attach.socket) {
-      STRATA_ASSIGN_OR_RETURN(imported_, attach::ImportedPlanes::Reserve(geometry_));
+      STRATA_ASSIGN_OR_RETURN(attached_, AttachPlanes::Open(geometry_, config.runtime.gpus));
     }
     STRATA_RETURN_IF_ERROR(OpenStore());
     summary_ += ", " + std::to_string(ranks) + " rank(s) in this process, " + planes_->Describe();
@@ -50,7 +51,7 @@ class SingleProcessStores final : public RuntimeDriver {
   SyntheticRuntime& runtime() override { return *runtimes_.back(); }
   std::string Summary() const override { return summary_; }
   bool has_memory_and_disk() const override { return composite_ != nullptr; }
-  attach::ImportedPlanes* attach_planes() override { return imported_.get(); }
+  PlaneImporter* attach_planes() override { return attached_ ? &attached_->importer() : nullptr; }
 
   Qualification MakeQualification() override {
     RecordListings listings = [this]() -> Result<std::vector<std::vector<std::string>>> {
@@ -129,7 +130,7 @@ class SingleProcessStores final : public RuntimeDriver {
       (void)composite_.release();
       (void)local_.release();
       (void)planes_.release();
-      (void)imported_.release();
+      (void)attached_.release();
       return s;
     }
     memory_.reset();
@@ -158,7 +159,7 @@ class SingleProcessStores final : public RuntimeDriver {
   // Transfers over the attached runtime's planes with attach.socket, over
   // the synthetic runtime's otherwise.
   Result<std::unique_ptr<Transfers>> MakeTransfers() {
-    if (imported_) return MakeHostTransfers(*imported_);
+    if (attached_) return attached_->MakeTransfers();
     return planes_->MakeTransfers();
   }
 
@@ -236,7 +237,7 @@ class SingleProcessStores final : public RuntimeDriver {
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   CacheGeometry geometry_;
   std::unique_ptr<ProcessPlanes> planes_;
-  std::unique_ptr<attach::ImportedPlanes> imported_;  // with attach.socket only
+  std::unique_ptr<AttachPlanes> attached_;  // with attach.socket only
   std::unique_ptr<LocalDisk> local_;
   std::unique_ptr<MemoryStore> memory_;
   std::unique_ptr<DiskStore> disk_;

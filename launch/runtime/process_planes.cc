@@ -25,25 +25,10 @@ class CudaProcessPlanes final : public ProcessPlanes {
  public:
   Status Open(const CacheGeometry& geometry, const std::vector<int>& gpus) {
     STRATA_ASSIGN_OR_RETURN(driver_, CudaDriver::Load());
-    STRATA_ASSIGN_OR_RETURN(int devices, driver_->DeviceCount());
-    std::vector<int> ordinals;
-    for (uint32_t r = 0; r < geometry.rank_count(); ++r) {
-      const int ordinal = gpus[r % gpus.size()];
-      if (ordinal >= devices) {
-        return Status::InvalidArgument("runtime.gpus: device " + std::to_string(ordinal) +
-                                       " does not exist (" + std::to_string(devices) +
-                                       " CUDA devices)");
-      }
-      ordinals.push_back(ordinal);
-    }
+    STRATA_ASSIGN_OR_RETURN(std::vector<int> ordinals, RankDevices(*driver_, geometry, gpus));
     STRATA_ASSIGN_OR_RETURN(planes_, CudaPlanes::Create(driver_, geometry, ordinals));
     STRATA_ASSIGN_OR_RETURN(registrar_, CudaHostRegistrar::Create(driver_, ordinals.front()));
-    describe_ = "planes in GPU memory:";
-    for (size_t r = 0; r < ordinals.size(); ++r) {
-      Result<std::string> name = driver_->DeviceName(ordinals[r]);
-      describe_ += (r == 0 ? " " : ", ") + std::string("rank ") + std::to_string(r) + " on GPU " +
-                   std::to_string(ordinals[r]) + " (" + (name.ok() ? *name : "?") + ")";
-    }
+    describe_ = "planes in GPU memory: " + DescribeDevices(*driver_, ordinals);
     return Status::Ok();
   }
 
@@ -62,6 +47,32 @@ class CudaProcessPlanes final : public ProcessPlanes {
 };
 
 }  // namespace
+
+Result<std::vector<int>> RankDevices(const CudaDriver& driver, const CacheGeometry& geometry,
+                                     const std::vector<int>& gpus) {
+  STRATA_ASSIGN_OR_RETURN(int devices, driver.DeviceCount());
+  std::vector<int> ordinals;
+  for (uint32_t r = 0; r < geometry.rank_count(); ++r) {
+    const int ordinal = gpus[r % gpus.size()];
+    if (ordinal >= devices) {
+      return Status::InvalidArgument("runtime.gpus: device " + std::to_string(ordinal) +
+                                     " does not exist (" + std::to_string(devices) +
+                                     " CUDA devices)");
+    }
+    ordinals.push_back(ordinal);
+  }
+  return ordinals;
+}
+
+std::string DescribeDevices(const CudaDriver& driver, const std::vector<int>& ordinals) {
+  std::string out;
+  for (size_t r = 0; r < ordinals.size(); ++r) {
+    Result<std::string> name = driver.DeviceName(ordinals[r]);
+    out += (r == 0 ? "" : ", ") + std::string("rank ") + std::to_string(r) + " on GPU " +
+           std::to_string(ordinals[r]) + " (" + (name.ok() ? *name : "?") + ")";
+  }
+  return out;
+}
 
 Result<std::unique_ptr<ProcessPlanes>> ProcessPlanes::Open(const CacheGeometry& geometry,
                                                            const std::vector<int>& gpus) {

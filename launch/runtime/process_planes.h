@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda/driver_api.h"
 #include "store/transfer/device_planes.h"
 #include "store/transfer/slab_pool.h"
 #include "store/transfer/transfers.h"
@@ -33,5 +34,12 @@ class ProcessPlanes {
   // "host memory" or "GPU 0 (NVIDIA H200)", for the startup line.
   virtual std::string Describe() const = 0;
 };
+
+// The device of each rank of `geometry`: rank r on gpus[r % gpus.size()];
+// kInvalidArgument naming runtime.gpus when a device does not exist.
+Result<std::vector<int>> RankDevices(const CudaDriver& driver, const CacheGeometry& geometry,
+                                     const std::vector<int>& gpus);
+// "rank 0 on GPU 0 (NVIDIA H200), ..." for startup lines.
+std::string DescribeDevices(const CudaDriver& driver, const std::vector<int>& ordinals);
 
 }  // namespace strata

@@ -38,6 +38,9 @@ TEST(AttachHelloCheckTest, RefusesEachMismatchNamingIt) {
        "page tokens: the runtime declares 32, this rank serves 64"},
       {"ranks", [](AttachHello& h) { h.ranks.push_back(h.ranks[0]); },
        "rank count: the runtime declares 2, this rank serves 1"},
+      {"plane memory", [](AttachHello& h) { h.plane_handle = PlaneHandleKind::kCudaVmmFd; },
+       "plane memory: the runtime declares CUDA VMM allocations (POSIX file descriptors), this "
+       "rank serves memfd host memory"},
       {"row count", [](AttachHello& h) { h.ranks[0].back().count = 17; },
        "rank 0 row count: the runtime declares 17, this rank serves 16"},
       {"row unit", [](AttachHello& h) { h.ranks[0].back().unit_bytes = 4096; },

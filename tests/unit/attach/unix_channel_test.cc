@@ -24,7 +24,8 @@ TEST(AttachUnixChannelTest, HelloCarriesItsFdsAndTheyMapTheSameMemory) {
   auto region = *MemfdRegion::Create("plane", 10'000);
   region->data()[1234] = 0x5a;
   auto other = *MemfdRegion::Create("row", 5000);
-  const AttachHello hello = testing::HelloFor(testing::TinyGeometry());
+  AttachHello hello = testing::HelloFor(testing::TinyGeometry());
+  hello.plane_handle = PlaneHandleKind::kCudaVmmFd;  // travels as declared
   const int fds[] = {region->fd(), other->fd()};
   ASSERT_TRUE(a.Send(hello, fds).ok());
   Result<Received> got = b.Receive(5s);
@@ -39,6 +40,7 @@ TEST(AttachUnixChannelTest, HelloCarriesItsFdsAndTheyMapTheSameMemory) {
   EXPECT_EQ(h->ranks[0].size(), hello.ranks[0].size());
   EXPECT_EQ(h->ranks[0][0].name, hello.ranks[0][0].name);
   EXPECT_EQ(h->model_identity, hello.model_identity);
+  EXPECT_EQ(h->plane_handle, PlaneHandleKind::kCudaVmmFd);
 }
 
 TEST(AttachUnixChannelTest, FramesWithoutFdsFollowInOrderAndCarryNone) {

@@ -1,0 +1,114 @@
+// CudaDriver: device memory shared between processes through VMM handles
+// exported as POSIX file descriptors.
+#include <cstdint>
+
+#include "cuda/driver_api.h"
+#include "cuda/driver_table.h"
+
+namespace strata {
+
+#if STRATA_HAVE_CUDA_HEADERS
+
+namespace {
+
+CUmemAllocationProp ShareableDeviceProperties(int ordinal) {
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = ordinal;
+  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  return prop;
+}
+
+}  // namespace
+
+bool CudaDriver::has_shareable_handles() const {
+  return has_vmm() && api_->cuMemExportToShareableHandle_ != nullptr &&
+         api_->cuMemImportFromShareableHandle_ != nullptr &&
+         api_->cuMemGetAllocationPropertiesFromHandle_ != nullptr;
+}
+
+Result<uint64_t> CudaDriver::DeviceGranularity(int ordinal) const {
+  if (!has_vmm()) return Missing("cuMemGetAllocationGranularity");
+  CUmemAllocationProp prop = ShareableDeviceProperties(ordinal);
+  size_t granularity = 0;
+  STRATA_RETURN_IF_ERROR(Check(
+      api_->cuMemGetAllocationGranularity_(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
+      "cuMemGetAllocationGranularity"));
+  return static_cast<uint64_t>(granularity);
+}
+
+Result<CudaAllocationHandle> CudaDriver::CreateShareableDeviceAllocation(int ordinal,
+                                                                         uint64_t bytes) const {
+  if (!has_shareable_handles()) return Missing("cuMemExportToShareableHandle");
+  CUmemAllocationProp prop = ShareableDeviceProperties(ordinal);
+  CUmemGenericAllocationHandle handle = 0;
+  STRATA_RETURN_IF_ERROR(Check(api_->cuMemCreate_(&handle, bytes, &prop, 0), "cuMemCreate"));
+  return static_cast<CudaAllocationHandle>(handle);
+}
+
+Result<int> CudaDriver::ExportToFd(CudaAllocationHandle handle) const {
+  if (!has_shareable_handles()) return Missing("cuMemExportToShareableHandle");
+  int fd = -1;
+  STRATA_RETURN_IF_ERROR(Check(
+      api_->cuMemExportToShareableHandle_(&fd, handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+      "cuMemExportToShareableHandle"));
+  return fd;
+}
+
+Result<CudaAllocationHandle> CudaDriver::ImportFromFd(int fd) const {
+  if (!has_shareable_handles()) return Missing("cuMemImportFromShareableHandle");
+  CUmemGenericAllocationHandle handle = 0;
+  // The driver takes a POSIX descriptor passed by value in the pointer.
+  void* os_handle = reinterpret_cast<void*>(static_cast<intptr_t>(fd));
+  STRATA_RETURN_IF_ERROR(Check(api_->cuMemImportFromShareableHandle_(
+                                   &handle, os_handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+                               "cuMemImportFromShareableHandle"));
+  return static_cast<CudaAllocationHandle>(handle);
+}
+
+Result<int> CudaDriver::AllocationDevice(CudaAllocationHandle handle) const {
+  if (!has_shareable_handles()) return Missing("cuMemGetAllocationPropertiesFromHandle");
+  CUmemAllocationProp prop{};
+  STRATA_RETURN_IF_ERROR(Check(api_->cuMemGetAllocationPropertiesFromHandle_(&prop, handle),
+                               "cuMemGetAllocationPropertiesFromHandle"));
+  if (prop.location.type != CU_MEM_LOCATION_TYPE_DEVICE) {
+    return Status::InvalidArgument("the shared allocation is not device memory");
+  }
+  return prop.location.id;
+}
+
+Status CudaDriver::SetDeviceAccess(uint64_t address, uint64_t bytes, int ordinal) const {
+  if (!has_vmm()) return Missing("cuMemSetAccess");
+  CUmemAccessDesc access{};
+  access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  access.location.id = ordinal;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  return Check(api_->cuMemSetAccess_(address, bytes, &access, 1), "cuMemSetAccess");
+}
+
+#else  // !STRATA_HAVE_CUDA_HEADERS
+
+bool CudaDriver::has_shareable_handles() const { return false; }
+Result<uint64_t> CudaDriver::DeviceGranularity(int) const {
+  return Missing("cuMemGetAllocationGranularity");
+}
+Result<CudaAllocationHandle> CudaDriver::CreateShareableDeviceAllocation(int, uint64_t) const {
+  return Missing("cuMemCreate");
+}
+Result<int> CudaDriver::ExportToFd(CudaAllocationHandle) const {
+  return Missing("cuMemExportToShareableHandle");
+}
+Result<CudaAllocationHandle> CudaDriver::ImportFromFd(int) const {
+  return Missing("cuMemImportFromShareableHandle");
+}
+Result<int> CudaDriver::AllocationDevice(CudaAllocationHandle) const {
+  return Missing("cuMemGetAllocationPropertiesFromHandle");
+}
+Status CudaDriver::SetDeviceAccess(uint64_t, uint64_t, int) const {
+  return Missing("cuMemSetAccess");
+}
+
+#endif  // STRATA_HAVE_CUDA_HEADERS
+
+}  // namespace strata

@@ -1,0 +1,75 @@
+#include "launch/runtime/attach_planes.h"
+
+#include "attach/imported_planes.h"
+#include "cuda/cuda_registrar.h"
+#include "cuda/cuda_transfers.h"
+#include "cuda/imported_device_planes.h"
+#include "launch/runtime/process_planes.h"
+
+namespace strata {
+
+namespace {
+
+class HostAttachPlanes final : public AttachPlanes {
+ public:
+  explicit HostAttachPlanes(std::unique_ptr<attach::ImportedPlanes> planes)
+      : planes_(std::move(planes)) {}
+  PlaneImporter& importer() override { return *planes_; }
+  Result<std::unique_ptr<Transfers>> MakeTransfers() override {
+    return MakeHostTransfers(*planes_);
+  }
+  HostRegistrar* registrar() override { return nullptr; }
+  std::string Describe() const override {
+    return "planes shared by an attached runtime (memfd host memory)";
+  }
+
+ private:
+  std::unique_ptr<attach::ImportedPlanes> planes_;
+};
+
+class DeviceAttachPlanes final : public AttachPlanes {
+ public:
+  Status Open(const CacheGeometry& geometry, const std::vector<int>& gpus) {
+    STRATA_ASSIGN_OR_RETURN(driver_, CudaDriver::Load());
+    STRATA_ASSIGN_OR_RETURN(std::vector<int> ordinals, RankDevices(*driver_, geometry, gpus));
+    STRATA_ASSIGN_OR_RETURN(planes_, ImportedDevicePlanes::Reserve(driver_, geometry, ordinals));
+    STRATA_ASSIGN_OR_RETURN(registrar_, CudaHostRegistrar::Create(driver_, ordinals.front()));
+    describe_ = "planes shared by an attached runtime (CUDA VMM allocations on " +
+                DescribeDevices(*driver_, ordinals) + ")";
+    return Status::Ok();
+  }
+  PlaneImporter& importer() override { return *planes_; }
+  Result<std::unique_ptr<Transfers>> MakeTransfers() override {
+    std::vector<RankPlanes> planes;
+    for (uint32_t r = 0; r < planes_->geometry().rank_count(); ++r) {
+      planes.push_back(planes_->planes(r));
+    }
+    CudaTransfersOptions options;
+    options.device_ordinals = planes_->device_ordinals();
+    return MakeCudaTransfers(driver_, planes_->geometry(), std::move(planes), options);
+  }
+  HostRegistrar* registrar() override { return registrar_.get(); }
+  std::string Describe() const override { return describe_; }
+
+ private:
+  std::shared_ptr<const CudaDriver> driver_;
+  std::unique_ptr<ImportedDevicePlanes> planes_;
+  std::unique_ptr<CudaHostRegistrar> registrar_;
+  std::string describe_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<AttachPlanes>> AttachPlanes::Open(const CacheGeometry& geometry,
+                                                         const std::vector<int>& gpus) {
+  if (gpus.empty()) {
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<attach::ImportedPlanes> planes,
+                            attach::ImportedPlanes::Reserve(geometry));
+    return std::unique_ptr<AttachPlanes>(new HostAttachPlanes(std::move(planes)));
+  }
+  auto p = std::make_unique<DeviceAttachPlanes>();
+  STRATA_RETURN_IF_ERROR(p->Open(geometry, gpus).WithContext("runtime.gpus"));
+  return std::unique_ptr<AttachPlanes>(std::move(p));
+}
+
+}  // namespace strata

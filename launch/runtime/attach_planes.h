@@ -1,0 +1,36 @@
+// AttachPlanes for `strata rank --attach-socket`: the planes an attached
+// runtime shares with this process's ranks (docs/embedding.md) — memfd host
+// memory when runtime.gpus is none, CUDA VMM allocations on each rank's GPU
+// otherwise — with the Transfers over them and the registrar that pins the
+// store's slabs for those devices. The counterpart of ProcessPlanes, whose
+// planes the synthetic runtime owns.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "store/transfer/plane_importer.h"
+#include "store/transfer/slab_pool.h"
+#include "store/transfer/transfers.h"
+
+namespace strata {
+
+class AttachPlanes {
+ public:
+  // `gpus` as ProcessPlanes::Open takes them: empty for host memory.
+  static Result<std::unique_ptr<AttachPlanes>> Open(const CacheGeometry& geometry,
+                                                    const std::vector<int>& gpus);
+  virtual ~AttachPlanes() = default;
+
+  // What the attach server maps a runtime's memory into.
+  virtual PlaneImporter& importer() = 0;
+  // New transfer threads over the planes; the planes must outlive them.
+  virtual Result<std::unique_ptr<Transfers>> MakeTransfers() = 0;
+  // Pins slab pools for the devices, or null for host memory.
+  virtual HostRegistrar* registrar() = 0;
+  // For the startup line.
+  virtual std::string Describe() const = 0;
+};
+
+}  // namespace strata
