@@ -9,7 +9,7 @@ namespace {
 
 using std::chrono::milliseconds;
 
-Status Set(std::string_view key, ConfigValue value, RankConfig* c) {
+Status Set(std::string_view key, const ConfigValue& value, RankConfig* c) {
   const ConfigKey* k = FindConfigKey(key);
   EXPECT_NE(k, nullptr) << key;
   return SetConfigValue(*k, value, key, c);
