@@ -34,6 +34,16 @@ Result<milliseconds> AsDuration(const ConfigValue& value) {
                                  std::string(kDurationExamples) + ")");
 }
 
+// A duration, or 0 ("0", 0 or "off"): the feature is off.
+Result<milliseconds> AsDurationOrOff(const ConfigValue& value) {
+  const auto* s = std::get_if<std::string>(&value);
+  const auto* i = std::get_if<int64_t>(&value);
+  if ((s != nullptr && (*s == "0" || *s == "off")) || (i != nullptr && *i == 0)) {
+    return milliseconds(0);
+  }
+  return AsDuration(value);
+}
+
 Result<uint64_t> AsWhole(const ConfigValue& value, uint64_t min, uint64_t max) {
   const std::string range = std::to_string(min) + ".." + std::to_string(max);
   std::optional<uint64_t> n;
@@ -289,6 +299,11 @@ std::vector<ConfigKey> MakeKeys() {
       {"metrics.port", "--metrics-port", "a port, 0..65535 (0: ephemeral); plus local_rank", "9470",
        [](const ConfigValue& v, RankConfig* c) {
          STRATA_SET(c->metrics.port, AsWhole(v, 0, kPortMax));
+       }},
+      {"metrics.linger_after_failure", "--metrics-linger-after-failure",
+       "0 or \"off\", or a positive duration (500ms, 90s, 2m, 1h, bare seconds)", "30s",
+       [](const ConfigValue& v, RankConfig* c) {
+         STRATA_SET(c->metrics.linger_after_failure, AsDurationOrOff(v));
        }},
       {"log.level", "--log-level", "trace, debug, info, warn, error or off", "info",
        [](const ConfigValue& v, RankConfig* c) {

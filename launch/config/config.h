@@ -113,6 +113,11 @@ struct MetricsConfig {
   // port: base port; a rank serves on port + local_rank (EffectiveMetricsPort).
   // 0: an ephemeral port, printed on the startup line. Default 9470.
   uint16_t port = 9470;
+  // linger_after_failure: after a failed shutdown drain, the endpoint keeps
+  // serving (strata_drain_failed 1, /healthz 503) this long before the rank
+  // exits 1, so a scrape sees the failure; a signal ends it early. 0: exit at
+  // once. Never delays a clean exit. Default 30s (two scrapes at 15 s).
+  std::chrono::milliseconds linger_after_failure{std::chrono::seconds(30)};
 };
 
 enum class LogLevel : unsigned char { kTrace, kDebug, kInfo, kWarn, kError, kOff };

@@ -244,6 +244,10 @@ std::string RenderMetrics(const OpsSnapshot& snapshot, const Health& health) {
   w.Family("strata_healthy", Kind::kGauge,
            "1 when /healthz answers 200 at this scrape, else 0 (/healthz says why).");
   w.Sample("strata_healthy", "", health.ok ? 1 : 0);
+  w.Family("strata_drain_failed", Kind::kGauge,
+           "1 once the drain at shutdown failed (the rank exits 1 after "
+           "metrics.linger_after_failure), else 0.");
+  w.Sample("strata_drain_failed", "", snapshot.drain_failure.empty() ? 0 : 1);
   w.Family("strata_disk_limit_configured_bytes", Kind::kGauge,
            "The disk tier's limit as configured, before the filesystem lowered it.");
   w.Sample("strata_disk_limit_configured_bytes", "", snapshot.disk_limit_configured_bytes);

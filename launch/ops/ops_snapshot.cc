@@ -13,6 +13,15 @@ std::shared_ptr<const OpsSnapshot> SnapshotPublisher::Latest() const {
   return latest_;
 }
 
+OpsSnapshot DrainFailedSnapshot(const OpsSnapshot* last, const Status& drain,
+                                std::chrono::steady_clock::time_point now) {
+  OpsSnapshot s = last != nullptr ? *last : OpsSnapshot{};
+  s.drain_failure = drain.ToString();
+  s.unhealthy_reason = "the drain at shutdown failed: " + s.drain_failure;
+  s.taken_at = now;
+  return s;
+}
+
 Health EvaluateHealth(const OpsSnapshot* snapshot, std::chrono::steady_clock::time_point now,
                       std::chrono::milliseconds stale_after) {
   if (snapshot == nullptr) return {.ok = false, .reason = "starting: no state published yet"};

@@ -13,6 +13,7 @@
 #include "store/base/ids.h"
 #include "store/base/latency_histogram.h"
 #include "store/base/mutex.h"
+#include "store/base/status.h"
 #include "store/tier/store_stats.h"
 
 namespace strata {
@@ -47,6 +48,9 @@ struct OpsSnapshot {
   // Empty when the owner considers this rank healthy; otherwise why not
   // (a stopped transport, a failed link, draining).
   std::string unhealthy_reason;
+  // Empty unless the drain at shutdown failed; then why (strata_drain_failed
+  // is 1). Set only on the rank's final snapshot (DrainFailedSnapshot).
+  std::string drain_failure;
   // When the owner took the snapshot (its steady clock).
   std::chrono::steady_clock::time_point taken_at;
 };
@@ -63,6 +67,14 @@ class SnapshotPublisher {
   mutable Mutex mu_;
   std::shared_ptr<const OpsSnapshot> latest_ GUARDED_BY(mu_);
 };
+
+// Pure: `last` (the newest snapshot, or null when none was published) marked
+// as the final one of a rank whose drain at shutdown failed with `drain`:
+// drain_failure and unhealthy_reason say so, taken_at is `now`, and every
+// other field is `last`'s (the store's live state is not read after a failed
+// Close).
+OpsSnapshot DrainFailedSnapshot(const OpsSnapshot* last, const Status& drain,
+                                std::chrono::steady_clock::time_point now);
 
 struct Health {
   bool ok = false;

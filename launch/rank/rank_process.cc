@@ -2,6 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <chrono>
+#include <thread>
+
 #include "launch/ops/http_endpoint.h"
 #include "launch/ops/ops_snapshot.h"
 #include "launch/presets.h"
@@ -48,6 +51,26 @@ int RunWorkload(const RankConfig& config, const RankRole& role, const RankRunOpt
     }
   }
   return 1;
+}
+
+// After a failed drain: keeps the endpoint (already serving the final
+// snapshot) up for `linger` so a scrape sees strata_drain_failed. A stop
+// not yet requested ends it when the first signal comes; once one was (the
+// usual way to a drain), StopOnSignals exits the process at once (130) on
+// the next signal, so the plain bounded wait below is never longer than the
+// operator wants.
+void LingerAfterFailure(std::chrono::milliseconds linger, const StopRequest& stop) {
+  if (linger.count() == 0) return;
+  spdlog::info(
+      "serving the metrics endpoint {} ms more so a scrape sees the failed drain "
+      "(metrics.linger_after_failure; a signal ends it)",
+      linger.count());
+  const auto deadline = std::chrono::steady_clock::now() + linger;
+  if (!stop.requested()) {
+    (void)stop.WaitUntil(deadline);
+    return;
+  }
+  std::this_thread::sleep_until(deadline);
 }
 
 }  // namespace
@@ -118,9 +141,13 @@ int RunRank(const LoadedConfig& loaded, const RankRunOptions& run) {
   const int exit_code = RunWorkload(config, *opened, run, qualify, stop, publish);
 
   spdlog::info("stopping: draining the store");
+  publish();  // the last live state: the store is not read after a failed Close
   Status closed = services.Close();
   if (!closed.ok()) {
     spdlog::error("drain did not complete: {}", closed.ToString());
+    publisher.Publish(
+        DrainFailedSnapshot(publisher.Latest().get(), closed, std::chrono::steady_clock::now()));
+    LingerAfterFailure(config.metrics.linger_after_failure, stop);
     return exit_code == 0 ? 1 : exit_code;
   }
   spdlog::info("stopped cleanly");

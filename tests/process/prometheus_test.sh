@@ -8,18 +8,25 @@
 # 1. `promtool check rules` on the shipped rules
 #    (launch/examples/prometheus/strata-alerts.yml), `promtool check config`
 #    on the shipped configurations; prometheus.yml is render-config.sh's output.
-# 2. A 2-rank cluster serving its synthetic load, rank zero with a disk limit
-#    larger than its filesystem holds (so the startup check lowers it), and a
-#    Prometheus on loopback scraping both ranks every second with the shipped
-#    rules, their `for:` durations rewritten to 0s (the expressions are the
-#    shipped ones).
+# 2. A 2-rank cluster serving its synthetic load and a Prometheus on loopback
+#    scraping both ranks every second with the shipped rules, their `for:`
+#    durations rewritten to 0s (the expressions are the shipped ones). Rank
+#    zero runs in an unprivileged user and mount namespace (`unshare -r -m`;
+#    not permitted, the test fails saying so) with a small tmpfs at its
+#    record directory and a disk limit far above it (so the startup check
+#    lowers it), and lingers after a failed drain.
 # 3. Every alert evaluates without error and every metric it reads returns
 #    series; StrataDiskLimitLowered fires, and the fault alerts do not yet.
 # 4. Each rank's /metrics text passes `promtool check metrics`.
 # 5. Every record file is damaged: StrataFetchChecksumFailures fires.
-# 6. Rank 1 is SIGKILLed: StrataPeerLinkLost, StrataRankDown and
+# 6. A filler file written through /proc/PID/root fills rank zero's tmpfs, so
+#    its next record writes fail with ENOSPC: StrataFilesystemFull fires.
+# 7. Rank 1 is SIGKILLed: StrataPeerLinkLost, StrataRankDown and
 #    StrataRankUnhealthy fire.
-# 7. Every expression of launch/examples/grafana/strata.json returns series.
+# 8. Every expression of launch/examples/grafana/strata.json returns series.
+# 9. Rank zero is SIGTERMed with its peer gone: its drain fails, it answers
+#    /healthz 503 naming the failed drain, StrataDrainFailed fires, and a
+#    second SIGTERM ends its linger at once (exit 130).
 #
 # Every wait is bounded; on failure the ranks' and Prometheus's logs are printed.
 set -euo pipefail
@@ -29,17 +36,20 @@ EXAMPLES=$HERE/../../launch/examples
 # shellcheck source=tests/process/rank_cluster_lib.sh
 source "$HERE/rank_cluster_lib.sh"
 
-SHIPPED_ALERTS=10  # alerting rules in strata-alerts.yml
+SHIPPED_ALERTS=11  # alerting rules in strata-alerts.yml
 PROM_PORT=$((BASE + 20))
 PROM=http://127.0.0.1:$PROM_PORT
-for tool in prometheus promtool; do
+RANK0_FS_SIZE=64m  # rank zero's tmpfs
+for tool in prometheus promtool unshare; do
   command -v "$tool" >/dev/null || fail "$tool is not installed (launch/bootstrap.sh installs Debian's prometheus)"
 done
+unshare -r -m true 2>"$DIR/unshare.err" ||
+  fail "unshare -r -m is not permitted here ($(cat "$DIR/unshare.err")): the filesystem-full check needs an unprivileged user and mount namespace (sysctl kernel.unprivileged_userns_clone=1, or a container that allows unshare)"
 
 check() { python3 "$HERE/prom_check.py" "$PROM" "$@"; }
 
 wait_for() {  # seconds description command...: polls every 0.2 s until the command succeeds
-  local deadline=$((SECONDS + $1)) what=$2
+  local bound=$1 deadline=$((SECONDS + $1)) what=$2
   shift 2
   while ((SECONDS < deadline)); do
     "$@" >/dev/null 2>&1 && return 0
@@ -64,13 +74,23 @@ prometheus --config.file="$DIR/prometheus.yml" --storage.tsdb.path="$DIR/tsdb" \
 PIDS+=($!)
 
 start_rank 1 2 serve
-DISK_LIMIT=1024TiB start_rank 0 2 serve  # far above what the filesystem holds
+# Rank zero mounts its own tmpfs over its record directory (it exits with
+# the namespace); the test reaches it through /proc/PID/root.
+mkdir -p "$DIR/rank0"
+# shellcheck disable=SC2016 # $1.. are the inner bash's arguments
+WRAP=(unshare -r -m bash -c 'mount -t tmpfs -o "size=$1" tmpfs "$2" && shift 2 && exec "$@"'
+  tmpfs-at "$RANK0_FS_SIZE" "$DIR/rank0")
+LINGER=60s DISK_LIMIT=1024TiB start_rank 0 2 serve  # far above what the tmpfs holds
+WRAP=()
 # PIDS: prometheus, rank 1, rank 0; each rank a timeout(1) whose child is the rank.
+RANK0_FS=/proc/${PIDS[2]}/root$DIR/rank0  # rank zero's tmpfs as the test sees it
 
 wait_for 60 "Prometheus scraping both ranks" check targets-up 2
 wait_for 30 "every alert rule evaluated, reading metrics that exist" check rules "$SHIPPED_ALERTS"
 wait_for 30 "StrataDiskLimitLowered firing" check firing StrataDiskLimitLowered rank=0
-for quiet in StrataPeerLinkLost StrataRankDown StrataRankUnhealthy StrataFetchChecksumFailures; do
+grep -q "^tmpfs $DIR/rank0 " "/proc/${PIDS[2]}/mounts" || fail "rank zero's record directory is not its tmpfs"
+for quiet in StrataPeerLinkLost StrataRankDown StrataRankUnhealthy StrataFetchChecksumFailures \
+  StrataFilesystemFull StrataDrainFailed; do
   check firing "$quiet" && fail "$quiet fires before its fault"
 done
 
@@ -83,9 +103,9 @@ for r in 0 1; do
 done
 
 damage_records() {  # flips one byte in the middle of every record file; always succeeds
-  python3 - "$DIR" <<'PY'
+  python3 - "$DIR/rank1" "$RANK0_FS" <<'PY'
 import pathlib, sys
-for f in pathlib.Path(sys.argv[1]).glob("rank*/**/*.ckpt"):
+for f in (f for d in sys.argv[1:] for f in pathlib.Path(d).glob("**/*.ckpt")):
     with open(f, "r+b") as h:
         h.seek(f.stat().st_size // 2)
         b = h.read(1)
@@ -98,6 +118,14 @@ PY
 fetch_checksum_alert() { damage_records; check firing StrataFetchChecksumFailures rank=0; }
 wait_for 60 "StrataFetchChecksumFailures firing after record files were damaged" fetch_checksum_alert
 
+# Appends zeros until the tmpfs is full (dd then fails with ENOSPC); the rank
+# evicts to make headroom when a write fails, so fill again until it shows.
+fill_rank0_fs() { dd if=/dev/zero of="$RANK0_FS/filler" bs=1M oflag=append conv=notrunc status=none || true; }
+filesystem_full_alert() { fill_rank0_fs 2>/dev/null; check firing StrataFilesystemFull rank=0; }
+wait_for 60 "StrataFilesystemFull firing after rank zero's tmpfs was filled" filesystem_full_alert
+grep -q "a write failed for want of space" "$DIR/rank0.serve.log" ||
+  fail "rank zero's log does not say a write failed for want of space"
+
 pkill -KILL -P "${PIDS[1]}" || fail "rank 1 was not running"
 wait_for 30 "StrataPeerLinkLost firing after rank 1 was killed" \
   check firing StrataPeerLinkLost rank=0 peer=1
@@ -107,4 +135,21 @@ wait_for 30 "StrataRankUnhealthy firing for rank 0" check firing StrataRankUnhea
 # windows (5m) cover the whole run, so the load before the kill counts.
 wait_for 30 "every dashboard expression returning series" \
   check dashboard "$EXAMPLES/grafana/strata.json"
-echo "PASS: every dashboard expression and alert returned data under Prometheus; the disk, checksum and peer alerts fired"
+
+# Rank zero's peer is gone, so its drain at shutdown fails; it lingers (60 s)
+# serving that. The second SIGTERM goes to the rank itself (timeout(1)
+# forwards only the first) and must come at least 1 s after the first
+# (closer ones are one signal delivered twice): send one every 0.2 s.
+RANK0_PID=$(pgrep -P "${PIDS[2]}") || fail "rank zero was not running"
+kill -TERM "${PIDS[2]}"
+drain_failed_health() { [[ $(health $((BASE + 10))) == "503 the drain at shutdown failed: "* ]]; }
+wait_for 30 "rank zero's /healthz naming its failed drain" drain_failed_health
+wait_for 30 "StrataDrainFailed firing for rank 0" check firing StrataDrainFailed rank=0
+kill -0 "${PIDS[2]}" || fail "rank zero did not linger after its failed drain"
+signal_until_gone() { kill -TERM "$RANK0_PID" 2>/dev/null; ! kill -0 "${PIDS[2]}" 2>/dev/null; }
+wait_for 10 "rank zero ending its linger on a second SIGTERM" signal_until_gone
+rc=0
+wait "${PIDS[2]}" || rc=$?
+[[ $rc == 130 ]] || fail "rank zero exited with $rc after a second SIGTERM, expected 130"
+grep -q "drain did not complete" "$DIR/rank0.serve.log" || fail "rank zero's log does not say its drain failed"
+echo "PASS: every dashboard expression and alert returned data under Prometheus; the disk, checksum, filesystem-full, peer and drain alerts fired"

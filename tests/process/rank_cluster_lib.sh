@@ -27,16 +27,19 @@ unset STRATA_JOB_SECRET
 SECRET_FILE=$DIR/job.secret
 
 EXTRA=()  # more flags for every rank
+WRAP=()   # while set: a command start_rank runs timeout(1) under; it must exec its arguments
 
 # DISK_LIMIT (default 256MiB): the disk limit start_rank gives a rank.
+# LINGER (default 0: exit at once): the rank's metrics.linger_after_failure.
 start_rank() {  # rank world workload -> background process, pid in PIDS
   local r=$1 world=$2 workload=$3 tls=()
   [[ -z $TLS_DIR ]] ||
     tls=(--tls-cert "$TLS_DIR/rank$r.crt" --tls-key "$TLS_DIR/rank$r.key" --tls-ca "$TLS_DIR/ca.crt")
-  timeout 300 "$STRATA" rank --rank "$r" --world-size "$world" --master-port "$BASE" "${tls[@]}" \
+  "${WRAP[@]}" timeout 300 "$STRATA" rank --rank "$r" --world-size "$world" --master-port "$BASE" "${tls[@]}" \
     --job-secret-file "$SECRET_FILE" \
     --local-rank "$r" --metrics-port $((BASE + 10)) --prefix-cache-disk "$DIR/rank$r" \
-    --prefix-cache-disk-limit "${DISK_LIMIT:-256MiB}" --connect-timeout 60s --log-level "${STRATA_TEST_LOG_LEVEL:-info}" --workload "$workload" \
+    --prefix-cache-disk-limit "${DISK_LIMIT:-256MiB}" \
+    --metrics-linger-after-failure "${LINGER:-0}" --connect-timeout 60s --log-level "${STRATA_TEST_LOG_LEVEL:-info}" --workload "$workload" \
     --summary-json "$DIR/summary.$workload.json" "${EXTRA[@]}" >"$DIR/rank$r.$workload.log" 2>&1 &
   PIDS+=($!)
 }

@@ -92,8 +92,9 @@ new_ports() {  # a fresh port base per cluster start: no reuse of a killed rank'
 start_rank() {  # rank workload -> background process, pid in PIDS
   local r=$1 workload=$2
   # No `timeout` wrapper: SIGKILL must reach the rank itself. Waits are bounded here.
+  # No linger after a failed drain (expected once a rank was killed): a survivor exits at once.
   "$STRATA" rank --rank "$r" --world-size "$RANKS" --master-port "$BASE" \
-    --job-secret-file "$DIR/job.secret" \
+    --job-secret-file "$DIR/job.secret" --metrics-linger-after-failure 0 \
     --local-rank "$r" --metrics-port $((BASE + 10)) --prefix-cache-disk "$DIR/rank$r" \
     --prefix-cache-disk-limit 2GiB --connect-timeout 60s --log-level info \
     --workload "$workload" --summary-json "$DIR/summary.$workload.json" \

@@ -9,7 +9,7 @@ namespace {
 
 using std::chrono::milliseconds;
 
-Status Set(std::string_view key, ConfigValue value, RankConfig* c) {
+Status Set(std::string_view key, const ConfigValue& value, RankConfig* c) {
   const ConfigKey* k = FindConfigKey(key);
   EXPECT_NE(k, nullptr) << key;
   return SetConfigValue(*k, value, key, c);
@@ -32,6 +32,7 @@ TEST(ConfigTest, DefaultsAreTheDocumentedOnes) {
   EXPECT_EQ(c.cluster.connect_timeout, milliseconds(120'000));
   EXPECT_EQ(c.metrics.port, 9470);
   EXPECT_EQ(c.metrics.bind, "127.0.0.1");
+  EXPECT_EQ(c.metrics.linger_after_failure, milliseconds(30'000));
   EXPECT_EQ(c.runtime.service_bind, "127.0.0.1");
   EXPECT_EQ(c.log.level, LogLevel::kInfo);
   EXPECT_EQ(c.log.format, LogFormat::kText);
@@ -263,6 +264,20 @@ TEST(ConfigTest, DiskLimitDefaultsToATenthOfFreeSpace) {
   EXPECT_EQ(ResolveDiskLimit(p, 1000), 12345u);
   p.disk_limit_bytes = 0;  // explicit zero: no disk store
   EXPECT_EQ(ResolveDiskLimit(p, 1000), 0u);
+}
+
+TEST(ConfigTest, LingerAfterFailureIsADurationOrOff) {
+  RankConfig c;
+  ASSERT_TRUE(Set("metrics.linger_after_failure", std::string("500ms"), &c).ok());
+  EXPECT_EQ(c.metrics.linger_after_failure, milliseconds(500));
+  for (const ConfigValue& off :
+       {ConfigValue{std::string("off")}, ConfigValue{std::string("0")}, ConfigValue{int64_t{0}}}) {
+    c.metrics.linger_after_failure = milliseconds(1);
+    ASSERT_TRUE(Set("metrics.linger_after_failure", off, &c).ok());
+    EXPECT_EQ(c.metrics.linger_after_failure, milliseconds(0));
+  }
+  const Status s = Set("metrics.linger_after_failure", std::string("soon"), &c);
+  EXPECT_NE(s.message().find("metrics.linger_after_failure"), std::string::npos) << s.ToString();
 }
 
 TEST(ConfigTest, MetricsPortIsOffsetByLocalRank) {

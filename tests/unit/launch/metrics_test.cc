@@ -164,6 +164,23 @@ TEST(MetricsTest, HealthAndConfiguredDiskLimitAreGauges) {
   EXPECT_EQ(ValueOf(failing, "strata_healthy"), "0");
 }
 
+TEST(MetricsTest, DrainFailedIsAGaugeSetOnlyByAFailedDrain) {
+  OpsSnapshot snap = Snapshot();
+  Exposition running = Parse(RenderMetrics(snap, kHealthy));
+  EXPECT_EQ(running.type.at("strata_drain_failed"), "gauge");
+  EXPECT_EQ(ValueOf(running, "strata_drain_failed"), "0");
+
+  const OpsSnapshot failed =
+      DrainFailedSnapshot(&snap, Status::Unavailable("rank 1 did not confirm its drain"),
+                          std::chrono::steady_clock::time_point());
+  Exposition e =
+      Parse(RenderMetrics(failed, Health{.ok = false, .reason = failed.unhealthy_reason}));
+  EXPECT_EQ(ValueOf(e, "strata_drain_failed"), "1");
+  EXPECT_EQ(ValueOf(e, "strata_healthy"), "0");
+  // The final snapshot keeps the counters the rank had before its Close.
+  EXPECT_EQ(ValueOf(e, "strata_lookups_total"), std::to_string(snap.store.lookups));
+}
+
 TEST(MetricsTest, MicrosAsSeconds) {
   EXPECT_EQ(MicrosAsSeconds(0), "0");
   EXPECT_EQ(MicrosAsSeconds(50), "0.00005");

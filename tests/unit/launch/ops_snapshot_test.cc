@@ -47,5 +47,27 @@ TEST(OpsSnapshotTest, Health) {
   EXPECT_EQ(h.reason, s.unhealthy_reason);
 }
 
+TEST(OpsSnapshotTest, DrainFailedSnapshotIsUnhealthyAndKeepsTheLastState) {
+  const Clock::time_point t0 = Clock::time_point() + 1h;
+  OpsSnapshot last;
+  last.rank = RankId(3);
+  last.store.lookups = 42;
+  last.taken_at = t0;
+  const Status drain = Status::Unavailable("rank 1 did not confirm its drain");
+  const OpsSnapshot s = DrainFailedSnapshot(&last, drain, t0 + 5s);
+  EXPECT_EQ(s.rank, RankId(3));
+  EXPECT_EQ(s.store.lookups, 42u);
+  EXPECT_EQ(s.taken_at, t0 + 5s);
+  EXPECT_EQ(s.drain_failure, drain.ToString());
+  const Health h = EvaluateHealth(&s, t0 + 5s, 30s);
+  EXPECT_FALSE(h.ok);
+  EXPECT_EQ(h.reason, "the drain at shutdown failed: " + drain.ToString());
+
+  // No snapshot published before the Close: the failure is still reported.
+  const OpsSnapshot bare = DrainFailedSnapshot(nullptr, drain, t0);
+  EXPECT_EQ(bare.drain_failure, drain.ToString());
+  EXPECT_FALSE(EvaluateHealth(&bare, t0, 30s).ok);
+}
+
 }  // namespace
 }  // namespace strata
