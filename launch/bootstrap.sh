@@ -15,6 +15,9 @@ PACKAGES=(
   libtomlplusplus-dev libcli11-dev libspdlog-dev libcpp-httplib-dev nlohmann-json3-dev
   clang-format clang-tidy openssl curl
   clang libclang-rt-dev  # libFuzzer (launch/fuzz.sh)
+  # The Python package (python/, docs/python.md): built for /usr/bin/python3,
+  # the interpreter Debian's torch is installed for; torch and pytest run its tests.
+  pybind11-dev python3-dev python3-torch python3-pytest
 )
 
 missing=()

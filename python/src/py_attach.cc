@@ -24,6 +24,22 @@ namespace {
 
 // One attached runtime; every call takes the lock with the GIL released.
 class AttachHandle {
+  AttachClient& Open() {
+    if (!client_) throw StatusError(Status::FailedPrecondition("the attach client is closed"));
+    return *client_;
+  }
+  // f(client) with the GIL released and the lock held; its error raised.
+  template <typename F>
+  auto Call(F&& f) {
+    decltype(f(*client_)) r = Status::Internal("unset");
+    {
+      py::gil_scoped_release release;
+      std::lock_guard lock(mu_);
+      r = f(Open());
+    }
+    return ValueOrThrow(std::move(r));
+  }
+
  public:
   AttachHandle(std::unique_ptr<AttachClient> client, py::object keep_alive)
       : client_(std::move(client)), keep_alive_(std::move(keep_alive)) {}
@@ -101,21 +117,6 @@ class AttachHandle {
     }
     PyEvent operator()(const StoreEvent& s) const { return ToPyEvent(s); }
   };
-
-  AttachClient& Open() {
-    if (!client_) throw StatusError(Status::FailedPrecondition("the attach client is closed"));
-    return *client_;
-  }
-  template <typename F>
-  auto Call(F&& f) {
-    decltype(f(*client_)) r = Status::Internal("unset");
-    {
-      py::gil_scoped_release release;
-      std::lock_guard lock(mu_);
-      r = f(Open());
-    }
-    return ValueOrThrow(std::move(r));
-  }
 
   std::mutex mu_;
   std::unique_ptr<AttachClient> client_;

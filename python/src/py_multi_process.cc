@@ -72,7 +72,7 @@ class AgentHandle {
         keep_alive_(std::move(keep_alive)) {}
   ~AgentHandle() {
     py::gil_scoped_release release;
-    Stop();
+    (void)Stop();  // a failure leaks what copies may touch; nothing to raise in a destructor
   }
 
   void Start(uint32_t rank, const MultiProcessOptions& o) {

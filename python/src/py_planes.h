@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "store/record/geometry.h"
+#include "store/transfer/copy_engine.h"
 #include "store/transfer/slab_pool.h"
 #include "store/transfer/transfers.h"
 

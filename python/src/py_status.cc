@@ -1,5 +1,7 @@
 #include "python/src/py_status.h"
 
+#include <pybind11/eval.h>
+
 #include <algorithm>
 
 namespace strata::python {

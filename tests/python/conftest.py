@@ -48,13 +48,16 @@ def _env():
 class Worker:
     """A process of this test; its stdout lines arrive on a queue."""
 
-    def __init__(self, args):
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    def __init__(self, args, merge_stderr=False):
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
                                      text=True, env=_env())
         self.lines = queue.Queue()
         self.stderr = []
         threading.Thread(target=self._read, daemon=True).start()
-        threading.Thread(target=lambda: self.stderr.extend(self.proc.stderr), daemon=True).start()
+        if not merge_stderr:
+            threading.Thread(target=lambda: self.stderr.extend(self.proc.stderr),
+                             daemon=True).start()
 
     def _read(self):
         for line in self.proc.stdout:
@@ -95,6 +98,12 @@ def spawn():
         workers.append(w)
         return w
 
+    def binary(path, *args):
+        w = Worker([str(path), *map(str, args)], merge_stderr=True)
+        workers.append(w)
+        return w
+
+    start.binary = binary
     yield start
     for w in workers:
         if w.proc.poll() is None:

@@ -7,13 +7,26 @@ import torch
 
 import strata
 
-PAGE_TOKENS = 16
-PAGES = 32
-ROWS = 8
-PLANES = {"layer00.key": 1024, "layer00.value": 1024, "layer01.key": 512}
-ROW_BYTES = 768
-TOKENS = list(range(1000, 1064))  # four pages
-CHAIN = [3, 7, 9, 11]             # where the runtime keeps them
+
+class Shape:
+    """A runtime's KV layout: page planes (name -> bytes per page) and one
+    state-row allocation."""
+
+    def __init__(self, page_tokens, pages, rows, planes, row_bytes):
+        self.page_tokens, self.pages, self.rows = page_tokens, pages, rows
+        self.planes, self.row_bytes = planes, row_bytes
+        self.tokens = list(range(1000, 1000 + 4 * page_tokens))  # four pages
+
+
+# The embedded tests' own layout.
+EMBEDDED = Shape(16, 32, 8, {"layer00.key": 1024, "layer00.value": 1024, "layer01.key": 512}, 768)
+# `strata rank --preset tiny --pages 32 --rows 8` (launch/presets.cc).
+TINY = Shape(64, 32, 8, {f"layer0{l}.{k}": 4096 for l in (0, 1) for k in ("key", "value")}, 8192)
+TINY_MODEL = "synthetic/tiny"
+
+PAGE_TOKENS = EMBEDDED.page_tokens
+TOKENS = EMBEDDED.tokens
+CHAIN = [3, 7, 9, 11]             # where the runtime keeps the four pages
 ROW_SLOT = 2
 MODEL = "python-test/model"
 POLL_BOUND_S = 30.0
@@ -25,19 +38,19 @@ def pattern(rank, name, shape):
     return torch.randint(0, 256, shape, dtype=torch.uint8, generator=torch.Generator().manual_seed(seed))
 
 
-def allocate(make=lambda name, shape: torch.zeros(shape, dtype=torch.uint8)):
-    """name -> tensor of shape (ids, bytes per id)."""
-    tensors = {name: make(name, (PAGES, unit)) for name, unit in PLANES.items()}
-    tensors["state.rows"] = make("state.rows", (ROWS, ROW_BYTES))
+def allocate(shape=EMBEDDED, make=lambda name, dims: torch.zeros(dims, dtype=torch.uint8)):
+    """name -> tensor of dims (ids, bytes per id)."""
+    tensors = {name: make(name, (shape.pages, unit)) for name, unit in shape.planes.items()}
+    tensors["state.rows"] = make("state.rows", (shape.rows, shape.row_bytes))
     return tensors
 
 
-def geometry(tensors, memory_of=lambda name, t: t):
+def geometry(tensors, memory_of=lambda name, t: t, page_tokens=PAGE_TOKENS):
     allocs = [strata.Allocation(n, memory_of(n, t), strata.PAGE_PLANE)
               for n, t in tensors.items() if n != "state.rows"]
     allocs.append(strata.Allocation("state.rows", memory_of("state.rows", tensors["state.rows"]),
                                     strata.STATE_ROWS))
-    return strata.Geometry(PAGE_TOKENS, allocs)
+    return strata.Geometry(page_tokens, allocs)
 
 
 def fill(tensors, rank):
