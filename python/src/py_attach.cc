@@ -127,8 +127,7 @@ std::unique_ptr<AttachHandle> Attach(const std::string& socket_path, const std::
                                      const std::string& model_identity, uint32_t page_tokens,
                                      const std::vector<AllocationIn>& allocations,
                                      const std::vector<MemfdRegion*>& regions,
-                                     std::chrono::milliseconds hello_bound,
-                                     py::object keep_alive) {
+                                     std::chrono::milliseconds hello_bound, py::object keep_alive) {
   if (allocations.size() != regions.size()) {
     throw StatusError(Status::InvalidArgument("one memfd region per allocation"));
   }
@@ -171,8 +170,8 @@ void RegisterAttach(py::module_& m) {
            py::arg("name"), py::arg("bytes"))
       .def_property_readonly("fd", &MemfdRegion::fd)
       .def_property_readonly("bytes", &MemfdRegion::bytes)
-      .def_property_readonly("address",
-                             [](const MemfdRegion& r) { return reinterpret_cast<uint64_t>(r.data()); })
+      .def_property_readonly(
+          "address", [](const MemfdRegion& r) { return reinterpret_cast<uint64_t>(r.data()); })
       .def_buffer([](MemfdRegion& r) {
         return py::buffer_info(r.data(), 1, py::format_descriptor<uint8_t>::format(), 1,
                                {static_cast<py::ssize_t>(r.bytes())}, {1});
@@ -183,8 +182,8 @@ void RegisterAttach(py::module_& m) {
       .def(
           "store",
           [](AttachHandle& h, uint64_t checkpoint_id, std::vector<Token> tokens, uint64_t consumed,
-             std::vector<uint32_t> chain, uint32_t row_slot, std::optional<uint64_t> parent_consumed,
-             std::optional<uint32_t> tail_pages) {
+             std::vector<uint32_t> chain, uint32_t row_slot,
+             std::optional<uint64_t> parent_consumed, std::optional<uint32_t> tail_pages) {
             h.Store({checkpoint_id, std::move(tokens), consumed, parent_consumed, std::move(chain),
                      tail_pages, row_slot});
           },

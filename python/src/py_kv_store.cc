@@ -35,9 +35,9 @@ Result<std::string> PyKeyValueStore::Get(const std::string& key, RendezvousDeadl
   py::gil_scoped_acquire gil;
   try {
     if (py::hasattr(store_, "wait")) {
-      const auto left = std::max(std::chrono::milliseconds(1),
-                                 std::chrono::duration_cast<std::chrono::milliseconds>(
-                                     deadline - RendezvousClock::now()));
+      const auto left = std::max(
+          std::chrono::milliseconds(1),
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - RendezvousClock::now()));
       try {
         store_.attr("wait")(std::vector<std::string>{key}, left);
       } catch (py::error_already_set& e) {
@@ -51,7 +51,8 @@ Result<std::string> PyKeyValueStore::Get(const std::string& key, RendezvousDeadl
   } catch (py::error_already_set& e) {
     return Status::IoError("rendezvous store get('" + key + "'): " + e.what());
   } catch (py::cast_error& e) {
-    return Status::InvalidArgument("rendezvous store get('" + key + "') returned neither bytes nor str");
+    return Status::InvalidArgument("rendezvous store get('" + key +
+                                   "') returned neither bytes nor str");
   }
 }
 

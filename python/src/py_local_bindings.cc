@@ -13,7 +13,9 @@ void RegisterLocal(py::module_& m) {
   py::enum_<AllocationGroup>(m, "_Group")
       .value("PAGES", AllocationGroup::kKvPages)
       .value("STATE_ROWS", AllocationGroup::kStateRows);
-  py::enum_<MemoryOwner>(m, "_Owner").value("LOCAL", MemoryOwner::kLocal).value("PEER", MemoryOwner::kPeer);
+  py::enum_<MemoryOwner>(m, "_Owner")
+      .value("LOCAL", MemoryOwner::kLocal)
+      .value("PEER", MemoryOwner::kPeer);
   py::class_<AllocationIn>(m, "_Allocation")
       .def(py::init<>())
       .def_readwrite("name", &AllocationIn::name)
@@ -38,10 +40,10 @@ void RegisterLocal(py::module_& m) {
       sized.push_back({a.name, a.group, a.unit_bytes, a.count, a.owner});
       if (a.owner == MemoryOwner::kLocal && a.unit_bytes > 0 && a.count > 0 &&
           a.unit_bytes > a.capacity / a.count) {
-        ThrowIfError(Status::InvalidArgument(
-            "allocation '" + a.name + "' declares " + std::to_string(a.count) + " x " +
-            std::to_string(a.unit_bytes) + " bytes but its memory holds " +
-            std::to_string(a.capacity)));
+        ThrowIfError(
+            Status::InvalidArgument("allocation '" + a.name + "' declares " +
+                                    std::to_string(a.count) + " x " + std::to_string(a.unit_bytes) +
+                                    " bytes but its memory holds " + std::to_string(a.capacity)));
       }
     }
     RankGeometry rank = ValueOrThrow(RankGeometryFromAllocations(sized));
@@ -68,7 +70,7 @@ void RegisterLocal(py::module_& m) {
           py::gil_scoped_release release;
           owner = ValueOrThrow(OpenLocalStore(ValueOrThrow(RuntimePlanes::Create(planes)), o));
         }
-        const std::string what = !o.directory ? "memory store"
+        const std::string what = !o.directory         ? "memory store"
                                  : o.memory_bytes > 0 ? "composite store"
                                                       : "disk store";
         return std::make_unique<StoreHandle>(std::move(owner), what, std::move(keep_alive));

@@ -45,7 +45,8 @@ class LocalStores final : public StoreOwner {
                                              std::move(t));
       return Status::Ok();
     }
-    if (o.disk_bytes == 0) return Status::InvalidArgument("disk_bytes must be nonzero with a directory");
+    if (o.disk_bytes == 0)
+      return Status::InvalidArgument("disk_bytes must be nonzero with a directory");
     LocalDiskOptions lo;
     lo.base_dir = *o.directory;
     lo.durability = o.durability;
@@ -62,17 +63,17 @@ class LocalStores final : public StoreOwner {
       STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> memory, planes_->MakeTransfers());
       CompositeStoreOptions co;
       co.disk_limit_bytes = o.disk_bytes;
-      co.drain = o.drain_on_close ? ShutdownDrain{ShutdownDrain::Mode::kUntilDone, {}}
-                                  : ShutdownDrain{};
+      co.drain =
+          o.drain_on_close ? ShutdownDrain{ShutdownDrain::Mode::kUntilDone, {}} : ShutdownDrain{};
       co.free_bytes = free_bytes;
-      STRATA_ASSIGN_OR_RETURN(store_, CompositeStore::Open(g, local_->pool(), std::move(memory),
-                                                           std::move(staged),
-                                                           local_->scan().records, co));
+      STRATA_ASSIGN_OR_RETURN(
+          store_, CompositeStore::Open(g, local_->pool(), std::move(memory), std::move(staged),
+                                       local_->scan().records, co));
       return Status::Ok();
     }
-    STRATA_ASSIGN_OR_RETURN(store_, DiskStore::Open(g, std::move(staged), local_->scan().records,
-                                                    {.disk_limit_bytes = o.disk_bytes,
-                                                     .free_bytes = free_bytes}));
+    STRATA_ASSIGN_OR_RETURN(
+        store_, DiskStore::Open(g, std::move(staged), local_->scan().records,
+                                {.disk_limit_bytes = o.disk_bytes, .free_bytes = free_bytes}));
     return Status::Ok();
   }
 

@@ -12,12 +12,12 @@
 namespace strata::python {
 
 struct LocalStoreOptions {
-  uint64_t memory_bytes = 0;                // 0: no memory tier
-  std::optional<std::string> directory;     // unset: no disk tier
-  uint64_t disk_bytes = 0;                  // record bytes on disk (> 0 with a directory)
-  std::string model_identity;               // names the record directory with the layout
+  uint64_t memory_bytes = 0;             // 0: no memory tier
+  std::optional<std::string> directory;  // unset: no disk tier
+  uint64_t disk_bytes = 0;               // record bytes on disk (> 0 with a directory)
+  std::string model_identity;            // names the record directory with the layout
   Durability durability = Durability::kSync;
-  bool drain_on_close = true;               // composite: write memory-only records at close
+  bool drain_on_close = true;  // composite: write memory-only records at close
 };
 
 Result<std::unique_ptr<StoreOwner>> OpenLocalStore(std::unique_ptr<RuntimePlanes> planes,

@@ -67,8 +67,8 @@ class AgentHandle {
               std::string prefix, py::object keep_alive)
       : planes_(std::move(planes)),
         kv_(std::move(kv)),
-        client_(std::make_unique<KvRendezvousClient>(*kv_, std::move(prefix),
-                                                     RoutedLocalAddress())),
+        client_(
+            std::make_unique<KvRendezvousClient>(*kv_, std::move(prefix), RoutedLocalAddress())),
         keep_alive_(std::move(keep_alive)) {}
   ~AgentHandle() {
     py::gil_scoped_release release;
@@ -121,8 +121,8 @@ class AgentHandle {
   // Without the GIL. OK when the agent ended cleanly or was stopped here.
   Status Stop() {
     if (!agent_) return Status::Ok();
-    const bool serving = agent_->state() != AgentState::kClosed &&
-                         agent_->state() != AgentState::kFailed;
+    const bool serving =
+        agent_->state() != AgentState::kClosed && agent_->state() != AgentState::kFailed;
     agent_->Stop();
     std::optional<Status> outcome =
         agent_->Wait(std::chrono::steady_clock::now() + std::chrono::minutes(2));
@@ -150,8 +150,8 @@ class AgentHandle {
 
 std::unique_ptr<StoreOwner> OpenCoordinator(std::unique_ptr<RuntimePlanes> planes, py::object kv,
                                             const MultiProcessOptions& o) {
-  auto owner = std::make_unique<CoordinatorOwner>(std::move(planes),
-                                                  ValueOrThrow(PyKeyValueStore::Wrap(std::move(kv))));
+  auto owner = std::make_unique<CoordinatorOwner>(
+      std::move(planes), ValueOrThrow(PyKeyValueStore::Wrap(std::move(kv))));
   Status s;
   {
     py::gil_scoped_release release;
@@ -163,9 +163,9 @@ std::unique_ptr<StoreOwner> OpenCoordinator(std::unique_ptr<RuntimePlanes> plane
 
 std::unique_ptr<AgentHandle> StartAgent(const PlanesIn& planes, py::object kv, uint32_t rank,
                                         const MultiProcessOptions& o, py::object keep_alive) {
-  auto agent = std::make_unique<AgentHandle>(
-      ValueOrThrow(RuntimePlanes::Create(planes)), ValueOrThrow(PyKeyValueStore::Wrap(std::move(kv))), o.prefix,
-      std::move(keep_alive));
+  auto agent = std::make_unique<AgentHandle>(ValueOrThrow(RuntimePlanes::Create(planes)),
+                                             ValueOrThrow(PyKeyValueStore::Wrap(std::move(kv))),
+                                             o.prefix, std::move(keep_alive));
   agent->Start(rank, o);
   return agent;
 }

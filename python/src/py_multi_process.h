@@ -23,8 +23,8 @@ struct MultiProcessOptions {
   std::string directory;  // base of this rank's record directory
   uint64_t disk_bytes = 0;
   std::string model_identity;
-  std::string prefix = "strata/";           // keys in the rendezvous store
-  std::string record_host = "127.0.0.1";    // rank zero: where peers dial its record listener
+  std::string prefix = "strata/";         // keys in the rendezvous store
+  std::string record_host = "127.0.0.1";  // rank zero: where peers dial its record listener
   std::chrono::milliseconds join_timeout{60'000};  // the whole join, rendezvous included
   Durability durability = Durability::kSync;
 };

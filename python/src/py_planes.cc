@@ -89,12 +89,14 @@ Result<std::unique_ptr<RuntimePlanes>> RuntimePlanes::Create(
   CacheGeometry geometry{page_tokens, {rank}};
   STRATA_RETURN_IF_ERROR(ValidateGeometry(geometry));
   RankPlanes addresses;
-  for (const PlaneSpec& p : rank.page_planes) addresses.page_plane_base.push_back(page_address.at(p.name));
+  for (const PlaneSpec& p : rank.page_planes)
+    addresses.page_plane_base.push_back(page_address.at(p.name));
   addresses.row_base = row_address;
   if (!device.is_cuda()) {
     return std::unique_ptr<RuntimePlanes>(new HostRuntimePlanes(geometry, addresses));
   }
-  auto cuda = std::unique_ptr<CudaRuntimePlanes>(new CudaRuntimePlanes(geometry, addresses, device));
+  auto cuda =
+      std::unique_ptr<CudaRuntimePlanes>(new CudaRuntimePlanes(geometry, addresses, device));
   STRATA_RETURN_IF_ERROR(cuda->Open());
   return std::unique_ptr<RuntimePlanes>(std::move(cuda));
 }

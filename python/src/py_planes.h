@@ -25,8 +25,8 @@ struct AllocationIn {
   MemoryOwner owner = MemoryOwner::kLocal;
   uint64_t unit_bytes = 0;
   uint64_t count = 0;
-  uint64_t address = 0;    // ignored for a peer's allocation
-  uint64_t capacity = 0;   // bytes the memory really has (>= unit_bytes * count)
+  uint64_t address = 0;   // ignored for a peer's allocation
+  uint64_t capacity = 0;  // bytes the memory really has (>= unit_bytes * count)
 };
 
 // Where the planes live: host memory, or CUDA device `ordinal`.

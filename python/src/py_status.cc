@@ -35,7 +35,8 @@ class StrataError(RuntimeError):
     } catch (const StatusError& e) {
       std::string kind(StatusCodeName(e.status().code()));
       std::replace(kind.begin(), kind.end(), ' ', '_');
-      py::object instance = py::reinterpret_borrow<py::object>(kErrorType)(kind, e.status().message());
+      py::object instance =
+          py::reinterpret_borrow<py::object>(kErrorType)(kind, e.status().message());
       PyErr_SetObject(kErrorType, instance.ptr());
     }
   });

@@ -207,7 +207,8 @@ std::string StoreHandle::record_dir() {
 }
 
 void RegisterStore(py::module_& m) {
-  py::class_<HostHit>(m, "Hit", "A lookup result; pass it to fetch() before the next store or poll.")
+  py::class_<HostHit>(m, "Hit",
+                      "A lookup result; pass it to fetch() before the next store or poll.")
       .def_property_readonly("consumed", [](const HostHit& h) { return h.endpoint.consumed; })
       .def_property_readonly("digest", [](const HostHit& h) { return ToHex(h.endpoint.digest); })
       .def_readonly("skip_pages", &HostHit::skip_pages)
@@ -242,8 +243,8 @@ void RegisterStore(py::module_& m) {
       .def(
           "store",
           [](StoreHandle& s, uint64_t checkpoint_id, std::vector<Token> tokens, uint64_t consumed,
-             std::vector<uint32_t> chain, uint32_t row_slot, std::optional<uint64_t> parent_consumed,
-             std::optional<uint32_t> tail_pages) {
+             std::vector<uint32_t> chain, uint32_t row_slot,
+             std::optional<uint64_t> parent_consumed, std::optional<uint32_t> tail_pages) {
             return s.Store({checkpoint_id, std::move(tokens), consumed, parent_consumed,
                             std::move(chain), tail_pages, row_slot});
           },

@@ -41,9 +41,9 @@ struct PyEvent {
   std::string error_kind;  // when !ok
   std::string message;     // when !ok
   uint64_t bytes = 0;
-  uint64_t request_id = 0;             // lookup
-  std::optional<HostHit> hit;          // lookup
-  std::string outcome;                 // store_answer
+  uint64_t request_id = 0;     // lookup
+  std::optional<HostHit> hit;  // lookup
+  std::string outcome;         // store_answer
 };
 PyEvent ToPyEvent(const StoreEvent& e);
 
