@@ -47,7 +47,7 @@ class MemoryKv final : public KeyValueStore {
   std::map<std::string, std::string> values_ GUARDED_BY(mu_);
 };
 
-LocalAddressFn FixedAddress(std::string address) {
+LocalAddressFn FixedAddress(const std::string& address) {
   return [address](const std::string&) -> Result<std::string> { return address; };
 }
 
