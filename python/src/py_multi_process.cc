@@ -59,6 +59,18 @@ class CoordinatorOwner final : public StoreOwner {
   std::unique_ptr<Coordinator> coordinator_;
 };
 
+// A ticket the caller already holds: the KV rendezvous runs on the thread
+// that builds the agent (a Python store may hold the GIL while it waits, so
+// it is never called from the agent's own thread).
+class JoinedRendezvous final : public RendezvousClient {
+ public:
+  explicit JoinedRendezvous(JoinTicket ticket) : ticket_(std::move(ticket)) {}
+  Result<JoinTicket> Join(RankId, uint32_t, RendezvousDeadline) override { return ticket_; }
+
+ private:
+  JoinTicket ticket_;
+};
+
 // A peer rank: its agent serves rank zero's jobs on this process's planes
 // until rank zero closes the session or close() stops it.
 class AgentHandle {
@@ -87,9 +99,12 @@ class AgentHandle {
     ao.disk_limit_bytes = o.disk_bytes;
     ao.join_timeout = o.join_timeout;
     py::gil_scoped_release release;
+    JoinTicket ticket = ValueOrThrow(
+        client_->Join(RankId(rank), o.world_size, RendezvousClock::now() + o.join_timeout));
+    joined_ = std::make_unique<JoinedRendezvous>(std::move(ticket));
     std::unique_ptr<Transfers> t = ValueOrThrow(planes_->MakeTransfers());
     agent_ = ValueOrThrow(RankAgent::Start(
-        std::move(ao), JoinThroughRendezvous(*client_, RankId(rank), o.world_size), std::move(t)));
+        std::move(ao), JoinThroughRendezvous(*joined_, RankId(rank), o.world_size), std::move(t)));
   }
 
   std::string state() const { return std::string(AgentStateName(agent_->state())); }
@@ -142,6 +157,7 @@ class AgentHandle {
   std::unique_ptr<RuntimePlanes> planes_;
   std::unique_ptr<PyKeyValueStore> kv_;
   std::unique_ptr<KvRendezvousClient> client_;
+  std::unique_ptr<JoinedRendezvous> joined_;
   std::unique_ptr<RankAgent> agent_;
   py::object keep_alive_;
 };
