@@ -46,10 +46,11 @@ def allocate(shape=EMBEDDED, make=lambda name, dims: torch.zeros(dims, dtype=tor
 
 
 def geometry(tensors, memory_of=lambda name, t: t, page_tokens=PAGE_TOKENS):
-    allocs = [strata.Allocation(n, memory_of(n, t), strata.PAGE_PLANE)
-              for n, t in tensors.items() if n != "state.rows"]
-    allocs.append(strata.Allocation("state.rows", memory_of("state.rows", tensors["state.rows"]),
-                                    strata.STATE_ROWS))
+    def alloc(n, t, kind):
+        return strata.Allocation(n, memory_of(n, t), kind, bytes_per_id=t.shape[1], count=t.shape[0])
+
+    allocs = [alloc(n, t, strata.PAGE_PLANE) for n, t in tensors.items() if n != "state.rows"]
+    allocs.append(alloc("state.rows", tensors["state.rows"], strata.STATE_ROWS))
     return strata.Geometry(page_tokens, allocs)
 
 
