@@ -16,6 +16,9 @@ PACKAGES=(
   clang-format clang-tidy openssl curl
   clang libclang-rt-dev  # libFuzzer (launch/fuzz.sh)
   prometheus  # the dashboard and alert tests (tests/process/prometheus_test.sh)
+  # The Python package (python/, docs/python.md): built for /usr/bin/python3,
+  # the interpreter Debian's torch is installed for; torch and pytest run its tests.
+  pybind11-dev python3-dev python3-torch python3-pytest
 )
 
 missing=()

@@ -1,0 +1,203 @@
+// The attach channel's client (attach/client/attach_client.h) for a Python
+// runtime: memfd regions its tensors live in (torch.frombuffer over the
+// region's buffer), attach / lookup / store / fetch / poll / close.
+#include <pybind11/chrono.h>
+#include <pybind11/stl.h>
+
+#include <mutex>
+
+#include "attach/client/attach_client.h"
+#include "attach/client/memfd_region.h"
+#include "python/src/py_module.h"
+#include "python/src/py_planes.h"
+#include "python/src/py_status.h"
+#include "python/src/py_store.h"
+
+namespace strata::python {
+
+namespace py = pybind11;
+using attach::AttachClient;
+using attach::AttachEvent;
+using attach::MemfdRegion;
+
+namespace {
+
+// One attached runtime; every call takes the lock with the GIL released.
+class AttachHandle {
+  AttachClient& Open() {
+    if (!client_) throw StatusError(Status::FailedPrecondition("the attach client is closed"));
+    return *client_;
+  }
+  // f(client) with the GIL released and the lock held; its error raised.
+  template <typename F>
+  auto Call(F&& f) {
+    decltype(f(*client_)) r = Status::Internal("unset");
+    {
+      py::gil_scoped_release release;
+      std::lock_guard lock(mu_);
+      r = f(Open());
+    }
+    return ValueOrThrow(std::move(r));
+  }
+
+ public:
+  AttachHandle(std::unique_ptr<AttachClient> client, py::object keep_alive)
+      : client_(std::move(client)), keep_alive_(std::move(keep_alive)) {}
+
+  uint64_t Lookup(const std::vector<Token>& tokens, uint64_t resident_tokens,
+                  std::optional<uint64_t> before) {
+    return Call([&](AttachClient& c) {
+      return c.Lookup(tokens, resident_tokens, before.value_or(tokens.size()));
+    });
+  }
+  void Store(const CheckpointIn& in) {
+    PublishedCheckpoint c = ValueOrThrow(ToCheckpoint(in));
+    Call([&](AttachClient& client) -> Result<bool> {
+      STRATA_RETURN_IF_ERROR(client.Store(c));
+      return true;
+    });
+  }
+  void Fetch(const HostHit& hit, uint64_t ticket, const std::vector<uint32_t>& page_ids,
+             uint32_t row_slot) {
+    const InboundTicket t = ToTicket(ticket, page_ids, row_slot);
+    Call([&](AttachClient& client) -> Result<bool> {
+      STRATA_RETURN_IF_ERROR(client.Fetch(hit, t));
+      return true;
+    });
+  }
+  std::vector<PyEvent> Poll() {
+    std::vector<AttachEvent> events;
+    Status s;
+    {
+      py::gil_scoped_release release;
+      std::lock_guard lock(mu_);
+      s = Open().Poll(events);
+    }
+    if (!s.ok() && events.empty()) ThrowIfError(s);
+    std::vector<PyEvent> out;
+    for (const AttachEvent& e : events) out.push_back(std::visit(Convert{}, e));
+    return out;
+  }
+  void Close(std::chrono::milliseconds bound) {
+    Status s;
+    {
+      py::gil_scoped_release release;
+      std::lock_guard lock(mu_);
+      if (!client_) return;
+      s = client_->Close(bound);
+      if (s.ok()) client_.reset();
+    }
+    if (!s.ok()) {
+      // strata may still copy into the regions: keep them mapped.
+      (void)client_.release();
+      (void)keep_alive_.release();
+    }
+    ThrowIfError(s);
+  }
+  int fd() {
+    std::lock_guard lock(mu_);
+    return Open().fd();
+  }
+
+ private:
+  struct Convert {
+    PyEvent operator()(const attach::LookupResult& r) const {
+      PyEvent e;
+      e.kind = "lookup";
+      e.request_id = r.request_id;
+      e.hit = r.hit;
+      return e;
+    }
+    PyEvent operator()(const attach::StoreAnswer& a) const {
+      PyEvent e;
+      e.kind = "store_answer";
+      e.checkpoint_id = a.checkpoint_id;
+      e.outcome = std::string(StoreOutcomeName(a.outcome));
+      return e;
+    }
+    PyEvent operator()(const StoreEvent& s) const { return ToPyEvent(s); }
+  };
+
+  std::mutex mu_;
+  std::unique_ptr<AttachClient> client_;
+  py::object keep_alive_;
+};
+
+std::unique_ptr<AttachHandle> Attach(const std::string& socket_path, const std::string& runtime_id,
+                                     const std::string& model_identity, uint32_t page_tokens,
+                                     const std::vector<AllocationIn>& allocations,
+                                     const std::vector<MemfdRegion*>& regions,
+                                     std::chrono::milliseconds hello_bound, py::object keep_alive) {
+  if (allocations.size() != regions.size()) {
+    throw StatusError(Status::InvalidArgument("one memfd region per allocation"));
+  }
+  std::vector<attach::SharedAllocation> shared;
+  for (size_t i = 0; i < allocations.size(); ++i) {
+    const AllocationIn& a = allocations[i];
+    if (a.owner == MemoryOwner::kPeer) {
+      throw StatusError(Status::InvalidArgument("allocation '" + a.name +
+                                                "': a peer's memory is not shared at attach"));
+    }
+    if (a.count == 0 || a.unit_bytes > regions[i]->bytes() / a.count) {
+      throw StatusError(Status::InvalidArgument(
+          "allocation '" + a.name + "' declares " + std::to_string(a.count) + " x " +
+          std::to_string(a.unit_bytes) + " bytes but its memfd region holds " +
+          std::to_string(regions[i]->bytes())));
+    }
+    shared.push_back({{a.name, a.group, a.unit_bytes, a.count, a.owner}, regions[i]->fd()});
+  }
+  attach::AttachOptions options{.socket_path = socket_path, .hello_bound = hello_bound};
+  attach::AttachIdentity identity{.runtime_id = runtime_id,
+                                  .model_identity = model_identity,
+                                  .state_mode = StateMode::kOrdinary,
+                                  .page_tokens = page_tokens};
+  Result<std::unique_ptr<AttachClient>> client = Status::Internal("unset");
+  {
+    py::gil_scoped_release release;
+    client = AttachClient::Attach(options, identity, {shared});
+  }
+  return std::make_unique<AttachHandle>(ValueOrThrow(std::move(client)), std::move(keep_alive));
+}
+
+}  // namespace
+
+void RegisterAttach(py::module_& m) {
+  py::class_<MemfdRegion>(m, "MemfdRegion", py::buffer_protocol(),
+                          "Host memory shared with `strata rank`: wrap it with torch.frombuffer.")
+      .def(py::init([](const std::string& name, uint64_t bytes) {
+             return ValueOrThrow(MemfdRegion::Create(name, bytes));
+           }),
+           py::arg("name"), py::arg("bytes"))
+      .def_property_readonly("fd", &MemfdRegion::fd)
+      .def_property_readonly("bytes", &MemfdRegion::bytes)
+      .def_property_readonly(
+          "address", [](const MemfdRegion& r) { return reinterpret_cast<uint64_t>(r.data()); })
+      .def_buffer([](MemfdRegion& r) {
+        return py::buffer_info(r.data(), 1, py::format_descriptor<uint8_t>::format(), 1,
+                               {static_cast<py::ssize_t>(r.bytes())}, {1});
+      });
+  py::class_<AttachHandle>(m, "_AttachClient")
+      .def("lookup", &AttachHandle::Lookup, py::arg("tokens"), py::arg("resident_tokens") = 0,
+           py::arg("before") = py::none())
+      .def(
+          "store",
+          [](AttachHandle& h, uint64_t checkpoint_id, std::vector<Token> tokens, uint64_t consumed,
+             std::vector<uint32_t> chain, uint32_t row_slot,
+             std::optional<uint64_t> parent_consumed, std::optional<uint32_t> tail_pages) {
+            h.Store({checkpoint_id, std::move(tokens), consumed, parent_consumed, std::move(chain),
+                     tail_pages, row_slot});
+          },
+          py::arg("checkpoint_id"), py::arg("tokens"), py::arg("consumed"), py::arg("chain"),
+          py::arg("row_slot"), py::arg("parent_consumed") = py::none(),
+          py::arg("tail_pages") = py::none())
+      .def("fetch", &AttachHandle::Fetch, py::arg("hit"), py::arg("ticket"), py::arg("page_ids"),
+           py::arg("row_slot"))
+      .def("poll", &AttachHandle::Poll)
+      .def("close", &AttachHandle::Close, py::arg("timeout"))
+      .def("fileno", &AttachHandle::fd);
+  m.def("_attach", &Attach, py::arg("socket_path"), py::arg("runtime_id"),
+        py::arg("model_identity"), py::arg("page_tokens"), py::arg("allocations"),
+        py::arg("regions"), py::arg("hello_bound"), py::arg("keep_alive"));
+}
+
+}  // namespace strata::python

@@ -1,0 +1,26 @@
+// Building one process's store over a Python runtime's planes: memory only
+// (no directory), disk only (no memory), or both (CompositeStore).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "python/src/py_planes.h"
+#include "python/src/py_store.h"
+#include "store/record/record_file.h"
+
+namespace strata::python {
+
+struct LocalStoreOptions {
+  uint64_t memory_bytes = 0;             // 0: no memory tier
+  std::optional<std::string> directory;  // unset: no disk tier
+  uint64_t disk_bytes = 0;               // record bytes on disk (> 0 with a directory)
+  std::string model_identity;            // names the record directory with the layout
+  Durability durability = Durability::kSync;
+  bool drain_on_close = true;  // composite: write memory-only records at close
+};
+
+Result<std::unique_ptr<StoreOwner>> OpenLocalStore(std::unique_ptr<RuntimePlanes> planes,
+                                                   const LocalStoreOptions& options);
+
+}  // namespace strata::python

@@ -1,0 +1,98 @@
+// StoreHandle: a HostStore (memory, disk, composite, or rank zero's
+// coordinator) as Python sees it: lookup / fetch / store / poll / close /
+// stats, each taking the handle's lock with the GIL released, so a Python
+// thread may call from anywhere and others run while one call waits. The
+// handle owns what the store needs (planes, transfers, directory) through
+// StoreOwner and keeps the Python objects that own the runtime's memory.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "python/src/py_planes.h"
+#include "store/tier/host_store.h"
+
+namespace strata::python {
+
+// What a built store consists of; Close() closes the store and frees it all
+// unless the close failed (then copies may still run and everything stays).
+class StoreOwner {
+ public:
+  virtual ~StoreOwner() = default;
+  virtual HostStore& store() = 0;
+  virtual Status Close() = 0;
+  // The record directory ("" for a memory store).
+  virtual std::string record_dir() const { return ""; }
+};
+
+// One event of Poll, or of an attached client's Poll, as a plain value.
+struct PyEvent {
+  std::string kind;  // stored, store_failed, fetched, fetch_failed, stopped, lookup, store_answer
+  uint64_t checkpoint_id = 0;
+  uint64_t ticket = 0;
+  uint64_t consumed = 0;  // the key's tokens
+  std::string digest;     // the key's digest, hex
+  bool ok = true;
+  std::string error_kind;  // when !ok
+  std::string message;     // when !ok
+  uint64_t bytes = 0;
+  uint64_t request_id = 0;     // lookup
+  std::optional<HostHit> hit;  // lookup
+  std::string outcome;         // store_answer
+};
+PyEvent ToPyEvent(const StoreEvent& e);
+
+// A checkpoint as the runtime describes it from Python.
+struct CheckpointIn {
+  uint64_t checkpoint_id = 0;
+  std::vector<Token> tokens;
+  uint64_t consumed = 0;
+  std::optional<uint64_t> parent_consumed;
+  std::vector<uint32_t> chain;
+  std::optional<uint32_t> tail_pages;  // default: all of chain (no parent)
+  uint32_t row_slot = 0;
+};
+// Checks and converts; kInvalidArgument naming the field at fault.
+Result<PublishedCheckpoint> ToCheckpoint(const CheckpointIn& in);
+// The ticket of a Fetch.
+InboundTicket ToTicket(uint64_t ticket, const std::vector<uint32_t>& page_ids, uint32_t row_slot);
+
+class StoreHandle {
+ public:
+  // `keep_alive`: the Python objects owning the planes' memory.
+  StoreHandle(std::unique_ptr<StoreOwner> owner, std::string description,
+              pybind11::object keep_alive);
+  ~StoreHandle();
+
+  std::optional<HostHit> Lookup(const std::vector<Token>& tokens, uint64_t resident_tokens,
+                                std::optional<uint64_t> before);
+  std::string Store(const CheckpointIn& checkpoint);
+  void Fetch(const HostHit& hit, uint64_t ticket, const std::vector<uint32_t>& page_ids,
+             uint32_t row_slot);
+  std::vector<PyEvent> Poll(std::optional<uint64_t> now_ms);
+  pybind11::dict Stats();
+  void Close();
+  std::string record_dir();
+  const std::string& description() const { return description_; }
+
+ private:
+  // The open owner, or throws kFailedPrecondition ("closed"). Requires mu_.
+  StoreOwner& Open();
+
+  std::mutex mu_;
+  std::unique_ptr<StoreOwner> owner_;  // null once closed
+  std::string description_;
+  pybind11::object keep_alive_;
+};
+
+// Milliseconds since the Unix epoch (HostStore::Poll's clock).
+uint64_t WallClockMs();
+
+void RegisterStore(pybind11::module_& m);
+
+}  // namespace strata::python

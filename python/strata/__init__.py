@@ -1,0 +1,289 @@
+"""Strata for Python inference runtimes (docs/python.md).
+
+Describe the runtime's own allocations with `Allocation` and `Geometry`, then
+either attach to a local `strata rank` (`attach`) or build a store in this
+process: `memory_store`, `disk_store`, `composite_store`, or the multi-process
+form (`coordinator` on rank zero, `rank_agent` on every other rank) with the
+rendezvous through the runtime's own torch.distributed.Store.
+
+Every Strata error is raised as `StrataError` with `.kind` and `.message`.
+Calls that can block release the GIL.
+"""
+import datetime as _datetime
+
+from ._strata import (  # noqa: F401  (re-exported)
+    DeviceBuffer,
+    Event,
+    Hit,
+    MemfdRegion,
+    StrataError,
+    cuda_device_count,
+)
+from . import _strata
+
+PAGE_PLANE = "page_plane"
+STATE_ROWS = "state_rows"
+PEER = "peer"
+_KINDS = (PAGE_PLANE, STATE_ROWS, PEER)
+
+
+def _memory_of(memory):
+    """(address, bytes, count_hint, cuda_device or -1) of a tensor, an object
+    with __cuda_array_interface__ / __array_interface__, a buffer, or a raw
+    (pointer, bytes_per_id, count) tuple."""
+    if isinstance(memory, tuple):
+        if len(memory) != 3 or not all(isinstance(v, int) for v in memory):
+            raise TypeError("a raw allocation is (pointer, bytes_per_id, count), all integers")
+        pointer, unit, count = memory
+        return pointer, unit * count, count, -1
+    iface = getattr(memory, "__cuda_array_interface__", None)
+    if iface is not None:
+        device = getattr(memory, "device", 0)
+        device = getattr(device, "index", device)
+        return _from_interface(iface, memory) + ((0 if device is None else int(device)),)
+    iface = getattr(memory, "__array_interface__", None)
+    if iface is not None:
+        return _from_interface(iface, memory) + (-1,)
+    if hasattr(memory, "data_ptr") and hasattr(memory, "element_size"):  # torch.Tensor
+        if not memory.is_contiguous():
+            raise StrataError("invalid_argument", "a plane's tensor must be contiguous")
+        if memory.device.type not in ("cpu", "cuda"):
+            raise StrataError("invalid_argument", f"tensors on {memory.device} are not supported")
+        count = memory.shape[0] if memory.dim() > 0 else 1
+        device = -1 if memory.device.type == "cpu" else (memory.device.index or 0)
+        return memory.data_ptr(), memory.numel() * memory.element_size(), count, device
+    if isinstance(memory, MemfdRegion):
+        return memory.address, memory.bytes, None, -1
+    raise TypeError(f"cannot take the memory of {type(memory).__name__}: pass a tensor, an object "
+                    "with __cuda_array_interface__ / __array_interface__, or (pointer, bytes_per_id, count)")
+
+
+def _from_interface(iface, memory):
+    if iface.get("strides") not in (None,):
+        raise StrataError("invalid_argument", "a plane's memory must be contiguous")
+    shape = tuple(iface["shape"])
+    itemsize = int(iface["typestr"][2:])
+    count = shape[0] if shape else 1
+    total = itemsize
+    for dim in shape:
+        total *= dim
+    return int(iface["data"][0]), total, count
+
+
+class Allocation:
+    """One runtime allocation: `kind` is PAGE_PLANE (one unit per page id),
+    STATE_ROWS (one row per state slot; exactly one per geometry) or PEER
+    (another rank's memory, described but never copied). The memory's first
+    dimension is the page or row count unless `count` is given;
+    `bytes_per_id` defaults to the memory's bytes / count."""
+
+    def __init__(self, name, memory=None, kind=PAGE_PLANE, bytes_per_id=None, count=None):
+        if kind not in _KINDS:
+            raise ValueError(f"kind must be one of {_KINDS}")
+        self.name, self.memory, self.kind = name, memory, kind
+        a = _strata._Allocation()
+        a.name = name
+        a.group = _strata._Group.STATE_ROWS if kind == STATE_ROWS else _strata._Group.PAGES
+        a.owner = _strata._Owner.PEER if kind == PEER else _strata._Owner.LOCAL
+        self.device = -1
+        if kind == PEER:
+            if bytes_per_id is None or count is None:
+                raise ValueError("a peer allocation needs bytes_per_id and count")
+        else:
+            address, total, count_hint, self.device = _memory_of(memory)
+            count = count if count is not None else count_hint
+            if not count:
+                raise ValueError(f"allocation '{name}': give count")
+            bytes_per_id = bytes_per_id if bytes_per_id is not None else total // count
+            a.address, a.capacity = address, total
+        a.unit_bytes, a.count = bytes_per_id, count
+        self._spec = a
+
+
+class Geometry:
+    """One rank's planes as the runtime allocated them. Checked at once:
+    a geometry that does not match its memory raises StrataError."""
+
+    def __init__(self, page_tokens, allocations):
+        self.allocations = list(allocations)
+        devices = {a.device for a in self.allocations if a.kind != PEER}
+        if len(devices) != 1:
+            raise StrataError("invalid_argument",
+                              "every plane of a rank must be on one device (host or one GPU)")
+        self.page_tokens = page_tokens
+        self._planes = _strata._Planes()
+        self._planes.page_tokens = page_tokens
+        self._planes.allocations = [a._spec for a in self.allocations]
+        self._planes.cuda_device = devices.pop()
+        self.page_bytes = _strata._check_planes(self._planes)
+
+
+def tokens(sequence):
+    """Token ids as a list of ints from a list, an array or a tensor;
+    TypeError when they are not integers, ValueError when out of range."""
+    if hasattr(sequence, "tolist"):
+        sequence = sequence.tolist()
+    out = list(sequence)
+    for t in out:
+        if not isinstance(t, int) or isinstance(t, bool):
+            raise TypeError(f"token ids must be integers, got {type(t).__name__}")
+        if t < 0 or t >= 1 << 32:
+            raise ValueError(f"token id {t} is outside 0 .. 2**32-1")
+    return out
+
+
+class Store:
+    """A store over this process's planes: lookup / store / fetch / poll /
+    close, as HostStore (docs/embedding.md section 3)."""
+
+    def __init__(self, handle, geometry):
+        self._handle, self.geometry = handle, geometry
+
+    def lookup(self, token_ids, resident_tokens=0, before=None):
+        """The deepest restorable prefix of `token_ids` as a Hit, or None."""
+        return self._handle.lookup(tokens(token_ids), resident_tokens, before)
+
+    def store(self, checkpoint_id, token_ids, consumed, chain, row_slot, parent_consumed=None,
+              tail_pages=None):
+        """Offers the checkpoint of the first `consumed` tokens (pages `chain`,
+        row `row_slot`); returns the outcome ("queued", "present", "deferred",
+        "retry", "oversize", "disabled")."""
+        return self._handle.store(checkpoint_id, tokens(token_ids), consumed, list(chain), row_slot,
+                                  parent_consumed, tail_pages)
+
+    def fetch(self, hit, ticket, page_ids, row_slot):
+        """Starts restoring `hit` into free `page_ids` and `row_slot`."""
+        self._handle.fetch(hit, ticket, list(page_ids), row_slot)
+
+    def poll(self, now_ms=None):
+        return self._handle.poll(now_ms)
+
+    def stats(self):
+        return self._handle.stats()
+
+    def close(self):
+        self._handle.close()
+
+    @property
+    def record_dir(self):
+        return self._handle.record_dir
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _local(geometry, memory_bytes, directory, disk_bytes, model_identity, durable):
+    o = _strata._LocalStoreOptions()
+    o.memory_bytes, o.directory, o.disk_bytes = memory_bytes, directory, disk_bytes
+    o.model_identity, o.durable = model_identity, durable
+    return Store(_strata._open_local_store(geometry._planes, o, geometry), geometry)
+
+
+def memory_store(geometry, memory_bytes):
+    return _local(geometry, memory_bytes, None, 0, "", True)
+
+
+def disk_store(geometry, directory, disk_bytes, model_identity, durable=True):
+    return _local(geometry, 0, str(directory), disk_bytes, model_identity, durable)
+
+
+def composite_store(geometry, memory_bytes, directory, disk_bytes, model_identity, durable=True):
+    return _local(geometry, memory_bytes, str(directory), disk_bytes, model_identity, durable)
+
+
+def _options(world_size, directory, disk_bytes, model_identity, prefix, record_host, timeout_s,
+             durable):
+    o = _strata._MultiProcessOptions()
+    o.world_size, o.directory, o.disk_bytes = world_size, str(directory), disk_bytes
+    o.model_identity, o.prefix, o.record_host = model_identity, prefix, record_host
+    o.join_timeout = _datetime.timedelta(seconds=timeout_s)
+    o.durable = durable
+    return o
+
+
+def coordinator(geometry, rendezvous, world_size, directory, disk_bytes, model_identity,
+                prefix="strata/", record_host="127.0.0.1", timeout_s=60.0, durable=True):
+    """Rank zero of ranks in separate processes: blocks until every peer
+    joined through `rendezvous` (any object with set/get, e.g. a
+    torch.distributed.TCPStore), then returns the Store for every rank."""
+    o = _options(world_size, directory, disk_bytes, model_identity, prefix, record_host, timeout_s,
+                 durable)
+    return Store(_strata._open_coordinator(geometry._planes, rendezvous, o, geometry), geometry)
+
+
+class RankAgent:
+    """A peer rank (1 .. world_size-1): serves rank zero's copies on this
+    process's planes until rank zero closes the session (wait) or close()."""
+
+    def __init__(self, geometry, rendezvous, rank, world_size, directory, disk_bytes,
+                 model_identity, prefix="strata/", timeout_s=60.0, durable=True):
+        o = _options(world_size, directory, disk_bytes, model_identity, prefix, "", timeout_s,
+                     durable)
+        self.geometry = geometry
+        self._agent = _strata._start_agent(geometry._planes, rendezvous, rank, o, geometry)
+
+    @property
+    def state(self):
+        return self._agent.state
+
+    @property
+    def record_dir(self):
+        return self._agent.record_dir
+
+    def wait(self, timeout_s):
+        """True once rank zero ended the session (raises its error if it
+        failed); False when `timeout_s` passed first."""
+        return self._agent.wait(_datetime.timedelta(seconds=timeout_s))
+
+    def close(self):
+        self._agent.close()
+
+
+class AttachedStore:
+    """A runtime attached to its local `strata rank`: lookup returns a
+    request id whose result arrives through poll (an Event of kind
+    "lookup" carrying .hit); store's answer is an Event of kind
+    "store_answer" (.outcome); then the store events as in Store."""
+
+    def __init__(self, client, geometry):
+        self._client, self.geometry = client, geometry
+
+    def lookup(self, token_ids, resident_tokens=0, before=None):
+        return self._client.lookup(tokens(token_ids), resident_tokens, before)
+
+    def store(self, checkpoint_id, token_ids, consumed, chain, row_slot, parent_consumed=None,
+              tail_pages=None):
+        self._client.store(checkpoint_id, tokens(token_ids), consumed, list(chain), row_slot,
+                           parent_consumed, tail_pages)
+
+    def fetch(self, hit, ticket, page_ids, row_slot):
+        self._client.fetch(hit, ticket, list(page_ids), row_slot)
+
+    def poll(self):
+        return self._client.poll()
+
+    def fileno(self):
+        return self._client.fileno()
+
+    def close(self, timeout_s=30.0):
+        self._client.close(_datetime.timedelta(seconds=timeout_s))
+
+
+def attach(socket_path, geometry, model_identity, runtime_id="python", hello_timeout_s=10.0):
+    """Attaches to the `strata rank` serving `socket_path`. Every allocation's
+    memory must be a MemfdRegion (or a tensor made from one with
+    torch.frombuffer, given as Allocation(..., memory=region))."""
+    regions = []
+    for a in geometry.allocations:
+        if not isinstance(a.memory, MemfdRegion):
+            raise StrataError("invalid_argument",
+                              f"allocation '{a.name}': attach shares host memory by memfd; "
+                              "allocate it with strata.MemfdRegion")
+        regions.append(a.memory)
+    client = _strata._attach(socket_path, runtime_id, model_identity, geometry.page_tokens,
+                             [a._spec for a in geometry.allocations], regions,
+                             _datetime.timedelta(seconds=hello_timeout_s), geometry)
+    return AttachedStore(client, geometry)

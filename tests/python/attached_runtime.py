@@ -1,0 +1,62 @@
+"""A Python runtime attached to its local `strata rank` (attach channel):
+its planes are torch tensors over memfd regions the rank maps, so the
+runtime's tensor is the shared memory. Reads its socket from the test's
+torch.distributed.TCPStore. Prints JSON lines.
+
+  attached_runtime.py RANK PORT PHASE
+PHASE "store": fill, store the checkpoint, print {"stored": ...}, then wait
+to be killed. PHASE "restore": start zeroed, restore into other ids from
+the rank's memory tier, check, detach."""
+import datetime
+import json
+import sys
+import threading
+
+import torch
+import torch.distributed as dist
+
+import runtime_model as rm
+import strata
+
+WAIT = datetime.timedelta(seconds=60)
+SHAPE = rm.TINY
+
+
+def main():
+    rank, port, phase = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    kv = dist.TCPStore("127.0.0.1", port, 1, False, WAIT)
+    kv.wait([f"attach/socket/{rank}"], WAIT)
+    socket_path = kv.get(f"attach/socket/{rank}").decode()
+    regions = {}
+
+    def in_memfd(name, dims):
+        regions[name] = strata.MemfdRegion(name, dims[0] * dims[1])
+        return torch.frombuffer(regions[name], dtype=torch.uint8).view(dims)
+
+    tensors = rm.allocate(SHAPE, in_memfd)
+    geo = rm.geometry(tensors, lambda name, t: regions[name], SHAPE.page_tokens)
+    tokens = SHAPE.tokens
+    if phase == "store":
+        rm.fill(tensors, rank)
+    client = strata.attach(socket_path, geo, rm.TINY_MODEL, runtime_id=f"pytest-{rank}-{phase}")
+    if phase == "store":
+        client.store(1, tokens, len(tokens), rm.CHAIN, rm.ROW_SLOT)
+        answer = rm.poll_until(client, "store_answer")
+        rm.poll_until(client, "stored")
+        print(json.dumps({"stored": answer.outcome}), flush=True)
+        threading.Event().wait()  # until the test kills this runtime
+        return
+    request = client.lookup(tokens)
+    found = rm.poll_until(client, "lookup")
+    assert found.request_id == request and found.hit is not None, found
+    client.fetch(found.hit, 9, [20, 21, 22, 23], 5)
+    rm.poll_until(client, "fetched")
+    check = rm.check_restored(tensors, rank, [20, 21, 22, 23], 5) or "ok"
+    client.close()
+    with __import__("pytest").raises(strata.StrataError):
+        client.lookup(tokens)  # use after detach
+    print(json.dumps({"check": check, "tier": found.hit.tier}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
