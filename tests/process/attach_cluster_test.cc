@@ -14,7 +14,6 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/inotify.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -26,6 +25,7 @@
 #include <random>
 #include <set>
 
+#include "tests/support/wait_for_file.h"
 #include "tests/unit/attach/attach_test_support.h"
 
 namespace strata::attach {
@@ -93,30 +93,11 @@ AttachIdentity Identity(uint32_t rank) {
           .page_tokens = Geometry().page_tokens};
 }
 
-// Waits up to kBound for `path` to exist: a rank creates its socket once
-// every rank has joined.
-bool WaitForFile(const fs::path& path) {
-  const int fd = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-  if (fd < 0) return false;
-  const bool watched = ::inotify_add_watch(fd, path.parent_path().c_str(), IN_CREATE) >= 0;
-  const auto deadline = std::chrono::steady_clock::now() + kBound;
-  bool found = fs::exists(path);
-  while (watched && !found && std::chrono::steady_clock::now() < deadline) {
-    pollfd p{fd, POLLIN, 0};
-    (void)::poll(&p, 1, 200);
-    char buf[4096];
-    while (::read(fd, buf, sizeof buf) > 0) {
-    }
-    found = fs::exists(path);
-  }
-  ::close(fd);
-  return found;
-}
-
 // Attaches once the rank serves its socket.
 Result<std::unique_ptr<AttachClient>> AttachWithin(const std::string& socket, uint32_t rank,
                                                    const RuntimePlanes& planes) {
-  if (!WaitForFile(socket)) return Status::Unavailable(socket + " did not appear");
+  if (!strata::testing::WaitForFile(socket, kBound))
+    return Status::Unavailable(socket + " did not appear");
   return AttachClient::Attach({.socket_path = socket}, Identity(rank), planes.Shared());
 }
 

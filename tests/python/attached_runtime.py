@@ -6,7 +6,12 @@ torch.distributed.TCPStore. Prints JSON lines.
   attached_runtime.py RANK PORT PHASE
 PHASE "store": fill, store the checkpoint, print {"stored": ...}, then wait
 to be killed. PHASE "restore": start zeroed, restore into other ids from
-the rank's memory tier, check, detach."""
+the rank's tiers, check, detach.
+
+With several ranks ("attach/ranks" in the store) only rank zero's runtime
+makes the store calls; a peer's runtime attaches its planes, says so
+("attach/ready/PHASE/RANK"), and in the restore phase checks its planes
+once rank zero says the restore finished ("attach/restored")."""
 import datetime
 import json
 import sys
@@ -39,6 +44,20 @@ def main():
     if phase == "store":
         rm.fill(tensors, rank)
     client = strata.attach(socket_path, geo, rm.TINY_MODEL, runtime_id=f"pytest-{rank}-{phase}")
+    ranks = int(kv.get("attach/ranks").decode())
+    kv.set(f"attach/ready/{phase}/{rank}", "1")
+    if rank != 0:
+        # A peer shares its planes; rank zero's runtime moves its bytes.
+        if phase == "store":
+            threading.Event().wait()  # until the test kills this runtime
+        kv.wait(["attach/restored"], WAIT)
+        check = rm.check_restored(tensors, rank, [20, 21, 22, 23], 5) or "ok"
+        client.close()
+        print(json.dumps({"check": check, "tier": kv.get("attach/restored").decode()}),
+              flush=True)
+        return
+    # Every peer's planes must be attached before a job reaches them.
+    kv.wait([f"attach/ready/{phase}/{r}" for r in range(1, ranks)], WAIT)
     if phase == "store":
         client.store(1, tokens, len(tokens), rm.CHAIN, rm.ROW_SLOT)
         answer = rm.poll_until(client, "store_answer")
@@ -52,6 +71,7 @@ def main():
     client.fetch(found.hit, 9, [20, 21, 22, 23], 5)
     rm.poll_until(client, "fetched")
     check = rm.check_restored(tensors, rank, [20, 21, 22, 23], 5) or "ok"
+    kv.set("attach/restored", found.hit.tier)
     client.close()
     with __import__("pytest").raises(strata.StrataError):
         client.lookup(tokens)  # use after detach

@@ -1,0 +1,396 @@
+// A runtime whose planes live in GPU memory attaches to a real `strata rank
+// --attach-socket --gpus N`: its page and row planes are CUDA VMM allocations
+// (cuMemCreate with POSIX-fd handles) that it exports, and strata imports and
+// maps them at addresses reserved at startup (cuda/imported_device_planes.h).
+// Stores and restores into other page ids are byte-exact; a runtime killed
+// right after asking for a restore is drained and unmapped, and the next
+// runtime restores byte-exact.
+//
+// Opt-in like the other GPU tests (STRATA_GPU_TESTS=1, STRATA_GPU_DEVICE).
+// STRATA_BIN names the strata binary (default: next to this binary, or one
+// folder up in a build tree).
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "attach/client/attach_client.h"
+#include "cuda/driver_api.h"
+#include "launch/presets.h"
+#include "tests/support/wait_for_file.h"
+
+namespace strata::attach {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+constexpr auto kBound = 60s;
+constexpr uint64_t kPages = 256;
+constexpr uint64_t kRows = 8;
+constexpr uint64_t kConversationPages = 64;  // 36 planes x 16 KiB: 36 MiB per conversation
+constexpr char kPreset[] = "qwen-like";
+
+int Device() {
+  const char* d = std::getenv("STRATA_GPU_DEVICE");
+  return d != nullptr ? std::atoi(d) : 0;
+}
+
+CacheGeometry Geometry() { return *PresetGeometry(kPreset, 1, kPages, kRows); }
+
+std::string StrataBin() {
+  if (const char* b = std::getenv("STRATA_BIN")) return b;
+  const fs::path self = fs::read_symlink("/proc/self/exe").parent_path();
+  return fs::exists(self / "strata") ? (self / "strata").string()
+                                     : (self / ".." / "strata").string();
+}
+
+uint8_t Byte(uint64_t conversation, size_t allocation, uint64_t unit, uint64_t offset) {
+  return static_cast<uint8_t>((conversation * 131 + allocation * 31 + unit * 7 + offset * 13) ^
+                              (offset >> 8));
+}
+
+// A runtime's planes: one exportable VMM allocation per page plane and one
+// for the rows, mapped into this process too.
+class VmmPlanes {
+ public:
+  static Result<std::unique_ptr<VmmPlanes>> Create(int ordinal) {
+    auto p = std::unique_ptr<VmmPlanes>(new VmmPlanes());
+    STRATA_ASSIGN_OR_RETURN(p->driver_, CudaDriver::Load());
+    STRATA_ASSIGN_OR_RETURN(p->context_, PrimaryContext::Retain(p->driver_, ordinal));
+    ContextGuard guard(*p->driver_, p->context_->get());
+    STRATA_RETURN_IF_ERROR(guard.status());
+    STRATA_ASSIGN_OR_RETURN(uint64_t gran, p->driver_->DeviceGranularity(ordinal));
+    const RankGeometry& g = Geometry().ranks[0];
+    auto add = [&](const std::string& name, AllocationGroup group, uint64_t unit,
+                   uint64_t count) -> Status {
+      Plane plane;
+      plane.allocation = {name, group, unit, count};
+      plane.bytes = (unit * count + gran - 1) / gran * gran;
+      STRATA_ASSIGN_OR_RETURN(plane.handle,
+                              p->driver_->CreateShareableDeviceAllocation(ordinal, plane.bytes));
+      STRATA_ASSIGN_OR_RETURN(plane.address, p->driver_->ReserveAddress(plane.bytes, gran));
+      STRATA_RETURN_IF_ERROR(p->driver_->MapAllocation(plane.address, plane.bytes, plane.handle));
+      STRATA_RETURN_IF_ERROR(p->driver_->SetDeviceAccess(plane.address, plane.bytes, ordinal));
+      STRATA_ASSIGN_OR_RETURN(plane.fd, p->driver_->ExportToFd(plane.handle));
+      STRATA_RETURN_IF_ERROR(p->driver_->MemsetD8(plane.address, 0, plane.bytes));
+      p->planes_.push_back(plane);
+      return Status::Ok();
+    };
+    for (const PlaneSpec& s : g.page_planes) {
+      STRATA_RETURN_IF_ERROR(add(s.name, AllocationGroup::kKvPages, s.unit_bytes, g.page_count));
+    }
+    STRATA_RETURN_IF_ERROR(
+        add(g.row.name, AllocationGroup::kStateRows, g.row.unit_bytes, g.row_count));
+    return p;
+  }
+  ~VmmPlanes() {
+    ContextGuard guard(*driver_, context_->get());
+    for (const Plane& p : planes_) {
+      (void)driver_->Unmap(p.address, p.bytes);
+      (void)driver_->ReleaseAllocation(p.handle);
+      (void)driver_->FreeAddress(p.address, p.bytes);
+      ::close(p.fd);
+    }
+  }
+
+  std::vector<std::vector<SharedAllocation>> Shared() const {
+    std::vector<SharedAllocation> rank;
+    for (const Plane& p : planes_) rank.push_back({p.allocation, p.fd});
+    return {rank};
+  }
+
+  // Writes conversation c's pattern into units `first`.. (pages) and row `row`.
+  Status Fill(uint64_t c, uint32_t first, uint32_t row) { return Visit(c, first, row, nullptr); }
+  // Bytes of conversation c at units `first`.. and row `row` that differ.
+  Result<uint64_t> Mismatches(uint64_t c, uint32_t first, uint32_t row) {
+    uint64_t n = 0;
+    STRATA_RETURN_IF_ERROR(Visit(c, first, row, &n));
+    return n;
+  }
+
+ private:
+  struct Plane {
+    SizedAllocation allocation;
+    CudaAllocationHandle handle = 0;
+    uint64_t address = 0;
+    uint64_t bytes = 0;
+    int fd = -1;
+  };
+  VmmPlanes() = default;
+
+  Status Visit(uint64_t c, uint32_t first, uint32_t row, uint64_t* mismatches) {
+    ContextGuard guard(*driver_, context_->get());
+    STRATA_RETURN_IF_ERROR(guard.status());
+    for (size_t a = 0; a < planes_.size(); ++a) {
+      const Plane& p = planes_[a];
+      const bool is_row = p.allocation.group == AllocationGroup::kStateRows;
+      const uint64_t units = is_row ? 1 : kConversationPages;
+      const uint64_t unit_bytes = p.allocation.unit_bytes;
+      std::vector<uint8_t> want(units * unit_bytes);
+      for (uint64_t u = 0; u < units; ++u) {
+        for (uint64_t o = 0; o < unit_bytes; ++o) want[u * unit_bytes + o] = Byte(c, a, u, o);
+      }
+      const uint64_t at = p.address + (is_row ? row : first) * unit_bytes;
+      if (mismatches == nullptr) {
+        STRATA_RETURN_IF_ERROR(
+            driver_->CopySync(TransferDirection::kHostToDevice, at, want.data(), want.size()));
+        STRATA_RETURN_IF_ERROR(driver_->SynchronizeStream(nullptr));
+        continue;
+      }
+      std::vector<uint8_t> got(want.size());
+      STRATA_RETURN_IF_ERROR(
+          driver_->CopySync(TransferDirection::kDeviceToHost, at, got.data(), got.size()));
+      for (size_t i = 0; i < got.size(); ++i) *mismatches += got[i] != want[i] ? 1 : 0;
+    }
+    return Status::Ok();
+  }
+
+  std::shared_ptr<const CudaDriver> driver_;
+  std::unique_ptr<PrimaryContext> context_;
+  std::vector<Plane> planes_;
+};
+
+AttachIdentity Identity() {
+  return {.runtime_id = "gpu runtime",
+          .model_identity = std::string("synthetic/") + kPreset,
+          .state_mode = StateMode::kOrdinary,
+          .page_tokens = Geometry().page_tokens,
+          .plane_handle = PlaneHandleKind::kCudaVmmFd};
+}
+
+std::vector<Token> Tokens(uint64_t c) {
+  std::vector<Token> t(kConversationPages * Geometry().page_tokens);
+  for (size_t i = 0; i < t.size(); ++i) t[i] = static_cast<Token>(c * 1'000'000 + i);
+  return t;
+}
+
+template <typename Done>
+bool WaitEvents(AttachClient& client, std::vector<AttachEvent>& events, Done done) {
+  const auto deadline = std::chrono::steady_clock::now() + kBound;
+  while (!done(events)) {
+    if (!client.Poll(events).ok() || std::chrono::steady_clock::now() > deadline) return false;
+    pollfd p{client.fd(), POLLIN, 0};
+    (void)::poll(&p, 1, 100);
+  }
+  return true;
+}
+
+size_t Count(const std::vector<AttachEvent>& events, StoreEvent::Kind kind) {
+  size_t n = 0;
+  for (const AttachEvent& e : events) {
+    const auto* s = std::get_if<StoreEvent>(&e);
+    n += s != nullptr && s->kind == kind ? 1 : 0;
+  }
+  return n;
+}
+
+// Publishes conversation c from pages c*64.. and row c; waits for kStored.
+::testing::AssertionResult Publish(AttachClient& client, uint64_t c) {
+  const std::vector<Token> tokens = Tokens(c);
+  const PrefixHistory history(tokens);
+  PublishedCheckpoint cp;
+  cp.checkpoint_id = c + 1;
+  cp.key = history.key_at(tokens.size());
+  cp.bucket = history.bucket_digest(tokens.size());
+  for (uint64_t p = 0; p < kConversationPages; ++p) {
+    cp.chain.emplace_back(static_cast<uint32_t>(c * kConversationPages + p));
+  }
+  cp.tail_pages = kConversationPages;
+  cp.row_slot = StateSlot(static_cast<uint32_t>(c));
+  if (!client.Store(cp).ok()) return ::testing::AssertionFailure() << "store";
+  std::vector<AttachEvent> events;
+  if (!WaitEvents(client, events,
+                  [](const auto& e) {
+                    return Count(e, StoreEvent::Kind::kStored) +
+                               Count(e, StoreEvent::Kind::kStoreFailed) >
+                           0;
+                  }) ||
+      Count(events, StoreEvent::Kind::kStored) != 1) {
+    return ::testing::AssertionFailure() << "conversation " << c << " was not stored";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+enum class Await : unsigned char { kRequestOnly, kFetched };
+
+// Looks conversation c up and asks for its restore into pages `first`.. and
+// row `row`; with kFetched, waits for the event.
+::testing::AssertionResult Restore(AttachClient& client, uint64_t c, uint32_t first, uint32_t row,
+                                   Await await) {
+  const std::vector<Token> tokens = Tokens(c);
+  if (!client.Lookup(tokens, 0, tokens.size()).ok()) return ::testing::AssertionFailure();
+  std::vector<AttachEvent> events;
+  if (!WaitEvents(client, events, [](const auto& e) { return !e.empty(); })) {
+    return ::testing::AssertionFailure() << "no lookup result";
+  }
+  const auto* result = std::get_if<LookupResult>(&events[0]);
+  if (result == nullptr || !result->hit) {
+    return ::testing::AssertionFailure() << "conversation " << c << " not found";
+  }
+  InboundTicket ticket;
+  ticket.ticket = JobId(100 + c);
+  ticket.row_slot = StateSlot(row);
+  for (uint64_t p = 0; p < kConversationPages; ++p) ticket.page_ids.emplace_back(first + p);
+  if (!client.Fetch(*result->hit, ticket).ok()) return ::testing::AssertionFailure() << "fetch";
+  if (await == Await::kRequestOnly) return ::testing::AssertionSuccess();
+  events.clear();
+  if (!WaitEvents(client, events,
+                  [](const auto& e) {
+                    return Count(e, StoreEvent::Kind::kFetched) +
+                               Count(e, StoreEvent::Kind::kFetchFailed) >
+                           0;
+                  }) ||
+      Count(events, StoreEvent::Kind::kFetched) != 1) {
+    return ::testing::AssertionFailure() << "conversation " << c << " was not restored";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+bool OptedIn() {
+  const char* opt_in = std::getenv("STRATA_GPU_TESTS");
+  return opt_in != nullptr && std::string(opt_in) == "1";
+}
+
+// Run only as the child of the test below (STRATA_ATTACH_GPU_CHILD_SOCKET
+// set): attaches, asks for conversation 0's restore, says so on fd 3, and
+// waits to be killed.
+TEST(GpuAttachChildTest, AsksForARestoreThenWaitsToBeKilled) {
+  const char* socket = std::getenv("STRATA_ATTACH_GPU_CHILD_SOCKET");
+  if (socket == nullptr || !OptedIn()) GTEST_SKIP() << "the child of GpuAttachTest only";
+  auto planes = VmmPlanes::Create(Device());
+  ASSERT_TRUE(planes.ok()) << planes.status().ToString();
+  auto client = AttachClient::Attach({.socket_path = socket}, Identity(), (*planes)->Shared());
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  ASSERT_TRUE(Restore(**client, 0, 128, 4, Await::kRequestOnly));
+  ASSERT_EQ(::write(3, "f", 1), 1);
+  while (true) ::pause();
+}
+
+class StrataRank {
+ public:
+  explicit StrataRank(const fs::path& dir) : socket_(dir / "rank.sock"), log_(dir / "rank.log") {
+    std::vector<std::string> args = {StrataBin(),
+                                     "rank",
+                                     "--attach-socket",
+                                     socket_.string(),
+                                     "--gpus",
+                                     std::to_string(Device()),
+                                     "--prefix-cache-memory",
+                                     "512MiB",
+                                     "--preset",
+                                     kPreset,
+                                     "--pages",
+                                     std::to_string(kPages),
+                                     "--rows",
+                                     std::to_string(kRows),
+                                     "--metrics-port",
+                                     "0"};
+    std::vector<char*> argv;
+    argv.reserve(args.size() + 1);
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      std::FILE* f = std::fopen(log_.c_str(), "w");
+      ::dup2(::fileno(f), 1);
+      ::dup2(::fileno(f), 2);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+  }
+  ~StrataRank() { (void)Stop(); }
+  const fs::path& socket() const { return socket_; }
+  int Stop() {
+    if (pid_ <= 0) return exit_code_;
+    ::kill(pid_, SIGTERM);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+    exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return exit_code_;
+  }
+  std::string Log() const {
+    std::ifstream f(log_);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  }
+
+ private:
+  fs::path socket_;
+  fs::path log_;
+  pid_t pid_ = -1;
+  int exit_code_ = -1;
+};
+
+TEST(GpuAttachTest, VmmPlanesRestoreByteExactAndAKilledRuntimeIsDrainedBeforeTheNext) {
+  if (!OptedIn()) GTEST_SKIP() << "GPU tests are opt-in: set STRATA_GPU_TESTS=1";
+  const fs::path dir =
+      fs::temp_directory_path() / ("strata-attach-gpu-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string self = fs::read_symlink("/proc/self/exe").string();
+  StrataRank rank(dir);
+  ASSERT_TRUE(strata::testing::WaitForFile(rank.socket(), kBound)) << rank.Log();
+  {
+    auto planes = VmmPlanes::Create(Device());
+    ASSERT_TRUE(planes.ok()) << planes.status().ToString();
+    auto client = AttachClient::Attach({.socket_path = rank.socket().string()}, Identity(),
+                                       (*planes)->Shared());
+    ASSERT_TRUE(client.ok()) << client.status().ToString() << "\n" << rank.Log();
+    for (uint64_t c = 0; c < 2; ++c) {
+      ASSERT_TRUE(
+          (*planes)
+              ->Fill(c, static_cast<uint32_t>(c * kConversationPages), static_cast<uint32_t>(c))
+              .ok());
+      ASSERT_TRUE(Publish(**client, c)) << rank.Log();
+    }
+    ASSERT_TRUE(Restore(**client, 1, 128, 5, Await::kFetched)) << rank.Log();
+    Result<uint64_t> bad = (*planes)->Mismatches(1, 128, 5);
+    ASSERT_TRUE(bad.ok());
+    EXPECT_EQ(*bad, 0u);
+    EXPECT_TRUE((*client)->Close(kBound).ok());
+  }
+  // A runtime killed right after asking for a restore into its planes.
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::dup2(ready[1], 3);
+    ::setenv("STRATA_ATTACH_GPU_CHILD_SOCKET", rank.socket().c_str(), 1);
+    ::execl(self.c_str(), self.c_str(),
+            "--gtest_filter=GpuAttachChildTest.AsksForARestoreThenWaitsToBeKilled", nullptr);
+    ::_exit(127);
+  }
+  ::close(ready[1]);
+  char byte = 0;
+  const bool asked = ::read(ready[0], &byte, 1) == 1;
+  ::close(ready[0]);
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  ASSERT_TRUE(asked) << rank.Log();
+  // The next runtime waits until the killed one's planes are drained and
+  // unmapped, then restores byte-exact into fresh planes.
+  auto planes = VmmPlanes::Create(Device());
+  ASSERT_TRUE(planes.ok()) << planes.status().ToString();
+  auto client = AttachClient::Attach({.socket_path = rank.socket().string()}, Identity(),
+                                     (*planes)->Shared());
+  ASSERT_TRUE(client.ok()) << client.status().ToString() << "\n" << rank.Log();
+  ASSERT_TRUE(Restore(**client, 0, 64, 6, Await::kFetched)) << rank.Log();
+  Result<uint64_t> bad = (*planes)->Mismatches(0, 64, 6);
+  ASSERT_TRUE(bad.ok());
+  EXPECT_EQ(*bad, 0u);
+  EXPECT_TRUE((*client)->Close(kBound).ok());
+  EXPECT_EQ(rank.Stop(), 0) << rank.Log();
+  const std::string log = rank.Log();
+  EXPECT_NE(log.find("its planes are unmapped"), std::string::npos) << log;
+  std::fprintf(stderr, "%s\n", log.c_str());
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace strata::attach
