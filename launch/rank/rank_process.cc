@@ -80,6 +80,9 @@ int RunRank(const LoadedConfig& loaded, const RankRunOptions& run) {
     s.world_size = config.cluster.world_size;
     if (services.store() != nullptr) s.store = services.store()->Stats();
     s.peers = services.PeerLinks();
+    const TransportDecision transport = services.Transport();
+    s.transport = std::string(TransportKindName(transport.kind));
+    s.transport_reason = transport.reason;
     if (services.store() != nullptr) s.job_latency = services.JobLatencies();
     s.unhealthy_reason = services.UnhealthyReason();
     s.taken_at = std::chrono::steady_clock::now();
