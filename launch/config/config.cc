@@ -165,6 +165,19 @@ Status SetDurability(const ConfigValue& value, RankConfig* c) {
   return Status::InvalidArgument(ValueText(value) + " is not \"sync\" or \"none\"");
 }
 
+Status SetTransport(const ConfigValue& value, RankConfig* c) {
+  if (const auto* s = std::get_if<std::string>(&value); s != nullptr) {
+    for (TransportChoice t :
+         {TransportChoice::kAuto, TransportChoice::kStaged, TransportChoice::kDirect}) {
+      if (*s == TransportChoiceName(t)) {
+        c->prefix_cache.transport = t;
+        return Status::Ok();
+      }
+    }
+  }
+  return Status::InvalidArgument(ValueText(value) + " is not \"auto\", \"staged\" or \"direct\"");
+}
+
 Status SetPreset(const ConfigValue& value, RankConfig* c) {
   std::string known;
   for (const GeometryPreset& p : GeometryPresets()) {
@@ -228,6 +241,10 @@ std::vector<ConfigKey> MakeKeys() {
        "\"sync\" (fdatasync each record and fsync its directory before acknowledging) or "
        "\"none\"",
        "sync", SetDurability},
+      {"prefix_cache.transport", "--prefix-cache-transport",
+       "\"auto\" (GPUDirect Storage where the startup probe accepts it, else staged), "
+       "\"staged\" or \"direct\" (fail startup where the probe refuses)",
+       "auto", SetTransport},
       {"cluster.rank", "--rank", "a whole number below world_size", "0, or the launcher's",
        [](const ConfigValue& v, RankConfig* c) {
          STRATA_SET(c->cluster.rank, AsWhole(v, 0, kU32Max - 1));

@@ -13,6 +13,7 @@
 #include <variant>
 #include <vector>
 
+#include "cuda/gds_probe.h"
 #include "store/base/status.h"
 #include "store/record/record_file.h"
 
@@ -52,6 +53,11 @@ struct PrefixCacheConfig {
   // after its file is fdatasync'ed and its directory fsync'ed, so an
   // acknowledged record survives power loss. "none" (benchmarks) skips both.
   Durability durability = Durability::kSync;
+  // transport: "auto" | "staged" | "direct" (seed 2.6). Default "auto": the
+  // GPUDirect Storage transport where the startup probe accepts it
+  // (cuda/gds_probe.h), the staged one otherwise; "direct" fails startup
+  // with the probe's reason where it refuses.
+  TransportChoice transport = TransportChoice::kAuto;
 };
 
 // [cluster]: which rank this process is and how ranks find rank zero.

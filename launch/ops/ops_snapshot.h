@@ -45,6 +45,10 @@ struct OpsSnapshot {
   uint64_t disk_limit_configured_bytes = 0;
   std::vector<JobLatency> job_latency;
   std::vector<PeerLinkStats> peers;
+  // The disk transport ("staged", "direct", "direct-compat") and why
+  // (seed 2.6: the startup probe's decision).
+  std::string transport = "staged";
+  std::string transport_reason;
   // Empty when the owner considers this rank healthy; otherwise why not
   // (a stopped transport, a failed link, draining).
   std::string unhealthy_reason;

@@ -76,6 +76,7 @@ std::string RenderStatusJson(const OpsSnapshot* snapshot_or_null, const Health& 
       {"reason", health.reason},
       {"peers", std::move(peers)},
       {"store", StoreJson(snapshot.store)},
+      {"transport", {{"kind", snapshot.transport}, {"reason", snapshot.transport_reason}}},
       {"job_latency", std::move(latency)},
   };
   return dump(doc);

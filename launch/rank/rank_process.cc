@@ -114,6 +114,9 @@ int RunRank(const LoadedConfig& loaded, const RankRunOptions& run) {
       s.disk_limit_configured_bytes = disk_limit_configured_bytes;
     }
     s.peers = services.PeerLinks();
+    const TransportDecision transport = services.Transport();
+    s.transport = std::string(TransportKindName(transport.kind));
+    s.transport_reason = transport.reason;
     if (services.store() != nullptr) s.job_latency = services.JobLatencies();
     s.unhealthy_reason = services.UnhealthyReason();
     s.taken_at = std::chrono::steady_clock::now();

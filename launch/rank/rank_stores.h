@@ -19,6 +19,7 @@
 #include <variant>
 #include <vector>
 
+#include "cuda/gds_probe.h"
 #include "launch/config/config.h"
 #include "launch/ops/ops_snapshot.h"
 #include "launch/runtime/qualification.h"
@@ -39,6 +40,10 @@ class RankServices {
   // The startup summary: store kind, directory, disk limit, records, peers.
   virtual std::string Summary() const = 0;
   virtual std::string LinkSecurity() const { return "plaintext"; }
+  // Which disk transport runs record jobs and why (for /status).
+  virtual TransportDecision Transport() const {
+    return {.kind = TransportKind::kStaged, .reason = "configured"};
+  }
   virtual std::vector<PeerLinkStats> PeerLinks() const { return {}; }
   // Empty when healthy; otherwise why not (for /healthz).
   virtual std::string UnhealthyReason() const { return ""; }

@@ -2,6 +2,8 @@
 // --single-process): memory, disk or both tiers (CompositeStore) on this host.
 #include "launch/rank/single_process_stores.h"
 
+#include "launch/rank/rank_transport.h"
+
 #include "launch/presets.h"
 #include "launch/runtime/attach_planes.h"
 #include "launch/runtime/process_planes.h"
@@ -50,6 +52,7 @@ class SingleProcessStores final : public RuntimeDriver {
   HostStore* store() override { return store_; }
   SyntheticRuntime& runtime() override { return *runtimes_.back(); }
   std::string Summary() const override { return summary_; }
+  TransportDecision Transport() const override { return transport_; }
   bool has_memory_and_disk() const override { return composite_ != nullptr; }
   PlaneImporter* attach_planes() override { return attached_ ? &attached_->importer() : nullptr; }
 
@@ -199,10 +202,12 @@ class SingleProcessStores final : public RuntimeDriver {
         LocalDisk::Open(geometry_,
                         ComputeNamespaceIdentity(RankModelIdentity(config_), StateMode::kOrdinary),
                         ComputeLayoutFingerprint(geometry_), o));
+    STRATA_ASSIGN_OR_RETURN(transport_, ChooseRankTransport(config_, local_->path()));
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> t, MakeTransfers());
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<StagedTransport> staged,
                             local_->MakeTransport(std::move(t)));
-    const std::string scanned = std::to_string(local_->scan().records.size()) + " records scanned";
+    const std::string scanned = std::to_string(local_->scan().records.size()) +
+                                " records scanned, " + TransportSummary(transport_);
     if (warm > 0) {
       STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> memory, MakeTransfers());
       CompositeStoreOptions co;
@@ -247,6 +252,7 @@ class SingleProcessStores final : public RuntimeDriver {
   // for references taken to them.
   std::vector<std::unique_ptr<SyntheticRuntime>> runtimes_;
   std::string summary_;
+  TransportDecision transport_{.kind = TransportKind::kStaged, .reason = "configured"};
 };
 
 }  // namespace

@@ -21,6 +21,8 @@ TEST(StatusJsonTest, RankPeersStoreAndLatency) {
   h.Record(100);
   h.Record(300);
   s.job_latency.push_back({"fetch", h.Snapshot()});
+  s.transport = "staged";
+  s.transport_reason = "direct refused: libcufile.so.0 not found";
   nlohmann::json j = nlohmann::json::parse(RenderStatusJson(&s, Health{true, "ok"}));
   EXPECT_EQ(j["rank"], 0);
   EXPECT_EQ(j["world_size"], 3);
@@ -36,6 +38,8 @@ TEST(StatusJsonTest, RankPeersStoreAndLatency) {
   EXPECT_EQ(j["store"]["memory"]["bytes_out_total"], 4096);
   EXPECT_EQ(j["store"].size(), 21u);  // 19 fields + two tiers
   EXPECT_EQ(j["store"]["memory"].size(), 12u);
+  EXPECT_EQ(j["transport"]["kind"], "staged");
+  EXPECT_EQ(j["transport"]["reason"], "direct refused: libcufile.so.0 not found");
   EXPECT_EQ(j["job_latency"]["fetch"]["count"], 2);
   EXPECT_EQ(j["job_latency"]["fetch"]["sum_us"], 400);
 }
