@@ -67,14 +67,20 @@ class VmmPlanes {
     ContextGuard guard(*p->driver_, p->context_->get());
     STRATA_RETURN_IF_ERROR(guard.status());
     STRATA_ASSIGN_OR_RETURN(uint64_t gran, p->driver_->DeviceGranularity(ordinal));
-    const RankGeometry& g = Geometry().ranks[0];
+    const CacheGeometry geometry = Geometry();
+    const RankGeometry& g = geometry.ranks[0];
     auto add = [&](const std::string& name, AllocationGroup group, uint64_t unit,
                    uint64_t count) -> Status {
       Plane plane;
       plane.allocation = {name, group, unit, count};
       plane.bytes = (unit * count + gran - 1) / gran * gran;
-      STRATA_ASSIGN_OR_RETURN(plane.handle,
-                              p->driver_->CreateShareableDeviceAllocation(ordinal, plane.bytes));
+      Result<CudaAllocationHandle> handle =
+          p->driver_->CreateShareableDeviceAllocation(ordinal, plane.bytes);
+      if (!handle.ok()) {
+        return handle.status().WithContext(name + ", " + std::to_string(plane.bytes) +
+                                           " bytes (granularity " + std::to_string(gran) + ")");
+      }
+      plane.handle = *handle;
       STRATA_ASSIGN_OR_RETURN(plane.address, p->driver_->ReserveAddress(plane.bytes, gran));
       STRATA_RETURN_IF_ERROR(p->driver_->MapAllocation(plane.address, plane.bytes, plane.handle));
       STRATA_RETURN_IF_ERROR(p->driver_->SetDeviceAccess(plane.address, plane.bytes, ordinal));
