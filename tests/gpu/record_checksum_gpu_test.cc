@@ -22,7 +22,7 @@
 namespace strata {
 namespace {
 
-class RecordChecksumGpuTest : public ::testing::Test {
+class GpuRecordChecksumTest : public ::testing::Test {
  protected:
   void SetUp() override {
     const char* opt_in = std::getenv("STRATA_GPU_TESTS");
@@ -92,7 +92,7 @@ uint64_t HostChecksum(const std::vector<unsigned char>& bytes) {
 
 // Random records: 1-6 pieces each, any sizes (short records of every XXH3
 // length class included), some pieces misaligned, some padded, some not.
-TEST_F(RecordChecksumGpuTest, RandomPieceListsMatchTheHostChecksum) {
+TEST_F(GpuRecordChecksumTest, RandomPieceListsMatchTheHostChecksum) {
   std::mt19937_64 rng(11);
   const std::vector<unsigned char> buffer = RandomBytes(rng, 32ull << 20);
   const uint64_t device = Upload(buffer);
@@ -125,7 +125,7 @@ TEST_F(RecordChecksumGpuTest, RandomPieceListsMatchTheHostChecksum) {
 
 // Device planes like CudaPlanes hold them (page i of a plane at i * unit_bytes,
 // unpadded), hashed as stored page records of a two-rank layout.
-TEST_F(RecordChecksumGpuTest, PageRecordsOfUnpaddedPlanesMatchTheStoredRecord) {
+TEST_F(GpuRecordChecksumTest, PageRecordsOfUnpaddedPlanesMatchTheStoredRecord) {
   CacheGeometry geometry;
   geometry.page_tokens = 16;
   for (uint32_t r = 0; r < 2; ++r) {
@@ -168,7 +168,7 @@ TEST_F(RecordChecksumGpuTest, PageRecordsOfUnpaddedPlanesMatchTheStoredRecord) {
 
 // 4096 page records of 64 KiB (four 16 KiB planes): checks every checksum and
 // prints the kernel's rate (information only, nothing asserted on time).
-TEST_F(RecordChecksumGpuTest, ChecksumKernelThroughput) {
+TEST_F(GpuRecordChecksumTest, ChecksumKernelThroughput) {
   constexpr uint64_t kRecords = 4096;
   constexpr uint64_t kPlaneBytes = 16384;
   constexpr uint64_t kPlanes = 4;
