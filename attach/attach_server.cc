@@ -1,6 +1,7 @@
 #include "attach/attach_server.h"
 
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -99,9 +100,19 @@ AttachServer::AttachServer(AttachServerOptions options, AttachTargets targets, U
       store_(targets.store),
       planes_(*targets.planes),
       gate_(targets.gate),
-      listener_(std::move(listener)) {}
+      listener_(std::move(listener)),
+      progress_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
+      progress_(std::make_shared<WakeSignal>()) {
+  // Without the eventfd the store is still polled every turn.
+  if (store_ != nullptr && progress_fd_.valid()) {
+    progress_->AlsoNotifyEventFd(progress_fd_.get());
+    store_->NotifyOnProgress(progress_);
+  }
+}
 
 AttachServer::~AttachServer() {
+  if (store_ != nullptr) store_->NotifyOnProgress(nullptr);
+  progress_->AlsoNotifyEventFd(-1);
   // Never unmap planes a copy may still use: the owner closes the store
   // (draining it) before destroying the server.
   ::unlink(options_.socket_path.c_str());
@@ -129,10 +140,16 @@ void AttachServer::Step(uint64_t now_ms, std::chrono::milliseconds wait) {
   // While draining, a runtime that connects waits in the backlog (its Hello
   // is answered once the planes are released) and the store is polled again
   // soon rather than the sockets waited on.
-  pollfd fds[2] = {{draining ? -1 : listener_.get(), POLLIN, 0}, {-1, POLLIN, 0}};
+  pollfd fds[3] = {{draining ? -1 : listener_.get(), POLLIN, 0},
+                   {-1, POLLIN, 0},
+                   {progress_fd_.valid() ? progress_fd_.get() : -1, POLLIN, 0}};
   if (reading) fds[1].fd = session_->channel.fd();
   const int wait_ms = draining ? 1 : static_cast<int>(wait.count());
-  if (::poll(fds, 2, wait_ms) <= 0) return;
+  if (::poll(fds, 3, wait_ms) <= 0) return;
+  if ((fds[2].revents & POLLIN) != 0) {
+    uint64_t count = 0;  // resets the eventfd; the next turn polls the store
+    (void)!::read(progress_fd_.get(), &count, sizeof count);
+  }
   // The session first: a runtime that was killed and restarted at once shows
   // its old connection's end and its new connection in the same poll, and
   // the new one must wait for the old one's drain, not be refused as a

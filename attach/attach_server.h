@@ -70,8 +70,10 @@ class AttachServer {
   AttachServer& operator=(const AttachServer&) = delete;
 
   // One turn: polls the store (`now_ms` as HostStore::Poll takes it), sends
-  // its events, then waits up to `wait` for socket activity and handles
-  // what arrived (an attach, requests, a detach). Never waits on the store.
+  // its events, then waits up to `wait` for socket activity or the store's
+  // progress (HostStore::NotifyOnProgress, so a finished copy's event goes
+  // out at the next turn at once) and handles what arrived (an attach,
+  // requests, a detach). Never waits on the store.
   void Step(uint64_t now_ms, std::chrono::milliseconds wait);
 
   // A runtime is attached (its Hello accepted, not yet detached).
@@ -99,6 +101,8 @@ class AttachServer {
   PlaneImporter& planes_;
   GatedTransfers* gate_;  // null: the store issues every copy
   UniqueFd listener_;
+  UniqueFd progress_fd_;                  // eventfd the store's progress raises
+  std::shared_ptr<WakeSignal> progress_;  // given to the store; raises progress_fd_
   std::unique_ptr<Session> session_;
   uint64_t attach_count_ = 0;
   std::string wedged_reason_;

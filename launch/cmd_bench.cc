@@ -31,6 +31,7 @@ void AddBenchCommand(CLI::App& app) {
   AddLinksBench(*bench);
   AddStoreBenchmark(*bench);
   AddInterferenceBench(*bench);
+  AddAttachBench(*bench);
 }
 
 }  // namespace strata

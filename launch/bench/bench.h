@@ -41,5 +41,8 @@ void AddStoreBenchmark(CLI::App& bench);
 // model stand-in alone and beside offload copies at full rate, and beside
 // plain contiguous DMA (launch/bench/bench_interference.cc).
 void AddInterferenceBench(CLI::App& bench);
+// `strata bench attach`: Lookup/Store latency and restore GB/s through the
+// attach channel next to the same calls in-process (launch/bench/bench_attach.cc).
+void AddAttachBench(CLI::App& bench);
 
 }  // namespace strata

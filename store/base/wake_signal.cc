@@ -1,5 +1,9 @@
 #include "store/base/wake_signal.h"
 
+#include <unistd.h>
+
+#include <cstdint>
+
 namespace strata {
 
 void WakeSignal::Notify() {
@@ -7,8 +11,18 @@ void WakeSignal::Notify() {
     MutexLock lock(mu_);
     raised_ = true;
     ++notifications_;
+    if (event_fd_ >= 0) {
+      const uint64_t one = 1;
+      // A full counter (EAGAIN) is still readable: the owner wakes anyway.
+      (void)!::write(event_fd_, &one, sizeof one);
+    }
   }
   cv_.NotifyOne();
+}
+
+void WakeSignal::AlsoNotifyEventFd(int fd) {
+  MutexLock lock(mu_);
+  event_fd_ = fd;
 }
 
 bool WakeSignal::WaitUntil(std::chrono::steady_clock::time_point deadline) {

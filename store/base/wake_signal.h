@@ -35,12 +35,17 @@ class WakeSignal {
   }
   // Notify() calls over the signal's life (diagnostics and tests).
   uint64_t notifications() const;
+  // From now on Notify() also adds 1 to the eventfd `fd` (-1: stop), for an
+  // owner that waits in poll() on sockets as well. The caller owns the fd,
+  // keeps it open while set, and reads it to reset it.
+  void AlsoNotifyEventFd(int fd);
 
  private:
   mutable Mutex mu_;
   CondVar cv_;
   bool raised_ GUARDED_BY(mu_) = false;
   uint64_t notifications_ GUARDED_BY(mu_) = 0;
+  int event_fd_ GUARDED_BY(mu_) = -1;
 };
 
 }  // namespace strata

@@ -233,6 +233,11 @@ class DiskFiles {
   void Pump();
   // Advances to `now_ms`, pumps, and expires records (max_age_ms).
   void Poll(uint64_t now_ms);
+  // Whenever the transport may have finished a job, also notifies `signal`
+  // (HostStore::NotifyOnProgress).
+  void NotifyOnProgress(std::shared_ptr<WakeSignal> signal) {
+    transport_->NotifyOnCompletion(std::move(signal));
+  }
   // Polls until idle or `bound` passes, waiting on the transport's completions.
   // A stopped transport ends the wait at once: false.
   bool WaitIdle(std::chrono::milliseconds bound);

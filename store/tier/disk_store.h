@@ -35,6 +35,9 @@ class DiskStore final : public HostStore, private DiskOperationOwner {
   Status Fetch(const HostHit& hit, const InboundTicket& ticket) override;
   // `now_ms`: milliseconds since the Unix epoch (record ages follow file mtimes).
   void Poll(uint64_t now_ms, std::vector<StoreEvent>& events) override;
+  void NotifyOnProgress(std::shared_ptr<WakeSignal> signal) override {
+    files_.NotifyOnProgress(std::move(signal));
+  }
   StoreStats Stats() const override;
   Status Close() override;
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "store/base/prefix_history.h"
 #include "store/base/prefix_key.h"
 #include "store/base/status.h"
+#include "store/base/wake_signal.h"
 #include "store/index/index_types.h"
 #include "store/tier/store_stats.h"
 
@@ -99,6 +101,11 @@ class HostStore {
   // since the Unix epoch, so record ages agree with file mtimes) drives
   // expiry and retry backoff. Never blocks.
   virtual void Poll(uint64_t now_ms, std::vector<StoreEvent>& events) = 0;
+  // From now on, whenever Poll may have something new (a copy or a disk job
+  // finished), also notifies `signal`, so an owner that sleeps between polls
+  // (the attach server) wakes at once instead of at its next turn. Null
+  // stops that. Expiry and retry backoff still need Poll on the owner's clock.
+  virtual void NotifyOnProgress(std::shared_ptr<WakeSignal> signal) = 0;
   virtual StoreStats Stats() const = 0;
   // Drains accepted copies (and, if configured, DRAM-only records to disk)
   // within the store's deadline. An error means copies may still run: the

@@ -43,6 +43,9 @@ class MemoryStore final : public HostStore {
   StoreOutcome Store(const PublishedCheckpoint& checkpoint) override;
   Status Fetch(const HostHit& hit, const InboundTicket& ticket) override;
   void Poll(uint64_t now_ms, std::vector<StoreEvent>& events) override;
+  void NotifyOnProgress(std::shared_ptr<WakeSignal> signal) override {
+    transfers_->NotifyOnCompletion(std::move(signal));
+  }
   StoreStats Stats() const override;
   Status Close() override;
 

@@ -92,6 +92,11 @@ class CompositeStore final : public HostStore, private DiskTierListener {
   StoreOutcome Store(const PublishedCheckpoint& checkpoint) override;
   Status Fetch(const HostHit& hit, const InboundTicket& ticket) override;
   void Poll(uint64_t now_ms, std::vector<StoreEvent>& events) override;
+  // Both tiers' copies and disk jobs notify `signal`.
+  void NotifyOnProgress(std::shared_ptr<WakeSignal> signal) override {
+    transfers_->NotifyOnCompletion(signal);
+    disk_->NotifyOnProgress(std::move(signal));
+  }
   StoreStats Stats() const override;
   // Drains accepted copies, then (drain_on_shutdown) writes memory-only
   // records, most recent endpoints first after their parked ancestors, then

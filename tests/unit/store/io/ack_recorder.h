@@ -24,6 +24,7 @@ class AckRecorder final : public HostStore {
   Status Fetch(const HostHit& hit, const InboundTicket& ticket) override {
     return inner_.Fetch(hit, ticket);
   }
+  void NotifyOnProgress(std::shared_ptr<WakeSignal> /*signal*/) override {}
   void Poll(uint64_t now_ms, std::vector<StoreEvent>& events) override {
     const size_t first = events.size();
     inner_.Poll(now_ms, events);
