@@ -7,7 +7,7 @@ namespace strata {
 
 Result<std::unique_ptr<CuFileDirectIo>> CuFileDirectIo::Create(
     std::shared_ptr<CuFileLibrary> library, std::shared_ptr<const CudaDriver> driver,
-    CudaContext context, std::vector<CuFileBuffer> buffers, CuFileDirectIoOptions options) {
+    CudaContext context, const std::vector<CuFileBuffer>& buffers, CuFileDirectIoOptions options) {
   std::unique_ptr<CuFileDirectIo> io(
       new CuFileDirectIo(std::move(library), std::move(driver), context, options));
   ContextGuard guard(*io->driver_, context);

@@ -41,7 +41,7 @@ class CuFileDirectIo final : public DirectFileIo {
   static Result<std::unique_ptr<CuFileDirectIo>> Create(std::shared_ptr<CuFileLibrary> library,
                                                         std::shared_ptr<const CudaDriver> driver,
                                                         CudaContext context,
-                                                        std::vector<CuFileBuffer> buffers,
+                                                        const std::vector<CuFileBuffer>& buffers,
                                                         CuFileDirectIoOptions options = {});
   ~CuFileDirectIo() override;
   CuFileDirectIo(const CuFileDirectIo&) = delete;

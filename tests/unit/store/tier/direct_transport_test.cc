@@ -8,6 +8,7 @@
 
 #include <fstream>
 #include <iterator>
+#include <set>
 
 #include "launch/presets.h"
 #include "store/record/fingerprint.h"
@@ -184,7 +185,7 @@ struct DirectRig {
 // Evaluates `expr` (an optional<RecordJobDone>) once.
 #define EXPECT_DONE_OK(expr)                                               \
   do {                                                                     \
-    const std::optional<RecordJobDone> done_once_ = (expr);                \
+    const std::optional<RecordJobDone>& done_once_ = (expr);               \
     ASSERT_TRUE(done_once_.has_value());                                   \
     EXPECT_TRUE(done_once_->status.ok()) << done_once_->status.ToString(); \
   } while (0)
@@ -282,6 +283,80 @@ TEST(DirectTransportTest, RefusesJobsOnceClosed) {
   EXPECT_FALSE(rig.direct->WaitForCompletion(std::chrono::milliseconds(0)));
   EXPECT_TRUE(rig.direct->Close(kClusterBound).ok());
   EXPECT_EQ(rig.direct->Submit(rig.Store(1, 7)).code(), StatusCode::kAborted);
+}
+
+// The pure planning: every rank's planes of every page and its row land at
+// distinct file offsets inside the record, in batches within the bounds.
+TEST(DirectTransportJobTest, PlanCoversEveryPlaneOfEveryRankOnce) {
+  const CacheGeometry geometry = TwoRanks();
+  const RecordLayout layout(geometry);
+  std::vector<RankPlanes> planes;
+  for (uint32_t r = 0; r < kRanks; ++r) {
+    RankPlanes p;
+    for (uint32_t k = 0; k < layout.plane_count(r); ++k) {
+      p.page_plane_base.push_back((uint64_t{r} + 1) << 40 | uint64_t{k} << 32);
+    }
+    p.row_base = (uint64_t{r} + 1) << 40 | uint64_t{0xff} << 32;
+    planes.push_back(p);
+  }
+  RecordJob job;
+  job.kind = RecordJobKind::kFetch;
+  job.key = testing::KeyOf(uint64_t{kPages} * geometry.page_tokens, 1);
+  job.tail_pages = kPages;
+  job.first_page = 2;
+  for (uint32_t p = job.first_page; p < kPages; ++p) job.page_ids.emplace_back(p + 10);
+  job.row_slot = StateSlot(3);
+  Result<RecordExtents> extents = ComputeExtents(DirectRecordHeader(
+      {testing::TestIdentity(), {}, ShapeOf(geometry)}, job, /*row_checksum=*/0, 0));
+  ASSERT_TRUE(extents.ok());
+  const DirectBatchBounds bounds{.max_entries = 16, .max_bytes = uint64_t{64} << 10};
+  const auto batches =
+      PlanDirectJob(layout, *extents, planes, job, TransferDirection::kHostToDevice, bounds);
+  std::set<uint64_t> offsets;
+  size_t entries = 0;
+  for (const std::vector<DirectIoEntry>& b : batches) {
+    ASSERT_LE(b.size(), bounds.max_entries);
+    for (const DirectIoEntry& e : b) {
+      ++entries;
+      EXPECT_EQ(e.file_offset % kRecordAlign, 0u);
+      EXPECT_GE(e.file_offset, extents->page_offset(job.first_page));
+      EXPECT_LE(e.file_offset + e.bytes, extents->file_bytes_with_row());
+      EXPECT_TRUE(offsets.insert(e.file_offset).second) << "offset " << e.file_offset << " twice";
+    }
+  }
+  size_t planes_total = 0;
+  for (uint32_t r = 0; r < kRanks; ++r) planes_total += layout.plane_count(r);
+  EXPECT_EQ(entries, planes_total * job.page_ids.size() + kRanks);
+}
+
+TEST(DirectTransportJobTest, ChecksumPiecesFollowTheStoredLayout) {
+  const CacheGeometry geometry = TwoRanks();
+  const RecordLayout layout(geometry);
+  std::vector<RankPlanes> planes(kRanks);
+  for (uint32_t r = 0; r < kRanks; ++r) {
+    for (uint32_t k = 0; k < layout.plane_count(r); ++k) {
+      planes[r].page_plane_base.push_back(uint64_t{r + 1} << 40 | uint64_t{k} << 32);
+    }
+    planes[r].row_base = uint64_t{r + 1} << 40 | uint64_t{0xff} << 32;
+  }
+  const std::vector<PageId> ids = {PageId(4), PageId(9)};
+  const auto per_rank = DirectChecksumRecords(layout, planes, ids, /*replicated_pages=*/false,
+                                              StateSlot(2), /*replicated_row=*/false);
+  ASSERT_EQ(per_rank.size(), ids.size() + 1);
+  uint64_t stored = 0;
+  for (const DeviceChecksumPiece& p : per_rank[1].pieces) stored += p.stored_bytes;
+  EXPECT_EQ(stored, layout.page_record_bytes());
+  EXPECT_EQ(per_rank[1].pieces[0].device,
+            planes[0].page_plane_base[0] + 9 * layout.plane_bytes(0, 0));
+  uint64_t row_stored = 0;
+  for (const DeviceChecksumPiece& p : per_rank[2].pieces) row_stored += p.stored_bytes;
+  EXPECT_EQ(row_stored, layout.row_segment_bytes());
+  const auto replicated = DirectChecksumRecords(layout, planes, ids, /*replicated_pages=*/true,
+                                                StateSlot(2), /*replicated_row=*/true);
+  uint64_t share = 0;
+  for (const DeviceChecksumPiece& p : replicated[0].pieces) share += p.stored_bytes;
+  EXPECT_EQ(share, layout.replicated_page_record_bytes());
+  EXPECT_EQ(replicated[2].pieces.size(), 1u);
 }
 
 }  // namespace
