@@ -32,8 +32,8 @@ RecordHeader DirectRecordHeader(const RecordHeaderBasis& basis, const RecordJob&
                                 uint64_t row_checksum, uint64_t created_unix_ns);
 
 struct DirectBatchBounds {
-  uint32_t max_entries = 256;               // cufile.json max_batch_io_size
-  uint64_t max_bytes = uint64_t{16} << 20;  // per batch; a 4 KiB multiple
+  uint32_t max_entries = 256;           // cuFile's batch limit (kCuFileMaxBatchEntries)
+  uint64_t max_bytes = kMaxBatchBytes;  // per batch; a 4 KiB multiple
 };
 
 // The batches of a kStore (kDeviceToHost, file pages from 0) or kFetch
