@@ -27,7 +27,7 @@ constexpr uint32_t kPages = 70;  // two windows
 constexpr uint32_t kFetchBase = 80;
 constexpr std::chrono::seconds kBound{60};
 
-TEST(DirectTransportGpuTest, StoresVerifiesOnTheHostAndFetchesBack) {
+TEST(GpuDirectTransportTest, StoresVerifiesOnTheHostAndFetchesBack) {
   const char* opt_in = std::getenv("STRATA_GPU_TESTS");
   if (opt_in == nullptr || std::string(opt_in) != "1") GTEST_SKIP() << "GPU tests are opt-in";
   if (!RecordChecksumKernelBuilt()) GTEST_SKIP() << "no record checksum kernel (no nvcc)";
