@@ -1,0 +1,134 @@
+#include "cuda/cufile_io.h"
+
+#include <chrono>
+#include <optional>
+
+namespace strata {
+
+Result<std::unique_ptr<CuFileDirectIo>> CuFileDirectIo::Create(
+    std::shared_ptr<CuFileLibrary> library, std::shared_ptr<const CudaDriver> driver,
+    CudaContext context, const std::vector<CuFileBuffer>& buffers, CuFileDirectIoOptions options) {
+  std::unique_ptr<CuFileDirectIo> io(
+      new CuFileDirectIo(std::move(library), std::move(driver), context, options));
+  ContextGuard guard(*io->driver_, context);
+  if (!guard.status().ok()) return guard.status();
+  for (const CuFileBuffer& b : buffers) {
+    Status s = io->library_->BufRegister(b.device, b.bytes);
+    if (!s.ok()) {
+      return s.WithContext("register " + std::to_string(b.bytes) + " device bytes for GPUDirect");
+    }
+    io->registered_.push_back(b);  // the destructor deregisters what was registered
+  }
+  return io;
+}
+
+CuFileDirectIo::~CuFileDirectIo() {
+  if (registered_.empty()) return;
+  ContextGuard guard(*driver_, context_);
+  for (const CuFileBuffer& b : registered_) (void)library_->BufDeregister(b.device);
+}
+
+const CuFileBuffer* CuFileDirectIo::BufferOf(uint64_t device, uint64_t bytes) const {
+  for (const CuFileBuffer& b : registered_) {
+    if (device >= b.device && device + bytes <= b.device + b.bytes) return &b;
+  }
+  return nullptr;
+}
+
+std::vector<Status> CuFileDirectIo::Run(int fd, TransferDirection direction,
+                                        std::span<const std::vector<DirectIoEntry>> batches) {
+  std::vector<Status> out;
+  size_t total = 0;
+  for (const std::vector<DirectIoEntry>& b : batches) total += b.size();
+  out.reserve(total);
+  auto fail_all = [&](const Status& why) {
+    while (out.size() < total) out.push_back(why);
+    return out;
+  };
+  ContextGuard guard(*driver_, context_);
+  if (!guard.status().ok()) return fail_all(guard.status());
+  Result<CuFileHandle> file = library_->HandleRegister(fd);
+  if (!file.ok()) return fail_all(file.status());
+  const CuFileOp op =
+      direction == TransferDirection::kDeviceToHost ? CuFileOp::kWrite : CuFileOp::kRead;
+  for (const std::vector<DirectIoEntry>& b : batches) RunBatch(*file, op, b, out);
+  library_->HandleDeregister(*file);
+  return out;
+}
+
+void CuFileDirectIo::RunBatch(CuFileHandle file, CuFileOp op,
+                              const std::vector<DirectIoEntry>& batch,
+                              std::vector<Status>& out) const {
+  if (batch.empty()) return;
+  const size_t first = out.size();
+  auto fail_batch = [&](const Status& why) { out.resize(first + batch.size(), why); };
+  std::vector<CuFileIo> ios;
+  ios.reserve(batch.size());
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const DirectIoEntry& e = batch[i];
+    const CuFileBuffer* b = BufferOf(e.device, e.bytes);
+    ios.push_back({.op = op,
+                   .file = file,
+                   .device_base = b != nullptr ? b->device : e.device,
+                   .device_offset = b != nullptr ? e.device - b->device : 0,
+                   .file_offset = e.file_offset,
+                   .bytes = e.bytes,
+                   .cookie = i});
+  }
+  Result<CuFileBatch> handle = library_->BatchSetUp(static_cast<uint32_t>(batch.size()));
+  if (!handle.ok()) {
+    fail_batch(handle.status());
+    return;
+  }
+  Status submitted = library_->BatchSubmit(*handle, ios);
+  if (!submitted.ok()) {
+    library_->BatchDestroy(*handle);
+    fail_batch(submitted);
+    return;
+  }
+  std::vector<std::optional<Status>> results(batch.size());
+  size_t finished = 0;
+  std::vector<CuFileIoEvent> events(batch.size());
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.batch_timeout_ms);
+  while (finished < batch.size()) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    Result<size_t> got =
+        library_->BatchGetStatus(*handle, static_cast<uint32_t>(batch.size() - finished), events,
+                                 static_cast<uint32_t>(left.count()));
+    if (!got.ok()) {
+      for (std::optional<Status>& r : results) {
+        if (!r) r = got.status();
+      }
+      finished = batch.size();
+      break;
+    }
+    for (size_t k = 0; k < *got; ++k) {
+      const CuFileIoEvent& ev = events[k];
+      if (ev.cookie >= batch.size() || results[ev.cookie] || ev.state == CuFileIoState::kPending) {
+        continue;
+      }
+      const uint64_t want = batch[ev.cookie].bytes;
+      if (ev.state == CuFileIoState::kFailed || ev.result < 0) {
+        results[ev.cookie] =
+            Status::IoError("cuFile entry failed: error " + std::to_string(ev.result));
+      } else if (static_cast<uint64_t>(ev.result) != want) {
+        results[ev.cookie] = Status::IoError("cuFile moved " + std::to_string(ev.result) + " of " +
+                                             std::to_string(want) + " bytes");
+      } else {
+        results[ev.cookie] = Status::Ok();
+      }
+      ++finished;
+    }
+  }
+  library_->BatchDestroy(*handle);
+  for (std::optional<Status>& r : results) {
+    out.push_back(r ? std::move(*r)
+                    : Status::Aborted("cuFile entry did not finish within " +
+                                      std::to_string(options_.batch_timeout_ms) + " ms"));
+  }
+}
+
+}  // namespace strata
