@@ -153,7 +153,8 @@ int ServeChannel(const AttachBenchOptions& o, const std::string& socket, int rea
   attach::AttachServerOptions options;
   options.socket_path = socket;
   options.expected = {.model_identity = kModel, .geometry = g};
-  auto server = attach::AttachServer::Listen(options, {.store = store.get(), .planes = planes->get()});
+  auto server =
+      attach::AttachServer::Listen(options, {.store = store.get(), .planes = planes->get()});
   if (!server.ok()) return 13;
   if (::write(ready_fd, "r", 1) != 1) return 14;
   const auto start = Clock::now();
@@ -189,6 +190,8 @@ Result<Side> MeasureChannel(const AttachBenchOptions& o, const std::string& sock
     const uint64_t count = row ? rg.row_count : rg.page_count;
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<attach::MemfdRegion> r,
                             attach::MemfdRegion::Create(spec.name, spec.unit_bytes * count));
+    // Touched, as a runtime's KV cache is (and as the in-process planes are).
+    std::memset(r->data(), 0, spec.unit_bytes * count);
     shared.push_back({{spec.name, row ? AllocationGroup::kStateRows : AllocationGroup::kKvPages,
                        spec.unit_bytes, count},
                       r->fd()});
@@ -227,7 +230,8 @@ Result<Side> MeasureChannel(const AttachBenchOptions& o, const std::string& sock
       return s != nullptr && s->kind == kind;
     };
   };
-  for (uint64_t c = 0; c < o.chains; ++c) STRATA_RETURN_IF_ERROR(client->Store(CheckpointOf(o, g, c)));
+  for (uint64_t c = 0; c < o.chains; ++c)
+    STRATA_RETURN_IF_ERROR(client->Store(CheckpointOf(o, g, c)));
   STRATA_RETURN_IF_ERROR(wait([&] {
     return count(is_event(StoreEvent::Kind::kStored)) +
                count(is_event(StoreEvent::Kind::kStoreFailed)) ==
@@ -342,10 +346,9 @@ Result<nlohmann::json> Run(const AttachBenchOptions& o) {
     return Status::InvalidArgument("--chains, --pages, --calls and --repetitions must be > 0");
   }
   STRATA_RETURN_IF_ERROR(PresetGeometry(o.preset, 1, 1, 1).status());
-  const std::string socket =
-      (std::filesystem::path(o.dir) / ("strata-bench-attach-" + std::to_string(::getpid()) +
-                                       ".sock"))
-          .string();
+  const std::string socket = (std::filesystem::path(o.dir) /
+                              ("strata-bench-attach-" + std::to_string(::getpid()) + ".sock"))
+                                 .string();
   int ready[2];
   if (::pipe(ready) != 0) return Status::FromErrno(errno, "pipe");
   const pid_t server = ::fork();
@@ -371,10 +374,11 @@ Result<nlohmann::json> Run(const AttachBenchOptions& o) {
       {"benchmark", "attach"},
       {"preset", o.preset},
       {"chain_bytes", RecordLayout(g).page_record_bytes() * o.chain_pages},
-      {"lookup", {{"channel", LatencyJson(channel->lookup_us)},
-                  {"in_process", LatencyJson(local.lookup_us)}}},
-      {"store", {{"channel", LatencyJson(channel->store_us)},
-                 {"in_process", LatencyJson(local.store_us)}}},
+      {"lookup",
+       {{"channel", LatencyJson(channel->lookup_us)},
+        {"in_process", LatencyJson(local.lookup_us)}}},
+      {"store",
+       {{"channel", LatencyJson(channel->store_us)}, {"in_process", LatencyJson(local.store_us)}}},
       {"restore", {{"channel_gbps", channel_gbps}, {"in_process_gbps", local_gbps}}},
       {"restore_ratio", channel_gbps / local_gbps},
       {"goal_restore_ratio", kGoalRatio},
@@ -383,8 +387,7 @@ Result<nlohmann::json> Run(const AttachBenchOptions& o) {
 
 void PrintTable(const nlohmann::json& r) {
   std::printf("attach channel vs in-process (%s, %.1f MiB chains)\n",
-              r["preset"].get<std::string>().c_str(),
-              r["chain_bytes"].get<double>() / (1 << 20));
+              r["preset"].get<std::string>().c_str(), r["chain_bytes"].get<double>() / (1 << 20));
   for (const char* call : {"lookup", "store"}) {
     std::printf("  %-8s p50 %8.1f us  p99 %8.1f us   (in-process p50 %6.1f us, p99 %6.1f us)\n",
                 call, r[call]["channel"]["p50_us"].get<double>(),
@@ -392,10 +395,10 @@ void PrintTable(const nlohmann::json& r) {
                 r[call]["in_process"]["p50_us"].get<double>(),
                 r[call]["in_process"]["p99_us"].get<double>());
   }
-  std::printf("  restore  %.2f GB/s over the channel, %.2f GB/s in-process: ratio %.3f (goal %.2f)\n",
-              r["restore"]["channel_gbps"].get<double>(),
-              r["restore"]["in_process_gbps"].get<double>(), r["restore_ratio"].get<double>(),
-              kGoalRatio);
+  std::printf(
+      "  restore  %.2f GB/s over the channel, %.2f GB/s in-process: ratio %.3f (goal %.2f)\n",
+      r["restore"]["channel_gbps"].get<double>(), r["restore"]["in_process_gbps"].get<double>(),
+      r["restore_ratio"].get<double>(), kGoalRatio);
   std::printf("  bytes    %s\n", r["byte_check"].get<std::string>().c_str());
 }
 
