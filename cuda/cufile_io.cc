@@ -1,9 +1,39 @@
 #include "cuda/cufile_io.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
 #include <optional>
+#include <string>
 
 namespace strata {
+
+namespace {
+
+// cuFileHandleRegister refuses descriptors opened with O_NOFOLLOW (error
+// 5019, CU_FILE_INVALID_FILE_OPEN_FLAG), which every record file is opened
+// with (symlinks refused). The same file, already opened safely, is opened
+// again through /proc/self/fd without it and checked to be the same inode.
+Result<int> ReopenForCuFile(int fd, TransferDirection direction) {
+  struct stat want {};
+  if (::fstat(fd, &want) != 0) return Status::FromErrno(errno, "fstat of a record file");
+  const std::string path = "/proc/self/fd/" + std::to_string(fd);
+  const int flags =
+      (direction == TransferDirection::kDeviceToHost ? O_RDWR : O_RDONLY) | O_DIRECT | O_CLOEXEC;
+  const int again = ::open(path.c_str(), flags);
+  if (again < 0) return Status::FromErrno(errno, "reopening a record file for cuFile");
+  struct stat got {};
+  if (::fstat(again, &got) != 0 || got.st_dev != want.st_dev || got.st_ino != want.st_ino) {
+    ::close(again);
+    return Status::Internal("reopening a record file for cuFile reached another file");
+  }
+  return again;
+}
+
+}  // namespace
 
 Result<std::unique_ptr<CuFileDirectIo>> CuFileDirectIo::Create(
     std::shared_ptr<CuFileLibrary> library, std::shared_ptr<const CudaDriver> driver,
@@ -47,12 +77,18 @@ std::vector<Status> CuFileDirectIo::Run(int fd, TransferDirection direction,
   };
   ContextGuard guard(*driver_, context_);
   if (!guard.status().ok()) return fail_all(guard.status());
-  Result<CuFileHandle> file = library_->HandleRegister(fd);
-  if (!file.ok()) return fail_all(file.status());
+  Result<int> own = ReopenForCuFile(fd, direction);
+  if (!own.ok()) return fail_all(own.status());
+  Result<CuFileHandle> file = library_->HandleRegister(*own);
+  if (!file.ok()) {
+    ::close(*own);
+    return fail_all(file.status());
+  }
   const CuFileOp op =
       direction == TransferDirection::kDeviceToHost ? CuFileOp::kWrite : CuFileOp::kRead;
   for (const std::vector<DirectIoEntry>& b : batches) RunBatch(*file, op, b, out);
   library_->HandleDeregister(*file);
+  ::close(*own);
   return out;
 }
 
