@@ -50,4 +50,10 @@ struct RecordJobDone {
   uint64_t bytes = 0;    // payload bytes moved, all ranks
 };
 
+// Checks a job a transport runs against device planes (page tokens
+// `page_tokens`): a store names exactly its tail's page ids and writes the
+// per-rank layout; a fetch names one destination id per page it reads.
+// kInvalidArgument saying what is wrong; OK for truncates and unlinks.
+Status CheckDeviceRecordJob(const RecordJob& job, uint64_t page_tokens);
+
 }  // namespace strata

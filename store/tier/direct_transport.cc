@@ -83,24 +83,7 @@ void DirectTransport::Seed(const ScanReport& report) {
 
 Status DirectTransport::Submit(RecordJob job) {
   if (closed_) return Status::Aborted("direct transport is closed");
-  const uint64_t pt = worker_->basis.shape.page_tokens;
-  if (job.kind == RecordJobKind::kStore) {
-    const uint64_t tail = job.key.consumed / pt - (job.parent ? job.parent->consumed / pt : 0);
-    if (job.tail_pages != tail || job.page_ids.size() != tail) {
-      return Status::InvalidArgument("store of " + job.key.ToFileStem() + " names " +
-                                     std::to_string(job.page_ids.size()) + " pages, its tail is " +
-                                     std::to_string(tail));
-    }
-    if (job.replicated_pages || job.replicated_row) {
-      return Status::InvalidArgument("direct stores write the per-rank layout");
-    }
-  }
-  if (job.kind == RecordJobKind::kFetch &&
-      (job.first_page > job.tail_pages || job.page_ids.size() != job.tail_pages - job.first_page)) {
-    return Status::InvalidArgument("fetch of " + job.key.ToFileStem() + " names " +
-                                   std::to_string(job.page_ids.size()) + " destination pages for " +
-                                   std::to_string(job.tail_pages - job.first_page));
-  }
+  STRATA_RETURN_IF_ERROR(CheckDeviceRecordJob(job, worker_->basis.shape.page_tokens));
   Worker& w = *worker_;
   MutexLock lock(w.mu);
   const size_t waiting = w.queue.size() + (w.running ? 1 : 0);

@@ -75,24 +75,7 @@ uint64_t StagedTransport::SlotsFor(const RecordJob& job) const {
 
 Status StagedTransport::Submit(RecordJob job) {
   if (closed_) return Status::Aborted("staged transport is closed");
-  const uint64_t pt = geometry_.page_tokens;
-  if (job.kind == RecordJobKind::kStore) {
-    const uint64_t tail = job.key.consumed / pt - (job.parent ? job.parent->consumed / pt : 0);
-    if (job.tail_pages != tail || job.page_ids.size() != tail) {
-      return Status::InvalidArgument("store of " + job.key.ToFileStem() + " names " +
-                                     std::to_string(job.page_ids.size()) + " pages, its tail is " +
-                                     std::to_string(tail));
-    }
-    if (job.replicated_pages || job.replicated_row) {
-      return Status::InvalidArgument("device copy-out stores the per-rank layout");
-    }
-  }
-  if (job.kind == RecordJobKind::kFetch &&
-      (job.first_page > job.tail_pages || job.page_ids.size() != job.tail_pages - job.first_page)) {
-    return Status::InvalidArgument("fetch of " + job.key.ToFileStem() + " names " +
-                                   std::to_string(job.page_ids.size()) + " destination pages for " +
-                                   std::to_string(job.tail_pages - job.first_page));
-  }
+  STRATA_RETURN_IF_ERROR(CheckDeviceRecordJob(job, geometry_.page_tokens));
   if (SlotsFor(job) > pool_->total_slots()) {
     return Status::InvalidArgument("record " + job.key.ToFileStem() + " needs " +
                                    std::to_string(SlotsFor(job)) + " staging slots; the pool has " +

@@ -23,6 +23,7 @@
 #include "attach/client/attach_client.h"
 #include "cuda/driver_api.h"
 #include "launch/presets.h"
+#include "tests/support/attach_events.h"
 #include "tests/support/wait_for_file.h"
 
 namespace strata::attach {
@@ -179,22 +180,11 @@ std::vector<Token> Tokens(uint64_t c) {
 
 template <typename Done>
 bool WaitEvents(AttachClient& client, std::vector<AttachEvent>& events, Done done) {
-  const auto deadline = std::chrono::steady_clock::now() + kBound;
-  while (!done(events)) {
-    if (!client.Poll(events).ok() || std::chrono::steady_clock::now() > deadline) return false;
-    pollfd p{client.fd(), POLLIN, 0};
-    (void)::poll(&p, 1, 100);
-  }
-  return true;
+  return strata::testing::WaitAttachEvents(client, events, kBound, done);
 }
 
 size_t Count(const std::vector<AttachEvent>& events, StoreEvent::Kind kind) {
-  size_t n = 0;
-  for (const AttachEvent& e : events) {
-    const auto* s = std::get_if<StoreEvent>(&e);
-    n += s != nullptr && s->kind == kind ? 1 : 0;
-  }
-  return n;
+  return strata::testing::CountStoreEvents(events, kind);
 }
 
 // Publishes conversation c from pages c*64.. and row c; waits for kStored.

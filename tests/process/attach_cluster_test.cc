@@ -25,6 +25,7 @@
 #include <random>
 #include <set>
 
+#include "tests/support/attach_events.h"
 #include "tests/support/wait_for_file.h"
 #include "tests/unit/attach/attach_test_support.h"
 
@@ -286,22 +287,11 @@ std::set<std::string> RecordFiles(const fs::path& dir) {
 
 template <typename Done>
 bool WaitEvents(AttachClient& client, std::vector<AttachEvent>& events, Done done) {
-  const auto deadline = std::chrono::steady_clock::now() + kBound;
-  while (!done(events)) {
-    if (!client.Poll(events).ok() || std::chrono::steady_clock::now() > deadline) return false;
-    pollfd p{client.fd(), POLLIN, 0};
-    (void)::poll(&p, 1, 100);
-  }
-  return true;
+  return strata::testing::WaitAttachEvents(client, events, kBound, done);
 }
 
 size_t Count(const std::vector<AttachEvent>& events, StoreEvent::Kind kind) {
-  size_t n = 0;
-  for (const AttachEvent& e : events) {
-    const auto* s = std::get_if<StoreEvent>(&e);
-    n += s != nullptr && s->kind == kind ? 1 : 0;
-  }
-  return n;
+  return strata::testing::CountStoreEvents(events, kind);
 }
 
 std::vector<Token> Tokens(uint64_t c) {

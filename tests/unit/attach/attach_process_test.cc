@@ -9,6 +9,7 @@
 #include <cstring>
 #include <optional>
 
+#include "tests/support/attach_events.h"
 #include "tests/unit/attach/attach_test_support.h"
 
 namespace strata::attach {
@@ -45,23 +46,13 @@ std::vector<Token> Tokens(uint64_t conversation) {
   return t;
 }
 
-// Polls `client` until `done` holds for the events so far, or the bound.
 template <typename Done>
 bool WaitEvents(AttachClient& client, std::vector<AttachEvent>& events, Done done) {
-  const auto deadline = std::chrono::steady_clock::now() + kEventBound;
-  while (!done(events)) {
-    if (!client.Poll(events).ok() || std::chrono::steady_clock::now() > deadline) return false;
-    pollfd p{client.fd(), POLLIN, 0};
-    (void)::poll(&p, 1, 100);
-  }
-  return true;
+  return strata::testing::WaitAttachEvents(client, events, kEventBound, done);
 }
 
 size_t CountKind(const std::vector<AttachEvent>& events, StoreEvent::Kind kind) {
-  return static_cast<size_t>(std::count_if(events.begin(), events.end(), [&](const auto& e) {
-    const auto* s = std::get_if<StoreEvent>(&e);
-    return s != nullptr && s->kind == kind;
-  }));
+  return strata::testing::CountStoreEvents(events, kind);
 }
 
 // The publishing runtime (a child process): fills conversation c's pages
