@@ -27,16 +27,26 @@ ROW_BYTES = 1024
 WAIT = datetime.timedelta(seconds=60)
 
 
+_pending = []  # events a poll returned after the one being waited for
+
+
 def poll_until(store, want, bound_s=30.0):
+    """Runs the runtime's loop until an event of kind `want` arrives. A real
+    runtime handles every event each iteration; this one keeps the others
+    for its next wait rather than dropping them."""
     deadline = time.monotonic() + bound_s
-    while time.monotonic() < deadline:
-        for e in store.poll():
+    while True:
+        while _pending:
+            e = _pending.pop(0)
             if e.kind == want:
                 return e
             if not e.ok or e.kind == "stopped":
                 raise RuntimeError(f"strata: {e!r}")
-        time.sleep(0.001)  # one iteration of the runtime's loop
-    raise TimeoutError(f"no {want} within {bound_s} s")
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"no {want} within {bound_s} s")
+        _pending.extend(store.poll())
+        if not _pending:
+            time.sleep(0.001)  # one iteration of the runtime's loop
 
 
 def run_rank(rank, world, port, directory):

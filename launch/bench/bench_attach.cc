@@ -17,6 +17,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <spdlog/spdlog.h>
+
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <csignal>
@@ -143,6 +145,8 @@ volatile std::sig_atomic_t g_stop = 0;
 // The server process: serves until SIGTERM. Exit codes name the failed step.
 int ServeChannel(const AttachBenchOptions& o, const std::string& socket, int ready_fd) {
   std::signal(SIGTERM, [](int) { g_stop = 1; });
+  // The runtime's stdout carries the result (one JSON object with --json).
+  spdlog::set_level(spdlog::level::warn);
   const CacheGeometry g = GeometryOf(o);
   auto planes = attach::ImportedPlanes::Reserve(g);
   if (!planes.ok()) return 10;

@@ -79,15 +79,26 @@ def check_restored(tensors, rank, page_ids, row_slot):
     return None
 
 
+# Events a poll returned after the one a caller waited for, kept for the
+# next wait on the same store (one poll may return several at once).
+_pending = {}
+
+
 def poll_until(store, want, bound_s=POLL_BOUND_S):
     """Polls as a runtime's loop does until an event of kind `want` (or a
-    failure) arrives; raises after `bound_s`."""
+    failure) arrives; raises after `bound_s`. Events that arrive with it stay
+    pending for the next call."""
+    pending = _pending.setdefault(id(store), [])
     deadline = time.monotonic() + bound_s
-    while time.monotonic() < deadline:
-        for e in store.poll():
+    while True:
+        while pending:
+            e = pending.pop(0)
             if e.kind == want:
                 return e
             if e.kind in ("store_failed", "fetch_failed", "stopped"):
                 raise AssertionError(f"unexpected {e!r}")
-        time.sleep(0.002)  # a runtime's loop period; the bound above ends the wait
-    raise AssertionError(f"no {want} event within {bound_s} s")
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"no {want} event within {bound_s} s")
+        pending.extend(store.poll())
+        if not pending:
+            time.sleep(0.002)  # a runtime's loop period; the bound above ends the wait
