@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -218,6 +219,9 @@ std::vector<std::string_view> ConfigTables();
 // where label is the key name or the flag that carried the value.
 Status SetConfigValue(const ConfigKey& key, const ConfigValue& value, std::string_view label,
                       RankConfig* config);
+
+// The largest TCP port number, for the port keys and their checks.
+inline constexpr uint64_t kPortMax = std::numeric_limits<uint16_t>::max();
 
 // Checks what no single key can: rank below world size, ranks in separate
 // processes refuse a memory tier (seed 2.14), a limit without a directory,
