@@ -40,7 +40,7 @@ constexpr char kPreset[] = "qwen-like";
 
 int Device() {
   const char* d = std::getenv("STRATA_GPU_DEVICE");
-  return d != nullptr ? std::atoi(d) : 0;
+  return d != nullptr ? static_cast<int>(std::strtol(d, nullptr, 10)) : 0;
 }
 
 CacheGeometry Geometry() { return *PresetGeometry(kPreset, 1, kPages, kRows); }
@@ -214,39 +214,18 @@ size_t Count(const std::vector<AttachEvent>& events, StoreEvent::Kind kind) {
   return ::testing::AssertionSuccess();
 }
 
-enum class Await : unsigned char { kRequestOnly, kFetched };
+using Await = strata::testing::AwaitRestore;
 
 // Looks conversation c up and asks for its restore into pages `first`.. and
 // row `row`; with kFetched, waits for the event.
 ::testing::AssertionResult Restore(AttachClient& client, uint64_t c, uint32_t first, uint32_t row,
                                    Await await) {
-  const std::vector<Token> tokens = Tokens(c);
-  if (!client.Lookup(tokens, 0, tokens.size()).ok()) return ::testing::AssertionFailure();
-  std::vector<AttachEvent> events;
-  if (!WaitEvents(client, events, [](const auto& e) { return !e.empty(); })) {
-    return ::testing::AssertionFailure() << "no lookup result";
-  }
-  const auto* result = std::get_if<LookupResult>(&events[0]);
-  if (result == nullptr || !result->hit) {
-    return ::testing::AssertionFailure() << "conversation " << c << " not found";
-  }
   InboundTicket ticket;
   ticket.ticket = JobId(100 + c);
   ticket.row_slot = StateSlot(row);
   for (uint64_t p = 0; p < kConversationPages; ++p) ticket.page_ids.emplace_back(first + p);
-  if (!client.Fetch(*result->hit, ticket).ok()) return ::testing::AssertionFailure() << "fetch";
-  if (await == Await::kRequestOnly) return ::testing::AssertionSuccess();
-  events.clear();
-  if (!WaitEvents(client, events,
-                  [](const auto& e) {
-                    return Count(e, StoreEvent::Kind::kFetched) +
-                               Count(e, StoreEvent::Kind::kFetchFailed) >
-                           0;
-                  }) ||
-      Count(events, StoreEvent::Kind::kFetched) != 1) {
-    return ::testing::AssertionFailure() << "conversation " << c << " was not restored";
-  }
-  return ::testing::AssertionSuccess();
+  return strata::testing::LookupAndRestore(client, Tokens(c), ticket, kBound, await)
+         << " (conversation " << c << ")";
 }
 
 bool OptedIn() {

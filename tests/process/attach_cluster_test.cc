@@ -315,32 +315,15 @@ PublishedCheckpoint Checkpoint(uint64_t c) {
 
 // Looks conversation c up and restores it into its RestoredPage/RestoredRow ids.
 ::testing::AssertionResult Restore(AttachClient& client, uint64_t c) {
-  const std::vector<Token> tokens = Tokens(c);
-  if (!client.Lookup(tokens, 0, tokens.size()).ok()) return ::testing::AssertionFailure();
-  std::vector<AttachEvent> events;
-  if (!WaitEvents(client, events, [](const auto& e) { return !e.empty(); })) {
-    return ::testing::AssertionFailure() << "no lookup result";
-  }
-  const auto* result = std::get_if<LookupResult>(&events[0]);
-  if (result == nullptr || !result->hit) {
-    return ::testing::AssertionFailure() << "conversation " << c << " not found";
-  }
   InboundTicket ticket;
   ticket.ticket = JobId(100 + c);
   ticket.row_slot = StateSlot(RestoredRow(c));
-  for (uint64_t p = 0; p < kPagesPerConversation; ++p)
+  for (uint64_t p = 0; p < kPagesPerConversation; ++p) {
     ticket.page_ids.emplace_back(RestoredPage(c, p));
-  if (!client.Fetch(*result->hit, ticket).ok()) return ::testing::AssertionFailure() << "fetch";
-  events.clear();
-  if (!WaitEvents(client, events, [](const auto& e) {
-        return Count(e, StoreEvent::Kind::kFetched) + Count(e, StoreEvent::Kind::kFetchFailed) > 0;
-      })) {
-    return ::testing::AssertionFailure() << "no fetch event";
   }
-  if (Count(events, StoreEvent::Kind::kFetched) != 1) {
-    return ::testing::AssertionFailure() << "conversation " << c << " fetch failed";
-  }
-  return ::testing::AssertionSuccess();
+  return strata::testing::LookupAndRestore(client, Tokens(c), ticket, kBound,
+                                           strata::testing::AwaitRestore::kFetched)
+         << " (conversation " << c << ")";
 }
 
 TEST(AttachClusterTest, PeersShareTheirPlanesAndEveryRankRestoresByteExact) {

@@ -1,7 +1,9 @@
 // Shared by the tests whose runtimes attach to a strata rank: wait for the
-// client's events without sleeping on a timer, and count them by kind.
+// client's events without sleeping on a timer, count them by kind, and
+// restore a looked-up prefix into a ticket.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <poll.h>
 
 #include <algorithm>
@@ -33,6 +35,44 @@ inline size_t CountStoreEvents(const std::vector<attach::AttachEvent>& events,
     const auto* s = std::get_if<StoreEvent>(&e);
     return s != nullptr && s->kind == kind;
   }));
+}
+
+enum class AwaitRestore : unsigned char { kRequestOnly, kFetched };
+
+// Looks `tokens` up over `client` and asks for the hit's restore into
+// `ticket` (one page id per page of the hit); with kFetched also waits for
+// the outcome, which must be kFetched. A failure names the step.
+inline ::testing::AssertionResult LookupAndRestore(attach::AttachClient& client,
+                                                   const std::vector<Token>& tokens,
+                                                   const InboundTicket& ticket,
+                                                   std::chrono::milliseconds bound,
+                                                   AwaitRestore await) {
+  if (!client.Lookup(tokens, 0, tokens.size()).ok()) {
+    return ::testing::AssertionFailure() << "lookup not sent";
+  }
+  std::vector<attach::AttachEvent> events;
+  if (!WaitAttachEvents(client, events, bound, [](const auto& e) { return !e.empty(); })) {
+    return ::testing::AssertionFailure() << "no lookup result";
+  }
+  const auto* result = std::get_if<attach::LookupResult>(&events[0]);
+  if (result == nullptr || !result->hit) return ::testing::AssertionFailure() << "not found";
+  if (!client.Fetch(*result->hit, ticket).ok()) {
+    return ::testing::AssertionFailure() << "fetch not sent";
+  }
+  if (await == AwaitRestore::kRequestOnly) return ::testing::AssertionSuccess();
+  events.clear();
+  auto ended = [](const auto& e) {
+    return CountStoreEvents(e, StoreEvent::Kind::kFetched) +
+               CountStoreEvents(e, StoreEvent::Kind::kFetchFailed) >
+           0;
+  };
+  if (!WaitAttachEvents(client, events, bound, ended)) {
+    return ::testing::AssertionFailure() << "no fetch event";
+  }
+  if (CountStoreEvents(events, StoreEvent::Kind::kFetched) != 1) {
+    return ::testing::AssertionFailure() << "the fetch failed";
+  }
+  return ::testing::AssertionSuccess();
 }
 
 }  // namespace strata::testing
