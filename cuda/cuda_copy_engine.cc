@@ -51,7 +51,9 @@ Status CudaCopyEngine::Acquire() {
     return Status::InvalidArgument("batches in flight must be 1.." +
                                    std::to_string(kMaxBatchesInFlight));
   }
-  STRATA_ASSIGN_OR_RETURN(stream_, d.CreateLowestPriorityStream());
+  STRATA_ASSIGN_OR_RETURN(stream_, d.CreateStream(options_.method == CopyMethod::kStaged
+                                                      ? options_.staged.kernel_priority
+                                                      : StreamPriority::kLeast));
   for (CudaEvent& e : events_) {
     STRATA_ASSIGN_OR_RETURN(e, d.CreateBlockingEvent());
   }

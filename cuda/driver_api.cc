@@ -184,15 +184,16 @@ Status CudaDriver::PopContext() const {
   return Check(api_->cuCtxPopCurrent_(&popped), "cuCtxPopCurrent");
 }
 
-Result<CudaStream> CudaDriver::CreateLowestPriorityStream() const {
+Result<CudaStream> CudaDriver::CreateStream(StreamPriority priority) const {
   int least = 0;
   int greatest = 0;
   STRATA_RETURN_IF_ERROR(
       Check(api_->cuCtxGetStreamPriorityRange_(&least, &greatest), "cuCtxGetStreamPriorityRange"));
   CUstream stream = nullptr;
-  STRATA_RETURN_IF_ERROR(
-      Check(api_->cuStreamCreateWithPriority_(&stream, CU_STREAM_NON_BLOCKING, least),
-            "cuStreamCreateWithPriority"));
+  STRATA_RETURN_IF_ERROR(Check(
+      api_->cuStreamCreateWithPriority_(&stream, CU_STREAM_NON_BLOCKING,
+                                        priority == StreamPriority::kGreatest ? greatest : least),
+      "cuStreamCreateWithPriority"));
   return stream;
 }
 
@@ -252,7 +253,7 @@ Status CudaDriver::ReleasePrimaryContext(int) const { return Missing("cuDevicePr
 Status CudaDriver::SetCurrentContext(CudaContext) const { return Missing("cuCtxSetCurrent"); }
 Status CudaDriver::PushContext(CudaContext) const { return Missing("cuCtxPushCurrent"); }
 Status CudaDriver::PopContext() const { return Missing("cuCtxPopCurrent"); }
-Result<CudaStream> CudaDriver::CreateLowestPriorityStream() const {
+Result<CudaStream> CudaDriver::CreateStream(StreamPriority) const {
   return Missing("cuStreamCreateWithPriority");
 }
 Status CudaDriver::SynchronizeStream(CudaStream) const { return Missing("cuStreamSynchronize"); }

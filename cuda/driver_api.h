@@ -43,6 +43,8 @@ using CudaModule = CUmod_st*;
 using CudaFunction = CUfunc_st*;
 using CudaAllocationHandle = unsigned long long;
 
+enum class StreamPriority : unsigned char { kLeast, kGreatest };
+
 enum class CudaDeviceAttribute : unsigned char {
   kIntegrated,                      // 1 when the GPU shares memory with the host
   kHostNumaId,                      // host NUMA node nearest the device, -1 when none
@@ -97,8 +99,13 @@ class CudaDriver {
   Status PushContext(CudaContext context) const;
   Status PopContext() const;
 
-  // A non-blocking stream at the least priority the context offers.
-  Result<CudaStream> CreateLowestPriorityStream() const;
+  // A non-blocking stream at the least or the greatest priority the context
+  // offers (the default stream, and a runtime's streams unless it asks
+  // otherwise, sit at the least).
+  Result<CudaStream> CreateStream(StreamPriority priority) const;
+  Result<CudaStream> CreateLowestPriorityStream() const {
+    return CreateStream(StreamPriority::kLeast);
+  }
   Status SynchronizeStream(CudaStream stream) const;
   Status DestroyStream(CudaStream stream) const;
   // An event whose wait sleeps instead of spinning (blocking sync, no timing).

@@ -21,6 +21,7 @@ Result<std::unique_ptr<StagedCopier>> StagedCopier::Create(std::shared_ptr<const
   c->limits_.window_bytes = StagingWindowBytes(kMaxBatchBytes, kMaxBatchEntries);
   c->limits_.stage_bytes = options.stage_bytes;
   c->limits_.kernel_piece_bytes = options.kernel_piece_bytes;
+  c->limits_.direct_piece_bytes = options.direct_piece_bytes;
   c->stages_per_window_ = c->limits_.window_bytes / options.stage_bytes + 1;
   KernelShape shape;
   shape.blocks = options.blocks;
@@ -72,6 +73,22 @@ Status StagedCopier::Dma(TransferDirection direction, const StagingStage& stage,
   return driver_->BatchCopyAsync(direction, ordinal_, dma_ops_, arrays, dma_stream_);
 }
 
+Status StagedCopier::DirectDma(TransferDirection direction, CudaCopyArrays& arrays) {
+  const std::vector<CopyDescriptor>& direct = planner_.direct();
+  if (direct.empty()) return Status::Ok();
+  if (direct.size() == 1 || !driver_->has_batch_copy()) {
+    for (const CopyDescriptor& p : direct) {
+      STRATA_RETURN_IF_ERROR(driver_->CopyAsync(direction, p.device, p.host, p.bytes, dma_stream_));
+    }
+    return Status::Ok();
+  }
+  dma_ops_.clear();
+  for (const CopyDescriptor& p : direct) {
+    dma_ops_.push_back({p.device, p.host, p.bytes, 1, p.bytes, p.bytes});
+  }
+  return driver_->BatchCopyAsync(direction, ordinal_, dma_ops_, arrays, dma_stream_);
+}
+
 Result<CudaStream> StagedCopier::Issue(TransferDirection direction,
                                        std::span<const CopyDescriptor> batch, uint32_t slot,
                                        CudaCopyArrays& arrays) {
@@ -92,6 +109,12 @@ Result<CudaStream> StagedCopier::Issue(TransferDirection direction,
                   : KernelPiece{window + p.window, p.device, p.bytes};
   }
   const CudaDriver& d = *driver_;
+  // Direct pieces go first on the DMA stream: they need no kernel, so they
+  // move while the first stage is gathered (copy-out) and ahead of the
+  // extents the scatters wait for (restore, where stream order makes every
+  // handoff event cover them too).
+  STRATA_RETURN_IF_ERROR(DirectDma(direction, arrays));
+  if (stages.empty()) return dma_stream_;
   if (out) {
     STRATA_RETURN_IF_ERROR(kernel_->Upload(slot, pieces.size(), kernel_stream_));
     for (size_t k = 0; k < stages.size(); ++k) {

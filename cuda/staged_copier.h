@@ -13,7 +13,9 @@
 // are serialized on it, so copies never hold more than `blocks` SMs. The DMA
 // of one stage (and of the other window's batch) overlaps the kernel of the
 // next. A stage with one extent moves with cuMemcpy{DtoH,HtoD}Async, one with
-// several with one cuMemcpyBatchAsync when the driver has it.
+// several with one cuMemcpyBatchAsync when the driver has it. Pieces of at
+// least `direct_piece_bytes` skip the window and move by DMA on the DMA stream
+// ahead of the batch's extents.
 //
 // Thread: created, used and destroyed on the engine's transfer thread with
 // its context current.
@@ -34,6 +36,13 @@ struct StagedCopierOptions {
   uint32_t threads_per_block = 1024;
   uint64_t stage_bytes = 2ull << 20;  // window bytes per kernel launch
   uint64_t kernel_piece_bytes = 16ull << 10;
+  // Pieces of at least this many bytes move by DMA straight between plane
+  // and host, bypassing the window (0: stage every piece; staging_plan.h).
+  uint64_t direct_piece_bytes = 0;
+  // Priority of the kernel stream (the engine's stream, which the engine
+  // creates): kLeast shares the SMs with a runtime's default streams on equal
+  // terms; kGreatest lets the bounded kernel's blocks go first.
+  StreamPriority kernel_priority = StreamPriority::kLeast;
 };
 
 class StagedCopier {
@@ -64,6 +73,8 @@ class StagedCopier {
                const StagedCopierOptions& options);
   Status Dma(TransferDirection direction, const StagingStage& stage, uint64_t window,
              CudaCopyArrays& arrays);
+  // Queues the plan's direct pieces on the DMA stream.
+  Status DirectDma(TransferDirection direction, CudaCopyArrays& arrays);
   CudaEvent& handoff(uint32_t slot, size_t stage) {
     return handoff_[slot * stages_per_window_ + stage];
   }

@@ -28,6 +28,7 @@ void StagingPlanner::Clear() {
   pieces_.clear();
   extents_.clear();
   stages_.clear();
+  direct_.clear();
   window_used_ = 0;
 }
 
@@ -41,9 +42,10 @@ Status StagingPlanner::Plan(std::span<const CopyDescriptor> batch, const Staging
   std::sort(order_.begin(), order_.end(), [&](uint32_t a, uint32_t b) {
     return HostAddress(batch[a].host) < HostAddress(batch[b].host);
   });
-  uint64_t w = 0;          // next free window offset
-  uint64_t host_end = 0;   // host end of the previous piece
-  uint64_t stage = ~0ull;  // index of the stage being filled
+  uint64_t w = 0;             // next free window offset
+  uint64_t host_end = 0;      // host end of the previous piece
+  uint64_t stage = ~0ull;     // index of the stage being filled
+  bool after_direct = false;  // the previous piece bypassed the window
   for (size_t i = 0; i < order_.size(); ++i) {
     const CopyDescriptor& d = batch[order_[i]];
     if (d.bytes == 0) return Status::InvalidArgument("staged copy of an empty piece");
@@ -51,9 +53,17 @@ Status StagingPlanner::Plan(std::span<const CopyDescriptor> batch, const Staging
     if (i > 0 && host < host_end) {
       return Status::InvalidArgument("staged batch has pieces overlapping on the host side");
     }
-    // A gap on the host side (or the first piece) starts a new extent at an
-    // aligned window offset; touching pieces continue the extent.
-    const bool touches = i > 0 && host == host_end;
+    const bool touches = i > 0 && !after_direct && host == host_end;
+    host_end = host + d.bytes;
+    if (limits.direct_piece_bytes != 0 && d.bytes >= limits.direct_piece_bytes) {
+      direct_.push_back(d);
+      after_direct = true;
+      continue;
+    }
+    after_direct = false;
+    // A gap on the host side (or the first piece, or one after a direct
+    // piece) starts a new extent at an aligned window offset; touching pieces
+    // continue the extent.
     if (!touches) w = AlignUpTo(w, kStagingExtentAlignment);
     uint64_t done = 0;
     while (done < d.bytes) {
@@ -81,7 +91,6 @@ Status StagingPlanner::Plan(std::span<const CopyDescriptor> batch, const Staging
       done += n;
       w += n;
     }
-    host_end = host + d.bytes;
   }
   for (size_t k = 0; k < stages_.size(); ++k) {
     const bool last = k + 1 == stages_.size();

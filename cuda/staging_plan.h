@@ -21,6 +21,11 @@
 // busy whatever the plane size. Each extent starts at a 256-byte aligned
 // window offset.
 //
+// Pieces of at least `direct_piece_bytes` are not staged: they are listed in
+// direct() (in host order) for DMA straight between plane and host, which
+// costs no SM time and no second pass over HBM, and reaches the bus on its own
+// for large pieces.
+//
 // Pure: no driver calls, no clock; one planner per transfer thread, reused for
 // every batch (not thread-safe).
 #pragma once
@@ -38,6 +43,9 @@ struct StagingLimits {
   uint64_t window_bytes = 0;                  // one window's capacity
   uint64_t stage_bytes = 2ull << 20;          // window bytes per kernel launch
   uint64_t kernel_piece_bytes = 16ull << 10;  // bytes per warp task
+  // Pieces of at least this many bytes bypass the window: one DMA each,
+  // straight between the plane and the host (0: every piece is staged).
+  uint64_t direct_piece_bytes = 0;
 };
 
 inline constexpr uint64_t kStagingExtentAlignment = 256;
@@ -82,6 +90,7 @@ class StagingPlanner {
   const std::vector<StagedPiece>& pieces() const { return pieces_; }
   const std::vector<StagedExtent>& extents() const { return extents_; }
   const std::vector<StagingStage>& stages() const { return stages_; }
+  const std::vector<CopyDescriptor>& direct() const { return direct_; }
   uint64_t window_used() const { return window_used_; }  // bytes up to the last extent's end
 
  private:
@@ -90,6 +99,7 @@ class StagingPlanner {
   std::vector<StagedPiece> pieces_;
   std::vector<StagedExtent> extents_;
   std::vector<StagingStage> stages_;
+  std::vector<CopyDescriptor> direct_;
   uint64_t window_used_ = 0;
 };
 

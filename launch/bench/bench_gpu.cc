@@ -21,6 +21,8 @@
 #include "launch/bench/bench_prefill.h"
 #include "launch/bench/gpu_bench_report.h"
 #include "launch/bench/gpu_jobs.h"
+#include "launch/bench/staged_cli.h"
+#include "launch/bench/staged_path_probe.h"
 #include "launch/presets.h"
 #include "store/record/record_layout.h"
 #include "store/transfer/slab_pool.h"
@@ -42,8 +44,8 @@ struct GpuBenchOptions {
   std::vector<std::string> presets = {"deepseek-like", "qwen-like", "small-planes"};
   std::vector<std::string> methods = {"batched", "strided", "kernel", "staged"};
   std::vector<uint32_t> in_flight = {1, 2};
-  uint32_t staged_blocks = StagedCopierOptions{}.blocks;
-  uint64_t stage_kib = StagedCopierOptions{}.stage_bytes >> 10;
+  StagedCli staged;
+  bool staged_probe = false;
 };
 
 // SMs the copy kernel of `method` may hold at once (0: copy engines only).
@@ -198,14 +200,34 @@ Status BenchPreset(const std::shared_ptr<const CudaDriver>& driver, const Primar
     run.batch_order_probes[preset] =
         probe.ok() ? *probe : nlohmann::json{{"error", probe.status().ToString()}};
   }
+  if (o.staged_probe) {
+    std::vector<uint64_t> offsets;
+    for (uint32_t p = 0; p < g.ranks[0].page_planes.size(); ++p) {
+      offsets.push_back(layout.plane_offset(0, p));
+    }
+    const RankPlanes rank_planes = planes->planes(0);
+    StagedProbeInput in;
+    in.driver = driver;
+    in.context = &ctx;
+    in.ordinal = o.device;
+    in.rank = &g.ranks[0];
+    in.planes = &rank_planes;
+    in.record_plane_offsets = &offsets;
+    in.ids = &scattered;
+    in.records = &records;
+    in.staged = ToStagedOptions(o.staged);
+    in.repetitions = o.repetitions;
+    Result<nlohmann::json> probe = ProbeStagedPath(in);
+    run.staged_probes[preset] =
+        probe.ok() ? *probe : nlohmann::json{{"error", probe.status().ToString()}};
+  }
   uint64_t next_id = 1;
   for (const auto& [method_name, in_flight] : Configs(o)) {
     STRATA_ASSIGN_OR_RETURN(CopyMethod method, ParseCopyMethod(method_name));
     CudaTransfersOptions options;
     options.method = method;
     options.batches_in_flight = in_flight;
-    options.staged.blocks = o.staged_blocks;
-    options.staged.stage_bytes = o.stage_kib << 10;
+    options.staged = ToStagedOptions(o.staged);
     Result<std::unique_ptr<Transfers>> t = MakeCudaTransfers(*planes, options);
     for (const auto& [ids_name, ids] :
          {std::pair{"sequential", &sequential}, std::pair{"scattered", &scattered}}) {
@@ -276,6 +298,7 @@ int RunGpuBench(const GpuBenchOptions& o) {
   run.device_name = (*driver)->DeviceName(o.device).ok() ? *(*driver)->DeviceName(o.device) : "?";
   run.driver_version = (*driver)->version();
   run.repetitions = o.repetitions;
+  run.staged = StagedJson(o.staged);
   run.default_config = std::string(CopyMethodName(DefaultCopyMethod())) + "_x" +
                        std::to_string(CudaTransfersOptions{}.batches_in_flight);
   for (const std::string& preset : o.presets) {
@@ -312,12 +335,9 @@ void AddGpuBench(CLI::App& bench) {
       ->capture_default_str()
       ->check(CLI::Range(1, 100));
   cmd->add_option("--preset", o->presets, "Geometry presets (repeatable)")->capture_default_str();
-  cmd->add_option("--staged-blocks", o->staged_blocks, "SMs of the staged copy kernel")
-      ->capture_default_str()
-      ->check(CLI::Range(1u, 132u));
-  cmd->add_option("--stage-kib", o->stage_kib, "KiB of the staging window per kernel launch")
-      ->capture_default_str()
-      ->check(CLI::Range(uint64_t{64}, uint64_t{16384}));
+  AddStagedCli(*cmd, o->staged);
+  cmd->add_flag("--staged-probe", o->staged_probe,
+                "Also time the staged path's DMAs and kernel apart, per preset");
   cmd->add_option("--method", o->methods,
                   "Copy methods: batched, strided, kernel, staged (repeatable)")
       ->capture_default_str();

@@ -33,6 +33,7 @@
 #include "launch/bench/gpu_copy_baseline.h"
 #include "launch/bench/gpu_jobs.h"
 #include "launch/bench/gpu_pages.h"
+#include "launch/bench/staged_cli.h"
 #include "launch/presets.h"
 #include "store/record/record_layout.h"
 #include "store/transfer/slab_pool.h"
@@ -53,6 +54,7 @@ struct InterferenceOptions {
   int memory_tokens = 16;
   std::string cublas;
   std::string driver = kCudaDriverLibrary;
+  StagedCli staged;
 };
 
 double Since(Clock::time_point t) {
@@ -143,7 +145,9 @@ struct Copies {
 Result<std::unique_ptr<Copies>> OpenCopies(const std::shared_ptr<const CudaDriver>& driver,
                                            const InterferenceOptions& o) {
   auto c = std::make_unique<Copies>();
-  STRATA_ASSIGN_OR_RETURN(c->pages, OpenGpuPages(driver, o.preset, o.pages, o.device));
+  CudaTransfersOptions transfers;
+  transfers.staged = ToStagedOptions(o.staged);
+  STRATA_ASSIGN_OR_RETURN(c->pages, OpenGpuPages(driver, o.preset, o.pages, o.device, transfers));
   c->out = Windows(TransferDirection::kDeviceToHost, c->pages->ids, c->pages->records);
   c->in = Windows(TransferDirection::kHostToDevice, c->pages->ids, c->pages->records);
   c->bytes = uint64_t{o.pages} * c->pages->geometry.ranks[0].page_bytes();
@@ -173,7 +177,10 @@ Status RunInterference(const InterferenceOptions& o, nlohmann::json& out) {
   const CudaDriver& d = *driver;
   ContextGuard guard(d, ctx->get());
   STRATA_RETURN_IF_ERROR(guard.status());
-  out = {{"bench", "interference"}, {"preset", o.preset}, {"model", "llama70b-tp8 layer"}};
+  out = {{"bench", "interference"},
+         {"preset", o.preset},
+         {"model", "llama70b-tp8 layer"},
+         {"staged", StagedJson(o.staged)}};
   Result<std::unique_ptr<CublasGemm>> blas = CublasGemm::Load(o.cublas);
   if (!blas.ok()) {
     out["skipped"] = blas.status().ToString();
@@ -309,6 +316,7 @@ void AddInterferenceBench(CLI::App& bench) {
       ->check(CLI::Range(1, 65536));
   cmd->add_option("--cublas", o->cublas, "cuBLAS library to load (default: the usual names)");
   cmd->add_option("--driver", o->driver, "CUDA driver library to load")->capture_default_str();
+  AddStagedCli(*cmd, o->staged);
   cmd->callback([o] {
     nlohmann::json result;
     const Status s = RunInterference(*o, result);

@@ -145,6 +145,11 @@ nlohmann::json GpuBenchJson(const GpuBenchRun& run) {
     for (const auto& [preset, probe] : run.batch_order_probes)
       j["batch_order_probe"][preset] = probe;
   }
+  if (!run.staged.is_null()) j["staged"] = run.staged;
+  if (!run.staged_probes.empty()) {
+    j["staged_probe"] = nlohmann::json::object();
+    for (const auto& [preset, probe] : run.staged_probes) j["staged_probe"][preset] = probe;
+  }
   j["large_unit_ratio_by_direction"] = ClassJson(headline.large);
   j["small_unit_ratio_by_direction"] = ClassJson(headline.small);
   return j;

@@ -93,6 +93,10 @@ struct GpuBenchRun {
   // Per small-unit preset: one store-built batch through cuMemcpyBatchAsync
   // alone in device and host order (batch_order_probe.h).
   std::map<std::string, nlohmann::json> batch_order_probes;
+  // The staged method's settings, and per preset with --staged-probe the
+  // halves of the staged path timed apart (staged_path_probe.h).
+  nlohmann::json staged;
+  std::map<std::string, nlohmann::json> staged_probes;
 };
 
 // The --json object: every case, the per-configuration summary, and the

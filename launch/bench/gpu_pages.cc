@@ -11,7 +11,7 @@ namespace strata {
 
 Result<std::unique_ptr<GpuPages>> OpenGpuPages(const std::shared_ptr<const CudaDriver>& driver,
                                                const std::string& preset, uint64_t pages,
-                                               int device) {
+                                               int device, const CudaTransfersOptions& options) {
   auto p = std::make_unique<GpuPages>();
   STRATA_ASSIGN_OR_RETURN(p->geometry, PresetGeometry(preset, 1, pages, 1));
   STRATA_ASSIGN_OR_RETURN(p->planes, CudaPlanes::Create(driver, p->geometry, {device}));
@@ -25,7 +25,7 @@ Result<std::unique_ptr<GpuPages>> OpenGpuPages(const std::shared_ptr<const CudaD
   p->ids.resize(pages);
   for (uint64_t i = 0; i < pages; ++i) p->ids[i] = PageId(static_cast<uint32_t>(i));
   std::shuffle(p->ids.begin(), p->ids.end(), std::mt19937_64(7));
-  STRATA_ASSIGN_OR_RETURN(p->transfers, MakeCudaTransfers(*p->planes));
+  STRATA_ASSIGN_OR_RETURN(p->transfers, MakeCudaTransfers(*p->planes, options));
   return p;
 }
 

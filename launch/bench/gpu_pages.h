@@ -10,6 +10,7 @@
 
 #include "cuda/cuda_planes.h"
 #include "cuda/cuda_registrar.h"
+#include "cuda/cuda_transfers.h"
 #include "store/transfer/slab_pool.h"
 #include "store/transfer/transfers.h"
 
@@ -25,8 +26,11 @@ struct GpuPages {
   std::unique_ptr<Transfers> transfers;
 };
 
+// `options` configure the transfers (the defaults unless a sweep says
+// otherwise); their device ordinals are ignored.
 Result<std::unique_ptr<GpuPages>> OpenGpuPages(const std::shared_ptr<const CudaDriver>& driver,
                                                const std::string& preset, uint64_t pages,
-                                               int device);
+                                               int device,
+                                               const CudaTransfersOptions& options = {});
 
 }  // namespace strata

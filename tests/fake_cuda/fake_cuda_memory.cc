@@ -163,11 +163,15 @@ CUresult CUDAAPI FakeLaunchKernel(CUfunction fn, unsigned grid_x, unsigned grid_
   if (!IsDevice(reinterpret_cast<uint64_t>(pieces), sizeof(PieceCopy) * count)) {
     return CUDA_ERROR_ILLEGAL_ADDRESS;
   }
+  long long bytes = 0;
   for (unsigned i = 0; i < count; ++i) {
     if (!KernelCopy(pieces[i].dst, pieces[i].src, pieces[i].bytes)) {
       return CUDA_ERROR_ILLEGAL_ADDRESS;
     }
+    bytes += static_cast<long long>(pieces[i].bytes);
   }
+  std::lock_guard lock(S().mu);
+  S().values["kernel_bytes"] += bytes;
   return CUDA_SUCCESS;
 }
 

@@ -11,8 +11,11 @@ namespace {
 
 constexpr uint64_t kKiB = 1024;
 
-StagingLimits Limits(uint64_t window, uint64_t stage, uint64_t piece) {
-  return StagingLimits{.window_bytes = window, .stage_bytes = stage, .kernel_piece_bytes = piece};
+StagingLimits Limits(uint64_t window, uint64_t stage, uint64_t piece, uint64_t direct = 0) {
+  return StagingLimits{.window_bytes = window,
+                       .stage_bytes = stage,
+                       .kernel_piece_bytes = piece,
+                       .direct_piece_bytes = direct};
 }
 
 // Every window byte a piece names, and every host byte an extent writes.
@@ -33,6 +36,9 @@ void RunCopyOut(const StagingPlanner& plan, const std::vector<uint8_t>& window_i
     ASSERT_GE(e.host, host.data());
     ASSERT_LE(e.host + e.bytes, host.data() + host.size());
     std::memcpy(e.host, window.data() + e.window, e.bytes);
+  }
+  for (const CopyDescriptor& d : plan.direct()) {
+    std::memcpy(d.host, reinterpret_cast<const void*>(d.device), d.bytes);
   }
 }
 
@@ -135,6 +141,34 @@ TEST(StagingPlanTest, RefusesOverlapsEmptyPiecesAndBatchesLargerThanTheWindow) {
   EXPECT_TRUE(plan.pieces().empty());
 }
 
+TEST(StagingPlanTest, PiecesAtTheDirectSizeBypassTheWindowAndSplitExtents) {
+  std::vector<uint8_t> host(96 * kKiB);
+  const uint64_t dev = 1ull << 40;
+  // Host order: 16 KiB, 64 KiB (direct), 16 KiB, all touching.
+  std::vector<CopyDescriptor> batch = {
+      {dev + 0, host.data() + 0, 16 * kKiB},
+      {dev + 1024 * kKiB, host.data() + 16 * kKiB, 64 * kKiB},
+      {dev + 2048 * kKiB, host.data() + 80 * kKiB, 16 * kKiB},
+  };
+  StagingPlanner plan;
+  ASSERT_TRUE(plan.Plan(batch, Limits(1 << 20, 1 << 20, 16 * kKiB, 64 * kKiB)).ok());
+  ASSERT_EQ(plan.direct().size(), 1u);
+  EXPECT_EQ(plan.direct()[0].host, host.data() + 16 * kKiB);
+  EXPECT_EQ(plan.direct()[0].device, dev + 1024 * kKiB);
+  // The staged pieces on either side are not one extent: the direct piece
+  // between them is not in the window.
+  ASSERT_EQ(plan.extents().size(), 2u);
+  EXPECT_EQ(plan.extents()[1].host, host.data() + 80 * kKiB);
+  EXPECT_EQ(plan.extents()[1].window % kStagingExtentAlignment, 0u);
+  EXPECT_EQ(plan.pieces().size(), 2u);
+  // Everything direct: no stages at all.
+  std::vector<CopyDescriptor> large = {batch[1]};
+  ASSERT_TRUE(plan.Plan(large, Limits(1 << 20, 1 << 20, 16 * kKiB, 64 * kKiB)).ok());
+  EXPECT_TRUE(plan.stages().empty());
+  EXPECT_EQ(plan.direct().size(), 1u);
+  EXPECT_EQ(plan.window_used(), 0u);
+}
+
 TEST(StagingPlanTest, RandomBatchesCopyExactlyTheirBytesAndNothingElse) {
   std::mt19937_64 rng(17);
   for (int round = 0; round < 50; ++round) {
@@ -156,8 +190,11 @@ TEST(StagingPlanTest, RandomBatchesCopyExactlyTheirBytesAndNothingElse) {
       at += n;
     }
     std::shuffle(batch.begin(), batch.end(), rng);
-    const StagingLimits limits = Limits(StagingWindowBytes(host_bytes, batch.size()),
-                                        64 * kKiB + rng() % (256 * kKiB), 1 + rng() % (32 * kKiB));
+    // Half the rounds send pieces from a random size up straight by DMA.
+    const uint64_t direct = round % 2 == 0 ? 0 : 1 + rng() % (40 * kKiB);
+    const StagingLimits limits =
+        Limits(StagingWindowBytes(host_bytes, batch.size()), 64 * kKiB + rng() % (256 * kKiB),
+               1 + rng() % (32 * kKiB), direct);
     StagingPlanner plan;
     ASSERT_TRUE(plan.Plan(batch, limits).ok()) << round;
     EXPECT_LE(plan.pieces().size(), MaxStagedPieces(host_bytes, batch.size(), limits));

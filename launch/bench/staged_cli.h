@@ -1,0 +1,29 @@
+// The staged copy method's knobs on the GPU benchmarks' command lines
+// (`strata bench gpu`, `strata bench interference`), so a sweep can move
+// each one without a rebuild. Defaults are StagedCopierOptions'.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cuda/staged_copier.h"
+
+namespace strata {
+
+struct StagedCli {
+  uint32_t blocks = StagedCopierOptions{}.blocks;
+  uint64_t stage_kib = StagedCopierOptions{}.stage_bytes >> 10;
+  uint64_t direct_kib = StagedCopierOptions{}.direct_piece_bytes >> 10;
+  std::string priority =
+      StagedCopierOptions{}.kernel_priority == StreamPriority::kGreatest ? "greatest" : "least";
+};
+
+// Adds --staged-blocks, --stage-kib, --staged-direct-kib, --staged-priority.
+void AddStagedCli(CLI::App& cmd, StagedCli& cli);
+// The options the flags name (the CLI has already checked their ranges).
+StagedCopierOptions ToStagedOptions(const StagedCli& cli);
+// {"blocks", "stage_kib", "direct_kib", "priority"}, for a report.
+nlohmann::json StagedJson(const StagedCli& cli);
+
+}  // namespace strata
