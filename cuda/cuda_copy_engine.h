@@ -36,7 +36,7 @@ enum class CopyMethod : unsigned char { kBatched, kStrided, kKernel, kStaged };
 // reaches the PCIe limit for every plane size on 2 SMs, docs/performance.md),
 // else kBatched.
 CopyMethod DefaultCopyMethod();
-inline constexpr uint32_t kMaxBatchesInFlight = 2;
+inline constexpr uint32_t kMaxBatchesInFlight = 3;
 
 std::string_view CopyMethodName(CopyMethod method);
 // "batched", "strided", "kernel" or "staged".

@@ -56,7 +56,7 @@ class GatherKernel {
   GatherKernel(const GatherKernel&) = delete;
   GatherKernel& operator=(const GatherKernel&) = delete;
 
-  static constexpr uint32_t kPieceBuffers = 2;
+  static constexpr uint32_t kPieceBuffers = 3;  // one per batch in flight
 
   // The pinned piece list of `buffer` (< kPieceBuffers), shape.pieces_per_buffer
   // long. The caller fills it only when no launch of that buffer is in flight.

@@ -43,7 +43,7 @@ struct GpuBenchOptions {
   std::string driver = kCudaDriverLibrary;
   std::vector<std::string> presets = {"deepseek-like", "qwen-like", "small-planes"};
   std::vector<std::string> methods = {"batched", "strided", "kernel", "staged"};
-  std::vector<uint32_t> in_flight = {1, 2};
+  std::vector<uint32_t> in_flight = {1, 2, 3};
   StagedCli staged;
   bool staged_probe = false;
 };
@@ -341,7 +341,7 @@ void AddGpuBench(CLI::App& bench) {
   cmd->add_option("--method", o->methods,
                   "Copy methods: batched, strided, kernel, staged (repeatable)")
       ->capture_default_str();
-  cmd->add_option("--in-flight", o->in_flight, "Batches in flight per rank: 1, 2 (repeatable)")
+  cmd->add_option("--in-flight", o->in_flight, "Batches in flight per rank: 1 to 3 (repeatable)")
       ->capture_default_str()
       ->check(CLI::Range(1u, kMaxBatchesInFlight));
   cmd->add_option("--driver", o->driver, "CUDA driver library to load")->capture_default_str();

@@ -125,6 +125,23 @@ Status Kernels(ProbeState& st, GatherKernel& kernel, TransferDirection dir) {
 
 double Round3(double v) { return std::round(v * 1000) / 1000; }
 
+// The staged copier itself, batch after batch through its two windows, each
+// window reused once its previous batch finished (as the engine does), with
+// no transfer thread around it.
+Status Pipeline(ProbeState& st, StagedCopier& copier, CudaStream kernel_stream,
+                CudaEvent (&done)[2], const std::vector<std::vector<CopyDescriptor>>& batches,
+                TransferDirection dir) {
+  const CudaDriver& d = *st.in->driver;
+  for (size_t b = 0; b < batches.size(); ++b) {
+    const uint32_t slot = b % 2;
+    if (b >= 2) STRATA_RETURN_IF_ERROR(d.SynchronizeEvent(done[slot]));
+    STRATA_ASSIGN_OR_RETURN(CudaStream s, copier.Issue(dir, batches[b], slot, st.arrays));
+    STRATA_RETURN_IF_ERROR(d.RecordEvent(done[slot], s));
+  }
+  STRATA_RETURN_IF_ERROR(copier.SynchronizeDma());
+  return d.SynchronizeStream(kernel_stream);
+}
+
 nlohmann::json Pair(const char* a, double x, const char* b, double y) {
   return {{a, Round3(x)}, {b, Round3(y)}};
 }
@@ -192,6 +209,33 @@ Result<nlohmann::json> ProbeStagedPath(const StagedProbeInput& in) {
     }
     both(("kernel_" + std::to_string(blocks) + "sm").c_str(),
          [&](TransferDirection dir) { return Kernels(st, **kernel, dir); });
+  }
+  // The whole copier, for a few stage sizes.
+  const std::vector<std::vector<CopyDescriptor>> batches = Batches(in);
+  for (uint64_t stage : {in.staged.stage_bytes, uint64_t{4} << 20, uint64_t{16} << 20}) {
+    if (!s.ok()) break;
+    StagedCopierOptions options = in.staged;
+    options.stage_bytes = stage;
+    CudaEvent done[2] = {};
+    Result<std::unique_ptr<StagedCopier>> copier =
+        StagedCopier::Create(in.driver, in.ordinal, st.stream, options);
+    if (!copier.ok()) {
+      s = copier.status();
+      break;
+    }
+    for (CudaEvent& e : done) {
+      Result<CudaEvent> made = d.CreateBlockingEvent();
+      if (!made.ok()) s = made.status();
+      e = made.ok() ? *made : nullptr;
+    }
+    both(("copier_stage_" + std::to_string(stage >> 10) + "k").c_str(),
+         [&](TransferDirection dir) {
+           return Pipeline(st, **copier, st.stream, done, batches, dir);
+         });
+    copier->reset();
+    for (CudaEvent e : done) {
+      if (e != nullptr) (void)d.DestroyEvent(e);
+    }
   }
   if (st.stream != nullptr) (void)d.DestroyStream(st.stream);
   for (uint64_t w : st.windows) {
