@@ -67,7 +67,7 @@ PutDecision DecidePut(PutEvent event, uint32_t failures) {
   switch (event) {
     case PutEvent::kAccepted: return Keep(PutAction::kReleaseSource);
     case PutEvent::kQueueFull: return Keep(PutAction::kDelay);
-    case PutEvent::kRefused: return Keep(PutAction::kRetryAfterProgress);
+    case PutEvent::kRefused:
     case PutEvent::kManagerLost: return Keep(PutAction::kRetryAfterProgress);
     case PutEvent::kSubmissionError: return Keep(PutAction::kRetryAfterBackoff);
     case PutEvent::kTransferFailed:
