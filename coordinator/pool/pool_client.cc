@@ -35,7 +35,7 @@ Result<std::unique_ptr<PoolClient>> PoolClient::Connect(const PoolClientOptions&
 }
 
 template <typename Answer>
-Result<Answer> PoolClient::Ask(PoolMessage request, uint64_t request_id) {
+Result<Answer> PoolClient::Ask(const PoolMessage& request, uint64_t request_id) {
   STRATA_RETURN_IF_ERROR(socket_.Send(request));
   STRATA_ASSIGN_OR_RETURN(PoolReceived received, socket_.Receive(answer_bound_));
   auto* answer = std::get_if<Answer>(&received.message);
@@ -54,7 +54,7 @@ Result<std::optional<std::vector<PrefixKey>>> PoolClient::Lookup(std::span<const
                      .tokens = std::vector<Token>(tokens.begin(), tokens.end()),
                      .resident_tokens = resident_tokens,
                      .before = before};
-  STRATA_ASSIGN_OR_RETURN(PoolLookupAnswer a, Ask<PoolLookupAnswer>(std::move(request), id));
+  STRATA_ASSIGN_OR_RETURN(PoolLookupAnswer a, Ask<PoolLookupAnswer>(request, id));
   STRATA_RETURN_IF_ERROR(a.status);
   if (a.chain.empty()) return std::optional<std::vector<PrefixKey>>();
   return std::optional<std::vector<PrefixKey>>(std::move(a.chain));
@@ -71,7 +71,7 @@ Status PoolClient::Put(const PrefixKey& key, const std::optional<PrefixKey>& par
                                     .bytes = bytes.size(),
                                     .checksum = Xxh3(bytes),
                                     .kind = kind}};
-  STRATA_ASSIGN_OR_RETURN(PoolPutAnswer grant, Ask<PoolPutAnswer>(std::move(request), id));
+  STRATA_ASSIGN_OR_RETURN(PoolPutAnswer grant, Ask<PoolPutAnswer>(request, id));
   STRATA_RETURN_IF_ERROR(grant.status);
   const uint64_t need = (bytes.size() + arena_->slot_bytes() - 1) / arena_->slot_bytes();
   const bool slots_fit = grant.slots.size() == need &&
@@ -97,7 +97,7 @@ Result<std::vector<std::vector<std::byte>>> PoolClient::ClaimCopy(
     std::span<const PrefixKey> chain) {
   const uint64_t id = next_request_++;
   PoolClaim request{.request_id = id, .chain = std::vector<PrefixKey>(chain.begin(), chain.end())};
-  STRATA_ASSIGN_OR_RETURN(PoolClaimAnswer grant, Ask<PoolClaimAnswer>(std::move(request), id));
+  STRATA_ASSIGN_OR_RETURN(PoolClaimAnswer grant, Ask<PoolClaimAnswer>(request, id));
   STRATA_RETURN_IF_ERROR(grant.status);
   std::vector<std::vector<std::byte>> out;
   Status copied = Status::Ok();

@@ -55,7 +55,7 @@ class PoolClient {
              std::chrono::milliseconds answer_bound);
   // Sends a request and waits for the answer with its id.
   template <typename Answer>
-  Result<Answer> Ask(PoolMessage request, uint64_t request_id);
+  Result<Answer> Ask(const PoolMessage& request, uint64_t request_id);
 
   PoolSocket socket_;
   PoolHelloAccept accepted_;

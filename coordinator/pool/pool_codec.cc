@@ -15,11 +15,6 @@ namespace strata::pool {
 namespace {
 
 namespace s = wire::pool_schema;
-using W = s::Envelope::Which;
-
-// Extra traversal allowance over twice the frame, for tiny frames.
-constexpr uint64_t kTraversalSlackWords = 64;
-
 Status Invalid(std::string_view field, std::string_view what) {
   return Status::InvalidArgument(fmt::format("{}: {}", field, what));
 }

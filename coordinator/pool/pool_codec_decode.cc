@@ -149,7 +149,7 @@ Result<PoolMessage> GetPut(s::PutRequest::Reader in) {
       return Invalid("Put.kind",
                      fmt::format("unknown value {}", static_cast<unsigned>(in.getKind())));
   }
-  return PoolMessage(std::move(m));
+  return PoolMessage(m);
 }
 
 Result<PoolMessage> GetClaimAnswer(s::ClaimAnswer::Reader in) {
