@@ -46,7 +46,7 @@ Result<SessionId> PoolCatalog::OpenSession(const InstanceId& instance, const Poo
   // A reconnecting instance replaces its previous session; its records stay.
   for (auto s = sessions_.begin(); s != sessions_.end(); ++s) {
     if (s->second->instance == instance) {
-      EndSessionState(s->first, *s->second);
+      EndSessionState(*s->second);
       sessions_.erase(s);
       break;
     }
@@ -59,7 +59,7 @@ Result<SessionId> PoolCatalog::OpenSession(const InstanceId& instance, const Poo
   return session;
 }
 
-void PoolCatalog::EndSessionState(SessionId /*id*/, Session& session) {
+void PoolCatalog::EndSessionState(Session& session) {
   ScopeState& scope = *scopes_.at(session.scope);
   for (const auto& [put, pending] : session.puts) DropPending(scope, pending);
   session.puts.clear();
@@ -69,7 +69,7 @@ void PoolCatalog::EndSessionState(SessionId /*id*/, Session& session) {
 
 Status PoolCatalog::EndSession(SessionId session) {
   STRATA_ASSIGN_OR_RETURN(Session * s, FindSession(session));
-  EndSessionState(session, *s);
+  EndSessionState(*s);
   ScopeState& scope = *scopes_.at(s->scope);
   std::vector<PrefixKey> own;
   for (const auto& [location, record] : records_) {

@@ -163,7 +163,8 @@ class PoolCatalog {
   void EndClaim(Session& session, ClaimId claim);
   // Removes a pending put's record if it is still the one the put made.
   void DropPending(ScopeState& scope, const PendingPut& put);
-  void EndSessionState(SessionId id, Session& session);
+  // Aborts a session's puts and ends its claims; its records stay.
+  void EndSessionState(Session& session);
 
   CatalogLimits limits_;
   SlotTable slots_;

@@ -48,10 +48,13 @@ Result<ClaimGrant> PoolCatalog::Claim(SessionId session, std::span<const PrefixK
   ClaimGrant grant;
   uint64_t bytes = 0;
   for (size_t i = 0; i < chain.size(); ++i) {
-    STRATA_RETURN_IF_ERROR(scope.index.Pin(chain[i]));
+    // Neither can fail: every record was found above and owns its slots.
+    const Status pinned = scope.index.Pin(chain[i]);
+    STRATA_ASSERT(pinned.ok(), pinned.ToString());
     claim.keys.push_back(chain[i]);
     for (SlotId slot : records[i]->slots) {
-      STRATA_RETURN_IF_ERROR(slots_.Hold(slot));
+      const Status held = slots_.Hold(slot);
+      STRATA_ASSERT(held.ok(), held.ToString());
       claim.held.push_back(slot);
     }
     bytes += records[i]->bytes;
@@ -60,7 +63,7 @@ Result<ClaimGrant> PoolCatalog::Claim(SessionId session, std::span<const PrefixK
                                           .checksum = records[i]->checksum,
                                           .slots = records[i]->slots});
   }
-  STRATA_RETURN_IF_ERROR(scope.index.Touch(chain.back(), now_ms));
+  (void)scope.index.Touch(chain.back(), now_ms);  // found above
   scope.last_use_ms = std::max(scope.last_use_ms, now_ms);
   grant.deadline_ms =
       now_ms + ManagerClaimBudgetMs(kClaimSetupMs, limits_.claim_setup_limit_ms, bytes);
