@@ -14,6 +14,8 @@ void AddLayoutCommand(CLI::App& app);
 void AddRankCommand(CLI::App& app);
 void AddFsckCommand(CLI::App& app);
 void AddInspectCommand(CLI::App& app);
+// `strata pool`: the pool manager (coordinator/pool/, docs/pool.md).
+void AddPoolCommand(CLI::App& app);
 // `strata bench <name>`: the benchmarks (launch/bench/bench.h, cmd_bench.cc).
 void AddBenchCommand(CLI::App& app);
 

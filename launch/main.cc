@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   strata::AddRankCommand(app);
   strata::AddFsckCommand(app);
   strata::AddInspectCommand(app);
+  strata::AddPoolCommand(app);
   strata::AddBenchCommand(app);
   try {
     app.parse(argc, argv);

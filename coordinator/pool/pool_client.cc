@@ -1,0 +1,137 @@
+#include "coordinator/pool/pool_client.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "store/record/checksum.h"
+
+namespace strata::pool {
+
+PoolClient::PoolClient(PoolSocket socket, PoolHelloAccept accepted, std::unique_ptr<Arena> arena,
+                       std::chrono::milliseconds answer_bound)
+    : socket_(std::move(socket)),
+      accepted_(std::move(accepted)),
+      arena_(std::move(arena)),
+      answer_bound_(answer_bound) {}
+
+Result<std::unique_ptr<PoolClient>> PoolClient::Connect(const PoolClientOptions& options) {
+  STRATA_ASSIGN_OR_RETURN(attach::UniqueFd fd,
+                          ConnectUnix(options.socket_path, options.answer_bound));
+  PoolSocket socket(std::move(fd));
+  STRATA_RETURN_IF_ERROR(socket.Send(options.hello));
+  STRATA_ASSIGN_OR_RETURN(PoolReceived received, socket.Receive(options.answer_bound));
+  if (const auto* reject = std::get_if<PoolHelloReject>(&received.message)) {
+    return Status::FailedPrecondition("the pool rejected our Hello: " + reject->reason);
+  }
+  const auto* accept = std::get_if<PoolHelloAccept>(&received.message);
+  if (accept == nullptr || received.fds.size() != 1) {
+    return Status::Corruption("the pool answered Hello with something else");
+  }
+  STRATA_ASSIGN_OR_RETURN(
+      std::unique_ptr<Arena> arena,
+      Arena::Map(std::move(received.fds.front()), accept->slot_bytes, accept->slot_count));
+  return std::unique_ptr<PoolClient>(
+      new PoolClient(std::move(socket), *accept, std::move(arena), options.answer_bound));
+}
+
+template <typename Answer>
+Result<Answer> PoolClient::Ask(const PoolMessage& request, uint64_t request_id) {
+  STRATA_RETURN_IF_ERROR(socket_.Send(request));
+  STRATA_ASSIGN_OR_RETURN(PoolReceived received, socket_.Receive(answer_bound_));
+  auto* answer = std::get_if<Answer>(&received.message);
+  if (answer == nullptr || answer->request_id != request_id) {
+    return Status::Corruption("the pool answered request " + std::to_string(request_id) +
+                              " out of turn");
+  }
+  return std::move(*answer);
+}
+
+Result<std::optional<std::vector<PrefixKey>>> PoolClient::Lookup(std::span<const Token> tokens,
+                                                                 uint64_t resident_tokens,
+                                                                 uint64_t before) {
+  const uint64_t id = next_request_++;
+  PoolLookup request{.request_id = id,
+                     .tokens = std::vector<Token>(tokens.begin(), tokens.end()),
+                     .resident_tokens = resident_tokens,
+                     .before = before};
+  STRATA_ASSIGN_OR_RETURN(PoolLookupAnswer a, Ask<PoolLookupAnswer>(request, id));
+  STRATA_RETURN_IF_ERROR(a.status);
+  if (a.chain.empty()) return std::optional<std::vector<PrefixKey>>();
+  return std::optional<std::vector<PrefixKey>>(std::move(a.chain));
+}
+
+Status PoolClient::Put(const PrefixKey& key, const std::optional<PrefixKey>& parent,
+                       const Digest128& bucket_digest, std::span<const std::byte> bytes,
+                       PutKind kind) {
+  const uint64_t id = next_request_++;
+  PoolPut request{.request_id = id,
+                  .put = PutRequest{.key = key,
+                                    .parent = parent,
+                                    .bucket_digest = bucket_digest,
+                                    .bytes = bytes.size(),
+                                    .checksum = Xxh3(bytes),
+                                    .kind = kind}};
+  STRATA_ASSIGN_OR_RETURN(PoolPutAnswer grant, Ask<PoolPutAnswer>(request, id));
+  STRATA_RETURN_IF_ERROR(grant.status);
+  const uint64_t need = (bytes.size() + arena_->slot_bytes() - 1) / arena_->slot_bytes();
+  const bool slots_fit = grant.slots.size() == need &&
+                         std::all_of(grant.slots.begin(), grant.slots.end(),
+                                     [&](SlotId s) { return s.value < arena_->slot_count(); });
+  const uint64_t end_id = next_request_++;
+  if (!slots_fit) {
+    (void)Ask<PoolDone>(PoolAbort{.request_id = end_id, .put = grant.put}, end_id);
+    return Status::Corruption("the pool granted slots that do not fit the record");
+  }
+  uint64_t at = 0;
+  for (SlotId slot : grant.slots) {
+    const uint64_t n = std::min<uint64_t>(arena_->slot_bytes(), bytes.size() - at);
+    std::memcpy(arena_->Slot(slot).data(), bytes.data() + at, n);
+    at += n;
+  }
+  STRATA_ASSIGN_OR_RETURN(
+      PoolDone done, Ask<PoolDone>(PoolCommit{.request_id = end_id, .put = grant.put}, end_id));
+  return done.status;
+}
+
+Result<std::vector<std::vector<std::byte>>> PoolClient::ClaimCopy(
+    std::span<const PrefixKey> chain) {
+  const uint64_t id = next_request_++;
+  PoolClaim request{.request_id = id, .chain = std::vector<PrefixKey>(chain.begin(), chain.end())};
+  STRATA_ASSIGN_OR_RETURN(PoolClaimAnswer grant, Ask<PoolClaimAnswer>(request, id));
+  STRATA_RETURN_IF_ERROR(grant.status);
+  std::vector<std::vector<std::byte>> out;
+  Status copied = Status::Ok();
+  for (const ClaimedRecord& r : grant.records) {
+    const uint64_t capacity = r.slots.size() * arena_->slot_bytes();
+    if (r.bytes > capacity) {
+      copied = Status::Corruption("claimed record " + r.key.ToFileStem() + " exceeds its slots");
+      break;
+    }
+    std::vector<std::byte> bytes(r.bytes);
+    uint64_t at = 0;
+    for (SlotId slot : r.slots) {
+      if (slot.value >= arena_->slot_count()) {
+        copied = Status::Corruption("claimed slot out of the arena");
+        break;
+      }
+      const uint64_t n = std::min<uint64_t>(arena_->slot_bytes(), r.bytes - at);
+      std::memcpy(bytes.data() + at, arena_->Slot(slot).data(), n);
+      at += n;
+    }
+    if (!copied.ok()) break;
+    if (Xxh3(bytes) != r.checksum) {
+      copied = Status::Corruption("pooled record " + r.key.ToFileStem() + " fails its checksum");
+      break;
+    }
+    out.push_back(std::move(bytes));
+  }
+  const uint64_t release_id = next_request_++;
+  STRATA_ASSIGN_OR_RETURN(
+      PoolDone done,
+      Ask<PoolDone>(PoolRelease{.request_id = release_id, .claim = grant.claim}, release_id));
+  STRATA_RETURN_IF_ERROR(copied);
+  STRATA_RETURN_IF_ERROR(done.status);
+  return out;
+}
+
+}  // namespace strata::pool

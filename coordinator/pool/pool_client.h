@@ -1,0 +1,67 @@
+// PoolClient: an instance's connection to a manager on its host — Hello, the
+// arena mapped from the fd the manager sends, and synchronous lookups, puts
+// and claims. Puts copy the record into the granted slots before the commit;
+// claims copy out, check each record against its checksum, and always release.
+// This is the protocol's reference client; the instance side proper (HostStore
+// integration, tickets, the cascade) is not built yet (docs/pool.md).
+//
+// Thread: one thread at a time.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "coordinator/pool/arena.h"
+#include "coordinator/pool/pool_messages.h"
+#include "coordinator/pool/pool_socket.h"
+
+namespace strata::pool {
+
+struct PoolClientOptions {
+  std::string socket_path;
+  PoolHello hello;  // instance sources, model identity, layout, planes, page tokens
+  std::chrono::milliseconds answer_bound{5'000};  // per request
+};
+
+class PoolClient {
+ public:
+  // Connects and says Hello. kUnavailable: no manager there, or no answer in
+  // time; kFailedPrecondition: the manager rejected the Hello (its reason).
+  static Result<std::unique_ptr<PoolClient>> Connect(const PoolClientOptions& options);
+
+  const PoolHelloAccept& accepted() const { return accepted_; }
+
+  // The pooled chain matching `tokens` (ascending keys), or nullopt.
+  Result<std::optional<std::vector<PrefixKey>>> Lookup(std::span<const Token> tokens,
+                                                       uint64_t resident_tokens, uint64_t before);
+
+  // Puts one record: slots from the manager, the bytes copied in, then commit
+  // (or abort if the copy could not be made). The manager's refusals come back
+  // as they are (kBusy, kAlreadyExists, kInvalidArgument).
+  Status Put(const PrefixKey& key, const std::optional<PrefixKey>& parent,
+             const Digest128& bucket_digest, std::span<const std::byte> bytes, PutKind kind);
+
+  // Claims `chain` and returns each record's bytes, in chain order.
+  // kCorruption when a record's bytes do not match its checksum.
+  Result<std::vector<std::vector<std::byte>>> ClaimCopy(std::span<const PrefixKey> chain);
+
+ private:
+  PoolClient(PoolSocket socket, PoolHelloAccept accepted, std::unique_ptr<Arena> arena,
+             std::chrono::milliseconds answer_bound);
+  // Sends a request and waits for the answer with its id.
+  template <typename Answer>
+  Result<Answer> Ask(const PoolMessage& request, uint64_t request_id);
+
+  PoolSocket socket_;
+  PoolHelloAccept accepted_;
+  std::unique_ptr<Arena> arena_;
+  std::chrono::milliseconds answer_bound_;
+  uint64_t next_request_ = 1;
+};
+
+}  // namespace strata::pool

@@ -1,0 +1,206 @@
+#include "coordinator/pool/pool_codec.h"
+
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+#include <fmt/format.h>
+#include <kj/exception.h>
+
+#include <cstring>
+#include <new>
+
+#include "wire/messages.h"
+#include "wire/pool.capnp.h"
+
+namespace strata::pool {
+namespace {
+
+namespace s = wire::pool_schema;
+Status Invalid(std::string_view field, std::string_view what) {
+  return Status::InvalidArgument(fmt::format("{}: {}", field, what));
+}
+
+Status CheckCount(size_t count, size_t max, std::string_view field) {
+  if (count <= max) return Status::Ok();
+  return Invalid(field, fmt::format("{} entries, at most {} allowed", count, max));
+}
+
+capnp::Data::Reader AsData(std::span<const uint8_t> bytes) { return {bytes.data(), bytes.size()}; }
+capnp::Text::Reader AsText(const std::string& text) { return {text.data(), text.size()}; }
+
+// ---- encoding --------------------------------------------------------------
+
+void PutKey(s::Key::Builder out, const PrefixKey& key) {
+  out.setConsumed(key.consumed);
+  out.setDigest(AsData(key.digest));
+}
+
+Status PutKeys(capnp::List<s::Key>::Builder list, std::span<const PrefixKey> keys) {
+  for (unsigned i = 0; i < list.size(); ++i) PutKey(list[i], keys[i]);
+  return Status::Ok();
+}
+
+void PutSlots(capnp::List<uint32_t>::Builder list, std::span<const SlotId> slots) {
+  for (unsigned i = 0; i < list.size(); ++i) list.set(i, slots[i].value);
+}
+
+void PutOutcome(s::Outcome::Builder out, uint64_t request_id, const Status& status) {
+  out.setRequestId(request_id);
+  out.setStatusCode(static_cast<uint8_t>(status.code()));
+  out.setErrorText(AsText(status.message().substr(0, kPoolTextBytesMax)));
+}
+
+Status Put(s::Envelope::Builder env, const PoolHello& m) {
+  STRATA_RETURN_IF_ERROR(CheckCount(m.instance_sources.size(), kPoolSourcesMax, "Hello.sources"));
+  STRATA_RETURN_IF_ERROR(CheckCount(m.rank_plane_bytes.size(), kPoolRanksMax, "Hello.ranks"));
+  auto out = env.initHello();
+  out.setProtocolVersion(m.protocol_version);
+  auto sources = out.initInstanceSources(static_cast<unsigned>(m.instance_sources.size()));
+  for (unsigned i = 0; i < sources.size(); ++i) {
+    if (m.instance_sources[i].size() > kPoolTextBytesMax) return Invalid("Hello.sources", "long");
+    sources.set(i, AsText(m.instance_sources[i]));
+  }
+  out.setModelIdentity(AsData(m.model_identity));
+  out.setLayout(AsData(m.layout));
+  auto ranks = out.initRanks(static_cast<unsigned>(m.rank_plane_bytes.size()));
+  for (unsigned r = 0; r < ranks.size(); ++r) {
+    const std::vector<uint64_t>& planes = m.rank_plane_bytes[r];
+    STRATA_RETURN_IF_ERROR(CheckCount(planes.size(), kPoolPlanesPerRankMax, "Hello.planes"));
+    auto list = ranks[r].initUnitBytes(static_cast<unsigned>(planes.size()));
+    for (unsigned i = 0; i < list.size(); ++i) list.set(i, planes[i]);
+  }
+  out.setPageTokens(m.page_tokens);
+  return Status::Ok();
+}
+
+Status Put(s::Envelope::Builder env, const PoolHelloAccept& m) {
+  if (m.pool_name.size() > kPoolTextBytesMax) return Invalid("HelloAccept.poolName", "long");
+  auto out = env.initHelloAccept();
+  out.setProtocolVersion(m.protocol_version);
+  out.setPoolName(AsText(m.pool_name));
+  out.setGeneration(m.generation);
+  out.setScope(AsData(m.scope));
+  out.setInstance(AsData(m.instance));
+  out.setSlotBytes(m.slot_bytes);
+  out.setSlotCount(m.slot_count);
+  return Status::Ok();
+}
+
+Status Put(s::Envelope::Builder env, const PoolHelloReject& m) {
+  env.initHelloReject().setReason(AsText(m.reason.substr(0, kPoolTextBytesMax)));
+  return Status::Ok();
+}
+
+Status Put(s::Envelope::Builder env, const PoolLookup& m) {
+  STRATA_RETURN_IF_ERROR(CheckCount(m.tokens.size(), kPoolTokensMax, "Lookup.tokens"));
+  auto out = env.initLookup();
+  out.setRequestId(m.request_id);
+  auto tokens = out.initTokens(static_cast<unsigned>(m.tokens.size()));
+  for (unsigned i = 0; i < tokens.size(); ++i) tokens.set(i, m.tokens[i]);
+  out.setResidentTokens(m.resident_tokens);
+  out.setBefore(m.before);
+  return Status::Ok();
+}
+
+Status Put(s::Envelope::Builder env, const PoolLookupAnswer& m) {
+  STRATA_RETURN_IF_ERROR(CheckCount(m.chain.size(), kPoolChainMax, "LookupAnswer.chain"));
+  auto out = env.initLookupAnswer();
+  PutOutcome(out.initOutcome(), m.request_id, m.status);
+  return PutKeys(out.initChain(static_cast<unsigned>(m.chain.size())), m.chain);
+}
+
+Status Put(s::Envelope::Builder env, const PoolPut& m) {
+  auto out = env.initPut();
+  out.setRequestId(m.request_id);
+  PutKey(out.initKey(), m.put.key);
+  if (m.put.parent) PutKey(out.initParent(), *m.put.parent);
+  out.setBucket(AsData(m.put.bucket_digest));
+  out.setBytes(m.put.bytes);
+  out.setChecksum(m.put.checksum);
+  out.setKind(m.put.kind == PutKind::kOwn ? s::PutKind::OWN : s::PutKind::CASCADE);
+  return Status::Ok();
+}
+
+Status Put(s::Envelope::Builder env, const PoolPutAnswer& m) {
+  STRATA_RETURN_IF_ERROR(CheckCount(m.slots.size(), kPoolSlotsPerAnswerMax, "PutAnswer.slots"));
+  auto out = env.initPutAnswer();
+  PutOutcome(out.initOutcome(), m.request_id, m.status);
+  out.setPut(m.put.value);
+  PutSlots(out.initSlots(static_cast<unsigned>(m.slots.size())), m.slots);
+  return Status::Ok();
+}
+
+Status Put(s::Envelope::Builder env, const PoolCommit& m) {
+  auto out = env.initCommit();
+  out.setRequestId(m.request_id);
+  out.setPut(m.put.value);
+  return Status::Ok();
+}
+
+Status Put(s::Envelope::Builder env, const PoolAbort& m) {
+  auto out = env.initAbort();
+  out.setRequestId(m.request_id);
+  out.setPut(m.put.value);
+  return Status::Ok();
+}
+
+Status Put(s::Envelope::Builder env, const PoolClaim& m) {
+  STRATA_RETURN_IF_ERROR(CheckCount(m.chain.size(), kPoolChainMax, "Claim.chain"));
+  auto out = env.initClaim();
+  out.setRequestId(m.request_id);
+  return PutKeys(out.initChain(static_cast<unsigned>(m.chain.size())), m.chain);
+}
+
+Status Put(s::Envelope::Builder env, const PoolClaimAnswer& m) {
+  STRATA_RETURN_IF_ERROR(CheckCount(m.records.size(), kPoolChainMax, "ClaimAnswer.records"));
+  auto out = env.initClaimAnswer();
+  PutOutcome(out.initOutcome(), m.request_id, m.status);
+  out.setClaim(m.claim.value);
+  out.setBudgetMs(m.budget_ms);
+  auto records = out.initRecords(static_cast<unsigned>(m.records.size()));
+  for (unsigned i = 0; i < records.size(); ++i) {
+    const ClaimedRecord& r = m.records[i];
+    STRATA_RETURN_IF_ERROR(CheckCount(r.slots.size(), kPoolSlotsPerAnswerMax, "Record.slots"));
+    PutKey(records[i].initKey(), r.key);
+    records[i].setBytes(r.bytes);
+    records[i].setChecksum(r.checksum);
+    PutSlots(records[i].initSlots(static_cast<unsigned>(r.slots.size())), r.slots);
+  }
+  return Status::Ok();
+}
+
+Status Put(s::Envelope::Builder env, const PoolRelease& m) {
+  auto out = env.initRelease();
+  out.setRequestId(m.request_id);
+  out.setClaim(m.claim.value);
+  return Status::Ok();
+}
+
+Status Put(s::Envelope::Builder env, const PoolDone& m) {
+  PutOutcome(env.initDone(), m.request_id, m.status);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<wire::Frame> EncodePoolFrame(const PoolMessage& message) {
+  try {
+    capnp::MallocMessageBuilder builder;
+    auto env = builder.initRoot<s::Envelope>();
+    STRATA_RETURN_IF_ERROR(std::visit([&](const auto& m) { return Put(env, m); }, message));
+    kj::Array<capnp::word> flat = capnp::messageToFlatArray(builder);
+    if (flat.asBytes().size() > kPoolFrameBytesMax) {
+      return Status::InvalidArgument(fmt::format("pool frame of {} bytes over the {} byte limit",
+                                                 flat.asBytes().size(), kPoolFrameBytesMax));
+    }
+    wire::Frame frame;
+    frame.words.resize(flat.size());
+    std::memcpy(frame.words.data(), flat.begin(), flat.asBytes().size());
+    return frame;
+  } catch (const kj::Exception& e) {
+    return Status::Internal(fmt::format("encoding a pool message: {}", e.getDescription().cStr()));
+  } catch (const std::bad_alloc&) {
+    return Status::Internal("encoding a pool message: out of memory");
+  }
+}
+
+}  // namespace strata::pool

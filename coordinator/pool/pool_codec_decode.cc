@@ -1,0 +1,251 @@
+// DecodePoolFrame (pool_codec.h): every field is checked before it is used.
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+#include <fmt/format.h>
+#include <kj/exception.h>
+
+#include <algorithm>
+#include <new>
+
+#include "coordinator/pool/pool_codec.h"
+#include "wire/messages.h"
+#include "wire/pool.capnp.h"
+
+namespace strata::pool {
+namespace {
+
+namespace s = wire::pool_schema;
+using W = s::Envelope::Which;
+
+constexpr uint64_t kTraversalSlackWords = 64;
+
+Status Invalid(std::string_view field, std::string_view what) {
+  return Status::InvalidArgument(fmt::format("{}: {}", field, what));
+}
+
+Status CheckCount(size_t count, size_t max, std::string_view field) {
+  if (count <= max) return Status::Ok();
+  return Invalid(field, fmt::format("{} entries, at most {} allowed", count, max));
+}
+
+Result<std::string> GetText(capnp::Text::Reader text, std::string_view field) {
+  if (text.size() > kPoolTextBytesMax) return Invalid(field, "text over the limit");
+  return std::string(text.cStr(), text.size());
+}
+
+template <size_t N>
+Status GetDigest(capnp::Data::Reader data, std::string_view field, std::array<uint8_t, N>* out) {
+  if (data.size() != N) {
+    return Invalid(field, fmt::format("{} bytes, {} expected", data.size(), N));
+  }
+  std::copy(data.begin(), data.end(), out->begin());
+  return Status::Ok();
+}
+
+Result<PrefixKey> GetKey(s::Key::Reader in, std::string_view field) {
+  PrefixKey key;
+  key.consumed = in.getConsumed();
+  STRATA_RETURN_IF_ERROR(GetDigest(in.getDigest(), field, &key.digest));
+  return key;
+}
+
+Result<std::vector<PrefixKey>> GetKeys(capnp::List<s::Key>::Reader in, std::string_view field) {
+  STRATA_RETURN_IF_ERROR(CheckCount(in.size(), kPoolChainMax, field));
+  std::vector<PrefixKey> keys;
+  keys.reserve(in.size());
+  for (auto k : in) {
+    STRATA_ASSIGN_OR_RETURN(PrefixKey key, GetKey(k, field));
+    keys.push_back(key);
+  }
+  return keys;
+}
+
+Result<std::vector<SlotId>> GetSlots(capnp::List<uint32_t>::Reader in, std::string_view field) {
+  STRATA_RETURN_IF_ERROR(CheckCount(in.size(), kPoolSlotsPerAnswerMax, field));
+  std::vector<SlotId> slots;
+  slots.reserve(in.size());
+  for (uint32_t v : in) slots.emplace_back(v);
+  return slots;
+}
+
+// The outcome's request id and status, into `id` and `status`.
+Status GetOutcome(s::Outcome::Reader in, std::string_view field, uint64_t* id, Status* status) {
+  *id = in.getRequestId();
+  const uint8_t code = in.getStatusCode();
+  if (code > static_cast<uint8_t>(StatusCode::kInternal)) {
+    return Invalid(field, fmt::format("unknown status code {}", code));
+  }
+  STRATA_ASSIGN_OR_RETURN(std::string text, GetText(in.getErrorText(), field));
+  *status = code == 0 ? Status::Ok() : Status(static_cast<StatusCode>(code), std::move(text));
+  return Status::Ok();
+}
+
+Result<PoolMessage> GetHello(s::Hello::Reader in) {
+  PoolHello m;
+  m.protocol_version = in.getProtocolVersion();
+  // Each get of a list counts its words against the traversal limit: once.
+  const auto sources = in.getInstanceSources();
+  STRATA_RETURN_IF_ERROR(CheckCount(sources.size(), kPoolSourcesMax, "Hello.sources"));
+  for (auto text : sources) {
+    STRATA_ASSIGN_OR_RETURN(std::string source, GetText(text, "Hello.sources"));
+    m.instance_sources.push_back(std::move(source));
+  }
+  STRATA_RETURN_IF_ERROR(
+      GetDigest(in.getModelIdentity(), "Hello.modelIdentity", &m.model_identity));
+  STRATA_RETURN_IF_ERROR(GetDigest(in.getLayout(), "Hello.layout", &m.layout));
+  const auto ranks = in.getRanks();
+  STRATA_RETURN_IF_ERROR(CheckCount(ranks.size(), kPoolRanksMax, "Hello.ranks"));
+  for (auto rank : ranks) {
+    const auto unit_bytes = rank.getUnitBytes();
+    STRATA_RETURN_IF_ERROR(CheckCount(unit_bytes.size(), kPoolPlanesPerRankMax, "Hello.planes"));
+    std::vector<uint64_t> planes;
+    planes.reserve(unit_bytes.size());
+    for (uint64_t bytes : unit_bytes) planes.push_back(bytes);
+    m.rank_plane_bytes.push_back(std::move(planes));
+  }
+  m.page_tokens = in.getPageTokens();
+  return PoolMessage(std::move(m));
+}
+
+Result<PoolMessage> GetHelloAccept(s::HelloAccept::Reader in) {
+  PoolHelloAccept m;
+  m.protocol_version = in.getProtocolVersion();
+  STRATA_ASSIGN_OR_RETURN(m.pool_name, GetText(in.getPoolName(), "HelloAccept.poolName"));
+  m.generation = in.getGeneration();
+  STRATA_RETURN_IF_ERROR(GetDigest(in.getScope(), "HelloAccept.scope", &m.scope));
+  STRATA_RETURN_IF_ERROR(GetDigest(in.getInstance(), "HelloAccept.instance", &m.instance));
+  m.slot_bytes = in.getSlotBytes();
+  m.slot_count = in.getSlotCount();
+  return PoolMessage(std::move(m));
+}
+
+Result<PoolMessage> GetLookup(s::LookupRequest::Reader in) {
+  // Each get of a list counts its words against the traversal limit: once.
+  const auto tokens = in.getTokens();
+  STRATA_RETURN_IF_ERROR(CheckCount(tokens.size(), kPoolTokensMax, "Lookup.tokens"));
+  PoolLookup m;
+  m.request_id = in.getRequestId();
+  m.tokens.reserve(tokens.size());
+  for (uint32_t token : tokens) m.tokens.push_back(token);
+  m.resident_tokens = in.getResidentTokens();
+  m.before = in.getBefore();
+  return PoolMessage(std::move(m));
+}
+
+Result<PoolMessage> GetPut(s::PutRequest::Reader in) {
+  PoolPut m;
+  m.request_id = in.getRequestId();
+  STRATA_ASSIGN_OR_RETURN(m.put.key, GetKey(in.getKey(), "Put.key"));
+  if (in.hasParent()) {
+    STRATA_ASSIGN_OR_RETURN(m.put.parent, GetKey(in.getParent(), "Put.parent"));
+  }
+  STRATA_RETURN_IF_ERROR(GetDigest(in.getBucket(), "Put.bucket", &m.put.bucket_digest));
+  m.put.bytes = in.getBytes();
+  m.put.checksum = in.getChecksum();
+  switch (in.getKind()) {
+    case s::PutKind::CASCADE: m.put.kind = PutKind::kCascade; break;
+    case s::PutKind::OWN: m.put.kind = PutKind::kOwn; break;
+    default:
+      return Invalid("Put.kind",
+                     fmt::format("unknown value {}", static_cast<unsigned>(in.getKind())));
+  }
+  return PoolMessage(m);
+}
+
+Result<PoolMessage> GetClaimAnswer(s::ClaimAnswer::Reader in) {
+  PoolClaimAnswer m;
+  STRATA_RETURN_IF_ERROR(GetOutcome(in.getOutcome(), "ClaimAnswer", &m.request_id, &m.status));
+  m.claim = ClaimId(in.getClaim());
+  m.budget_ms = in.getBudgetMs();
+  const auto records = in.getRecords();
+  STRATA_RETURN_IF_ERROR(CheckCount(records.size(), kPoolChainMax, "ClaimAnswer.records"));
+  for (auto r : records) {
+    ClaimedRecord record;
+    STRATA_ASSIGN_OR_RETURN(record.key, GetKey(r.getKey(), "ClaimedRecord.key"));
+    record.bytes = r.getBytes();
+    record.checksum = r.getChecksum();
+    STRATA_ASSIGN_OR_RETURN(record.slots, GetSlots(r.getSlots(), "ClaimedRecord.slots"));
+    m.records.push_back(std::move(record));
+  }
+  return PoolMessage(std::move(m));
+}
+
+Result<PoolMessage> Get(s::Envelope::Reader env) {
+  switch (env.which()) {
+    case W::HELLO: return GetHello(env.getHello());
+    case W::HELLO_ACCEPT: return GetHelloAccept(env.getHelloAccept());
+    case W::HELLO_REJECT: {
+      STRATA_ASSIGN_OR_RETURN(std::string reason,
+                              GetText(env.getHelloReject().getReason(), "HelloReject.reason"));
+      return PoolMessage(PoolHelloReject{std::move(reason)});
+    }
+    case W::LOOKUP: return GetLookup(env.getLookup());
+    case W::LOOKUP_ANSWER: {
+      PoolLookupAnswer m;
+      auto in = env.getLookupAnswer();
+      STRATA_RETURN_IF_ERROR(GetOutcome(in.getOutcome(), "LookupAnswer", &m.request_id, &m.status));
+      STRATA_ASSIGN_OR_RETURN(m.chain, GetKeys(in.getChain(), "LookupAnswer.chain"));
+      return PoolMessage(std::move(m));
+    }
+    case W::PUT: return GetPut(env.getPut());
+    case W::PUT_ANSWER: {
+      PoolPutAnswer m;
+      auto in = env.getPutAnswer();
+      STRATA_RETURN_IF_ERROR(GetOutcome(in.getOutcome(), "PutAnswer", &m.request_id, &m.status));
+      m.put = PutId(in.getPut());
+      STRATA_ASSIGN_OR_RETURN(m.slots, GetSlots(in.getSlots(), "PutAnswer.slots"));
+      return PoolMessage(std::move(m));
+    }
+    case W::COMMIT:
+      return PoolMessage(
+          PoolCommit{env.getCommit().getRequestId(), PutId(env.getCommit().getPut())});
+    case W::ABORT:
+      return PoolMessage(PoolAbort{env.getAbort().getRequestId(), PutId(env.getAbort().getPut())});
+    case W::CLAIM: {
+      PoolClaim m;
+      m.request_id = env.getClaim().getRequestId();
+      STRATA_ASSIGN_OR_RETURN(m.chain, GetKeys(env.getClaim().getChain(), "Claim.chain"));
+      return PoolMessage(std::move(m));
+    }
+    case W::CLAIM_ANSWER: return GetClaimAnswer(env.getClaimAnswer());
+    case W::RELEASE:
+      return PoolMessage(
+          PoolRelease{env.getRelease().getRequestId(), ClaimId(env.getRelease().getClaim())});
+    case W::DONE: {
+      PoolDone m;
+      STRATA_RETURN_IF_ERROR(GetOutcome(env.getDone(), "Done", &m.request_id, &m.status));
+      return PoolMessage(std::move(m));
+    }
+  }
+  return Invalid("Envelope",
+                 fmt::format("unknown message type {}", static_cast<unsigned>(env.which())));
+}
+
+}  // namespace
+
+Result<PoolMessage> DecodePoolFrame(std::span<const uint64_t> words) {
+  static_assert(sizeof(capnp::word) == sizeof(uint64_t));
+  if (words.size() * sizeof(uint64_t) > kPoolFrameBytesMax) {
+    return Status::Corruption("pool frame over the size limit");
+  }
+  try {
+    kj::ArrayPtr<const capnp::word> array(reinterpret_cast<const capnp::word*>(words.data()),
+                                          words.size());
+    capnp::ReaderOptions options;
+    options.traversalLimitInWords = 2 * words.size() + kTraversalSlackWords;
+    options.nestingLimit = wire::kNestingLimit;
+    capnp::FlatArrayMessageReader reader(array, options);
+    if (reader.getEnd() != array.end()) {
+      return Status::Corruption(
+          fmt::format("{} words after the end of the message", array.end() - reader.getEnd()));
+    }
+    return Get(reader.getRoot<s::Envelope>());
+  } catch (const kj::Exception& e) {
+    return Status::Corruption(
+        fmt::format("not a readable Cap'n Proto message: {}", e.getDescription().cStr()));
+  } catch (const std::bad_alloc&) {
+    return Status::Corruption("decoding needed more memory than is available");
+  }
+}
+
+}  // namespace strata::pool

@@ -1,0 +1,116 @@
+// The pool channel's messages (wire/pool.capnp) as plain C++ values, with the
+// limits the codec checks on receipt. No Cap'n Proto here (pool_codec.cc).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "coordinator/pool/pool_catalog.h"
+#include "coordinator/pool/pool_scope.h"
+#include "store/base/prefix_history.h"
+#include "store/base/status.h"
+
+namespace strata::pool {
+
+inline constexpr uint32_t kPoolProtocolVersion = 1;
+inline constexpr size_t kPoolFrameBytesMax = size_t{32} << 20;
+inline constexpr size_t kPoolTextBytesMax = 4096;
+inline constexpr size_t kPoolSourcesMax = 64;  // GPU UUIDs of one instance
+inline constexpr size_t kPoolRanksMax = 64;
+inline constexpr size_t kPoolPlanesPerRankMax = 1024;
+inline constexpr size_t kPoolTokensMax = size_t{4} << 20;
+inline constexpr size_t kPoolChainMax = size_t{1} << 16;
+inline constexpr size_t kPoolSlotsPerAnswerMax = size_t{1} << 20;
+
+struct PoolHello {
+  uint32_t protocol_version = kPoolProtocolVersion;
+  std::vector<std::string> instance_sources;  // GPU UUIDs, or one configured id
+  NamespaceIdentity model_identity{};
+  LayoutFingerprint layout{};
+  std::vector<std::vector<uint64_t>> rank_plane_bytes;
+  uint32_t page_tokens = 0;
+};
+
+// Sent with the arena's memfd.
+struct PoolHelloAccept {
+  uint32_t protocol_version = kPoolProtocolVersion;
+  std::string pool_name;
+  uint64_t generation = 0;
+  ScopeId scope{};
+  InstanceId instance{};
+  uint64_t slot_bytes = 0;
+  uint32_t slot_count = 0;
+};
+
+struct PoolHelloReject {
+  std::string reason;
+};
+
+struct PoolLookup {
+  uint64_t request_id = 0;
+  std::vector<Token> tokens;
+  uint64_t resident_tokens = 0;
+  uint64_t before = 0;
+};
+
+struct PoolLookupAnswer {
+  uint64_t request_id = 0;
+  Status status;
+  std::vector<PrefixKey> chain;  // empty: no match
+};
+
+struct PoolPut {
+  uint64_t request_id = 0;
+  PutRequest put;
+};
+
+struct PoolPutAnswer {
+  uint64_t request_id = 0;
+  Status status;
+  PutId put;
+  std::vector<SlotId> slots;
+};
+
+struct PoolCommit {
+  uint64_t request_id = 0;
+  PutId put;
+};
+
+struct PoolAbort {
+  uint64_t request_id = 0;
+  PutId put;
+};
+
+struct PoolClaim {
+  uint64_t request_id = 0;
+  std::vector<PrefixKey> chain;
+};
+
+struct PoolClaimAnswer {
+  uint64_t request_id = 0;
+  Status status;
+  ClaimId claim;
+  uint64_t budget_ms = 0;
+  std::vector<ClaimedRecord> records;
+};
+
+struct PoolRelease {
+  uint64_t request_id = 0;
+  ClaimId claim;
+};
+
+// The answer to commit, abort and release.
+struct PoolDone {
+  uint64_t request_id = 0;
+  Status status;
+};
+
+using PoolMessage = std::variant<PoolHello, PoolHelloAccept, PoolHelloReject, PoolLookup,
+                                 PoolLookupAnswer, PoolPut, PoolPutAnswer, PoolCommit, PoolAbort,
+                                 PoolClaim, PoolClaimAnswer, PoolRelease, PoolDone>;
+
+}  // namespace strata::pool

@@ -1,0 +1,66 @@
+// PoolServer: the `strata pool` manager process's service. Owns the arena and
+// the catalog and serves instances on a Unix socket: one thread polls the
+// listener and every connection, answers each frame (pool_dispatch.h), and
+// fails stalled claims (PoolCatalog::ExpireClaims) at least every
+// kClaimSweepMs. A connection that ends, or sends what it may not, ends its
+// session. All state belongs to that thread; Stop() is the only way in.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "attach/client/unique_fd.h"
+#include "coordinator/pool/arena.h"
+#include "coordinator/pool/pool_catalog.h"
+#include "coordinator/pool/pool_dispatch.h"
+
+namespace strata::pool {
+
+struct PoolServerOptions {
+  std::string name;                  // --name: salts scopes and instance ids
+  std::string socket_path;           // --socket: the Unix control socket
+  uint64_t slot_bytes = 2ull << 20;  // one record slot (2 MiB: a huge page)
+  uint32_t slot_count = 512;         // 1 GiB of arena by default
+  uint32_t claims_in_flight_max = 16;
+  uint64_t claim_setup_limit_ms = kManagerSetupLimitMsDefault;
+  uint32_t connections_max = 256;  // more are accepted and closed at once
+  HugePages huge_pages = HugePages::kIfAvailable;
+};
+
+class PoolServer {
+ public:
+  // The sweep period of stalled claims, and the poll bound.
+  static constexpr int kClaimSweepMs = 100;
+  // A connection that blocks a send this long is dropped.
+  static constexpr int kSendBoundMs = 1'000;
+
+  // Creates the arena, listens and starts the thread. `generation` names this
+  // manager's arena to its instances (chosen by the caller, e.g. at random).
+  static Result<std::unique_ptr<PoolServer>> Start(const PoolServerOptions& options,
+                                                   uint64_t generation);
+  ~PoolServer();  // Stop()
+  PoolServer(const PoolServer&) = delete;
+  PoolServer& operator=(const PoolServer&) = delete;
+
+  // Ends every session, closes the socket and joins the thread. Idempotent.
+  void Stop();
+
+  const ManagerIdentity& identity() const { return identity_; }
+  PageKind page_kind() const { return arena_->page_kind(); }
+
+ private:
+  struct Loop;
+  PoolServer(const PoolServerOptions& options, std::unique_ptr<Arena> arena,
+             attach::UniqueFd listener, attach::UniqueFd wake, uint64_t generation);
+
+  PoolServerOptions options_;
+  ManagerIdentity identity_;
+  std::unique_ptr<Arena> arena_;
+  attach::UniqueFd wake_;  // an eventfd: Stop() writes it
+  std::unique_ptr<Loop> loop_;
+  std::thread thread_;
+};
+
+}  // namespace strata::pool

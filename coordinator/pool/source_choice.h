@@ -1,0 +1,34 @@
+// Which source restores a request (seed 2.15, "One source"), as pure logic.
+// Every tier that has a usable match offers its lookup hit; the longest
+// matching prefix wins, then the closest tier in the fixed copy priority:
+// host DRAM, host NVMe, then the pool. The whole suffix after the GPU-resident
+// prefix, endpoint row included, comes from that one source.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <string_view>
+
+#include "store/index/index_types.h"
+
+namespace strata::pool {
+
+// Closest first: the enum order is the copy priority.
+enum class SourceTier : uint8_t { kHostDram, kHostNvme, kPool };
+std::string_view SourceTierName(SourceTier tier);
+
+struct SourceCandidate {
+  SourceTier tier = SourceTier::kHostDram;
+  LookupHit hit;  // its chain is non-empty
+};
+
+// The index of the chosen candidate, or nullopt when there is none (recompute).
+std::optional<size_t> ChooseSource(std::span<const SourceCandidate> candidates);
+
+// After a failed pool restore (once its writes drained): a local candidate with
+// the same endpoint key, closest tier first; nullopt means recompute.
+std::optional<size_t> FallbackAfterPoolFailure(std::span<const SourceCandidate> candidates,
+                                               const PrefixKey& endpoint);
+
+}  // namespace strata::pool

@@ -1,0 +1,79 @@
+// `strata pool`: the pool manager of seed 2.15 (docs/pool.md). Creates the
+// shared arena, listens on a Unix socket for instances on this host, and
+// serves until SIGTERM or SIGINT.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <random>
+
+#include "coordinator/pool/pool_server.h"
+#include "launch/commands.h"
+#include "launch/rank/stop_on_signals.h"
+#include "launch/rank/stop_request.h"
+
+namespace strata {
+namespace {
+
+struct PoolCommandOptions {
+  pool::PoolServerOptions server;
+  uint64_t slot_kib = 2048;
+  bool no_huge_pages = false;
+};
+
+int RunPool(PoolCommandOptions& o) {
+  o.server.slot_bytes = o.slot_kib * 1024;
+  o.server.huge_pages = o.no_huge_pages ? pool::HugePages::kNever : pool::HugePages::kIfAvailable;
+  // The generation tells instances that this is a new arena (a restart).
+  std::random_device entropy;
+  const uint64_t generation = (static_cast<uint64_t>(entropy()) << 32) | entropy();
+  StopRequest stop;
+  Result<std::unique_ptr<StopOnSignals>> signals = StopOnSignals::Install(stop);
+  if (!signals.ok()) {
+    std::fprintf(stderr, "strata pool: %s\n", signals.status().ToString().c_str());
+    return 1;
+  }
+  Result<std::unique_ptr<pool::PoolServer>> server = pool::PoolServer::Start(o.server, generation);
+  if (!server.ok()) {
+    std::fprintf(stderr, "strata pool: %s\n", server.status().ToString().c_str());
+    return 1;
+  }
+  std::printf("strata pool '%s': %u slots of %llu KiB (%s pages), generation %016llx, on %s\n",
+              o.server.name.c_str(), o.server.slot_count,
+              static_cast<unsigned long long>(o.slot_kib),
+              (*server)->page_kind() == pool::PageKind::kHuge ? "huge" : "ordinary",
+              static_cast<unsigned long long>(generation), o.server.socket_path.c_str());
+  std::fflush(stdout);
+  // Bounded waits: a time_point::max() deadline overflows some clocks.
+  while (!stop.WaitUntil(std::chrono::steady_clock::now() + std::chrono::seconds(1))) {
+  }
+  (*server)->Stop();
+  return 0;
+}
+
+}  // namespace
+
+void AddPoolCommand(CLI::App& app) {
+  auto opts = std::make_shared<PoolCommandOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "pool", "Run a pool manager: instances on this host share prefixes through its arena");
+  cmd->add_option("--name", opts->server.name,
+                  "Pool name: salts scopes and instance ids (a renamed pool starts cold)")
+      ->required();
+  cmd->add_option("--socket", opts->server.socket_path, "Unix socket instances connect to")
+      ->required();
+  cmd->add_option("--slot-kib", opts->slot_kib, "Bytes of one record slot, in KiB")
+      ->capture_default_str()
+      ->check(CLI::Range(uint64_t{4}, uint64_t{1} << 22));
+  cmd->add_option("--slots", opts->server.slot_count, "Record slots in the arena")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 1u << 24));
+  cmd->add_option("--claims-max", opts->server.claims_in_flight_max, "Claims in flight at once")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 4096u));
+  cmd->add_flag("--no-huge-pages", opts->no_huge_pages, "Use ordinary pages for the arena");
+  cmd->callback([opts] {
+    int rc = RunPool(*opts);
+    if (rc != 0) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace strata

@@ -1,0 +1,137 @@
+#include "coordinator/pool/pool_codec.h"
+
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "wire/pool.capnp.h"
+
+namespace strata::pool {
+namespace {
+
+PrefixKey Key(uint64_t consumed, uint8_t tag) {
+  PrefixKey k;
+  k.consumed = consumed;
+  k.digest[3] = tag;
+  return k;
+}
+
+template <typename T>
+T RoundTrip(const T& message) {
+  auto frame = EncodePoolFrame(message);
+  EXPECT_TRUE(frame.ok()) << frame.status().ToString();
+  auto decoded = DecodePoolFrame(frame->words);
+  EXPECT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_TRUE(std::holds_alternative<T>(*decoded));
+  return std::get<T>(*decoded);
+}
+
+// Encodes a raw Envelope the way a hostile peer could.
+template <typename Fill>
+std::vector<uint64_t> Raw(Fill fill) {
+  capnp::MallocMessageBuilder builder;
+  fill(builder.initRoot<wire::pool_schema::Envelope>());
+  kj::Array<capnp::word> flat = capnp::messageToFlatArray(builder);
+  std::vector<uint64_t> words(flat.size());
+  std::memcpy(words.data(), flat.begin(), flat.asBytes().size());
+  return words;
+}
+
+TEST(PoolCodecTest, HelloRoundTrips) {
+  PoolHello hello;
+  hello.instance_sources = {"GPU-1", "GPU-2"};
+  hello.model_identity[31] = 4;
+  hello.layout[15] = 5;
+  hello.rank_plane_bytes = {{1, 2, 3}, {4, 5, 6}};
+  hello.page_tokens = 64;
+  const PoolHello back = RoundTrip(hello);
+  EXPECT_EQ(back.instance_sources, hello.instance_sources);
+  EXPECT_EQ(back.model_identity, hello.model_identity);
+  EXPECT_EQ(back.layout, hello.layout);
+  EXPECT_EQ(back.rank_plane_bytes, hello.rank_plane_bytes);
+  EXPECT_EQ(back.page_tokens, 64u);
+}
+
+TEST(PoolCodecTest, PutAndClaimRoundTrip) {
+  PoolPut put{.request_id = 7,
+              .put = PutRequest{.key = Key(128, 1),
+                                .parent = Key(64, 2),
+                                .bucket_digest = {},
+                                .bytes = 999,
+                                .checksum = 0xabcdef,
+                                .kind = PutKind::kOwn}};
+  const PoolPut put_back = RoundTrip(put);
+  EXPECT_EQ(put_back.request_id, 7u);
+  EXPECT_EQ(put_back.put.key, put.put.key);
+  EXPECT_EQ(put_back.put.parent, put.put.parent);
+  EXPECT_EQ(put_back.put.kind, PutKind::kOwn);
+  EXPECT_EQ(put_back.put.checksum, 0xabcdefu);
+
+  PoolPut root = put;
+  root.put.parent.reset();
+  EXPECT_FALSE(RoundTrip(root).put.parent.has_value()) << "an absent parent stays absent";
+
+  PoolClaimAnswer claim{
+      .request_id = 8,
+      .status = Status::Ok(),
+      .claim = ClaimId(3),
+      .budget_ms = 11'000,
+      .records = {ClaimedRecord{
+          .key = Key(64, 1), .bytes = 10, .checksum = 5, .slots = {SlotId(4), SlotId(2)}}}};
+  const PoolClaimAnswer claim_back = RoundTrip(claim);
+  EXPECT_EQ(claim_back.claim, ClaimId(3));
+  EXPECT_EQ(claim_back.budget_ms, 11'000u);
+  ASSERT_EQ(claim_back.records.size(), 1u);
+  EXPECT_EQ(claim_back.records[0].slots, claim.records[0].slots);
+}
+
+TEST(PoolCodecTest, LookupOfALongHistoryRoundTrips) {
+  // Each list is read once: a long history stays inside the traversal limit.
+  PoolLookup lookup{.request_id = 2, .tokens = {}, .resident_tokens = 64, .before = 100'000};
+  for (uint32_t i = 0; i < 100'000; ++i) lookup.tokens.push_back(i * 7);
+  const PoolLookup back = RoundTrip(lookup);
+  EXPECT_EQ(back.tokens, lookup.tokens);
+  EXPECT_EQ(back.resident_tokens, 64u);
+}
+
+TEST(PoolCodecTest, StatusRoundTrips) {
+  const PoolDone done{.request_id = 1, .status = Status::Busy("arena full")};
+  const PoolDone back = RoundTrip(done);
+  EXPECT_EQ(back.status, done.status);
+}
+
+TEST(PoolCodecTest, RejectsDigestOfWrongSize) {
+  auto words = Raw([](wire::pool_schema::Envelope::Builder env) {
+    auto put = env.initPut();
+    put.initKey().setDigest(kj::heapArray<kj::byte>(15));
+    put.setBucket(kj::heapArray<kj::byte>(16));
+  });
+  auto decoded = DecodePoolFrame(words);
+  EXPECT_EQ(decoded.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(decoded.status().message().find("Put.key"), std::string::npos);
+}
+
+TEST(PoolCodecTest, RejectsUnknownStatusCode) {
+  auto words =
+      Raw([](wire::pool_schema::Envelope::Builder env) { env.initDone().setStatusCode(200); });
+  EXPECT_EQ(DecodePoolFrame(words).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(PoolCodecTest, RejectsTrailingWords) {
+  auto frame = EncodePoolFrame(PoolRelease{.request_id = 1, .claim = ClaimId(2)});
+  ASSERT_TRUE(frame.ok());
+  std::vector<uint64_t> words = frame->words;
+  words.push_back(0);
+  EXPECT_EQ(DecodePoolFrame(words).status().code(), StatusCode::kCorruption);
+}
+
+TEST(PoolCodecTest, RejectsOverlongText) {
+  PoolHello hello;
+  hello.instance_sources = {std::string(kPoolTextBytesMax + 1, 'x')};
+  EXPECT_EQ(EncodePoolFrame(hello).status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace strata::pool

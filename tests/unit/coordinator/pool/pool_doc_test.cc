@@ -1,0 +1,53 @@
+// docs/pool.md must name every message of wire/pool.capnp's Envelope and the
+// rules' numbers, so the protocol table cannot silently fall behind.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+
+#include "coordinator/pool/claim_rules.h"
+#include "coordinator/pool/put_rules.h"
+
+namespace strata::pool {
+namespace {
+
+std::string Read(const std::string& relative) {
+  std::ifstream in(std::string(STRATA_SOURCE_DIR) + "/" + relative);
+  EXPECT_TRUE(in.good()) << relative;
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(PoolDocTest, NamesEveryEnvelopeMessage) {
+  const std::string doc = Read("docs/pool.md");
+  const std::string schema = Read("wire/pool.capnp");
+  const std::string envelope = schema.substr(schema.find("struct Envelope"));
+  const std::regex member(R"((\w+) @\d+ :)");
+  int members = 0;
+  for (std::sregex_iterator it(envelope.begin(), envelope.end(), member), end; it != end; ++it) {
+    const std::string name = (*it)[1];
+    EXPECT_NE(doc.find("`" + name + "`"), std::string::npos) << name;
+    ++members;
+  }
+  EXPECT_EQ(members, 13);
+}
+
+TEST(PoolDocTest, NamesEveryDropReason) {
+  const std::string doc = Read("docs/pool.md");
+  for (DropReason r : {DropReason::kEndOfChain, DropReason::kExpired, DropReason::kOversize,
+                       DropReason::kIoError}) {
+    EXPECT_NE(doc.find("`" + std::string(DropReasonName(r)) + "`"), std::string::npos)
+        << DropReasonName(r);
+  }
+  for (ClaimAdmission a :
+       {ClaimAdmission::kNotFound, ClaimAdmission::kNotReady, ClaimAdmission::kBusy}) {
+    EXPECT_NE(doc.find("`" + std::string(ClaimAdmissionName(a)) + "`"), std::string::npos)
+        << ClaimAdmissionName(a);
+  }
+}
+
+}  // namespace
+}  // namespace strata::pool

@@ -1,0 +1,180 @@
+// The manager's service in-process, over its real Unix socket: one client puts
+// a record into the arena and another claims it byte-exact; a client with a
+// different scope shares nothing; a bad Hello is rejected with its reason.
+#include "coordinator/pool/pool_server.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "coordinator/pool/pool_client.h"
+
+namespace strata::pool {
+namespace {
+
+constexpr uint64_t kSlotBytes = 64 * 1024;
+
+std::vector<Token> Tokens(uint32_t count, uint32_t seed) {
+  std::vector<Token> t(count);
+  std::iota(t.begin(), t.end(), seed);
+  return t;
+}
+
+std::vector<std::byte> Pattern(uint64_t bytes, uint8_t seed) {
+  std::vector<std::byte> b(bytes);
+  for (uint64_t i = 0; i < bytes; ++i) b[i] = static_cast<std::byte>((i * 131 + seed) & 0xff);
+  return b;
+}
+
+class PoolServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char dir_template[] = "/tmp/strata-pool-XXXXXX";
+    ASSERT_NE(::mkdtemp(dir_template), nullptr);
+    dir_ = dir_template;
+    PoolServerOptions options;
+    options.name = "shared";
+    options.socket_path = dir_ + "/pool.sock";
+    options.slot_bytes = kSlotBytes;
+    options.slot_count = 32;
+    options.huge_pages = HugePages::kNever;
+    auto server = PoolServer::Start(options, /*generation=*/77);
+    ASSERT_TRUE(server.ok()) << server.status().ToString();
+    server_ = std::move(*server);
+    socket_path_ = options.socket_path;
+  }
+  void TearDown() override {
+    server_.reset();
+    ::rmdir(dir_.c_str());
+  }
+
+  PoolClientOptions Options(const std::string& gpu, uint8_t layout_tag) const {
+    PoolClientOptions o;
+    o.socket_path = socket_path_;
+    o.hello.instance_sources = {gpu};
+    o.hello.model_identity[0] = 9;
+    o.hello.layout[0] = layout_tag;
+    o.hello.rank_plane_bytes = {{1024, 4096, 4096}};
+    o.hello.page_tokens = 64;
+    return o;
+  }
+
+  std::unique_ptr<PoolClient> Connect(const std::string& gpu, uint8_t layout_tag = 1) {
+    auto c = PoolClient::Connect(Options(gpu, layout_tag));
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    return c.ok() ? std::move(*c) : nullptr;
+  }
+
+  std::string dir_;
+  std::string socket_path_;
+  std::unique_ptr<PoolServer> server_;
+};
+
+TEST_F(PoolServerTest, HelloTellsTheNameGenerationAndArena) {
+  auto a = Connect("GPU-a");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->accepted().pool_name, "shared");
+  EXPECT_EQ(a->accepted().generation, 77u);
+  EXPECT_EQ(a->accepted().slot_bytes, kSlotBytes);
+  EXPECT_EQ(a->accepted().slot_count, 32u);
+  const std::vector<std::string> gpus{"GPU-a"};
+  EXPECT_EQ(a->accepted().instance, ComputeInstanceId("shared", gpus));
+}
+
+TEST_F(PoolServerTest, OneClientPutsAnotherClaimsByteExact) {
+  auto a = Connect("GPU-a");
+  auto b = Connect("GPU-b");
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  const std::vector<Token> tokens = Tokens(300, 11);
+  const PrefixHistory history(tokens);
+  const std::vector<std::byte> record = Pattern(3 * kSlotBytes + 123, 5);
+  ASSERT_TRUE(a->Put(history.key_at(256), std::nullopt, history.bucket_digest(256), record,
+                     PutKind::kCascade)
+                  .ok());
+  auto chain = b->Lookup(tokens, 0, tokens.size());
+  ASSERT_TRUE(chain.ok()) << chain.status().ToString();
+  ASSERT_TRUE(chain->has_value());
+  ASSERT_EQ((*chain)->size(), 1u);
+  EXPECT_EQ((*chain)->back(), history.key_at(256));
+  auto copied = b->ClaimCopy(**chain);
+  ASSERT_TRUE(copied.ok()) << copied.status().ToString();
+  ASSERT_EQ(copied->size(), 1u);
+  EXPECT_EQ(copied->front(), record);
+}
+
+TEST_F(PoolServerTest, ADifferentScopeSharesNothing) {
+  auto a = Connect("GPU-a", 1);
+  auto c = Connect("GPU-c", 2);  // another layout fingerprint
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(c, nullptr);
+  EXPECT_NE(a->accepted().scope, c->accepted().scope);
+  const std::vector<Token> tokens = Tokens(128, 3);
+  const PrefixHistory history(tokens);
+  ASSERT_TRUE(a->Put(history.key_at(128), std::nullopt, history.bucket_digest(128),
+                     Pattern(kSlotBytes, 1), PutKind::kCascade)
+                  .ok());
+  auto chain = c->Lookup(tokens, 0, tokens.size());
+  ASSERT_TRUE(chain.ok()) << chain.status().ToString();
+  EXPECT_FALSE(chain->has_value());
+  const std::vector<PrefixKey> guessed{history.key_at(128)};
+  EXPECT_EQ(c->ClaimCopy(guessed).status().code(), StatusCode::kNotFound)
+      << "a key from another scope cannot be claimed either";
+}
+
+TEST_F(PoolServerTest, OwnRecordsLeaveWithTheConnectionCascadedStay) {
+  const std::vector<Token> own_tokens = Tokens(128, 1000);
+  const std::vector<Token> cascaded_tokens = Tokens(128, 2000);
+  const PrefixHistory own(own_tokens);
+  const PrefixHistory cascaded(cascaded_tokens);
+  {
+    auto a = Connect("GPU-a");
+    ASSERT_NE(a, nullptr);
+    ASSERT_TRUE(a->Put(own.key_at(128), std::nullopt, own.bucket_digest(128), Pattern(100, 1),
+                       PutKind::kOwn)
+                    .ok());
+    ASSERT_TRUE(a->Put(cascaded.key_at(128), std::nullopt, cascaded.bucket_digest(128),
+                       Pattern(100, 2), PutKind::kCascade)
+                    .ok());
+  }  // A exits: its connection closes
+  auto b = Connect("GPU-b");
+  ASSERT_NE(b, nullptr);
+  // A's close was readable before B connected, so the manager's poll round
+  // that answers B's Hello also reads A's end: B's first lookup comes later.
+  auto gone = b->Lookup(own_tokens, 0, own_tokens.size());
+  ASSERT_TRUE(gone.ok());
+  const bool own_gone = !gone->has_value();
+  EXPECT_TRUE(own_gone) << "A's own record left with its session";
+  auto chain = b->Lookup(cascaded_tokens, 0, cascaded_tokens.size());
+  ASSERT_TRUE(chain.ok());
+  ASSERT_TRUE(chain->has_value()) << "A exited and B still restores the cascaded record";
+  auto copied = b->ClaimCopy(**chain);
+  ASSERT_TRUE(copied.ok());
+  EXPECT_EQ(copied->front(), Pattern(100, 2));
+}
+
+TEST_F(PoolServerTest, RejectsABadHelloWithItsReason) {
+  PoolClientOptions o = Options("GPU-a", 1);
+  o.hello.page_tokens = 0;
+  auto c = PoolClient::Connect(o);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(c.status().message().find("zero page tokens"), std::string::npos)
+      << c.status().ToString();
+  o = Options("GPU-a", 1);
+  o.hello.protocol_version = 99;
+  EXPECT_EQ(PoolClient::Connect(o).status().code(), StatusCode::kFailedPrecondition);
+}
+
+TEST_F(PoolServerTest, NoManagerIsUnavailable) {
+  PoolClientOptions o = Options("GPU-a", 1);
+  o.socket_path = dir_ + "/nobody.sock";
+  EXPECT_EQ(PoolClient::Connect(o).status().code(), StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace strata::pool

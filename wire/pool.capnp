@@ -1,0 +1,137 @@
+# The pool channel: an instance <-> the pool manager (`strata pool`, seed
+# 2.15), over a Unix socket on the manager's host (docs/pool.md, "Protocol").
+# One Envelope per frame, framed like the record links (wire/frame_reader.h).
+# Checked on receipt by coordinator/pool/pool_codec.cc; limits are the named
+# constants in coordinator/pool/pool_messages.h. Add fields with new ordinals only.
+@0xfd85a8ffc463aa22;
+
+using Cxx = import "/capnp/c++.capnp";
+$Cxx.namespace("strata::wire::pool_schema");
+
+# A token-prefix endpoint. digest: exactly 16 bytes.
+struct Key {
+  consumed @0 :UInt64;
+  digest @1 :Data;
+}
+
+struct RankPlanes {
+  unitBytes @0 :List(UInt64);  # the row plane, then the page planes by name
+}
+
+# Instance -> manager, first frame.
+struct Hello {
+  protocolVersion @0 :UInt32;
+  instanceSources @1 :List(Text);  # GPU UUIDs, or one configured id
+  modelIdentity @2 :Data;          # 32 bytes (store/record/fingerprint.h)
+  layout @3 :Data;                 # 16 bytes: the layout fingerprint
+  ranks @4 :List(RankPlanes);
+  pageTokens @5 :UInt32;
+}
+
+# Manager -> instance. The arena's memfd travels with this frame (SCM_RIGHTS).
+struct HelloAccept {
+  protocolVersion @0 :UInt32;
+  poolName @1 :Text;
+  generation @2 :UInt64;   # the arena's; a new one after a manager restart
+  scope @3 :Data;          # 16 bytes: ScopeId
+  instance @4 :Data;       # 16 bytes: InstanceId
+  slotBytes @5 :UInt64;
+  slotCount @6 :UInt32;
+}
+
+# The reason names the first problem; the manager closes after sending it.
+struct HelloReject {
+  reason @0 :Text;
+}
+
+# Every answer carries the request's id and its outcome.
+struct Outcome {
+  requestId @0 :UInt64;
+  statusCode @1 :UInt8;    # a StatusCode value; 0 is OK
+  errorText @2 :Text;
+}
+
+struct LookupRequest {
+  requestId @0 :UInt64;
+  tokens @1 :List(UInt32);  # the request's whole history
+  residentTokens @2 :UInt64;
+  before @3 :UInt64;        # inclusive
+}
+
+struct LookupAnswer {
+  outcome @0 :Outcome;
+  chain @1 :List(Key);      # ascending; empty when nothing matched
+}
+
+enum PutKind {
+  cascade @0;
+  own @1;
+}
+
+struct PutRequest {
+  requestId @0 :UInt64;
+  key @1 :Key;
+  parent @2 :Key;           # absent: a root record
+  bucket @3 :Data;          # 16 bytes
+  bytes @4 :UInt64;
+  checksum @5 :UInt64;      # XXH3-64 of the record's bytes
+  kind @6 :PutKind;
+}
+
+struct PutAnswer {
+  outcome @0 :Outcome;
+  put @1 :UInt64;
+  slots @2 :List(UInt32);   # write the bytes across them in order
+}
+
+struct CommitRequest {
+  requestId @0 :UInt64;
+  put @1 :UInt64;
+}
+
+struct AbortRequest {
+  requestId @0 :UInt64;
+  put @1 :UInt64;
+}
+
+struct ClaimRequest {
+  requestId @0 :UInt64;
+  chain @1 :List(Key);      # a LookupAnswer's chain
+}
+
+struct ClaimedRecord {
+  key @0 :Key;
+  bytes @1 :UInt64;
+  checksum @2 :UInt64;
+  slots @3 :List(UInt32);
+}
+
+struct ClaimAnswer {
+  outcome @0 :Outcome;
+  claim @1 :UInt64;
+  budgetMs @2 :UInt64;      # the manager's deadline, from the claim's start
+  records @3 :List(ClaimedRecord);
+}
+
+struct ReleaseRequest {
+  requestId @0 :UInt64;
+  claim @1 :UInt64;
+}
+
+struct Envelope {
+  union {
+    hello @0 :Hello;
+    helloAccept @1 :HelloAccept;
+    helloReject @2 :HelloReject;
+    lookup @3 :LookupRequest;
+    lookupAnswer @4 :LookupAnswer;
+    put @5 :PutRequest;
+    putAnswer @6 :PutAnswer;
+    commit @7 :CommitRequest;
+    abort @8 :AbortRequest;
+    claim @9 :ClaimRequest;
+    claimAnswer @10 :ClaimAnswer;
+    release @11 :ReleaseRequest;
+    done @12 :Outcome;      # the answer to commit, abort and release
+  }
+}
