@@ -18,8 +18,11 @@ struct CudaTransfersOptions {
   std::vector<int> device_ordinals;
   CopyMethod method = DefaultCopyMethod();
   // Two batches in flight measured 0.93 of PCIe on the H200 for 288 KiB planes
-  // against 0.59 with one (docs/performance.md, "GPU results").
-  uint32_t batches_in_flight = 2;  // per rank, 1 .. kMaxBatchesInFlight
+  // against 0.59 with one; three keep staged restores of small units at
+  // 0.94-0.96 where two left them at 0.86-0.94, because the host's turn
+  // between a window's scatter and its next DMA no longer gaps the bus
+  // (docs/performance.md, "GPU results").
+  uint32_t batches_in_flight = 3;  // per rank, 1 .. kMaxBatchesInFlight
   uint32_t kernel_blocks = 32;     // kKernel only
   StagedCopierOptions staged;      // kStaged only
   ThreadedTransfersOptions threads;

@@ -34,11 +34,15 @@ namespace strata {
 struct StagedCopierOptions {
   uint32_t blocks = 2;  // SMs the kernel may hold (one block per SM)
   uint32_t threads_per_block = 1024;
-  uint64_t stage_bytes = 2ull << 20;  // window bytes per kernel launch
+  // Window bytes per kernel launch: 8 MiB measured best on the H200 with
+  // three batches in flight (fewer DMA calls per batch; docs/performance.md).
+  uint64_t stage_bytes = 8ull << 20;
   uint64_t kernel_piece_bytes = 16ull << 10;
   // Pieces of at least this many bytes move by DMA straight between plane
   // and host, bypassing the window (0: stage every piece; staging_plan.h).
-  uint64_t direct_piece_bytes = 0;
+  // 64 KiB: from there one DMA per piece reaches the bus (BENCH.md), and
+  // 288 KiB units moved at 0.96-0.98 of it this way against 0.81-0.92 staged.
+  uint64_t direct_piece_bytes = 64ull << 10;
   // Priority of the kernel stream (the engine's stream, which the engine
   // creates): kLeast shares the SMs with a runtime's default streams on equal
   // terms; kGreatest lets the bounded kernel's blocks go first.

@@ -48,11 +48,18 @@ struct GpuBenchOptions {
   bool staged_probe = false;
 };
 
-// SMs the copy kernel of `method` may hold at once (0: copy engines only).
-uint32_t CopySms(CopyMethod method, const CudaTransfersOptions& o, int device_sms) {
+// SMs the copy kernel of `method` may hold at once for `rank`'s planes (0:
+// copy engines only, as for staged copies whose every unit goes direct).
+uint32_t CopySms(CopyMethod method, const CudaTransfersOptions& o, int device_sms,
+                 const RankGeometry& rank) {
+  const uint64_t direct = o.staged.direct_piece_bytes;
+  const bool all_direct =
+      direct != 0 && std::ranges::all_of(rank.page_planes, [&](const PlaneSpec& p) {
+        return p.unit_bytes >= direct;
+      });
   switch (method) {
     case CopyMethod::kKernel: return std::min<uint32_t>(o.kernel_blocks, device_sms);
-    case CopyMethod::kStaged: return o.staged.blocks;
+    case CopyMethod::kStaged: return all_direct ? 0 : o.staged.blocks;
     case CopyMethod::kBatched:
     case CopyMethod::kStrided: return 0;
   }
@@ -241,7 +248,7 @@ Status BenchPreset(const std::shared_ptr<const CudaDriver>& driver, const Primar
       c.bytes = bytes;
       c.baseline_d2h_gbps = base_d2h;
       c.baseline_h2d_gbps = base_h2d;
-      c.copy_sms = CopySms(method, options, device_sms);
+      c.copy_sms = CopySms(method, options, device_sms, g.ranks[0]);
       Result<Direction> co =
           t.ok() ? Measure(**t, Windows(TransferDirection::kDeviceToHost, *ids, records), bytes,
                            o.repetitions, next_id)
