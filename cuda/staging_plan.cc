@@ -39,9 +39,15 @@ Status StagingPlanner::Plan(std::span<const CopyDescriptor> batch, const Staging
   }
   order_.resize(batch.size());
   std::iota(order_.begin(), order_.end(), 0u);
-  std::sort(order_.begin(), order_.end(), [&](uint32_t a, uint32_t b) {
+  // A transfer thread lists pieces page by page, records in host order, so
+  // a batch usually arrives sorted: checking first saves the sort, a tenth
+  // of a 4 KiB-piece batch's DMA time on the thread that feeds the bus.
+  const auto by_host = [&](uint32_t a, uint32_t b) {
     return HostAddress(batch[a].host) < HostAddress(batch[b].host);
-  });
+  };
+  if (!std::is_sorted(order_.begin(), order_.end(), by_host)) {
+    std::sort(order_.begin(), order_.end(), by_host);
+  }
   uint64_t w = 0;             // next free window offset
   uint64_t host_end = 0;      // host end of the previous piece
   uint64_t stage = ~0ull;     // index of the stage being filled
