@@ -11,6 +11,7 @@ namespace {
 using CublasCreate = int (*)(void** handle);
 using CublasDestroy = int (*)(void* handle);
 using CublasSetStream = int (*)(void* handle, void* stream);
+using CublasSetSmCountTarget = int (*)(void* handle, int sms);
 using CublasGemmEx = int (*)(void* handle, int transa, int transb, int m, int n, int k,
                              const void* alpha, const void* a, int a_type, int lda, const void* b,
                              int b_type, int ldb, const void* beta, void* c, int c_type, int ldc,
@@ -28,6 +29,7 @@ struct CublasGemm::Api {
   CublasDestroy destroy = nullptr;
   CublasSetStream set_stream = nullptr;
   CublasGemmEx gemm = nullptr;
+  CublasSetSmCountTarget set_sm_count_target = nullptr;  // optional
 };
 
 std::vector<std::string> CublasLibraryCandidates() {
@@ -63,6 +65,8 @@ Result<std::unique_ptr<CublasGemm>> CublasGemm::Load(const std::string& library)
   a.destroy = reinterpret_cast<CublasDestroy>(dlsym(a.library, "cublasDestroy_v2"));
   a.set_stream = reinterpret_cast<CublasSetStream>(dlsym(a.library, "cublasSetStream_v2"));
   a.gemm = reinterpret_cast<CublasGemmEx>(dlsym(a.library, "cublasGemmEx"));
+  a.set_sm_count_target =
+      reinterpret_cast<CublasSetSmCountTarget>(dlsym(a.library, "cublasSetSmCountTarget"));
   if (a.create == nullptr || a.destroy == nullptr || a.set_stream == nullptr || a.gemm == nullptr) {
     return Status::Unavailable("no cuBLAS: " + g->library_ + " lacks cublasGemmEx or friends");
   }
@@ -76,6 +80,16 @@ Result<std::unique_ptr<CublasGemm>> CublasGemm::Load(const std::string& library)
 Status CublasGemm::SetStream(CudaStream stream) {
   if (int r = api_->set_stream(handle_, stream); r != 0) {
     return Status::IoError("cublasSetStream_v2 returned " + std::to_string(r));
+  }
+  return Status::Ok();
+}
+
+Status CublasGemm::SetSmCountTarget(int sms) {
+  if (api_->set_sm_count_target == nullptr) {
+    return Status::Unavailable(library_ + " lacks cublasSetSmCountTarget");
+  }
+  if (int r = api_->set_sm_count_target(handle_, sms); r != 0) {
+    return Status::IoError("cublasSetSmCountTarget returned " + std::to_string(r));
   }
   return Status::Ok();
 }

@@ -31,6 +31,10 @@ class CublasGemm {
 
   const std::string& library() const { return library_; }
   Status SetStream(CudaStream stream);
+  // Sizes later GEMMs for `sms` SMs (0: every SM), as a runtime does to leave
+  // SMs to another kernel (cublasSetSmCountTarget). kUnavailable when this
+  // cuBLAS lacks it.
+  Status SetSmCountTarget(int sms);
   // Column-major C (m x n) = A (m x k) * B (k x n): bf16 operands and
   // result, fp32 accumulation, queued on the stream set last.
   Status GemmBf16(uint64_t a, uint64_t b, uint64_t c, int m, int n, int k);

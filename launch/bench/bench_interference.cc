@@ -15,6 +15,12 @@
 // load, its slowdown, and the copies' GB/s under that load; and the offload
 // copies' GB/s over the plain copies' GB/s under the same stand-in.
 //
+// With --model-sm-margin N (default: the copy kernel's SMs), each stand-in
+// then runs again with its GEMMs sized for all SMs but N
+// (cublasSetSmCountTarget), alone and beside offload: what a runtime that
+// leaves the copy kernel its SMs gets. Its slowdowns are against the
+// stand-in alone on every SM, so the SMs given up are counted.
+//
 // cuBLAS is loaded at run time; without it the benchmark says so and
 // measures nothing (exit 0, "skipped" in the JSON).
 #include <CLI/CLI.hpp>
@@ -55,6 +61,9 @@ struct InterferenceOptions {
   std::string cublas;
   std::string driver = kCudaDriverLibrary;
   StagedCli staged;
+  // SMs the model leaves to the copy kernel through cublasSetSmCountTarget in
+  // the second set of measurements (0: none, one set only).
+  int model_sm_margin = static_cast<int>(StagedCopierOptions{}.blocks);
 };
 
 double Since(Clock::time_point t) {
@@ -227,8 +236,12 @@ Status RunInterference(const InterferenceOptions& o, nlohmann::json& out) {
   };
 
   out["stand_ins"] = nlohmann::json::array();
+  STRATA_ASSIGN_OR_RETURN(int device_sms,
+                          d.DeviceAttribute(o.device, CudaDeviceAttribute::kMultiprocessorCount));
   double worst_slowdown = 0;
   double worst_copy_ratio = 1e9;
+  double worst_margin_slowdown = 0;
+  double worst_margin_ratio = 1e9;
   for (const auto& [name, tokens_of] :
        {std::pair<const char*, int>{"compute", o.compute_tokens}, {"memory", o.memory_tokens}}) {
     STRATA_RETURN_IF_ERROR(stand_in.Rate(tokens_of, 0.3).status());  // warm-up
@@ -242,6 +255,26 @@ Status RunInterference(const InterferenceOptions& o, nlohmann::json& out) {
     const double copy_ratio = offload.copy_gbps / plain.copy_gbps;
     worst_slowdown = std::max(worst_slowdown, slowdown);
     worst_copy_ratio = std::min(worst_copy_ratio, copy_ratio);
+    nlohmann::json margin = nullptr;
+    if (o.model_sm_margin > 0) {
+      // The runtime sizes its GEMMs for the SMs the copy kernel leaves it;
+      // every slowdown is still against the model alone on every SM.
+      STRATA_RETURN_IF_ERROR((*blas)->SetSmCountTarget(device_sms - o.model_sm_margin));
+      STRATA_ASSIGN_OR_RETURN(double reserved, stand_in.Rate(tokens_of, o.seconds));
+      STRATA_ASSIGN_OR_RETURN(Measured beside,
+                              UnderLoad(stand_in, tokens_of, o.seconds, offload_round));
+      STRATA_RETURN_IF_ERROR((*blas)->SetSmCountTarget(0));
+      const double margin_slowdown = 1 - beside.rate / alone;
+      worst_margin_slowdown = std::max(worst_margin_slowdown, margin_slowdown);
+      worst_margin_ratio = std::min(worst_margin_ratio, beside.copy_gbps / plain.copy_gbps);
+      margin = {
+          {"sms_left_to_copies", o.model_sm_margin},
+          {"alone_rate", reserved},
+          {"alone_slowdown", 1 - reserved / alone},
+          {"offload",
+           {{"rate", beside.rate}, {"slowdown", margin_slowdown}, {"copy_gbps", beside.copy_gbps}}},
+          {"offload_vs_dma_copy_ratio", beside.copy_gbps / plain.copy_gbps}};
+    }
     out["stand_ins"].push_back(
         {{"name", name},
          {"tokens", tokens_of},
@@ -254,12 +287,18 @@ Status RunInterference(const InterferenceOptions& o, nlohmann::json& out) {
           {{"rate", plain.rate},
            {"slowdown", 1 - plain.rate / alone},
            {"copy_gbps", plain.copy_gbps}}},
-         {"offload_vs_dma_copy_ratio", copy_ratio}});
+         {"offload_vs_dma_copy_ratio", copy_ratio},
+         {"sm_margin", margin}});
   }
   out["offload"] = "copy-out then restore of every page, back to back, default transfers (" +
                    std::string(CopyMethodName(DefaultCopyMethod())) + ")";
   out["max_slowdown"] = worst_slowdown;
   out["min_offload_vs_dma_copy_ratio"] = worst_copy_ratio;
+  if (o.model_sm_margin > 0) {
+    out["with_sm_margin"] = {{"sms_left_to_copies", o.model_sm_margin},
+                             {"max_slowdown", worst_margin_slowdown},
+                             {"min_offload_vs_dma_copy_ratio", worst_margin_ratio}};
+  }
   STRATA_RETURN_IF_ERROR(copies->pages->transfers->Close(std::chrono::seconds(60)));
   (void)d.SynchronizeStream(stream);
   blas->reset();
@@ -287,6 +326,16 @@ void PrintInterferenceTable(const nlohmann::json& j) {
         100 * s["contiguous_dma"]["slowdown"].get<double>(),
         s["contiguous_dma"]["copy_gbps"].get<double>(),
         s["offload_vs_dma_copy_ratio"].get<double>());
+    if (!s["sm_margin"].is_null()) {
+      const nlohmann::json& m = s["sm_margin"];
+      std::printf(
+          "%-8s model leaving %d SMs: alone %8.1f (%5.1f%%) | offload: %8.1f (slowdown %5.1f%%), "
+          "copies %5.1f GB/s | copy ratio %.3f\n",
+          "", m["sms_left_to_copies"].get<int>(), m["alone_rate"].get<double>(),
+          100 * m["alone_slowdown"].get<double>(), m["offload"]["rate"].get<double>(),
+          100 * m["offload"]["slowdown"].get<double>(), m["offload"]["copy_gbps"].get<double>(),
+          m["offload_vs_dma_copy_ratio"].get<double>());
+    }
   }
 }
 
@@ -317,6 +366,11 @@ void AddInterferenceBench(CLI::App& bench) {
   cmd->add_option("--cublas", o->cublas, "cuBLAS library to load (default: the usual names)");
   cmd->add_option("--driver", o->driver, "CUDA driver library to load")->capture_default_str();
   AddStagedCli(*cmd, o->staged);
+  cmd->add_option("--model-sm-margin", o->model_sm_margin,
+                  "Also measure with the stand-in's GEMMs sized to leave this many SMs to the "
+                  "copy kernel (cublasSetSmCountTarget); 0: not")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 64));
   cmd->callback([o] {
     nlohmann::json result;
     const Status s = RunInterference(*o, result);
