@@ -12,8 +12,8 @@ StagedCopier::StagedCopier(std::shared_ptr<const CudaDriver> driver, int ordinal
 Result<std::unique_ptr<StagedCopier>> StagedCopier::Create(std::shared_ptr<const CudaDriver> driver,
                                                            int ordinal, CudaStream kernel_stream,
                                                            const StagedCopierOptions& options) {
-  if (options.stage_bytes == 0 || options.kernel_piece_bytes == 0) {
-    return Status::InvalidArgument("staging stage and kernel piece bytes must be positive");
+  if (options.stage_bytes == 0 || options.kernel_piece_bytes == 0 || options.launch_bytes == 0) {
+    return Status::InvalidArgument("staging stage, launch and kernel piece bytes must be positive");
   }
   std::unique_ptr<StagedCopier> c(
       new StagedCopier(std::move(driver), ordinal, kernel_stream, options));
@@ -89,6 +89,22 @@ Status StagedCopier::DirectDma(TransferDirection direction, CudaCopyArrays& arra
   return driver_->BatchCopyAsync(direction, ordinal_, dma_ops_, arrays, dma_stream_);
 }
 
+Status StagedCopier::RunStage(uint32_t slot, const StagingStage& stage) {
+  const std::vector<StagedPiece>& pieces = planner_.pieces();
+  const uint32_t end = stage.first_piece + stage.piece_count;
+  for (uint32_t first = stage.first_piece; first < end;) {
+    uint32_t next = first;
+    uint64_t bytes = 0;
+    while (next < end && (next == first || bytes + pieces[next].bytes <= options_.launch_bytes)) {
+      bytes += pieces[next].bytes;
+      ++next;
+    }
+    STRATA_RETURN_IF_ERROR(kernel_->Run(slot, first, next - first, kernel_stream_));
+    first = next;
+  }
+  return Status::Ok();
+}
+
 Result<CudaStream> StagedCopier::Issue(TransferDirection direction,
                                        std::span<const CopyDescriptor> batch, uint32_t slot,
                                        CudaCopyArrays& arrays) {
@@ -118,8 +134,7 @@ Result<CudaStream> StagedCopier::Issue(TransferDirection direction,
   if (out) {
     STRATA_RETURN_IF_ERROR(kernel_->Upload(slot, pieces.size(), kernel_stream_));
     for (size_t k = 0; k < stages.size(); ++k) {
-      STRATA_RETURN_IF_ERROR(
-          kernel_->Run(slot, stages[k].first_piece, stages[k].piece_count, kernel_stream_));
+      STRATA_RETURN_IF_ERROR(RunStage(slot, stages[k]));
       STRATA_RETURN_IF_ERROR(d.RecordEvent(handoff(slot, k), kernel_stream_));
     }
     for (size_t k = 0; k < stages.size(); ++k) {
@@ -139,8 +154,7 @@ Result<CudaStream> StagedCopier::Issue(TransferDirection direction,
   }
   for (size_t k = 0; k < stages.size(); ++k) {
     STRATA_RETURN_IF_ERROR(d.StreamWaitEvent(kernel_stream_, handoff(slot, k)));
-    STRATA_RETURN_IF_ERROR(
-        kernel_->Run(slot, stages[k].first_piece, stages[k].piece_count, kernel_stream_));
+    STRATA_RETURN_IF_ERROR(RunStage(slot, stages[k]));
   }
   return kernel_stream_;
 }

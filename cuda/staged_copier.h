@@ -2,12 +2,13 @@
 // (CopyMethod::kStaged). Each batch goes through one of two device windows
 // laid out like its host destination (staging_plan.h):
 //
-//   copy-out: kernel stream: upload the piece list, then per stage a gather
-//             launch (planes -> window) and an event; DMA stream: per stage,
+//   copy-out: kernel stream: upload the piece list, then per stage gather
+//             launches (planes -> window) and an event; DMA stream: per stage,
 //             wait for that event, then one DMA per extent (window -> host).
 //   restore:  DMA stream: per stage, one DMA per extent (host -> window) and
 //             an event; kernel stream: upload the piece list, then per stage
-//             wait for that event and a scatter launch (window -> planes).
+//             wait for that event and scatter launches (window -> planes).
+//   A stage's kernel work is cut into launches of at most launch_bytes.
 //
 // The kernel stream is the engine's stream, at the least priority; launches
 // are serialized on it, so copies never hold more than `blocks` SMs. The DMA
@@ -34,9 +35,14 @@ namespace strata {
 struct StagedCopierOptions {
   uint32_t blocks = 2;  // SMs the kernel may hold (one block per SM)
   uint32_t threads_per_block = 1024;
-  // Window bytes per kernel launch: 8 MiB measured best on the H200 with
-  // three batches in flight (fewer DMA calls per batch; docs/performance.md).
+  // Window bytes per DMA stage: 8 MiB measured best on the H200 with three
+  // batches in flight (fewer DMA calls per batch; docs/performance.md).
   uint64_t stage_bytes = 8ull << 20;
+  // Window bytes per kernel launch at most (a stage takes several): a short
+  // launch holds its SMs briefly, so a model kernel that wants every SM waits
+  // at most that long for the last two (8 MiB launches slowed a
+  // bandwidth-bound stand-in by a third; docs/performance.md).
+  uint64_t launch_bytes = 1ull << 20;
   uint64_t kernel_piece_bytes = 16ull << 10;
   // Pieces of at least this many bytes move by DMA straight between plane
   // and host, bypassing the window (0: stage every piece; staging_plan.h).
@@ -79,6 +85,9 @@ class StagedCopier {
              CudaCopyArrays& arrays);
   // Queues the plan's direct pieces on the DMA stream.
   Status DirectDma(TransferDirection direction, CudaCopyArrays& arrays);
+  // Queues the kernel over a stage's pieces in launches of at most
+  // launch_bytes each, on the kernel stream.
+  Status RunStage(uint32_t slot, const StagingStage& stage);
   CudaEvent& handoff(uint32_t slot, size_t stage) {
     return handoff_[slot * stages_per_window_ + stage];
   }

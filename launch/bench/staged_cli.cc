@@ -6,9 +6,13 @@ void AddStagedCli(CLI::App& cmd, StagedCli& cli) {
   cmd.add_option("--staged-blocks", cli.blocks, "SMs of the staged copy kernel")
       ->capture_default_str()
       ->check(CLI::Range(1u, 132u));
-  cmd.add_option("--stage-kib", cli.stage_kib, "KiB of the staging window per kernel launch")
+  cmd.add_option("--stage-kib", cli.stage_kib, "KiB of the staging window per DMA stage")
       ->capture_default_str()
       ->check(CLI::Range(uint64_t{64}, uint64_t{16384}));
+  cmd.add_option("--launch-kib", cli.launch_kib,
+                 "KiB of the staging window per kernel launch, at most")
+      ->capture_default_str()
+      ->check(CLI::Range(uint64_t{16}, uint64_t{16384}));
   cmd.add_option("--staged-direct-kib", cli.direct_kib,
                  "Pieces of at least this many KiB skip the staging window (0: none do)")
       ->capture_default_str()
@@ -23,6 +27,7 @@ StagedCopierOptions ToStagedOptions(const StagedCli& cli) {
   StagedCopierOptions o;
   o.blocks = cli.blocks;
   o.stage_bytes = cli.stage_kib << 10;
+  o.launch_bytes = cli.launch_kib << 10;
   o.direct_piece_bytes = cli.direct_kib << 10;
   o.kernel_priority =
       cli.priority == "greatest" ? StreamPriority::kGreatest : StreamPriority::kLeast;
@@ -32,6 +37,7 @@ StagedCopierOptions ToStagedOptions(const StagedCli& cli) {
 nlohmann::json StagedJson(const StagedCli& cli) {
   return {{"blocks", cli.blocks},
           {"stage_kib", cli.stage_kib},
+          {"launch_kib", cli.launch_kib},
           {"direct_kib", cli.direct_kib},
           {"priority", cli.priority}};
 }

@@ -14,16 +14,18 @@ namespace strata {
 struct StagedCli {
   uint32_t blocks = StagedCopierOptions{}.blocks;
   uint64_t stage_kib = StagedCopierOptions{}.stage_bytes >> 10;
+  uint64_t launch_kib = StagedCopierOptions{}.launch_bytes >> 10;
   uint64_t direct_kib = StagedCopierOptions{}.direct_piece_bytes >> 10;
   std::string priority =
       StagedCopierOptions{}.kernel_priority == StreamPriority::kGreatest ? "greatest" : "least";
 };
 
-// Adds --staged-blocks, --stage-kib, --staged-direct-kib, --staged-priority.
+// Adds --staged-blocks, --stage-kib, --launch-kib, --staged-direct-kib,
+// --staged-priority.
 void AddStagedCli(CLI::App& cmd, StagedCli& cli);
 // The options the flags name (the CLI has already checked their ranges).
 StagedCopierOptions ToStagedOptions(const StagedCli& cli);
-// {"blocks", "stage_kib", "direct_kib", "priority"}, for a report.
+// {"blocks", "stage_kib", "launch_kib", "direct_kib", "priority"}, for a report.
 nlohmann::json StagedJson(const StagedCli& cli);
 
 }  // namespace strata

@@ -172,6 +172,7 @@ CUresult CUDAAPI FakeLaunchKernel(CUfunction fn, unsigned grid_x, unsigned grid_
   }
   std::lock_guard lock(S().mu);
   S().values["kernel_bytes"] += bytes;
+  S().values["launch_bytes_max"] = std::max(S().values["launch_bytes_max"], bytes);
   return CUDA_SUCCESS;
 }
 

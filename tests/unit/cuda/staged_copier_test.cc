@@ -20,12 +20,14 @@ class StagedEngineTest : public ::testing::Test {
  protected:
   // Pinned host memory and a device range, with the engine's context made
   // current by Start.
-  void StartEngine(const FakeCuda& fake, uint32_t in_flight, uint64_t direct_piece_bytes = 0) {
+  void StartEngine(const FakeCuda& fake, uint32_t in_flight, uint64_t direct_piece_bytes = 0,
+                   uint64_t launch_bytes = StagedCopierOptions{}.launch_bytes) {
     CudaEngineOptions o;
     o.method = CopyMethod::kStaged;
     o.batches_in_flight = in_flight;
     o.staged.stage_bytes = 256 << 10;  // several stages per batch
     o.staged.direct_piece_bytes = direct_piece_bytes;
+    o.staged.launch_bytes = launch_bytes;
     driver_ = fake.driver();
     engine_ = std::make_unique<CudaCopyEngine>(driver_, o);
     ASSERT_TRUE(engine_->Start().ok());
@@ -99,6 +101,20 @@ TEST_F(StagedEngineTest, RoundTripIsByteExactAndLeavesGapsBetweenPiecesAlone) {
   RoundTrip(pieces);
   EXPECT_LE(fake.Value("launch_grid_max"), 2);
   EXPECT_GT(fake.Calls("cuStreamWaitEvent"), 1u);  // one hand-off per stage
+}
+
+TEST_F(StagedEngineTest, KernelLaunchesAreCutToTheLaunchBound) {
+  STRATA_USE_FAKE_CUDA(fake);
+  if (!GatherKernelBuilt()) GTEST_SKIP() << "gather kernel not built";
+  StartEngine(fake, 2, /*direct_piece_bytes=*/0, /*launch_bytes=*/64 << 10);
+  std::vector<CopyDescriptor> pieces;
+  RoundTrip(pieces);
+  uint64_t bytes = 0;
+  for (const CopyDescriptor& d : pieces) bytes += d.bytes;
+  // No launch holds the SMs for more than 64 KiB of pieces, so a 256 KiB
+  // stage takes at least four.
+  EXPECT_LE(fake.Value("launch_bytes_max"), 64 << 10);
+  EXPECT_GE(fake.Calls("cuLaunchKernel"), 2 * bytes / (64 << 10));
 }
 
 TEST_F(StagedEngineTest, LargePiecesBypassTheWindowAndTheRoundTripStaysExact) {
