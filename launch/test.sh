@@ -10,14 +10,16 @@
 #   STRATA_SANITIZE_BUILD_DIR its build directory (default: build-asan)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each stage's header says when it started (seconds since this script did).
+stage() { echo "== $1 (at ${SECONDS} s)"; }
 ./launch/bootstrap.sh
 
 BUILD_DIR=${STRATA_BUILD_DIR:-build}
-echo "== ctest"
+stage "ctest"
 ctest_log="$BUILD_DIR/ctest.log"
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j"$(nproc)" --timeout 600 | tee "$ctest_log"
 
-echo "== skipped tests (tests/skip-allowlist.txt)"
+stage "skipped tests (tests/skip-allowlist.txt)"
 ./launch/check-skips.sh "$ctest_log"
 
 # ~700 unit tests, one process each, with every LeakSanitizer / ASan / UBSan
@@ -28,7 +30,7 @@ if [[ "${STRATA_SANITIZE:-0}" == 1 ]]; then
 elif [[ "${STRATA_SKIP_SANITIZERS:-0}" == 1 ]]; then
   echo "== unit tests under ASan + UBSan: SKIPPED (STRATA_SKIP_SANITIZERS=1)"
 else
-  echo "== unit tests under ASan + UBSan ($SAN_DIR)"
+  stage "unit tests under ASan + UBSan ($SAN_DIR)"
   [[ -f "$SAN_DIR/build.ninja" ]] || cmake -G Ninja -S . -B "$SAN_DIR" -DSTRATA_SANITIZE=ON >/dev/null
   nice cmake --build "$SAN_DIR" --target strata_unit_tests -- -j"$(nproc)" |
     { grep -vE '^\[[0-9]+/[0-9]+\] ' || true; }
@@ -37,12 +39,12 @@ else
   ./launch/check-skips.sh "$SAN_DIR/ctest.log"
 fi
 
-echo "== fuzz smoke (libFuzzer)"
+stage "fuzz smoke (libFuzzer)"
 ./launch/fuzz.sh --smoke
 
-echo "== format check (clang-format)"
+stage "format check (clang-format)"
 ./launch/check-format.sh
 
-echo "== lint (clang-tidy)"
+stage "lint (clang-tidy)"
 ./launch/check-tidy.sh "$BUILD_DIR"
-echo "test.sh: all checks passed"
+echo "test.sh: all checks passed in ${SECONDS} s"
