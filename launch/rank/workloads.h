@@ -14,6 +14,7 @@
 
 #include "launch/rank/rank_stores.h"
 #include "launch/rank/stop_request.h"
+#include "launch/runtime/qualification_report.h"
 
 namespace strata {
 
@@ -45,12 +46,6 @@ int ServeAsPeer(PeerRank& peer, const StopRequest& stop, const PublishSnapshot& 
 int ServeConversations(RuntimeDriver& driver, const StopRequest& stop,
                        const PublishSnapshot& publish);
 
-// Which qualification phases a run performs.
-enum class QualifyPhases : unsigned char {
-  kFirstRun,      // phases 1-2, and 4 when one process holds memory and disk
-  kAfterRestart,  // phase 3: restore the first run's prefixes
-};
-
 struct QualifyOptions {
   QualifyPhases phases = QualifyPhases::kFirstRun;
   uint32_t rank = 0;
@@ -59,7 +54,8 @@ struct QualifyOptions {
   std::string summary_json;  // where to write the JSON summary; empty: nowhere
 };
 
-// Rank zero, --workload qualify / restore: runs the phases in order while
+// Rank zero, --workload qualify / restore: runs the phases in order (phase 4
+// after phases 1-2 when one process holds memory and disk) while
 // each passes, prints each phase and a summary table on stdout, and writes
 // the JSON summary. Returns 0, or 2 when a phase failed.
 int Qualify(RuntimeDriver& driver, const QualifyOptions& options, const PublishSnapshot& publish);
