@@ -90,12 +90,16 @@ rank_flags() {  # rank -> the flags a rank and its runtime process share
     $(tls_of "$1") "${SECRET[@]}" --local-rank "$1" --metrics-port "$METRICS_PORT" --preset "$PRESET"
 }
 
-same_records_on_every_rank() {  # "name size" of every record file must match rank 0's
+record_listing() {  # rank -> "name size" of each of its record files (one namespace directory)
+  (cd "$DIR/rank$1"/*/ && find . -name '*.ckpt' -printf '%f %s\n' | sort)
+}
+
+same_records_on_every_rank() {  # every rank's record files must match rank 0's
   local zero
-  zero=$(cd "$DIR/rank0" && find . -name '*.ckpt' -printf '%P %s\n' | sort)
+  zero=$(record_listing 0)
   [[ -n $zero ]] || { echo "demo: rank 0 holds no record files" >&2; return 1; }
   for ((r = 1; r < RANKS; r++)); do
-    [[ $(cd "$DIR/rank$r" && find . -name '*.ckpt' -printf '%P %s\n' | sort) == "$zero" ]] ||
+    [[ $(record_listing "$r") == "$zero" ]] ||
       { echo "demo: rank $r's record files differ from rank 0's" >&2; return 1; }
   done
   echo "demo: every rank holds the same $(wc -l <<<"$zero") record files"
