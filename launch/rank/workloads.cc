@@ -9,17 +9,13 @@
 #include <optional>
 #include <vector>
 
+#include "launch/runtime/serve_load.h"
+
 namespace strata {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// Rank zero's serve load: this many conversations, taking turns.
-constexpr int kServeConversations = 4;
-constexpr uint64_t kServeTurnTokens = 256;
-// Every this many turns the runtime drops its GPU copies (restores follow).
-constexpr uint64_t kServeEvictEveryTurns = 16;
 
 }  // namespace
 
@@ -56,12 +52,9 @@ int ServeAsPeer(PeerRank& peer, const StopRequest& stop, const PublishSnapshot& 
 
 int ServeConversations(RuntimeDriver& driver, const StopRequest& stop,
                        const PublishSnapshot& publish) {
-  SyntheticRuntime& rt = driver.runtime();
-  std::vector<uint32_t> convs;
-  convs.reserve(kServeConversations);
-  for (int i = 0; i < kServeConversations; ++i) convs.push_back(rt.NewConversation());
-  for (uint64_t tick = 0; !stop.requested(); ++tick) {
-    if (Result<TurnReport> t = rt.Turn(convs[tick % convs.size()], kServeTurnTokens); !t.ok()) {
+  ServeLoad load(driver.runtime());
+  while (!stop.requested()) {
+    if (Result<TurnReport> t = load.Turn(); !t.ok()) {
       if (stop.requested()) return 0;  // a stop request ended the turn: not an error
       spdlog::error("synthetic runtime: {}", t.status().ToString());
       // Stay up until a stop request, so /healthz answers 503 with the
@@ -72,7 +65,6 @@ int ServeConversations(RuntimeDriver& driver, const StopRequest& stop,
       }
       return 1;
     }
-    if (tick % kServeEvictEveryTurns == kServeEvictEveryTurns - 1) rt.EvictGpu();
     publish();
     (void)stop.WaitUntil(Clock::now() + kServeTurnInterval);
   }

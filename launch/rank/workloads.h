@@ -15,6 +15,7 @@
 #include "launch/rank/rank_stores.h"
 #include "launch/rank/stop_request.h"
 #include "launch/runtime/qualification_report.h"
+#include "launch/runtime/serve_load.h"
 
 namespace strata {
 
@@ -26,8 +27,6 @@ inline constexpr std::chrono::seconds kPeerStopGrace{10};
 // A peer's bound on each wait for its agent to end: it republishes its
 // snapshot and looks at the stop request this often.
 inline constexpr std::chrono::milliseconds kPeerPublishInterval{100};
-// Rank zero's serve load: one conversation turn this often.
-inline constexpr std::chrono::milliseconds kServeTurnInterval{500};
 
 // A peer: serves rank zero's jobs until its agent ends (rank zero closed
 // the session, or the agent failed). A launcher signals every rank at once
@@ -40,8 +39,8 @@ using PeerTurn = std::function<void(std::chrono::steady_clock::time_point until)
 int ServeAsPeer(PeerRank& peer, const StopRequest& stop, const PublishSnapshot& publish,
                 const PeerTurn& wait_turn = {});
 
-// Rank zero, --workload serve: a light conversation load (one turn every
-// kServeTurnInterval) until a stop request. Returns 0, or 1 when a turn
+// Rank zero, --workload serve: a light conversation load (ServeLoad, one
+// turn every kServeTurnInterval) until a stop request. Returns 0, or 1 when a turn
 // failed for another reason than the stop.
 int ServeConversations(RuntimeDriver& driver, const StopRequest& stop,
                        const PublishSnapshot& publish);

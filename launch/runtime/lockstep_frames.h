@@ -29,7 +29,7 @@ inline constexpr size_t kLockstepBodyBytesMax = 64 + kPageWorkPagesMax * 20;
 
 struct LockstepFrame {
   LockstepOp op = LockstepOp::kAnswer;
-  std::vector<uint8_t> body;
+  std::vector<uint8_t> body{};
 };
 
 // The whole frame, header included.

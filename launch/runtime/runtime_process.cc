@@ -14,6 +14,7 @@
 #include "launch/runtime/attached_store.h"
 #include "launch/runtime/memfd_planes.h"
 #include "launch/runtime/runtime_lockstep.h"
+#include "launch/runtime/serve_load.h"
 #include "launch/runtime/service_guard.h"
 #include "launch/runtime/synthetic_runtime.h"
 
@@ -29,10 +30,6 @@ constexpr std::chrono::milliseconds kWaitBound{60'000};
 constexpr auto kAttachRetryPause = std::chrono::milliseconds(100);
 // A peer looks at its stop request this often while it waits for work.
 constexpr auto kStopCheck = std::chrono::milliseconds(100);
-// Rank zero's serve load: conversations taking turns, one turn this often.
-constexpr int kServeConversations = 4;
-constexpr uint64_t kServeTurnTokens = 256;
-constexpr auto kServeTurnInterval = std::chrono::milliseconds(500);
 
 // Attaches to the rank's socket, retrying while the rank is not serving it
 // yet (it serves once every rank joined) up to cluster.connect_timeout.
@@ -75,11 +72,10 @@ Result<uint16_t> LockstepPort(const RankConfig& config) {
 }
 
 int ServeTurns(SyntheticRuntime& rt, const StopRequest& stop) {
-  std::vector<uint32_t> convs;
-  for (int i = 0; i < kServeConversations; ++i) convs.push_back(rt.NewConversation());
-  for (uint64_t tick = 0; !stop.requested(); ++tick) {
-    if (Result<TurnReport> t = rt.Turn(convs[tick % convs.size()], kServeTurnTokens); !t.ok()) {
-      if (stop.requested()) return 0;
+  ServeLoad load(rt);
+  while (!stop.requested()) {
+    if (Result<TurnReport> t = load.Turn(); !t.ok()) {
+      if (stop.requested()) return 0;  // a stop request ended the turn: not an error
       spdlog::error("synthetic runtime: {}", t.status().ToString());
       return 1;
     }

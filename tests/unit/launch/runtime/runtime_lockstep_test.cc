@@ -2,6 +2,8 @@
 // peers' runtimes (threads here), sends them page work, and collects answers.
 #include "launch/runtime/runtime_lockstep.h"
 
+#include "launch/runtime/lockstep_frames.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
