@@ -13,16 +13,18 @@
 # rank's log tail is printed.
 #
 #   ./launch/demo.sh [--ranks N] [--single-process] [--dir DIR] [--preset NAME]
-#                    [--memory SIZE] [--gpus 0,1,...] [--tls] [--keep]
+#                    [--memory SIZE] [--gpus 0,1,...] [--tls] [--in-process-runtime] [--keep]
 #   --single-process runs phases 1-3 with every rank in one process.
 #   --tls runs the rendezvous and record links of phases 1-3 over mutual TLS,
 #   with a throwaway CA and per-rank certificates (launch/make-certs.sh).
 #   --memory is phase 4's memory tier (default 16MiB: below the tiny preset's
 #   working set, so records spill to disk under pressure; scale it with the preset).
 #   --gpus puts the planes in GPU memory: rank r on the r-th listed device
-#   (round robin when fewer), CudaTransfers under every store; phases 1-3 then
-#   run the synthetic runtime inside rank zero's `strata rank` (no GPU planes
-#   in `strata runtime` yet).
+#   (round robin when fewer), CudaTransfers under every store; each `strata
+#   runtime` shares its planes as CUDA VMM allocations.
+#   --in-process-runtime runs phases 1-3 the older way: the synthetic runtime
+#   inside rank zero's `strata rank`, reaching peers' planes through the HTTP
+#   runtime service.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,6 +36,7 @@ SINGLE=0
 MEMORY=16MiB
 GPUS=none
 TLS=0
+IN_PROCESS=0
 while (($#)); do
   case "$1" in
     --ranks) RANKS=$2; shift 2 ;;
@@ -44,6 +47,7 @@ while (($#)); do
     --memory) MEMORY=$2; shift 2 ;;
     --gpus) GPUS=$2; shift 2 ;;
     --tls) TLS=1; shift ;;
+    --in-process-runtime) IN_PROCESS=1; shift ;;
     -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     *) echo "demo: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -108,11 +112,10 @@ same_records_on_every_rank() {  # every rank's record files must match rank 0's
 # $1 = workload. Host planes: one `strata rank` per rank serving its attach
 # socket plus one `strata runtime` per rank attached there; rank zero's
 # runtime runs the workload in front, then every rank is stopped (SIGTERM)
-# and the record directories compared. With --gpus the runtime runs inside
-# rank zero's `strata rank` (`strata runtime` shares memfd planes only).
+# and the record directories compared.
 run_cluster() {
   local workload=$1 ranks=() runtimes=() rc=0
-  if [[ $GPUS != none ]]; then
+  if [[ $IN_PROCESS == 1 ]]; then
     run_cluster_in_process "$workload"
     return
   fi
@@ -177,6 +180,7 @@ run_cluster_in_process() {  # $1 = workload; ranks 1..N-1 in the background, ran
 
 launch_ranks=run_cluster
 layout="one process per rank"
+if [[ $IN_PROCESS == 1 ]]; then layout+=", runtime inside rank zero"; else layout+=" + one strata runtime per rank"; fi
 [[ $TLS == 1 ]] && layout+=", mutual TLS"
 if [[ $SINGLE == 1 || $RANKS == 1 ]]; then
   launch_ranks=run_single

@@ -17,6 +17,7 @@
 #include "launch/runtime/serve_load.h"
 #include "launch/runtime/service_guard.h"
 #include "launch/runtime/synthetic_runtime.h"
+#include "launch/runtime/vmm_planes.h"
 
 namespace strata {
 
@@ -31,21 +32,52 @@ constexpr auto kAttachRetryPause = std::chrono::milliseconds(100);
 // A peer looks at its stop request this often while it waits for work.
 constexpr auto kStopCheck = std::chrono::milliseconds(100);
 
+// This rank's planes as the runtime owns them, and how it shares them.
+struct OwnPlanes {
+  std::unique_ptr<DevicePlanes> planes;  // one rank: this one
+  std::vector<std::vector<attach::SharedAllocation>> shared;
+  PlaneHandleKind handle = PlaneHandleKind::kMemfd;
+  std::string describe;
+};
+
+// memfd host memory, or with runtime.gpus CUDA VMM allocations on the
+// first listed device (the one this rank's `strata rank` serves).
+Result<OwnPlanes> OpenOwnPlanes(const RankConfig& config, const CacheGeometry& all) {
+  const RankGeometry& rank = all.ranks.at(config.cluster.rank);
+  OwnPlanes own;
+  if (config.runtime.gpus.empty()) {
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<MemfdPlanes> p,
+                            MemfdPlanes::Create(rank, all.page_tokens));
+    own.shared = p->Shared();
+    own.planes = std::move(p);
+    own.describe = "memfd planes";
+    return own;
+  }
+  const int ordinal = config.runtime.gpus.front();
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<VmmPlanes> p,
+                          VmmPlanes::Create(rank, all.page_tokens, ordinal));
+  own.shared = p->Shared();
+  own.planes = std::move(p);
+  own.handle = PlaneHandleKind::kCudaVmmFd;
+  own.describe = "CUDA VMM planes on GPU " + std::to_string(ordinal);
+  return own;
+}
+
 // Attaches to the rank's socket, retrying while the rank is not serving it
 // yet (it serves once every rank joined) up to cluster.connect_timeout.
 Result<std::unique_ptr<attach::AttachClient>> AttachToRank(const RankConfig& config,
-                                                           const MemfdPlanes& planes,
+                                                           const OwnPlanes& own,
                                                            const StopRequest& stop) {
   const attach::AttachIdentity identity{
       .runtime_id = "strata runtime of rank " + std::to_string(config.cluster.rank),
       .model_identity = RankModelIdentity(config),
       .state_mode = StateMode::kOrdinary,
-      .page_tokens = planes.geometry().page_tokens,
-      .plane_handle = PlaneHandleKind::kMemfd};
+      .page_tokens = own.planes->geometry().page_tokens,
+      .plane_handle = own.handle};
   const Clock::time_point deadline = Clock::now() + config.cluster.connect_timeout;
   while (true) {
-    Result<std::unique_ptr<attach::AttachClient>> client = attach::AttachClient::Attach(
-        {.socket_path = *config.attach.socket}, identity, planes.Shared());
+    Result<std::unique_ptr<attach::AttachClient>> client =
+        attach::AttachClient::Attach({.socket_path = *config.attach.socket}, identity, own.shared);
     // A refusal (kInvalidArgument) is final; a socket not there yet is not.
     if (client.ok() || client.status().code() == StatusCode::kInvalidArgument ||
         Clock::now() >= deadline || stop.requested()) {
@@ -103,7 +135,7 @@ int RunWorkload(SyntheticRuntime& rt, const RankConfig& config, const RuntimeRun
   return QualifyExitCode(phases);
 }
 
-int RunRankZero(const RankConfig& config, const RuntimeRunOptions& options, MemfdPlanes& planes,
+int RunRankZero(const RankConfig& config, const RuntimeRunOptions& options, DevicePlanes& planes,
                 std::unique_ptr<attach::AttachClient> client, const StopRequest& stop) {
   std::unique_ptr<LockstepLeader> peers;
   if (config.cluster.world_size > 1) {
@@ -143,7 +175,7 @@ int RunRankZero(const RankConfig& config, const RuntimeRunOptions& options, Memf
   return exit_code;
 }
 
-int RunPeer(const RankConfig& config, MemfdPlanes& planes,
+int RunPeer(const RankConfig& config, DevicePlanes& planes,
             std::unique_ptr<attach::AttachClient> client, const StopRequest& stop) {
   const uint32_t rank = config.cluster.rank;
   Result<LockstepOptions> lockstep = LockstepOf(config);
@@ -182,10 +214,6 @@ int RunRuntime(const RankConfig& config, const RuntimeRunOptions& options) {
     spdlog::error("attach.socket: a runtime process needs its rank's attach socket");
     return 1;
   }
-  if (!config.runtime.gpus.empty()) {
-    spdlog::error("runtime.gpus: `strata runtime` shares memfd host planes only so far");
-    return 1;
-  }
   StopRequest stop;
   Result<std::unique_ptr<StopOnSignals>> signals = StopOnSignals::Install(stop);
   Result<CacheGeometry> geometry = PresetGeometry(config.runtime.preset, config.cluster.world_size,
@@ -195,21 +223,21 @@ int RunRuntime(const RankConfig& config, const RuntimeRunOptions& options) {
                   (!signals.ok() ? signals.status() : geometry.status()).ToString());
     return 1;
   }
-  Result<std::unique_ptr<MemfdPlanes>> planes =
-      MemfdPlanes::Create(geometry->ranks.at(config.cluster.rank), geometry->page_tokens);
-  if (!planes.ok()) {
-    spdlog::error("planes: {}", planes.status().ToString());
+  Result<OwnPlanes> own = OpenOwnPlanes(config, *geometry);
+  if (!own.ok()) {
+    spdlog::error("planes: {}", own.status().ToString());
     return 1;
   }
-  Result<std::unique_ptr<attach::AttachClient>> client = AttachToRank(config, **planes, stop);
+  Result<std::unique_ptr<attach::AttachClient>> client = AttachToRank(config, *own, stop);
   if (!client.ok()) {
     spdlog::error("attach to {}: {}", *config.attach.socket, client.status().ToString());
     return 1;
   }
-  spdlog::info("attached to {} with memfd planes (rank {} of {})", *config.attach.socket,
+  spdlog::info("attached to {} with {} (rank {} of {})", *config.attach.socket, own->describe,
                config.cluster.rank, config.cluster.world_size);
-  return config.cluster.rank == 0 ? RunRankZero(config, options, **planes, std::move(*client), stop)
-                                  : RunPeer(config, **planes, std::move(*client), stop);
+  return config.cluster.rank == 0
+             ? RunRankZero(config, options, *own->planes, std::move(*client), stop)
+             : RunPeer(config, *own->planes, std::move(*client), stop);
 }
 
 }  // namespace strata

@@ -3,11 +3,14 @@
 // inference runtime does (docs/embedding.md). It reads the same
 // configuration as its rank, so both agree on geometry and model identity.
 //
-//   rank zero: shares its memfd planes, makes the store calls through the
+// Its planes are memfd host memory, or with runtime.gpus CUDA VMM
+// allocations on the first listed device (what the rank serves).
+//
+//   rank zero: shares its planes, makes the store calls through the
 //     attach channel (AttachedStore), runs the workload (qualification
 //     phases, or turns until a signal) and drives the peers' runtimes over
 //     the lockstep channel (runtime_lockstep.h);
-//   a peer: shares its memfd planes with its rank, joins rank zero's
+//   a peer: shares its planes with its rank, joins rank zero's
 //     runtime, and computes or verifies its own rank's pages as told until
 //     rank zero's runtime says done.
 #pragma once
