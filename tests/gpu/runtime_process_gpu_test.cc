@@ -56,6 +56,7 @@ pid_t Spawn(const std::vector<std::string>& args, const fs::path& log) {
   std::vector<std::string> argv = {"timeout", kProcessBoundSeconds, StrataBin()};
   argv.insert(argv.end(), args.begin(), args.end());
   std::vector<char*> raw;
+  raw.reserve(argv.size() + 1);
   for (std::string& a : argv) raw.push_back(a.data());
   raw.push_back(nullptr);
   posix_spawn_file_actions_t actions;

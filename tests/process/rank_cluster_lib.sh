@@ -1,4 +1,4 @@
-# Shared by the process tests (rank_cluster_test.sh, prometheus_test.sh):
+# Shared by the process tests (rank_cluster_test.sh, runtime_cluster_test.sh, prometheus_test.sh):
 # a temporary directory removed on exit with every rank killed, bounded
 # waits, and `strata rank` processes on loopback. Source it after setting
 # STRATA (the binary); set -euo pipefail is the caller's.

@@ -35,7 +35,7 @@ PageWork Work(PageWorkKind kind) {
 // A peer's runtime on its own thread: joins as `rank`, applies work to its
 // own planes until done; `corrupt` flips a byte of its page after computing.
 struct Peer {
-  Peer(uint16_t port, uint32_t rank, LockstepOptions options = kOptions)
+  Peer(uint16_t port, uint32_t rank, const LockstepOptions& options = kOptions)
       : planes(*PresetGeometry("tiny", 1, 16, 4)) {
     joined = std::async(std::launch::async, [this, port, rank, options]() -> Status {
       Result<std::unique_ptr<LockstepFollower>> f =
