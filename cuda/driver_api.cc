@@ -77,6 +77,7 @@ Result<std::shared_ptr<const CudaDriver>> CudaDriver::Load(const std::string& li
   (void)Resolve(get_proc, #name, version, a.name##_);
   STRATA_CUDA_VMM_ENTRY_POINTS(STRATA_CUDA_RESOLVE_OPTIONAL)
   STRATA_CUDA_SHARING_ENTRY_POINTS(STRATA_CUDA_RESOLVE_OPTIONAL)
+  STRATA_CUDA_IPC_ENTRY_POINTS(STRATA_CUDA_RESOLVE_OPTIONAL)
   if (a.cuDriverGetVersion_(&a.version) != CUDA_SUCCESS) a.version = 0;
   if (a.version >= kCudaBatchCopyDriverVersion) {
     STRATA_CUDA_BATCH_ENTRY_POINTS(STRATA_CUDA_RESOLVE_OPTIONAL)

@@ -14,6 +14,7 @@
 // (ContextGuard, or SetCurrentContext on a thread the caller owns).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -42,6 +43,10 @@ using CudaEvent = CUevent_st*;
 using CudaModule = CUmod_st*;
 using CudaFunction = CUfunc_st*;
 using CudaAllocationHandle = unsigned long long;
+// A legacy CUDA IPC handle (CUipcMemHandle): opaque bytes another process
+// opens to address the same device memory.
+inline constexpr size_t kCudaIpcHandleBytes = 64;
+using CudaIpcHandle = std::array<uint8_t, kCudaIpcHandleBytes>;
 
 enum class StreamPriority : unsigned char { kLeast, kGreatest };
 
@@ -176,6 +181,19 @@ class CudaDriver {
   Result<int> AllocationDevice(CudaAllocationHandle handle) const;
   // Read-write access from device `ordinal` only.
   Status SetDeviceAccess(uint64_t address, uint64_t bytes, int ordinal) const;
+
+  // Legacy CUDA IPC, for memory from cuMemAlloc (cudaMalloc, PyTorch's
+  // caching allocator): the exporting process takes a handle of an
+  // allocation's base; the importer opens it (on its current context) at an
+  // address the driver chooses, and closes it when done. False when the
+  // driver lacks any of the three entry points.
+  bool has_legacy_ipc() const;
+  // cuIpcGetMemHandle of the allocation at `device` (its base address).
+  Result<CudaIpcHandle> IpcHandleOf(uint64_t device) const;
+  // cuIpcOpenMemHandle with lazy peer access: the address in this process.
+  Result<uint64_t> IpcOpen(const CudaIpcHandle& handle) const;
+  // cuIpcCloseMemHandle of an address IpcOpen returned.
+  Status IpcClose(uint64_t device) const;
 
   // Modules and kernel launches (the optional gather kernel).
   Result<CudaModule> LoadModule(const char* image) const;

@@ -1,6 +1,7 @@
 // CudaDriver: device memory shared between processes through VMM handles
-// exported as POSIX file descriptors.
+// exported as POSIX file descriptors, and through legacy IPC handles.
 #include <cstdint>
+#include <cstring>
 
 #include "cuda/driver_api.h"
 #include "cuda/driver_table.h"
@@ -87,6 +88,38 @@ Status CudaDriver::SetDeviceAccess(uint64_t address, uint64_t bytes, int ordinal
   return Check(api_->cuMemSetAccess_(address, bytes, &access, 1), "cuMemSetAccess");
 }
 
+static_assert(sizeof(CUipcMemHandle) == kCudaIpcHandleBytes);
+
+bool CudaDriver::has_legacy_ipc() const {
+  return api_->cuIpcGetMemHandle_ != nullptr && api_->cuIpcOpenMemHandle_ != nullptr &&
+         api_->cuIpcCloseMemHandle_ != nullptr;
+}
+
+Result<CudaIpcHandle> CudaDriver::IpcHandleOf(uint64_t device) const {
+  if (!has_legacy_ipc()) return Missing("cuIpcGetMemHandle");
+  CUipcMemHandle handle{};
+  STRATA_RETURN_IF_ERROR(Check(api_->cuIpcGetMemHandle_(&handle, device), "cuIpcGetMemHandle"));
+  CudaIpcHandle out{};
+  std::memcpy(out.data(), &handle, out.size());
+  return out;
+}
+
+Result<uint64_t> CudaDriver::IpcOpen(const CudaIpcHandle& handle) const {
+  if (!has_legacy_ipc()) return Missing("cuIpcOpenMemHandle");
+  CUipcMemHandle h{};
+  std::memcpy(&h, handle.data(), handle.size());
+  CUdeviceptr device = 0;
+  STRATA_RETURN_IF_ERROR(
+      Check(api_->cuIpcOpenMemHandle_(&device, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
+            "cuIpcOpenMemHandle"));
+  return static_cast<uint64_t>(device);
+}
+
+Status CudaDriver::IpcClose(uint64_t device) const {
+  if (!has_legacy_ipc()) return Missing("cuIpcCloseMemHandle");
+  return Check(api_->cuIpcCloseMemHandle_(device), "cuIpcCloseMemHandle");
+}
+
 #else  // !STRATA_HAVE_CUDA_HEADERS
 
 bool CudaDriver::has_shareable_handles() const { return false; }
@@ -108,6 +141,14 @@ Result<int> CudaDriver::AllocationDevice(CudaAllocationHandle) const {
 Status CudaDriver::SetDeviceAccess(uint64_t, uint64_t, int) const {
   return Missing("cuMemSetAccess");
 }
+bool CudaDriver::has_legacy_ipc() const { return false; }
+Result<CudaIpcHandle> CudaDriver::IpcHandleOf(uint64_t) const {
+  return Missing("cuIpcGetMemHandle");
+}
+Result<uint64_t> CudaDriver::IpcOpen(const CudaIpcHandle&) const {
+  return Missing("cuIpcOpenMemHandle");
+}
+Status CudaDriver::IpcClose(uint64_t) const { return Missing("cuIpcCloseMemHandle"); }
 
 #endif  // STRATA_HAVE_CUDA_HEADERS
 

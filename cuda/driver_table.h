@@ -71,6 +71,13 @@
   X(cuMemImportFromShareableHandle, 10020)  \
   X(cuMemGetAllocationPropertiesFromHandle, 10020)
 
+// Legacy IPC: cuMemAlloc'd (cudaMalloc'd) device memory shared between
+// processes as a 64-byte handle (cuda/driver_sharing.cc).
+#define STRATA_CUDA_IPC_ENTRY_POINTS(X) \
+  X(cuIpcGetMemHandle, 4010)            \
+  X(cuIpcOpenMemHandle, 11000)          \
+  X(cuIpcCloseMemHandle, 4010)
+
 // Resolved only from a driver of at least kCudaBatchCopyDriverVersion: an
 // older driver would hand out its 12.8 variant, whose signature differs.
 #define STRATA_CUDA_BATCH_ENTRY_POINTS(X) \
@@ -86,6 +93,7 @@ struct CudaDriver::Api {
   STRATA_CUDA_REQUIRED_ENTRY_POINTS(STRATA_CUDA_FIELD)
   STRATA_CUDA_VMM_ENTRY_POINTS(STRATA_CUDA_FIELD)
   STRATA_CUDA_SHARING_ENTRY_POINTS(STRATA_CUDA_FIELD)
+  STRATA_CUDA_IPC_ENTRY_POINTS(STRATA_CUDA_FIELD)
   STRATA_CUDA_BATCH_ENTRY_POINTS(STRATA_CUDA_FIELD)
 };
 #undef STRATA_CUDA_FIELD

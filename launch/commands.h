@@ -12,6 +12,7 @@ namespace strata {
 void AddVersionCommand(CLI::App& app);
 void AddLayoutCommand(CLI::App& app);
 void AddRankCommand(CLI::App& app);
+void AddRuntimeCommand(CLI::App& app);
 void AddFsckCommand(CLI::App& app);
 void AddInspectCommand(CLI::App& app);
 // `strata pool`: the pool manager (coordinator/pool/, docs/pool.md).

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job: install what is missing, build, then qualify a local cluster
-# of N ranks, one `strata rank` process per rank, with the synthetic runtime:
+# of N ranks, one `strata rank` process per rank, each with the synthetic
+# runtime attached as a `strata runtime` process of its own:
 #   1. GPU-cache hit with no host hit        (disk tier, rank zero coordinates)
 #   2. host restore after GPU eviction       (same processes)
 #   3. restart every rank, restore from disk (new processes, same directories)
@@ -12,14 +13,18 @@
 # rank's log tail is printed.
 #
 #   ./launch/demo.sh [--ranks N] [--single-process] [--dir DIR] [--preset NAME]
-#                    [--memory SIZE] [--gpus 0,1,...] [--tls] [--keep]
+#                    [--memory SIZE] [--gpus 0,1,...] [--tls] [--in-process-runtime] [--keep]
 #   --single-process runs phases 1-3 with every rank in one process.
 #   --tls runs the rendezvous and record links of phases 1-3 over mutual TLS,
 #   with a throwaway CA and per-rank certificates (launch/make-certs.sh).
 #   --memory is phase 4's memory tier (default 16MiB: below the tiny preset's
 #   working set, so records spill to disk under pressure; scale it with the preset).
 #   --gpus puts the planes in GPU memory: rank r on the r-th listed device
-#   (round robin when fewer), CudaTransfers under every store.
+#   (round robin when fewer), CudaTransfers under every store; each `strata
+#   runtime` shares its planes as CUDA VMM allocations.
+#   --in-process-runtime runs phases 1-3 the older way: the synthetic runtime
+#   inside rank zero's `strata rank`, reaching peers' planes through the HTTP
+#   runtime service.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,6 +36,7 @@ SINGLE=0
 MEMORY=16MiB
 GPUS=none
 TLS=0
+IN_PROCESS=0
 while (($#)); do
   case "$1" in
     --ranks) RANKS=$2; shift 2 ;;
@@ -41,7 +47,8 @@ while (($#)); do
     --memory) MEMORY=$2; shift 2 ;;
     --gpus) GPUS=$2; shift 2 ;;
     --tls) TLS=1; shift ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    --in-process-runtime) IN_PROCESS=1; shift ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     *) echo "demo: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -59,7 +66,7 @@ DIR=${DIR:-/var/tmp/strata-demo-$$}
 mkdir -p "$DIR"
 [[ $KEEP == 1 ]] || trap 'rm -rf "$DIR"' EXIT
 # Ports for this run: rendezvous, and metrics from there (rank r serves on +r,
-# its runtime service on +1000+r).
+# its runtime service on +1000+r; rank zero's runtime's lockstep on +2000).
 BASE=$((10000 + RANDOM % 20000))  # below the ephemeral range (32768+)
 MASTER_PORT=$BASE
 METRICS_PORT=$((BASE + 10))
@@ -81,7 +88,71 @@ run_single() {  # $1 = workload: every rank in one process, disk tier
     --workload "$1" --summary-json "$DIR/summary.$1.json"
 }
 
-run_cluster() {  # $1 = workload; starts ranks 1..N-1 in the background, rank 0 in front
+rank_flags() {  # rank -> the flags a rank and its runtime process share
+  # shellcheck disable=SC2046  # tls_of gives separate words (paths without spaces)
+  echo --rank "$1" --world-size "$RANKS" --master-port "$MASTER_PORT" --gpus "$(gpu_of "$1")" \
+    $(tls_of "$1") "${SECRET[@]}" --local-rank "$1" --metrics-port "$METRICS_PORT" --preset "$PRESET"
+}
+
+record_listing() {  # rank -> "name size" of each of its record files (one namespace directory)
+  (cd "$DIR/rank$1"/*/ && find . -name '*.ckpt' -printf '%f %s\n' | sort)
+}
+
+same_records_on_every_rank() {  # every rank's record files must match rank 0's
+  local zero
+  zero=$(record_listing 0)
+  [[ -n $zero ]] || { echo "demo: rank 0 holds no record files" >&2; return 1; }
+  for ((r = 1; r < RANKS; r++)); do
+    [[ $(record_listing "$r") == "$zero" ]] ||
+      { echo "demo: rank $r's record files differ from rank 0's" >&2; return 1; }
+  done
+  echo "demo: every rank holds the same $(wc -l <<<"$zero") record files"
+}
+
+# $1 = workload. Host planes: one `strata rank` per rank serving its attach
+# socket plus one `strata runtime` per rank attached there; rank zero's
+# runtime runs the workload in front, then every rank is stopped (SIGTERM)
+# and the record directories compared.
+run_cluster() {
+  local workload=$1 ranks=() runtimes=() rc=0
+  if [[ $IN_PROCESS == 1 ]]; then
+    run_cluster_in_process "$workload"
+    return
+  fi
+  for ((r = 0; r < RANKS; r++)); do
+    # shellcheck disable=SC2046
+    "$STRATA" rank $(rank_flags "$r") --attach-socket "$DIR/rank$r.sock" --prefix-cache-disk "$DIR/rank$r" \
+      --prefix-cache-disk-limit 2GiB >"$DIR/rank$r.$workload.log" 2>&1 &
+    ranks+=($!)
+  done
+  for ((r = 1; r < RANKS; r++)); do
+    # shellcheck disable=SC2046
+    "$STRATA" runtime $(rank_flags "$r") --attach-socket "$DIR/rank$r.sock" >"$DIR/runtime$r.$workload.log" 2>&1 &
+    runtimes+=($!)
+  done
+  # shellcheck disable=SC2046
+  "$STRATA" runtime $(rank_flags 0) --attach-socket "$DIR/rank0.sock" --workload "$workload" \
+    --summary-json "$DIR/summary.$workload.json" || rc=$?
+  for p in "${runtimes[@]}"; do
+    wait "$p" || { echo "demo: a peer's runtime exited with $? (log: $DIR/)" >&2; rc=1; }
+  done
+  kill -TERM "${ranks[@]}" 2>/dev/null || true
+  for p in "${ranks[@]}"; do
+    wait "$p" || { echo "demo: a rank exited with $? (log: $DIR/)" >&2; rc=1; }
+  done
+  if ((rc != 0)); then
+    for ((r = 0; r < RANKS; r++)); do tail -n 5 "$DIR/rank$r.$workload.log" >&2; done
+    for ((r = 1; r < RANKS; r++)); do tail -n 5 "$DIR/runtime$r.$workload.log" >&2; done
+    return $rc
+  fi
+  grep -h "bytes over [0-9]* ranks" "$DIR/rank0.$workload.log" || true
+  for ((r = 1; r < RANKS; r++)); do  # each peer's share, next to rank zero's per-rank figure
+    grep -h "record jobs on this rank" "$DIR/rank$r.$workload.log" || true
+  done
+  same_records_on_every_rank
+}
+
+run_cluster_in_process() {  # $1 = workload; ranks 1..N-1 in the background, rank 0 (with the runtime) in front
   local workload=$1 pids=() rc=0
   for ((r = 1; r < RANKS; r++)); do
     # shellcheck disable=SC2046  # tls_of gives separate words (paths without spaces)
@@ -109,6 +180,7 @@ run_cluster() {  # $1 = workload; starts ranks 1..N-1 in the background, rank 0 
 
 launch_ranks=run_cluster
 layout="one process per rank"
+if [[ $IN_PROCESS == 1 ]]; then layout+=", runtime inside rank zero"; else layout+=" + one strata runtime per rank"; fi
 [[ $TLS == 1 ]] && layout+=", mutual TLS"
 if [[ $SINGLE == 1 || $RANKS == 1 ]]; then
   launch_ranks=run_single

@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   strata::AddVersionCommand(app);
   strata::AddLayoutCommand(app);
   strata::AddRankCommand(app);
+  strata::AddRuntimeCommand(app);
   strata::AddFsckCommand(app);
   strata::AddInspectCommand(app);
   strata::AddPoolCommand(app);

@@ -14,6 +14,8 @@
 
 #include "launch/rank/rank_stores.h"
 #include "launch/rank/stop_request.h"
+#include "launch/runtime/qualification_report.h"
+#include "launch/runtime/serve_load.h"
 
 namespace strata {
 
@@ -25,8 +27,6 @@ inline constexpr std::chrono::seconds kPeerStopGrace{10};
 // A peer's bound on each wait for its agent to end: it republishes its
 // snapshot and looks at the stop request this often.
 inline constexpr std::chrono::milliseconds kPeerPublishInterval{100};
-// Rank zero's serve load: one conversation turn this often.
-inline constexpr std::chrono::milliseconds kServeTurnInterval{500};
 
 // A peer: serves rank zero's jobs until its agent ends (rank zero closed
 // the session, or the agent failed). A launcher signals every rank at once
@@ -39,17 +39,11 @@ using PeerTurn = std::function<void(std::chrono::steady_clock::time_point until)
 int ServeAsPeer(PeerRank& peer, const StopRequest& stop, const PublishSnapshot& publish,
                 const PeerTurn& wait_turn = {});
 
-// Rank zero, --workload serve: a light conversation load (one turn every
-// kServeTurnInterval) until a stop request. Returns 0, or 1 when a turn
+// Rank zero, --workload serve: a light conversation load (ServeLoad, one
+// turn every kServeTurnInterval) until a stop request. Returns 0, or 1 when a turn
 // failed for another reason than the stop.
 int ServeConversations(RuntimeDriver& driver, const StopRequest& stop,
                        const PublishSnapshot& publish);
-
-// Which qualification phases a run performs.
-enum class QualifyPhases : unsigned char {
-  kFirstRun,      // phases 1-2, and 4 when one process holds memory and disk
-  kAfterRestart,  // phase 3: restore the first run's prefixes
-};
 
 struct QualifyOptions {
   QualifyPhases phases = QualifyPhases::kFirstRun;
@@ -59,7 +53,8 @@ struct QualifyOptions {
   std::string summary_json;  // where to write the JSON summary; empty: nowhere
 };
 
-// Rank zero, --workload qualify / restore: runs the phases in order while
+// Rank zero, --workload qualify / restore: runs the phases in order (phase 4
+// after phases 1-2 when one process holds memory and disk) while
 // each passes, prints each phase and a summary table on stdout, and writes
 // the JSON summary. Returns 0, or 2 when a phase failed.
 int Qualify(RuntimeDriver& driver, const QualifyOptions& options, const PublishSnapshot& publish);

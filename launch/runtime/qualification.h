@@ -2,6 +2,11 @@
 // rank zero, the synthetic runtime drives the store through phases, and after
 // each phase every rank must hold the same record files (names and sizes)
 // and every restored byte must be right (the runtime checks each one).
+//
+// An attached runtime process (`strata runtime`) cannot read its ranks'
+// record directories: it gives no listings, every publication's kStored
+// event is still awaited after each phase, and the launcher compares the
+// record files once the ranks stopped (tests/process/runtime_cluster_test.sh).
 #pragma once
 
 #include <functional>
@@ -30,9 +35,11 @@ struct PhaseReport {
   uint64_t records = 0;  // record files per rank after the phase
 };
 
-// Every rank's "<file> <bytes>" listing, rank order.
+// Every rank's "<file> <bytes>" listing, rank order; null: not compared
+// here (each phase reports 0 records).
 using RecordListings = std::function<Result<std::vector<std::vector<std::string>>>()>;
 // Waits until the store has no job under way (bounded); false on timeout.
+// Null: nothing to wait for beyond the publications' events.
 using WaitIdle = std::function<bool()>;
 
 class Qualification {

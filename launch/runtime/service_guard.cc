@@ -11,13 +11,13 @@
 
 namespace strata {
 
-std::string RuntimeServiceToken(const JobSecret& secret) {
+std::string JobToken(const JobSecret& secret, std::string_view label) {
   std::array<uint8_t, EVP_MAX_MD_SIZE> mac{};
   unsigned int mac_bytes = 0;
   const std::span<const uint8_t> key = secret.bytes();
-  const uint8_t* out = HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
-                            reinterpret_cast<const uint8_t*>(kRuntimeServiceTokenLabel.data()),
-                            kRuntimeServiceTokenLabel.size(), mac.data(), &mac_bytes);
+  const uint8_t* out =
+      HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+           reinterpret_cast<const uint8_t*>(label.data()), label.size(), mac.data(), &mac_bytes);
   STRATA_ASSERT(out != nullptr && mac_bytes == 32, "HMAC-SHA256 failed");
   constexpr char kHex[] = "0123456789abcdef";
   std::string token;
@@ -29,14 +29,20 @@ std::string RuntimeServiceToken(const JobSecret& secret) {
   return token;
 }
 
+std::string RuntimeServiceToken(const JobSecret& secret) {
+  return JobToken(secret, kRuntimeServiceTokenLabel);
+}
+
+bool TokenMatches(std::string_view presented, std::string_view token) {
+  // The length is no secret (every token is 64 hex characters).
+  return presented.size() == token.size() &&
+         CRYPTO_memcmp(presented.data(), token.data(), token.size()) == 0;
+}
+
 ServiceAdmission AdmitRequest(std::string_view authorization, std::string_view token) {
   if (!authorization.starts_with(kRuntimeServiceAuthScheme)) return ServiceAdmission::kNoToken;
   const std::string_view presented = authorization.substr(kRuntimeServiceAuthScheme.size());
-  // The length is no secret (every token is 64 hex characters).
-  if (presented.size() != token.size()) return ServiceAdmission::kWrongToken;
-  return CRYPTO_memcmp(presented.data(), token.data(), token.size()) == 0
-             ? ServiceAdmission::kAdmit
-             : ServiceAdmission::kWrongToken;
+  return TokenMatches(presented, token) ? ServiceAdmission::kAdmit : ServiceAdmission::kWrongToken;
 }
 
 uint64_t RuntimeServiceBodyMax(const RankGeometry& geometry) {

@@ -26,8 +26,13 @@ inline constexpr std::string_view kRuntimeServiceTokenLabel = "strata-runtime-se
 inline constexpr std::string_view kRuntimeServiceAuthHeader = "Authorization";
 inline constexpr std::string_view kRuntimeServiceAuthScheme = "Bearer ";
 
-// The job's runtime service token (64 hex characters).
+// HMAC-SHA256(job secret, `label`) as 64 lower case hex characters: a
+// token every process of the job derives alone, one per purpose (label).
+std::string JobToken(const JobSecret& secret, std::string_view label);
+// The job's runtime service token: JobToken under kRuntimeServiceTokenLabel.
 std::string RuntimeServiceToken(const JobSecret& secret);
+// Whether `presented` is `token`, compared in constant time.
+bool TokenMatches(std::string_view presented, std::string_view token);
 
 enum class ServiceAdmission : unsigned char {
   kAdmit,

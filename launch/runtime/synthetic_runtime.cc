@@ -14,36 +14,15 @@ constexpr uint32_t kVocabulary = 151'936;
 constexpr auto kPollPause = std::chrono::microseconds(200);
 constexpr int kMaxReoffers = 5000;  // about a second of store progress
 
-void FillStream(uint64_t seed, std::span<uint8_t> out) {
-  uint64_t state = seed;
-  size_t i = 0;
-  for (; i + 8 <= out.size(); i += 8) {
-    uint64_t v = SplitMix64(state);
-    std::memcpy(out.data() + i, &v, 8);
-  }
-  if (i < out.size()) {
-    uint64_t v = SplitMix64(state);
-    std::memcpy(out.data() + i, &v, out.size() - i);
-  }
-}
-
-uint64_t DigestSeed(const Digest128& d) {
-  uint64_t s;
-  std::memcpy(&s, d.data(), sizeof s);
-  return s;
-}
-
 }  // namespace
 
 void SyntheticRuntime::PageBytes(const Digest128& page_prefix, uint32_t plane, uint32_t rank,
                                  std::span<uint8_t> out) {
-  FillStream(DigestSeed(page_prefix) ^ (uint64_t{plane} << 32) ^ (uint64_t{rank} << 48), out);
+  SyntheticPageBytes(page_prefix, plane, rank, out);
 }
 
 void SyntheticRuntime::RowBytes(const PrefixKey& endpoint, uint32_t rank, std::span<uint8_t> out) {
-  FillStream(DigestSeed(endpoint.digest) ^ 0x5157ull ^ (uint64_t{rank} << 48), out);
-  // Like a real row, it records its own consumed count.
-  std::memcpy(out.data(), &endpoint.consumed, std::min<size_t>(8, out.size()));
+  SyntheticRowBytes(endpoint, rank, out);
 }
 
 SyntheticRuntime::SyntheticRuntime(DevicePlanes& planes, HostStore* store,
@@ -162,62 +141,47 @@ void SyntheticRuntime::AddNode(const PrefixKey& key, std::optional<PrefixKey> pa
   nodes_[key] = std::move(n);
 }
 
+PageWork SyntheticRuntime::Work(PageWorkKind kind, const PrefixHistory& h, uint64_t from_page,
+                                const std::vector<PageId>& pages, StateSlot row,
+                                const PrefixKey& endpoint) const {
+  PageWork work{
+      .kind = kind, .page_prefixes = {}, .pages = pages, .row = row, .endpoint = endpoint};
+  for (size_t i = 0; i < pages.size(); ++i) {
+    work.page_prefixes.push_back(h.key_at((from_page + i + 1) * page_tokens_).digest);
+  }
+  return work;
+}
+
+Result<PageWorkReport> SyntheticRuntime::ApplyEverywhere(const PageWork& work) {
+  PageWorkReport total;
+  // The planes here hold ranks 0..k-1 of the job; peers_ every other rank.
+  for (uint32_t r = 0; r < planes_.geometry().rank_count(); ++r) {
+    STRATA_ASSIGN_OR_RETURN(PageWorkReport own, ApplyPageWork(planes_, r, r, work));
+    total.checked_bytes += own.checked_bytes;
+  }
+  if (peers_ != nullptr) {
+    STRATA_ASSIGN_OR_RETURN(PageWorkReport theirs, peers_->Apply(work));
+    total.checked_bytes += theirs.checked_bytes;
+  }
+  return total;
+}
+
 Status SyntheticRuntime::Compute(const PrefixHistory& h, uint64_t from_page,
                                  const std::vector<PageId>& pages, StateSlot row,
                                  const PrefixKey& endpoint) {
-  const CacheGeometry& g = planes_.geometry();
-  std::vector<uint8_t> buf;
-  for (size_t i = 0; i < pages.size(); ++i) {
-    const Digest128& prefix = h.key_at((from_page + i + 1) * page_tokens_).digest;
-    for (uint32_t r = 0; r < g.rank_count(); ++r) {
-      for (uint32_t p = 0; p < g.ranks[r].page_planes.size(); ++p) {
-        buf.resize(g.ranks[r].page_planes[p].unit_bytes);
-        PageBytes(prefix, p, r, buf);
-        STRATA_RETURN_IF_ERROR(planes_.WritePage(r, p, pages[i], buf));
-      }
-    }
-  }
-  for (uint32_t r = 0; r < g.rank_count(); ++r) {
-    buf.resize(g.ranks[r].row.unit_bytes);
-    RowBytes(endpoint, r, buf);
-    STRATA_RETURN_IF_ERROR(planes_.WriteRow(r, row, buf));
-  }
-  return Status::Ok();
+  return ApplyEverywhere(Work(PageWorkKind::kCompute, h, from_page, pages, row, endpoint)).status();
 }
 
 Status SyntheticRuntime::VerifyRestore(const PrefixHistory& h, uint64_t first_page,
                                        const InboundTicket& t, const PrefixKey& endpoint) {
-  const CacheGeometry& g = planes_.geometry();
-  std::vector<uint8_t> want, got;
-  auto compare = [&](const std::string& what) -> Status {
-    stats_.restored_bytes += got.size();
-    if (want == got) return Status::Ok();
-    ++stats_.mismatches;
-    size_t at = std::mismatch(want.begin(), want.end(), got.begin()).first - want.begin();
-    return Status::Corruption("restored " + what + " of " + endpoint.ToFileStem() +
-                              " differs at byte " + std::to_string(at));
-  };
-  for (size_t i = 0; i < t.page_ids.size(); ++i) {
-    const Digest128& prefix = h.key_at((first_page + i + 1) * page_tokens_).digest;
-    for (uint32_t r = 0; r < g.rank_count(); ++r) {
-      for (uint32_t p = 0; p < g.ranks[r].page_planes.size(); ++p) {
-        want.resize(g.ranks[r].page_planes[p].unit_bytes);
-        got.resize(want.size());
-        PageBytes(prefix, p, r, want);
-        STRATA_RETURN_IF_ERROR(planes_.ReadPage(r, p, t.page_ids[i], got));
-        STRATA_RETURN_IF_ERROR(compare("page " + std::to_string(first_page + i) + " plane " +
-                                       std::to_string(p) + " rank " + std::to_string(r)));
-      }
-    }
-    ++stats_.restored_pages;
+  Result<PageWorkReport> checked =
+      ApplyEverywhere(Work(PageWorkKind::kVerify, h, first_page, t.page_ids, t.row_slot, endpoint));
+  if (!checked.ok()) {
+    if (checked.status().code() == StatusCode::kCorruption) ++stats_.mismatches;
+    return checked.status();
   }
-  for (uint32_t r = 0; r < g.rank_count(); ++r) {
-    want.resize(g.ranks[r].row.unit_bytes);
-    got.resize(want.size());
-    RowBytes(endpoint, r, want);
-    STRATA_RETURN_IF_ERROR(planes_.ReadRow(r, t.row_slot, got));
-    STRATA_RETURN_IF_ERROR(compare("row of rank " + std::to_string(r)));
-  }
+  stats_.restored_bytes += checked->checked_bytes;
+  stats_.restored_pages += t.page_ids.size();
   return Status::Ok();
 }
 

@@ -20,6 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "launch/runtime/page_work.h"
 #include "store/tier/host_store.h"
 #include "store/tier/inbound_policy.h"
 #include "store/transfer/device_planes.h"
@@ -79,6 +80,11 @@ class SyntheticRuntime {
   // `interrupted` returns true (a signal asked the process to stop), leaving
   // in-flight copies' ids pinned as a timeout does. Null: never.
   void SetInterrupt(std::function<bool()> interrupted) { interrupted_ = std::move(interrupted); }
+  // The job's other ranks, when their planes live in other processes: every
+  // page computed or restored here is also computed or verified there.
+  // `planes` then holds rank 0 only. Null (default): `planes` holds every rank.
+  // `peers` must outlive this runtime.
+  void SetPeers(RankPeers* peers) { peers_ = peers; }
 
   const RuntimeStats& stats() const { return stats_; }
   uint64_t conversation_tokens(uint32_t conversation) const;
@@ -114,6 +120,10 @@ class SyntheticRuntime {
   void Release(const PrefixKey& key);
   std::vector<PageId> Chain(const PrefixKey& key) const;
   Status Restore(const PrefixHistory& h, std::optional<PrefixKey>& resident, TurnReport& report);
+  PageWork Work(PageWorkKind kind, const PrefixHistory& h, uint64_t from_page,
+                const std::vector<PageId>& pages, StateSlot row, const PrefixKey& endpoint) const;
+  // Applies `work` to every local rank, then to peers_.
+  Result<PageWorkReport> ApplyEverywhere(const PageWork& work);
   Status Compute(const PrefixHistory& h, uint64_t from_page, const std::vector<PageId>& pages,
                  StateSlot row, const PrefixKey& endpoint);
   Status VerifyRestore(const PrefixHistory& h, uint64_t first_page, const InboundTicket& t,
@@ -126,6 +136,7 @@ class SyntheticRuntime {
   bool Interrupted() const { return interrupted_ && interrupted_(); }
 
   DevicePlanes& planes_;
+  RankPeers* peers_ = nullptr;
   std::function<bool()> interrupted_;
   HostStore* store_;
   SyntheticRuntimeOptions options_;

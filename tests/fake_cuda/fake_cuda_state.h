@@ -113,6 +113,11 @@ CUresult CUDAAPI FakeMemsetD8(CUdeviceptr p, unsigned char value, size_t bytes);
 CUresult CUDAAPI FakeMemGetInfo(size_t* free_bytes, size_t* total_bytes);
 CUresult CUDAAPI FakeMemAllocHost(void** p, size_t bytes);
 CUresult CUDAAPI FakeMemFreeHost(void* p);
+// Legacy IPC (fake_cuda_ipc.cc).
+CUresult CUDAAPI FakeIpcGetMemHandle(CUipcMemHandle* handle, CUdeviceptr device);
+CUresult CUDAAPI FakeIpcOpenMemHandle(CUdeviceptr* device, CUipcMemHandle handle,
+                                      unsigned int flags);
+CUresult CUDAAPI FakeIpcCloseMemHandle(CUdeviceptr device);
 CUresult CUDAAPI FakeMemHostRegister(void* p, size_t bytes, unsigned int flags);
 CUresult CUDAAPI FakeMemHostUnregister(void* p);
 CUresult CUDAAPI FakeModuleLoadData(CUmodule* module, const void* image);

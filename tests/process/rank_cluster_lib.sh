@@ -1,10 +1,11 @@
-# Shared by the process tests (rank_cluster_test.sh, prometheus_test.sh):
+# Shared by the process tests (rank_cluster_test.sh, runtime_cluster_test.sh, prometheus_test.sh):
 # a temporary directory removed on exit with every rank killed, bounded
 # waits, and `strata rank` processes on loopback. Source it after setting
 # STRATA (the binary); set -euo pipefail is the caller's.
 #
 # Ports: the rendezvous at BASE, metrics on BASE+10+rank, runtime services on
-# BASE+1010+rank; a random base keeps concurrent runs apart.
+# BASE+1010+rank, rank zero's `strata runtime` lockstep at BASE+2010; a
+# random base keeps concurrent runs apart.
 DIR=$(mktemp -d "${STRATA_TEST_DIR:-/var/tmp}/strata-process-test-XXXXXX")
 PIDS=()
 cleanup() {

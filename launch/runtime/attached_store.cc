@@ -1,0 +1,85 @@
+#include "launch/runtime/attached_store.h"
+
+#include <poll.h>
+
+#include <algorithm>
+
+namespace strata {
+
+namespace {
+
+// How long one wait for the channel's fd lasts inside Await's bound.
+constexpr int kPollSliceMs = 50;
+
+}  // namespace
+
+AttachedStore::AttachedStore(std::unique_ptr<attach::AttachClient> client,
+                             std::chrono::milliseconds answer_bound)
+    : client_(std::move(client)), answer_bound_(answer_bound) {}
+
+template <typename Wanted>
+std::optional<attach::AttachEvent> AttachedStore::Await(Wanted wanted) {
+  const auto deadline = std::chrono::steady_clock::now() + answer_bound_;
+  std::vector<attach::AttachEvent> fresh;
+  while (true) {
+    for (attach::AttachEvent& e : fresh) kept_.push_back(std::move(e));
+    fresh.clear();
+    auto it = std::find_if(kept_.begin(), kept_.end(), wanted);
+    if (it != kept_.end()) {
+      attach::AttachEvent found = std::move(*it);
+      kept_.erase(it);
+      return found;
+    }
+    if (!client_->Poll(fresh).ok() || std::chrono::steady_clock::now() > deadline) {
+      for (attach::AttachEvent& e : fresh) kept_.push_back(std::move(e));
+      return std::nullopt;
+    }
+    if (fresh.empty()) {
+      pollfd p{client_->fd(), POLLIN, 0};
+      (void)::poll(&p, 1, kPollSliceMs);
+    }
+  }
+}
+
+std::optional<HostHit> AttachedStore::Lookup(const PrefixHistory& history, uint64_t resident_tokens,
+                                             uint64_t before) {
+  Result<uint64_t> id = client_->Lookup(history.tokens(), resident_tokens, before);
+  if (!id.ok()) return std::nullopt;
+  std::optional<attach::AttachEvent> answer = Await([&](const attach::AttachEvent& e) {
+    const auto* r = std::get_if<attach::LookupResult>(&e);
+    return r != nullptr && r->request_id == *id;
+  });
+  if (!answer) return std::nullopt;
+  return std::get<attach::LookupResult>(*answer).hit;
+}
+
+StoreOutcome AttachedStore::Store(const PublishedCheckpoint& checkpoint) {
+  if (!client_->Store(checkpoint).ok()) return StoreOutcome::kDisabled;
+  std::optional<attach::AttachEvent> answer = Await([&](const attach::AttachEvent& e) {
+    const auto* a = std::get_if<attach::StoreAnswer>(&e);
+    return a != nullptr && a->checkpoint_id == checkpoint.checkpoint_id;
+  });
+  if (!answer) return StoreOutcome::kDisabled;
+  return std::get<attach::StoreAnswer>(*answer).outcome;
+}
+
+Status AttachedStore::Fetch(const HostHit& hit, const InboundTicket& ticket) {
+  return client_->Fetch(hit, ticket);
+}
+
+void AttachedStore::Poll(uint64_t /*now_ms*/, std::vector<StoreEvent>& events) {
+  std::vector<attach::AttachEvent> fresh;
+  (void)client_->Poll(fresh);  // once strata is gone, its kStopped event is among them
+  for (attach::AttachEvent& e : fresh) kept_.push_back(std::move(e));
+  for (attach::AttachEvent& e : kept_) {
+    // A LookupResult or StoreAnswer left here arrived after its bound: dropped.
+    if (auto* s = std::get_if<StoreEvent>(&e)) events.push_back(std::move(*s));
+  }
+  kept_.clear();
+}
+
+void AttachedStore::NotifyOnProgress(std::shared_ptr<WakeSignal> /*signal*/) {}
+
+Status AttachedStore::Close() { return client_->Close(answer_bound_); }
+
+}  // namespace strata

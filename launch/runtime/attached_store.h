@@ -1,0 +1,55 @@
+// AttachedStore: the HostStore interface over an attach channel
+// (attach/client/attach_client.h), so the synthetic runtime drives a
+// `strata rank` in another process exactly as it drives a store it links.
+//
+// The channel's calls return at once and their results arrive as events;
+// HostStore's Lookup and Store return their answer, so those two wait for
+// it here (bounded by `answer_bound`), keeping every other event that
+// arrives meanwhile for the next Poll, in order. A real runtime would keep
+// working instead; the synthetic runtime's model thread has nothing else to do.
+//
+// Thread: the runtime's one thread.
+#pragma once
+
+#include <chrono>
+#include <deque>
+#include <memory>
+
+#include "attach/client/attach_client.h"
+#include "store/tier/host_store.h"
+
+namespace strata {
+
+class AttachedStore final : public HostStore {
+ public:
+  // `client` is attached; owned here.
+  AttachedStore(std::unique_ptr<attach::AttachClient> client,
+                std::chrono::milliseconds answer_bound);
+
+  // A Lookup whose answer does not come within the bound (or a lost
+  // channel) is a miss; the channel's kStopped event follows through Poll.
+  std::optional<HostHit> Lookup(const PrefixHistory& history, uint64_t resident_tokens,
+                                uint64_t before) override;
+  // kDisabled when the request cannot be sent or answered within the bound.
+  StoreOutcome Store(const PublishedCheckpoint& checkpoint) override;
+  Status Fetch(const HostHit& hit, const InboundTicket& ticket) override;
+  void Poll(uint64_t now_ms, std::vector<StoreEvent>& events) override;
+  // Strata runs its own maintenance; nothing to notify from here.
+  void NotifyOnProgress(std::shared_ptr<WakeSignal> signal) override;
+  // Strata's statistics are on its own /metrics; none here.
+  StoreStats Stats() const override { return {}; }
+  // Detaches: strata finishes every copy into the planes and unmaps them.
+  Status Close() override;
+
+ private:
+  // Polls the channel until `wanted` returns true for an event (which is
+  // taken out and returned), keeping the rest; nullopt after the bound.
+  template <typename Wanted>
+  std::optional<attach::AttachEvent> Await(Wanted wanted);
+
+  std::unique_ptr<attach::AttachClient> client_;
+  std::chrono::milliseconds answer_bound_;
+  std::deque<attach::AttachEvent> kept_;  // arrived while awaiting an answer
+};
+
+}  // namespace strata

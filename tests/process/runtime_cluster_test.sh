@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# The qualification with attached runtime processes: 3 `strata rank`
+# processes (one per rank, each serving --attach-socket) plus 3 `strata
+# runtime` processes (one per rank) on loopback. Rank zero's runtime makes
+# the store calls over its rank's attach channel and drives the peers'
+# runtimes over the runtime's own lockstep channel; each peer's runtime
+# shares its memfd planes with its rank and computes and checks its own
+# rank's pages. Run by ctest (tests/CMakeLists.txt):
+#
+#   runtime_cluster_test.sh STRATA qualify  phases 1-2, then every process
+#       restarted for phase 3: every phase passes on rank zero's runtime
+#       (restored bytes checked on every rank), every process exits 0, and
+#       every rank holds the same record files (names and sizes) and moved
+#       the same bytes.
+#   runtime_cluster_test.sh STRATA serve  rank zero's runtime serves turns;
+#       once a record reached rank 2, SIGTERM to rank zero's runtime ends it
+#       with 0, the peers' runtimes are told and exit 0, then SIGTERM drains
+#       every rank and each exits 0.
+#
+# Every wait is bounded; on failure the logs are printed.
+set -euo pipefail
+STRATA=$1
+MODE=$2
+# shellcheck source=tests/process/rank_cluster_lib.sh
+source "$(dirname "$0")/rank_cluster_lib.sh"
+WORLD=3
+
+common_flags() {  # rank -> the flags a rank and its runtime share
+  echo --rank "$1" --world-size "$WORLD" --master-port "$BASE" --job-secret-file "$SECRET_FILE" \
+    --local-rank "$1" --metrics-port $((BASE + 10)) --connect-timeout 60s \
+    --attach-socket "$DIR/rank$1.sock" --log-level "${STRATA_TEST_LOG_LEVEL:-info}"
+}
+
+start_attached_rank() {  # rank phase -> background `strata rank`, pid in PIDS
+  # shellcheck disable=SC2046  # common_flags gives separate words (paths without spaces)
+  timeout 300 "$STRATA" rank $(common_flags "$1") --prefix-cache-disk "$DIR/rank$1" \
+    --prefix-cache-disk-limit 256MiB >"$DIR/rank$1.$2.log" 2>&1 &
+  PIDS+=($!)
+}
+
+RUNTIMES=()
+start_runtime() {  # rank phase [flags...] -> background `strata runtime`, pid in RUNTIMES
+  local r=$1 phase=$2
+  shift 2
+  # shellcheck disable=SC2046
+  timeout 300 "$STRATA" runtime $(common_flags "$r") "$@" >"$DIR/runtime$r.$phase.log" 2>&1 &
+  RUNTIMES+=($!)
+}
+
+run_phase() {  # workload: every rank, every runtime; rank zero's runtime runs the workload
+  local workload=$1 rc p
+  for ((r = 0; r < WORLD; r++)); do start_attached_rank "$r" "$workload"; done
+  for ((r = 1; r < WORLD; r++)); do start_runtime "$r" "$workload"; done
+  start_runtime 0 "$workload" --workload "$workload" --summary-json "$DIR/summary.$workload.json"
+  for p in "${RUNTIMES[@]}"; do  # rank zero's runtime ends the peers' when it finishes
+    rc=0
+    wait "$p" || rc=$?
+    [[ $rc == 0 ]] || fail "a runtime process exited with $rc in $workload"
+  done
+  RUNTIMES=()
+  kill -TERM "${PIDS[@]}"
+  wait_all 0
+}
+
+case $MODE in
+  qualify)
+    run_phase qualify
+    same_files_on_every_rank "$WORLD"
+    same_bytes_on_every_rank "$WORLD" qualify
+    run_phase restore
+    same_files_on_every_rank "$WORLD"
+    phases_passed "$DIR/summary.qualify.json" 2
+    phases_passed "$DIR/summary.restore.json" 1
+    for ((r = 1; r < WORLD; r++)); do
+      grep -q "restored bytes checked here" "$DIR/runtime$r.qualify.log" ||
+        fail "rank $r's runtime did not report its checks"
+    done
+    echo "PASS: 3 ranks + 3 attached runtime processes, phases 1-3, identical record files and bytes per rank"
+    ;;
+  serve)
+    for ((r = 0; r < WORLD; r++)); do start_attached_rank "$r" serve; done
+    for ((r = 1; r < WORLD; r++)); do start_runtime "$r" serve; done
+    start_runtime 0 serve --workload serve
+    # Serving: a record on a peer means turns were published through every rank.
+    for ((i = 0; i < 600; i++)); do
+      [[ -n $(find "$DIR/rank2" -name '*.ckpt' 2>/dev/null | head -n 1) ]] && break
+      kill -0 "${RUNTIMES[2]}" 2>/dev/null || fail "rank zero's runtime ended by itself"
+      sleep 0.1
+    done
+    [[ -n $(find "$DIR/rank2" -name '*.ckpt' | head -n 1) ]] || fail "no record reached rank 2 in 60 s"
+    kill -TERM "${RUNTIMES[2]}"
+    for p in "${RUNTIMES[@]}"; do
+      rc=0
+      wait "$p" || rc=$?
+      [[ $rc == 0 ]] || fail "a runtime process exited with $rc after SIGTERM to rank zero's"
+    done
+    RUNTIMES=()
+    grep -q "rank zero's runtime finished" "$DIR/runtime1.serve.log" ||
+      fail "rank 1's runtime was not told rank zero's finished"
+    kill -TERM "${PIDS[@]}"
+    wait_all 0
+    echo "PASS: SIGTERM ended rank zero's serving runtime, the peers' runtimes followed, every process exited 0"
+    ;;
+  *) fail "unknown mode $MODE" ;;
+esac
