@@ -8,11 +8,12 @@
 namespace strata::pool {
 
 PoolClient::PoolClient(PoolSocket socket, PoolHelloAccept accepted, std::unique_ptr<Arena> arena,
-                       std::chrono::milliseconds answer_bound)
+                       const PoolClientOptions& options)
     : socket_(std::move(socket)),
       accepted_(std::move(accepted)),
       arena_(std::move(arena)),
-      answer_bound_(answer_bound) {}
+      answer_bound_(options.answer_bound),
+      lookup_bound_(options.lookup_bound.value_or(options.answer_bound)) {}
 
 Result<std::unique_ptr<PoolClient>> PoolClient::Connect(const PoolClientOptions& options) {
   STRATA_ASSIGN_OR_RETURN(attach::UniqueFd fd,
@@ -31,13 +32,14 @@ Result<std::unique_ptr<PoolClient>> PoolClient::Connect(const PoolClientOptions&
       std::unique_ptr<Arena> arena,
       Arena::Map(std::move(received.fds.front()), accept->slot_bytes, accept->slot_count));
   return std::unique_ptr<PoolClient>(
-      new PoolClient(std::move(socket), *accept, std::move(arena), options.answer_bound));
+      new PoolClient(std::move(socket), *accept, std::move(arena), options));
 }
 
 template <typename Answer>
-Result<Answer> PoolClient::Ask(const PoolMessage& request, uint64_t request_id) {
+Result<Answer> PoolClient::Ask(const PoolMessage& request, uint64_t request_id,
+                               std::chrono::milliseconds bound) {
   STRATA_RETURN_IF_ERROR(socket_.Send(request));
-  STRATA_ASSIGN_OR_RETURN(PoolReceived received, socket_.Receive(answer_bound_));
+  STRATA_ASSIGN_OR_RETURN(PoolReceived received, socket_.Receive(bound));
   auto* answer = std::get_if<Answer>(&received.message);
   if (answer == nullptr || answer->request_id != request_id) {
     return Status::Corruption("the pool answered request " + std::to_string(request_id) +
@@ -54,7 +56,7 @@ Result<std::optional<std::vector<PrefixKey>>> PoolClient::Lookup(std::span<const
                      .tokens = std::vector<Token>(tokens.begin(), tokens.end()),
                      .resident_tokens = resident_tokens,
                      .before = before};
-  STRATA_ASSIGN_OR_RETURN(PoolLookupAnswer a, Ask<PoolLookupAnswer>(request, id));
+  STRATA_ASSIGN_OR_RETURN(PoolLookupAnswer a, Ask<PoolLookupAnswer>(request, id, lookup_bound_));
   STRATA_RETURN_IF_ERROR(a.status);
   if (a.chain.empty()) return std::optional<std::vector<PrefixKey>>();
   return std::optional<std::vector<PrefixKey>>(std::move(a.chain));
