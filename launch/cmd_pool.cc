@@ -1,12 +1,14 @@
 // `strata pool`: the pool manager of seed 2.15 (docs/pool.md). Creates the
-// shared arena, listens on a Unix socket for instances on this host, and
-// serves until SIGTERM or SIGINT.
+// shared arena, listens on a Unix socket for instances on this host, serves
+// /metrics, /healthz and /status with --metrics-port (the ranks' endpoint
+// code, launch/ops/), and runs until SIGTERM or SIGINT.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <random>
 
 #include "coordinator/pool/pool_server.h"
 #include "launch/commands.h"
+#include "launch/ops/http_endpoint.h"
 #include "launch/rank/stop_on_signals.h"
 #include "launch/rank/stop_request.h"
 
@@ -17,7 +19,68 @@ struct PoolCommandOptions {
   pool::PoolServerOptions server;
   uint64_t slot_kib = 2048;
   bool no_huge_pages = false;
+  std::optional<uint16_t> metrics_port;  // unset: no endpoint
+  std::string metrics_bind = "127.0.0.1";
 };
+
+MetricFamily Family(std::string name, MetricKind kind, std::string help, uint64_t value) {
+  return MetricFamily{std::move(name), kind, std::move(help), {{{}, value}}};
+}
+
+// The manager's metric families (docs/pool.md, "Metrics").
+std::vector<MetricFamily> PoolManagerMetrics(const pool::PoolManagerStats& s) {
+  const pool::PoolTraffic& t = s.traffic;
+  constexpr MetricKind kGauge = MetricKind::kGauge;
+  constexpr MetricKind kCounter = MetricKind::kCounter;
+  std::vector<MetricFamily> out = {
+      Family("strata_pool_slots", kGauge, "Record slots in the arena.", s.slots_total),
+      Family("strata_pool_slots_in_use", kGauge,
+             "Slots owned by records or held by claims (slots - free).",
+             s.slots_total - s.slots_free),
+      Family("strata_pool_slots_free", kGauge, "Slots free for puts.", s.slots_free),
+      Family("strata_pool_slots_retired_held", kGauge,
+             "Slots of removed records that a claim still holds.", s.slots_retired_held),
+      Family("strata_pool_records", kGauge, "Pooled records, every scope.", s.catalog.records),
+      Family("strata_pool_scopes", kGauge, "Scopes with a session or records.", s.catalog.scopes),
+      Family("strata_pool_sessions", kGauge, "Open instance sessions.", s.catalog.sessions),
+      Family("strata_pool_connections", kGauge, "Open connections.", s.connections),
+      Family("strata_pool_claims_in_flight", kGauge, "Claims not yet released.",
+             s.catalog.claims_in_flight),
+      Family("strata_pool_evicted_total", kCounter, "Records the manager's eviction removed.",
+             s.catalog.evicted),
+      Family("strata_pool_lookups_total", kCounter, "Lookups answered.", t.lookups),
+      Family("strata_pool_lookup_hits_total", kCounter, "Lookups answered with a chain.",
+             t.lookup_hits),
+      Family("strata_pool_put_bytes_total", kCounter, "Bytes of puts granted slots.", t.put_bytes),
+      Family("strata_pool_claims_total", kCounter, "Claims granted.", t.claims),
+      Family("strata_pool_claimed_records_total", kCounter, "Records in granted claims.",
+             t.claimed_records),
+      Family("strata_pool_claimed_bytes_total", kCounter, "Bytes of records in granted claims.",
+             t.claimed_bytes),
+      Family("strata_pool_releases_total", kCounter, "Claims released.", t.releases),
+  };
+  out.push_back({"strata_pool_puts_total",
+                 kCounter,
+                 "Puts by stage: granted slots, committed (claimable), aborted.",
+                 {{{{"stage", "granted"}}, t.puts_granted},
+                  {{{"stage", "committed"}}, t.puts_committed},
+                  {{{"stage", "aborted"}}, t.puts_aborted}}});
+  MetricFamily refusals{"strata_pool_refusals_total", kCounter,
+                        "Requests the manager refused, by operation and status.", {}};
+  for (const auto& [key, n] : t.refusals) {
+    refusals.samples.push_back({{{"op", key.first}, {"reason", key.second}}, n});
+  }
+  out.push_back(std::move(refusals));
+  return out;
+}
+
+OpsSnapshot ManagerSnapshot(const pool::PoolServer& server) {
+  OpsSnapshot s;
+  s.owner = OpsOwner::kPoolManager;
+  s.extra_metrics = PoolManagerMetrics(server.Stats());
+  s.taken_at = std::chrono::steady_clock::now();
+  return s;
+}
 
 int RunPool(PoolCommandOptions& o) {
   o.server.slot_bytes = o.slot_kib * 1024;
@@ -41,10 +104,28 @@ int RunPool(PoolCommandOptions& o) {
               static_cast<unsigned long long>(o.slot_kib),
               (*server)->page_kind() == pool::PageKind::kHuge ? "huge" : "ordinary",
               static_cast<unsigned long long>(generation), o.server.socket_path.c_str());
+  // Each scrape reads the counts the manager's thread published after its
+  // last exchange (PoolServer::Stats), so an answered request is counted.
+  std::unique_ptr<HttpEndpoint> endpoint;
+  if (o.metrics_port) {
+    Result<std::unique_ptr<HttpEndpoint>> started =
+        HttpEndpoint::Start({.bind = o.metrics_bind, .port = *o.metrics_port},
+                            [manager = server->get()] {
+                              return std::make_shared<const OpsSnapshot>(ManagerSnapshot(*manager));
+                            });
+    if (!started.ok()) {
+      std::fprintf(stderr, "strata pool: %s\n", started.status().ToString().c_str());
+      return 1;
+    }
+    endpoint = std::move(*started);
+    std::printf("strata pool: metrics at http://%s:%u/metrics\n", o.metrics_bind.c_str(),
+                static_cast<unsigned>(endpoint->port()));
+  }
   std::fflush(stdout);
   // Bounded waits: a time_point::max() deadline overflows some clocks.
   while (!stop.WaitUntil(std::chrono::steady_clock::now() + std::chrono::seconds(1))) {
   }
+  endpoint.reset();
   (*server)->Stop();
   return 0;
 }
@@ -70,6 +151,10 @@ void AddPoolCommand(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(1u, 4096u));
   cmd->add_flag("--no-huge-pages", opts->no_huge_pages, "Use ordinary pages for the arena");
+  cmd->add_option("--metrics-port", opts->metrics_port,
+                  "Serve /metrics, /healthz and /status on this port (0: ephemeral, printed)");
+  cmd->add_option("--metrics-bind", opts->metrics_bind, "Address the metrics endpoint binds")
+      ->capture_default_str();
   cmd->callback([opts] {
     int rc = RunPool(*opts);
     if (rc != 0) throw CLI::RuntimeError(rc);

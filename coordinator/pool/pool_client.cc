@@ -39,13 +39,24 @@ template <typename Answer>
 Result<Answer> PoolClient::Ask(const PoolMessage& request, uint64_t request_id,
                                std::chrono::milliseconds bound) {
   STRATA_RETURN_IF_ERROR(socket_.Send(request));
-  STRATA_ASSIGN_OR_RETURN(PoolReceived received, socket_.Receive(bound));
-  auto* answer = std::get_if<Answer>(&received.message);
-  if (answer == nullptr || answer->request_id != request_id) {
-    return Status::Corruption("the pool answered request " + std::to_string(request_id) +
-                              " out of turn");
+  // Answers to earlier requests that missed their bound (a late lookup) are
+  // skipped; anything else out of turn is an error.
+  for (;;) {
+    STRATA_ASSIGN_OR_RETURN(PoolReceived received, socket_.Receive(bound));
+    const std::optional<uint64_t> answered = std::visit(
+        [](const auto& m) -> std::optional<uint64_t> {
+          if constexpr (requires { m.request_id; }) return m.request_id;
+          return std::nullopt;
+        },
+        received.message);
+    if (answered && *answered < request_id) continue;
+    auto* answer = std::get_if<Answer>(&received.message);
+    if (answer == nullptr || answer->request_id != request_id) {
+      return Status::Corruption("the pool answered request " + std::to_string(request_id) +
+                                " out of turn");
+    }
+    return std::move(*answer);
   }
-  return std::move(*answer);
 }
 
 Result<std::optional<std::vector<PrefixKey>>> PoolClient::Lookup(std::span<const Token> tokens,
@@ -56,7 +67,14 @@ Result<std::optional<std::vector<PrefixKey>>> PoolClient::Lookup(std::span<const
                      .tokens = std::vector<Token>(tokens.begin(), tokens.end()),
                      .resident_tokens = resident_tokens,
                      .before = before};
-  STRATA_ASSIGN_OR_RETURN(PoolLookupAnswer a, Ask<PoolLookupAnswer>(request, id, lookup_bound_));
+  const auto asked = std::chrono::steady_clock::now();
+  Result<PoolLookupAnswer> answer = Ask<PoolLookupAnswer>(request, id, lookup_bound_);
+  if (!answer.ok() && answer.status().code() == StatusCode::kUnavailable &&
+      std::chrono::steady_clock::now() - asked >= lookup_bound_) {
+    return Status::Busy("no pool lookup answer within " + std::to_string(lookup_bound_.count()) +
+                        " ms");
+  }
+  STRATA_ASSIGN_OR_RETURN(PoolLookupAnswer a, std::move(answer));
   STRATA_RETURN_IF_ERROR(a.status);
   if (a.chain.empty()) return std::optional<std::vector<PrefixKey>>();
   return std::optional<std::vector<PrefixKey>>(std::move(a.chain));

@@ -27,7 +27,7 @@ struct PoolClientOptions {
   PoolHello hello;  // instance sources, model identity, layout, planes, page tokens
   std::chrono::milliseconds answer_bound{5'000};  // per request
   // Bound on a lookup's answer (the lookup grace); unset: answer_bound. An
-  // answer that misses it leaves the connection out of turn: drop the client.
+  // answer that misses it is skipped when it arrives later.
   std::optional<std::chrono::milliseconds> lookup_bound;
 };
 
@@ -39,7 +39,8 @@ class PoolClient {
 
   const PoolHelloAccept& accepted() const { return accepted_; }
 
-  // The pooled chain matching `tokens` (ascending keys), or nullopt.
+  // The pooled chain matching `tokens` (ascending keys), or nullopt. kBusy:
+  // no answer within the lookup bound (the connection stays usable).
   Result<std::optional<std::vector<PrefixKey>>> Lookup(std::span<const Token> tokens,
                                                        uint64_t resident_tokens, uint64_t before);
 

@@ -234,8 +234,28 @@ std::string MicrosAsSeconds(uint64_t micros) {
   return out + "." + digits;
 }
 
+static void RenderExtra(const std::vector<MetricFamily>& families, Writer* w) {
+  for (const MetricFamily& f : families) {
+    w->Family(f.name, f.kind == MetricKind::kGauge ? Kind::kGauge : Kind::kCounter, f.help);
+    for (const MetricSample& s : f.samples) {
+      std::string labels;
+      for (const auto& [key, value] : s.labels) {
+        labels += (labels.empty() ? "" : ",") + Label(key, value);
+      }
+      w->Sample(f.name, labels, s.value);
+    }
+  }
+}
+
 std::string RenderMetrics(const OpsSnapshot& snapshot, const Health& health) {
   Writer w;
+  if (snapshot.owner == OpsOwner::kPoolManager) {
+    w.Family("strata_healthy", Kind::kGauge,
+             "1 when /healthz answers 200 at this scrape, else 0 (/healthz says why).");
+    w.Sample("strata_healthy", "", health.ok ? 1 : 0);
+    RenderExtra(snapshot.extra_metrics, &w);
+    return w.Take();
+  }
   w.Family("strata_info", Kind::kGauge, "Always 1; labels say which rank this is.");
   w.Sample("strata_info",
            Label("rank", std::to_string(snapshot.rank.value)) + "," +
@@ -254,6 +274,7 @@ std::string RenderMetrics(const OpsSnapshot& snapshot, const Health& health) {
   RenderStore(snapshot.store, &w);
   RenderLatency(snapshot.job_latency, &w);
   RenderPeers(snapshot.peers, &w);
+  RenderExtra(snapshot.extra_metrics, &w);
   return w.Take();
 }
 

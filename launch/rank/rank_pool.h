@@ -1,0 +1,28 @@
+// A rank's attachment to its pool manager (prefix_cache.pool, docs/pool.md):
+// the memory tier joined to the manager as a PooledStore, the tier's
+// evictions going to the manager.
+#pragma once
+
+#include <memory>
+
+#include "coordinator/pool/pooled_store.h"
+#include "launch/config/config.h"
+#include "launch/ops/ops_snapshot.h"
+#include "store/record/geometry.h"
+#include "store/tier/memory_store.h"
+
+namespace strata {
+
+// With prefix_cache.pool set: attaches (waiting up to 10 s at startup, then
+// one warning and local tiers only), makes the store `memory`'s eviction
+// sink and returns it; `memory` must outlive it. Without: null.
+std::unique_ptr<pool::PooledStore> AttachRankPool(const RankConfig& config,
+                                                  const CacheGeometry& geometry,
+                                                  MemoryStore& memory);
+
+// The pooled instance's metric families: strata_host_cache_held_total{tier},
+// strata_host_cache_dropped_total{tier,reason} and strata_pool_client_*.
+std::vector<MetricFamily> PoolClientMetrics(const pool::PoolInstanceStats& pool,
+                                            const StoreStats& store);
+
+}  // namespace strata
