@@ -5,10 +5,18 @@ namespace strata::pool {
 namespace {
 
 void Refused(PoolTraffic& t, const char* op, const Status& s) {
-  ++t.refusals[{op, std::string(StatusCodeName(s.code()))}];
+  ++t.refusals[{op, ReasonLabel(s)}];
 }
 
 }  // namespace
+
+std::string ReasonLabel(const Status& status) {
+  std::string name(StatusCodeName(status.code()));
+  for (char& ch : name) {
+    if (ch == ' ') ch = '_';
+  }
+  return name;
+}
 
 void CountExchange(PoolTraffic& t, const PoolMessage& request, const PoolMessage& answer) {
   if (std::holds_alternative<PoolLookup>(request)) {

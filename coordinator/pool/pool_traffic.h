@@ -27,6 +27,9 @@ struct PoolTraffic {
   std::map<std::pair<std::string, std::string>, uint64_t> refusals;
 };
 
+// A status code as a metric label: its name in snake case ("not_found").
+std::string ReasonLabel(const Status& status);
+
 // Counts one exchange. A request whose answer is not its kind (the dispatch
 // closes the link) counts nothing.
 void CountExchange(PoolTraffic& traffic, const PoolMessage& request, const PoolMessage& answer);

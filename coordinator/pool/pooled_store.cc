@@ -5,6 +5,7 @@
 #include <array>
 
 #include "coordinator/pool/pool_record_image.h"
+#include "coordinator/pool/pool_traffic.h"
 #include "coordinator/pool/put_rules.h"
 #include "coordinator/pool/source_choice.h"
 
@@ -120,7 +121,7 @@ void PooledStore::OnEvicted(const RecordView& record) {
       stats_.put_bytes += image.size();
       return;
     }
-    ++stats_.put_refusals[std::string(StatusCodeName(s.code()))];
+    ++stats_.put_refusals[ReasonLabel(s)];
     if (event == PutEvent::kManagerLost) link_->Lost(s);
   }
   if (at_end.action == PutAction::kDiscard) ++stats_.dropped_end_of_chain;

@@ -12,7 +12,8 @@ namespace strata {
 namespace {
 
 // What the instance side of the pool supports today (docs/pool.md): a
-// memory tier as the end of the local chain, in one process.
+// memory tier as the end of the local chain (so one process holds every
+// rank: ranks in separate processes refuse a memory tier).
 Status ValidatePool(const RankConfig& c) {
   const PrefixCacheConfig& pc = c.prefix_cache;
   if (pc.pool_instance.has_value() && !pc.pool.has_value()) {
@@ -26,11 +27,6 @@ Status ValidatePool(const RankConfig& c) {
         "prefix_cache.pool: needs a memory tier (prefix_cache.memory) and no disk tier "
         "(prefix_cache.disk): a disk tier as the end of the local chain, or the pool alone, "
         "is not built yet");
-  }
-  if (c.cluster.world_size > 1 && !c.cluster.single_process) {
-    return Status::InvalidArgument(
-        "prefix_cache.pool: with ranks in separate processes (multi-process instances are not "
-        "built yet); run every rank in one process (cluster.single_process)");
   }
   return Status::Ok();
 }
