@@ -9,6 +9,7 @@
 #include "coordinator/pool/pool_server.h"
 #include "launch/commands.h"
 #include "launch/ops/http_endpoint.h"
+#include "launch/pool_metrics.h"
 #include "launch/rank/stop_on_signals.h"
 #include "launch/rank/stop_request.h"
 
@@ -22,57 +23,6 @@ struct PoolCommandOptions {
   std::optional<uint16_t> metrics_port;  // unset: no endpoint
   std::string metrics_bind = "127.0.0.1";
 };
-
-MetricFamily Family(std::string name, MetricKind kind, std::string help, uint64_t value) {
-  return MetricFamily{std::move(name), kind, std::move(help), {{{}, value}}};
-}
-
-// The manager's metric families (docs/pool.md, "Metrics").
-std::vector<MetricFamily> PoolManagerMetrics(const pool::PoolManagerStats& s) {
-  const pool::PoolTraffic& t = s.traffic;
-  constexpr MetricKind kGauge = MetricKind::kGauge;
-  constexpr MetricKind kCounter = MetricKind::kCounter;
-  std::vector<MetricFamily> out = {
-      Family("strata_pool_slots", kGauge, "Record slots in the arena.", s.slots_total),
-      Family("strata_pool_slots_in_use", kGauge,
-             "Slots owned by records or held by claims (slots - free).",
-             s.slots_total - s.slots_free),
-      Family("strata_pool_slots_free", kGauge, "Slots free for puts.", s.slots_free),
-      Family("strata_pool_slots_retired_held", kGauge,
-             "Slots of removed records that a claim still holds.", s.slots_retired_held),
-      Family("strata_pool_records", kGauge, "Pooled records, every scope.", s.catalog.records),
-      Family("strata_pool_scopes", kGauge, "Scopes with a session or records.", s.catalog.scopes),
-      Family("strata_pool_sessions", kGauge, "Open instance sessions.", s.catalog.sessions),
-      Family("strata_pool_connections", kGauge, "Open connections.", s.connections),
-      Family("strata_pool_claims_in_flight", kGauge, "Claims not yet released.",
-             s.catalog.claims_in_flight),
-      Family("strata_pool_evicted_total", kCounter, "Records the manager's eviction removed.",
-             s.catalog.evicted),
-      Family("strata_pool_lookups_total", kCounter, "Lookups answered.", t.lookups),
-      Family("strata_pool_lookup_hits_total", kCounter, "Lookups answered with a chain.",
-             t.lookup_hits),
-      Family("strata_pool_put_bytes_total", kCounter, "Bytes of puts granted slots.", t.put_bytes),
-      Family("strata_pool_claims_total", kCounter, "Claims granted.", t.claims),
-      Family("strata_pool_claimed_records_total", kCounter, "Records in granted claims.",
-             t.claimed_records),
-      Family("strata_pool_claimed_bytes_total", kCounter, "Bytes of records in granted claims.",
-             t.claimed_bytes),
-      Family("strata_pool_releases_total", kCounter, "Claims released.", t.releases),
-  };
-  out.push_back({"strata_pool_puts_total",
-                 kCounter,
-                 "Puts by stage: granted slots, committed (claimable), aborted.",
-                 {{{{"stage", "granted"}}, t.puts_granted},
-                  {{{"stage", "committed"}}, t.puts_committed},
-                  {{{"stage", "aborted"}}, t.puts_aborted}}});
-  MetricFamily refusals{"strata_pool_refusals_total", kCounter,
-                        "Requests the manager refused, by operation and status.", {}};
-  for (const auto& [key, n] : t.refusals) {
-    refusals.samples.push_back({{{"op", key.first}, {"reason", key.second}}, n});
-  }
-  out.push_back(std::move(refusals));
-  return out;
-}
 
 OpsSnapshot ManagerSnapshot(const pool::PoolServer& server) {
   OpsSnapshot s;

@@ -44,46 +44,4 @@ std::unique_ptr<pool::PooledStore> AttachRankPool(const RankConfig& config,
   return pooled;
 }
 
-std::vector<MetricFamily> PoolClientMetrics(const pool::PoolInstanceStats& pool,
-                                            const StoreStats& store) {
-  using Labels = std::vector<std::pair<std::string, std::string>>;
-  auto one = [](std::string name, MetricKind kind, std::string help, uint64_t value,
-                Labels labels = {}) {
-    return MetricFamily{std::move(name), kind, std::move(help), {{std::move(labels), value}}};
-  };
-  std::vector<MetricFamily> out;
-  out.push_back(one("strata_host_cache_held_total", MetricKind::kCounter,
-                    "Records that came to be held by a local tier (stored or imported).",
-                    store.memory.stored_total, {{"tier", "dram"}}));
-  out.push_back(one("strata_host_cache_dropped_total", MetricKind::kCounter,
-                    "Records a local tier discarded: evicted from the end of the local chain "
-                    "without the pool taking them.",
-                    pool.dropped_end_of_chain, {{"tier", "dram"}, {"reason", "end_of_chain"}}));
-  out.push_back(one("strata_pool_client_attached", MetricKind::kGauge,
-                    "1 while this instance shares through its pool manager, else 0.",
-                    pool.attached ? 1 : 0));
-  out.push_back(one("strata_pool_client_reconnects_total", MetricKind::kCounter,
-                    "Reattachments after a lost connection.", pool.reconnects));
-  out.push_back(one("strata_pool_client_lookups_total", MetricKind::kCounter,
-                    "Lookups asked of the manager.", pool.lookups));
-  out.push_back(one("strata_pool_client_lookup_misses_total", MetricKind::kCounter,
-                    "Manager lookups with no answer within the lookup grace (or failed).",
-                    pool.lookup_failures));
-  MetricFamily claims{"strata_pool_client_claims_total", MetricKind::kCounter,
-                      "Pooled chains claimed, by outcome (failed: restored locally or recomputed).",
-                      {{{{"outcome", "ok"}}, pool.claims}, {{{"outcome", "failed"}}, pool.claim_failures}}};
-  out.push_back(std::move(claims));
-  out.push_back(one("strata_pool_client_claimed_bytes_total", MetricKind::kCounter,
-                    "Bytes of records claimed from the pool.", pool.claimed_bytes));
-  out.push_back(one("strata_pool_client_puts_total", MetricKind::kCounter,
-                    "Evicted records the manager accepted.", pool.puts));
-  out.push_back(one("strata_pool_client_put_bytes_total", MetricKind::kCounter,
-                    "Bytes of records the manager accepted.", pool.put_bytes));
-  MetricFamily refusals{"strata_pool_client_put_refusals_total", MetricKind::kCounter,
-                        "Puts the manager refused or that failed, by status.", {}};
-  for (const auto& [reason, n] : pool.put_refusals) refusals.samples.push_back({{{"reason", reason}}, n});
-  out.push_back(std::move(refusals));
-  return out;
-}
-
 }  // namespace strata

@@ -7,7 +7,6 @@
 
 #include "coordinator/pool/pooled_store.h"
 #include "launch/config/config.h"
-#include "launch/ops/ops_snapshot.h"
 #include "store/record/geometry.h"
 #include "store/tier/memory_store.h"
 
@@ -19,10 +18,5 @@ namespace strata {
 std::unique_ptr<pool::PooledStore> AttachRankPool(const RankConfig& config,
                                                   const CacheGeometry& geometry,
                                                   MemoryStore& memory);
-
-// The pooled instance's metric families: strata_host_cache_held_total{tier},
-// strata_host_cache_dropped_total{tier,reason} and strata_pool_client_*.
-std::vector<MetricFamily> PoolClientMetrics(const pool::PoolInstanceStats& pool,
-                                            const StoreStats& store);
 
 }  // namespace strata

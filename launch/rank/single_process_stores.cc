@@ -2,6 +2,7 @@
 // --single-process): memory, disk or both tiers (CompositeStore) on this host.
 #include "launch/rank/single_process_stores.h"
 
+#include "launch/pool_metrics.h"
 #include "launch/rank/rank_pool.h"
 #include "launch/rank/rank_transport.h"
 
@@ -57,7 +58,7 @@ class SingleProcessStores final : public RuntimeDriver {
   bool has_memory_and_disk() const override { return composite_ != nullptr; }
   std::vector<MetricFamily> ExtraMetrics() const override {
     if (!pooled_) return {};
-    return PoolClientMetrics(pooled_->pool_stats(), pooled_->Stats());
+    return PoolClientMetrics(pooled_->pool_stats());
   }
   PlaneImporter* attach_planes() override { return attached_ ? &attached_->importer() : nullptr; }
 
