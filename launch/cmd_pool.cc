@@ -58,11 +58,10 @@ int RunPool(PoolCommandOptions& o) {
   // last exchange (PoolServer::Stats), so an answered request is counted.
   std::unique_ptr<HttpEndpoint> endpoint;
   if (o.metrics_port) {
-    Result<std::unique_ptr<HttpEndpoint>> started =
-        HttpEndpoint::Start({.bind = o.metrics_bind, .port = *o.metrics_port},
-                            [manager = server->get()] {
-                              return std::make_shared<const OpsSnapshot>(ManagerSnapshot(*manager));
-                            });
+    Result<std::unique_ptr<HttpEndpoint>> started = HttpEndpoint::Start(
+        {.bind = o.metrics_bind, .port = *o.metrics_port}, [manager = server->get()] {
+          return std::make_shared<const OpsSnapshot>(ManagerSnapshot(*manager));
+        });
     if (!started.ok()) {
       std::fprintf(stderr, "strata pool: %s\n", started.status().ToString().c_str());
       return 1;

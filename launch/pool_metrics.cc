@@ -50,8 +50,10 @@ std::vector<MetricFamily> PoolManagerMetrics(const pool::PoolManagerStats& s) {
                  {{{{"stage", "granted"}}, t.puts_granted},
                   {{{"stage", "committed"}}, t.puts_committed},
                   {{{"stage", "aborted"}}, t.puts_aborted}}});
-  MetricFamily refusals{"strata_pool_refusals_total", kCounter,
-                        "Requests the manager refused, by operation and status.", {}};
+  MetricFamily refusals{"strata_pool_refusals_total",
+                        kCounter,
+                        "Requests the manager refused, by operation and status.",
+                        {}};
   for (const auto& [key, n] : t.refusals) {
     refusals.samples.push_back({{{"op", key.first}, {"reason", key.second}}, n});
   }
@@ -71,8 +73,7 @@ std::vector<MetricFamily> PoolClientMetrics(const pool::PoolInstanceStats& pool)
   out.push_back(one("strata_host_cache_dropped_total", MetricKind::kCounter,
                     "Records discarded, by reason (end_of_chain: evicted from the end of the "
                     "local chain without the pool taking them).",
-                    pool.dropped_end_of_chain,
-                    {{"tier", "memory"}, {"reason", "end_of_chain"}}));
+                    pool.dropped_end_of_chain, {{"tier", "memory"}, {"reason", "end_of_chain"}}));
   out.push_back(one("strata_pool_client_attached", MetricKind::kGauge,
                     "1 while this instance shares through its pool manager, else 0.",
                     pool.attached ? 1 : 0));
@@ -83,9 +84,11 @@ std::vector<MetricFamily> PoolClientMetrics(const pool::PoolInstanceStats& pool)
   out.push_back(one("strata_pool_client_lookup_misses_total", MetricKind::kCounter,
                     "Manager lookups with no answer within the lookup grace (or failed).",
                     pool.lookup_failures));
-  MetricFamily claims{"strata_pool_client_claims_total", MetricKind::kCounter,
-                      "Pooled chains claimed, by outcome (failed: restored locally or recomputed).",
-                      {{{{"outcome", "ok"}}, pool.claims}, {{{"outcome", "failed"}}, pool.claim_failures}}};
+  MetricFamily claims{
+      "strata_pool_client_claims_total",
+      MetricKind::kCounter,
+      "Pooled chains claimed, by outcome (failed: restored locally or recomputed).",
+      {{{{"outcome", "ok"}}, pool.claims}, {{{"outcome", "failed"}}, pool.claim_failures}}};
   out.push_back(std::move(claims));
   out.push_back(one("strata_pool_client_claimed_bytes_total", MetricKind::kCounter,
                     "Bytes of records claimed from the pool.", pool.claimed_bytes));
@@ -93,9 +96,12 @@ std::vector<MetricFamily> PoolClientMetrics(const pool::PoolInstanceStats& pool)
                     "Evicted records the manager accepted.", pool.puts));
   out.push_back(one("strata_pool_client_put_bytes_total", MetricKind::kCounter,
                     "Bytes of records the manager accepted.", pool.put_bytes));
-  MetricFamily refusals{"strata_pool_client_put_refusals_total", MetricKind::kCounter,
-                        "Puts the manager refused or that failed, by status.", {}};
-  for (const auto& [reason, n] : pool.put_refusals) refusals.samples.push_back({{{"reason", reason}}, n});
+  MetricFamily refusals{"strata_pool_client_put_refusals_total",
+                        MetricKind::kCounter,
+                        "Puts the manager refused or that failed, by status.",
+                        {}};
+  for (const auto& [reason, n] : pool.put_refusals)
+    refusals.samples.push_back({{{"reason", reason}}, n});
   out.push_back(std::move(refusals));
   return out;
 }

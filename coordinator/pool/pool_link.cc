@@ -17,28 +17,24 @@ PoolHello InstanceHello(const CacheGeometry& geometry, const NamespaceIdentity& 
                    .page_tokens = geometry.page_tokens};
 }
 
-uint64_t PoolLink::NowMs() {
+uint64_t PoolLink::NowMs() const {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   options_.clock.steady().time_since_epoch())
                                    .count());
 }
 
 std::unique_ptr<PoolLink> PoolLink::AttachAtStartup(const PoolLinkOptions& options) {
   std::unique_ptr<PoolLink> link(new PoolLink(options));
-  const uint64_t started = NowMs();
-  const uint64_t wait_ms = static_cast<uint64_t>(options.startup_wait.count());
+  const uint64_t started = link->NowMs();
   for (;;) {
     Status s = link->Connect();
     if (s.ok()) return link;
-    // The rule's deadline is kStartupAttachWaitMs; a shorter configured wait
-    // (tests) moves the start forward so the same rule decides.
-    const uint64_t now = NowMs() + (kStartupAttachWaitMs - std::min(wait_ms, kStartupAttachWaitMs));
-    const AttachStep step = AfterFailedAttach(AttachPhase::kStartup, started, now);
-    if (step == AttachStep::kGiveUpWithWarning) {
+    if (AfterFailedAttach(AttachPhase::kStartup, started, link->NowMs()) ==
+        AttachStep::kGiveUpWithWarning) {
       spdlog::warn(
           "prefix cache pool at {} did not answer within {} ms ({}): using local tiers only; "
           "this instance will not attach later",
-          options.client.socket_path, wait_ms, s.ToString());
+          options.client.socket_path, kStartupAttachWaitMs, s.ToString());
       link->phase_ = AttachPhase::kLocalForever;
       return link;
     }

@@ -19,6 +19,7 @@
 #include "coordinator/pool/pool_client.h"
 #include "store/record/fingerprint.h"
 #include "store/record/geometry.h"
+#include "store/tier/store_clock.h"
 
 namespace strata::pool {
 
@@ -36,9 +37,11 @@ enum class ArenaRegistration : uint8_t {
 struct PoolLinkOptions {
   PoolClientOptions client;
   ArenaRegistration registration = ArenaRegistration::kNone;
-  std::chrono::milliseconds startup_wait{kStartupAttachWaitMs};
   std::chrono::milliseconds startup_retry_interval{100};  // between startup attempts
   std::chrono::milliseconds reconnect_interval{1'000};    // between reconnects
+  // The startup wait (kStartupAttachWaitMs) and the reconnect interval read
+  // clock.steady; tests move it by hand. Default: the real clock.
+  StoreClock clock{};
 };
 
 class PoolLink {
@@ -58,7 +61,7 @@ class PoolLink {
 
  private:
   explicit PoolLink(PoolLinkOptions options) : options_(std::move(options)) {}
-  static uint64_t NowMs();
+  uint64_t NowMs() const;
   // One connection attempt; on success checks the Hello against the last.
   Status Connect();
 

@@ -167,8 +167,7 @@ constexpr TierMetric kTierMetrics[] = {
 
 // Samples of an owner's families that share a name with one of the rank's
 // (an extra reason of strata_host_cache_dropped_total) join that family.
-void RenderMergedSamples(std::string_view name, const std::vector<MetricFamily>& extra,
-                         Writer* w) {
+void RenderMergedSamples(std::string_view name, const std::vector<MetricFamily>& extra, Writer* w) {
   for (const MetricFamily& f : extra) {
     if (f.name != name) continue;
     for (const MetricSample& s : f.samples) {

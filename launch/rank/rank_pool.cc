@@ -34,8 +34,8 @@ std::unique_ptr<pool::PooledStore> AttachRankPool(const RankConfig& config,
       geometry, ComputeNamespaceIdentity(RankModelIdentity(config), StateMode::kOrdinary),
       {InstanceSource(config)});
   // The lookup grace of a manager on this host (lookup_grace.h).
-  o.client.lookup_bound = std::chrono::milliseconds(
-      pool::LookupGraceUs(pool::ManagerPlace::kLocalHost, 0) / 1000);
+  o.client.lookup_bound =
+      std::chrono::milliseconds(pool::LookupGraceUs(pool::ManagerPlace::kLocalHost, 0) / 1000);
   // Claims copy through a local slab record, so the arena is only mapped.
   o.registration = pool::ArenaRegistration::kNone;
   auto pooled =

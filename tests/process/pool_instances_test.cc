@@ -96,6 +96,7 @@ class Child {
  public:
   Child(std::vector<std::string> args, std::string log) : log_(std::move(log)) {
     std::vector<char*> argv;
+    argv.reserve(args.size() + 1);
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
     pid_ = ::fork();
@@ -141,12 +142,11 @@ std::unique_ptr<Child> StartInstance(const fs::path& dir, const std::string& nam
                                      const std::string& preset, uint16_t metrics_port) {
   const uint64_t memory = kMemorySlots * RecordLayout(Geometry(preset)).page_record_bytes();
   return std::make_unique<Child>(
-      std::vector<std::string>{Bin(), "rank", "--prefix-cache-memory", std::to_string(memory),
-                               "--prefix-cache-pool", (dir / "pool.sock").string(),
-                               "--prefix-cache-pool-instance", name, "--preset", preset,
-                               "--pages", std::to_string(kPages), "--rows", std::to_string(kRows),
-                               "--metrics-port", std::to_string(metrics_port), "--attach-socket",
-                               (dir / (name + ".sock")).string()},
+      std::vector<std::string>{
+          Bin(), "rank", "--prefix-cache-memory", std::to_string(memory), "--prefix-cache-pool",
+          (dir / "pool.sock").string(), "--prefix-cache-pool-instance", name, "--preset", preset,
+          "--pages", std::to_string(kPages), "--rows", std::to_string(kRows), "--metrics-port",
+          std::to_string(metrics_port), "--attach-socket", (dir / (name + ".sock")).string()},
       (dir / (name + ".log")).string());
 }
 
@@ -267,8 +267,7 @@ TEST(PoolInstancesTest, InstancesShareEvictedRecordsThroughTheManager) {
                  strata::testing::CountStoreEvents(e, StoreEvent::Kind::kStoreFailed) >
              0;
     })) << a->Log();
-    ASSERT_EQ(strata::testing::CountStoreEvents(events, StoreEvent::Kind::kStored), 1u)
-        << a->Log();
+    ASSERT_EQ(strata::testing::CountStoreEvents(events, StoreEvent::Kind::kStored), 1u) << a->Log();
   }
 
   // B never saw them: conversation 0 comes from the pool, byte-exact.

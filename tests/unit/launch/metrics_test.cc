@@ -154,8 +154,10 @@ TEST(MetricsTest, PeerLinksWithEscapedLabels) {
 
 TEST(MetricsTest, ExtraFamiliesFollowTheRanksOwnWithEscapedLabels) {
   OpsSnapshot snap = Snapshot();
-  snap.extra_metrics.push_back(
-      {"strata_example_total", MetricKind::kCounter, "An owner's family.", {{{{"why", "a\"b"}}, 7}}});
+  snap.extra_metrics.push_back({"strata_example_total",
+                                MetricKind::kCounter,
+                                "An owner's family.",
+                                {{{{"why", "a\"b"}}, 7}}});
   Exposition e = Parse(RenderMetrics(snap, kHealthy));
   EXPECT_EQ(FamilyOf(e, "strata_example_total"), "strata_example_total");
   EXPECT_EQ(e.type.at("strata_example_total"), "counter");

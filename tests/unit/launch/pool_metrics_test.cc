@@ -67,9 +67,9 @@ TEST(PoolMetricsTest, ClientFamiliesCarryTheirValues) {
   EXPECT_EQ(ValueOf(e, "strata_host_cache_dropped_total",
                     {{"tier", "memory"}, {"reason", "end_of_chain"}}),
             "2");
-  EXPECT_EQ(ValueOf(e, "strata_host_cache_dropped_total",
-                    {{"tier", "memory"}, {"reason", "io_error"}}),
-            "5");
+  EXPECT_EQ(
+      ValueOf(e, "strata_host_cache_dropped_total", {{"tier", "memory"}, {"reason", "io_error"}}),
+      "5");
   EXPECT_EQ(ValueOf(e, "strata_pool_client_attached"), "1");
   EXPECT_EQ(ValueOf(e, "strata_pool_client_claims_total", {{"outcome", "ok"}}), "4");
   EXPECT_EQ(ValueOf(e, "strata_pool_client_claims_total", {{"outcome", "failed"}}), "1");

@@ -9,10 +9,10 @@ namespace {
 
 // A message of type T with request id `id` and, for answers, `status`.
 template <typename T>
-T Message(uint64_t id, Status status = Status::Ok()) {
+T Message(uint64_t id, const Status& status = Status::Ok()) {
   T m;
   m.request_id = id;
-  if constexpr (requires { m.status; }) m.status = std::move(status);
+  if constexpr (requires { m.status; }) m.status = status;
   return m;
 }
 
@@ -28,7 +28,7 @@ PoolLookupAnswer Hit(uint64_t id) {
   return a;
 }
 
-PoolClaimAnswer Claimed(uint64_t id, std::vector<uint64_t> sizes) {
+PoolClaimAnswer Claimed(uint64_t id, const std::vector<uint64_t>& sizes) {
   PoolClaimAnswer a = Message<PoolClaimAnswer>(id);
   for (uint64_t bytes : sizes) {
     ClaimedRecord r;

@@ -29,7 +29,7 @@ struct InstanceOptions {
   std::string socket_path;
   std::string source;
   uint8_t layout_salt = 0;  // nonzero: another layout fingerprint
-  std::chrono::milliseconds startup_wait{5'000};
+  StoreClock clock{};
 };
 
 // One instance: synthetic planes, a memory tier, its pool link and runtime.
@@ -43,8 +43,8 @@ struct Instance {
     link.client.socket_path = o.socket_path;
     link.client.hello = InstanceHello(geometry, NamespaceIdentity{3}, {o.source});
     link.client.hello.layout[0] ^= o.layout_salt;
-    link.startup_wait = o.startup_wait;
     link.startup_retry_interval = 10ms;
+    link.clock = o.clock;
     pooled = std::make_unique<PooledStore>(*memory, *memory, PoolLink::AttachAtStartup(link));
     memory->SetEvictionSink(pooled.get());
     runtime = std::make_unique<SyntheticRuntime>(planes, pooled.get(),
@@ -56,14 +56,11 @@ struct Instance {
   }
 
   // Runs kConversations one-turn conversations, draining stores after each.
-  std::vector<uint32_t> Compute() {
-    std::vector<uint32_t> convs;
+  void Compute() {
     for (int i = 0; i < kConversations; ++i) {
-      convs.push_back(runtime->NewConversation());
-      EXPECT_TRUE(runtime->Turn(convs.back(), kConversationTokens).ok());
+      EXPECT_TRUE(runtime->Turn(runtime->NewConversation(), kConversationTokens).ok());
       EXPECT_TRUE(runtime->WaitForStores().ok());
     }
-    return convs;
   }
 
   CacheGeometry geometry;
@@ -112,8 +109,8 @@ TEST_F(PooledStoreTest, EvictedRecordsReachThePoolAndAnotherInstanceRestoresThem
   EXPECT_EQ(put.dropped_end_of_chain, 0u);
 
   Instance b(Options("host-b"));
-  std::vector<uint32_t> convs;
-  for (int i = 0; i < kConversations; ++i) convs.push_back(b.runtime->NewConversation());
+  std::vector<uint32_t> convs(kConversations);
+  for (uint32_t& c : convs) c = b.runtime->NewConversation();
   // Conversation 0 was the first A evicted: only the pool holds it.
   TurnReport t = *b.runtime->Turn(convs[0], kConversationTokens + 5);
   EXPECT_TRUE(t.host_hit);
@@ -160,7 +157,12 @@ TEST_F(PooledStoreTest, AnotherLayoutFingerprintSharesNothing) {
 TEST_F(PooledStoreTest, WithoutAManagerTheInstanceStaysLocal) {
   InstanceOptions o = Options("host-a");
   o.socket_path = dir_ + "/absent.sock";
-  o.startup_wait = 0ms;  // the first failed attempt is the deadline
+  // Each reading of the clock is 10 s later: the first failed attempt is
+  // at the startup deadline, so the instance gives up without waiting.
+  auto fake_now = std::make_shared<std::chrono::steady_clock::time_point>();
+  o.clock.steady = [fake_now] {
+    return *fake_now += std::chrono::milliseconds(kStartupAttachWaitMs);
+  };
   Instance a(o);
   EXPECT_EQ(a.pooled->link().phase(), AttachPhase::kLocalForever);
   a.Compute();

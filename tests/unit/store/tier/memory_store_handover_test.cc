@@ -90,7 +90,7 @@ TEST(MemoryStoreHandoverTest, ImportWhoseTailDisagreesChangesNothing) {
   RecordView v;
   v.key = {.consumed = 640, .digest = {1}};
   v.parent = PrefixKey{.consumed = 320, .digest = {2}};  // not held here
-  v.tail_pages = 5;  // as a root, the index wants all 10
+  v.tail_pages = 5;                                      // as a root, the index wants all 10
   v.pages.assign(5, page);
   const Status s = f.store->Import(v, 0);
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
