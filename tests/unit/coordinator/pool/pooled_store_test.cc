@@ -30,6 +30,19 @@ struct InstanceOptions {
   std::string source;
   uint8_t layout_salt = 0;  // nonzero: another layout fingerprint
   StoreClock clock{};
+  ArenaRegistration registration = ArenaRegistration::kNone;
+};
+
+// A steady clock the test moves by hand.
+struct ManualClock {
+  std::shared_ptr<std::chrono::steady_clock::time_point> now =
+      std::make_shared<std::chrono::steady_clock::time_point>();
+  StoreClock AsStoreClock() const {
+    StoreClock c;
+    c.steady = [now = now] { return *now; };
+    return c;
+  }
+  void Advance(std::chrono::milliseconds by) const { *now += by; }
 };
 
 // One instance: synthetic planes, a memory tier, its pool link and runtime.
@@ -45,6 +58,7 @@ struct Instance {
     link.client.hello.layout[0] ^= o.layout_salt;
     link.startup_retry_interval = 10ms;
     link.clock = o.clock;
+    link.registration = o.registration;
     pooled = std::make_unique<PooledStore>(*memory, *memory, PoolLink::AttachAtStartup(link));
     memory->SetEvictionSink(pooled.get());
     runtime = std::make_unique<SyntheticRuntime>(planes, pooled.get(),
@@ -77,13 +91,18 @@ class PooledStoreTest : public ::testing::Test {
     char dir_template[] = "/tmp/strata-pooled-XXXXXX";
     ASSERT_NE(::mkdtemp(dir_template), nullptr);
     dir_ = dir_template;
+    StartManager(/*generation=*/5);
+  }
+  // A manager on the fixture's socket; the previous one stops first.
+  void StartManager(uint64_t generation) {
+    server_.reset();
     PoolServerOptions options;
     options.name = "shared";
     options.socket_path = dir_ + "/pool.sock";
     options.slot_bytes = 64 * 1024;
     options.slot_count = 512;
     options.huge_pages = HugePages::kNever;
-    auto server = PoolServer::Start(options, /*generation=*/5);
+    auto server = PoolServer::Start(options, generation);
     ASSERT_TRUE(server.ok()) << server.status().ToString();
     server_ = std::move(*server);
   }
@@ -172,6 +191,42 @@ TEST_F(PooledStoreTest, WithoutAManagerTheInstanceStaysLocal) {
   EXPECT_EQ(s.puts, 0u);
   EXPECT_FALSE(s.attached);
   EXPECT_EQ(s.dropped_end_of_chain, a.memory->Stats().memory.evicted_total);
+}
+
+TEST_F(PooledStoreTest, AnAttachedInstanceReconnectsAfterTheManagerRestarts) {
+  ManualClock clock;
+  InstanceOptions o = Options("host-a");
+  o.clock = clock.AsStoreClock();
+  Instance a(o);
+  ASSERT_TRUE(a.pooled->link().sharing());
+  StartManager(/*generation=*/6);  // the old connection is closed
+  a.Compute();                     // the first exchange finds the connection gone
+  const PoolInstanceStats lost = a.pooled->pool_stats();
+  EXPECT_EQ(lost.puts, 0u);
+  EXPECT_GT(lost.dropped_end_of_chain, 0u);
+  EXPECT_EQ(lost.reconnects, 0u);  // the reconnect interval has not passed
+  clock.Advance(std::chrono::milliseconds(1'000));
+  a.Compute();
+  const PoolInstanceStats back = a.pooled->pool_stats();
+  EXPECT_EQ(back.reconnects, 1u);
+  EXPECT_TRUE(back.attached);
+  EXPECT_GT(back.puts, 0u);
+}
+
+TEST_F(PooledStoreTest, RegisteredMemoryDisablesSharingWhenTheGenerationChanges) {
+  ManualClock clock;
+  InstanceOptions o = Options("host-a");
+  o.clock = clock.AsStoreClock();
+  o.registration = ArenaRegistration::kRegistered;
+  Instance a(o);
+  ASSERT_TRUE(a.pooled->link().sharing());
+  StartManager(/*generation=*/6);
+  a.Compute();
+  clock.Advance(std::chrono::milliseconds(1'000));
+  a.Compute();  // reconnects, sees another generation, and stops sharing
+  EXPECT_FALSE(a.pooled->link().sharing());
+  EXPECT_EQ(a.pooled->pool_stats().puts, 0u);
+  EXPECT_EQ(a.pooled->link().phase(), AttachPhase::kAttached);
 }
 
 }  // namespace
