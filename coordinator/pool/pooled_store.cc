@@ -105,25 +105,34 @@ void PooledStore::Poll(uint64_t now_ms, std::vector<StoreEvent>& events) {
   local_.Poll(now_ms, events);
 }
 
-void PooledStore::OnEvicted(const RecordView& record) {
-  // put_rules: the last local tier's LRU chose it; it goes to the manager,
-  // and whatever the manager answers the tier then discards it.
+Status PooledStore::PutOne(PoolClient& client, const RecordView& record) {
+  const std::vector<std::byte> image = EncodeRecordImage(record);
+  Status s = client.Put(record.key, record.parent, record.bucket, image, PutKind::kCascade);
+  if (s.ok()) {
+    ++stats_.puts;
+    stats_.put_bytes += image.size();
+  }
+  return s;
+}
+
+void PooledStore::OnEvicted(std::span<const RecordView> chain) {
+  // put_rules: the last local tier's LRU chose chain.back(); it goes to the
+  // manager, and whatever the manager answers the tier then discards it.
   const PutDecision at_end = DecidePut(PutEvent::kEndOfChainEvict, 0);
   PoolClient* client = link_->client();
-  if (client != nullptr) {
-    const std::vector<std::byte> image = EncodeRecordImage(record);
-    Status s = client->Put(record.key, record.parent, record.bucket, image, PutKind::kCascade);
-    const PutEvent event = s.ok()              ? PutEvent::kAccepted
-                           : ConnectionLost(s) ? PutEvent::kManagerLost
-                                               : PutEvent::kRefused;
-    if (DecidePut(event, 0).action == PutAction::kReleaseSource) {
-      ++stats_.puts;
-      stats_.put_bytes += image.size();
-      return;
-    }
-    ++stats_.put_refusals[ReasonLabel(s)];
-    if (event == PutEvent::kManagerLost) link_->Lost(s);
+  Status s = client == nullptr ? Status::Unavailable("no pool connection") : Status::Ok();
+  for (const RecordView& record : chain) {
+    if (!s.ok() && s.code() != StatusCode::kAlreadyExists) break;
+    s = PutOne(*client, record);
   }
+  // Already pooled (put before, or by another instance) is as good as accepted.
+  const bool pooled = s.ok() || s.code() == StatusCode::kAlreadyExists;
+  const PutEvent event = pooled              ? PutEvent::kAccepted
+                         : ConnectionLost(s) ? PutEvent::kManagerLost
+                                             : PutEvent::kRefused;
+  if (DecidePut(event, 0).action == PutAction::kReleaseSource) return;
+  if (client != nullptr) ++stats_.put_refusals[ReasonLabel(s)];
+  if (event == PutEvent::kManagerLost) link_->Lost(s);
   if (at_end.action == PutAction::kDiscard) ++stats_.dropped_end_of_chain;
 }
 

@@ -36,7 +36,7 @@ struct PoolInstanceStats {
   uint64_t claim_failures = 0;   // claims that fell back to local or recompute
   uint64_t claimed_records = 0;
   uint64_t claimed_bytes = 0;
-  uint64_t puts = 0;  // records the manager accepted
+  uint64_t puts = 0;  // records the manager accepted (evicted ones and their ancestors)
   uint64_t put_bytes = 0;
   std::map<std::string, uint64_t> put_refusals;  // by status code name
   uint64_t dropped_end_of_chain = 0;             // evicted records the manager did not take
@@ -65,7 +65,9 @@ class PooledStore final : public HostStore, public EvictionSink {
   StoreStats Stats() const override { return local_.Stats(); }
   Status Close() override { return local_.Close(); }
 
-  void OnEvicted(const RecordView& record) override;
+  // Puts the chain's held ancestors (root first; one the manager holds
+  // already answers kAlreadyExists without bytes), then the evicted record.
+  void OnEvicted(std::span<const RecordView> chain) override;
 
   PoolInstanceStats pool_stats() const;
   const PoolLink& link() const { return *link_; }
@@ -74,6 +76,8 @@ class PooledStore final : public HostStore, public EvictionSink {
   // Claims `chain` and imports it; an error leaves the local tier as it was
   // apart from records already imported (they are whole and checked).
   Status ClaimAndImport(const std::vector<PrefixKey>& chain);
+  // Puts one record; what the manager answered (kAlreadyExists: held).
+  Status PutOne(PoolClient& client, const RecordView& record);
   // Whether `s` from the client means the connection is gone (vs a refusal).
   static bool ConnectionLost(const Status& s);
 

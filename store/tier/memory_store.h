@@ -78,7 +78,9 @@ class MemoryStore final : public HostStore, public RecordIntake {
   void FinishCopyOut(const Operation& op, const FinishedOperation& f);
   void FinishRestore(const Operation& op, const FinishedOperation& f);
   void Unpin(const std::vector<PrefixKey>& keys);
-  // Hands each evicted committed record to eviction_sink_.
+  // Hands each evicted committed record to eviction_sink_, after the
+  // ancestors still held (at most kOfferedAncestorsMax of them).
+  static constexpr size_t kOfferedAncestorsMax = 64;
   void OfferEvicted(const std::vector<RemovedRecord>& removed);
   RecordView ViewOf(const PrefixKey& key, uint64_t id, uint32_t tail_pages) const;
 

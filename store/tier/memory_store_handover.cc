@@ -1,5 +1,6 @@
 // MemoryStore's side of the handover seam (store/tier/record_handover.h):
 // evicted records offered to the sink, and records imported from outside.
+#include <algorithm>
 #include <cstring>
 
 #include "store/tier/memory_store.h"
@@ -24,9 +25,22 @@ RecordView MemoryStore::ViewOf(const PrefixKey& key, uint64_t id, uint32_t tail_
 
 void MemoryStore::OfferEvicted(const std::vector<RemovedRecord>& removed) {
   if (eviction_sink_ == nullptr) return;
-  for (const RemovedRecord& r : removed) {
-    if (r.state != TransferState::kReady || !records_.contains(r.location.value)) continue;
-    eviction_sink_->OnEvicted(ViewOf(r.key, r.location.value, r.tail_page_count));
+  // `removed` is a leaf, then the page-only ancestors it left childless:
+  // offered root side first, each after the ancestors still indexed.
+  for (auto r = removed.rbegin(); r != removed.rend(); ++r) {
+    if (r->state != TransferState::kReady || !records_.contains(r->location.value)) continue;
+    std::vector<RecordView> chain;
+    std::optional<PrefixKey> up =
+        lineage_.count(r->key) ? lineage_.at(r->key).parent : std::nullopt;
+    while (up && chain.size() < kOfferedAncestorsMax) {
+      std::optional<IndexEntry> e = index_.Find(*up);
+      if (!e || e->state != TransferState::kReady || !records_.contains(e->location.value)) break;
+      chain.push_back(ViewOf(e->key, e->location.value, e->tail_page_count));
+      up = lineage_.count(e->key) ? lineage_.at(e->key).parent : std::nullopt;
+    }
+    std::reverse(chain.begin(), chain.end());
+    chain.push_back(ViewOf(r->key, r->location.value, r->tail_page_count));
+    eviction_sink_->OnEvicted(chain);
   }
 }
 

@@ -36,13 +36,16 @@ struct RecordView {
 };
 
 // Receives records evicted from the end of an instance's local chain. Called
-// before the record's slots are released: the view's bytes stay valid during
+// before the record's slots are released: the views' bytes stay valid during
 // the call, so the sink copies what it keeps (the source is retained until it
-// returns). Whatever the sink does, the tier then discards the record.
+// returns). `chain` is the evicted record last, after the ancestors the tier
+// still holds (root side first), which stay local: a record is only useful
+// below its parent, so the sink may need to pass them on first. Whatever the
+// sink does, the tier then discards the last record and keeps the others.
 class EvictionSink {
  public:
   virtual ~EvictionSink() = default;
-  virtual void OnEvicted(const RecordView& record) = 0;
+  virtual void OnEvicted(std::span<const RecordView> chain) = 0;
 };
 
 // Takes a record from outside into a tier as a committed local record, so the

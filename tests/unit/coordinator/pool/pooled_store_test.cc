@@ -143,6 +143,24 @@ TEST_F(PooledStoreTest, EvictedRecordsReachThePoolAndAnotherInstanceRestoresThem
   EXPECT_GT(claimed.claimed_bytes, 0u);
 }
 
+TEST_F(PooledStoreTest, AMultiTurnConversationIsSharedWholeChain) {
+  Instance a(Options("host-a"));
+  const uint32_t conv = a.runtime->NewConversation();
+  ASSERT_TRUE(a.runtime->Turn(conv, kConversationTokens).ok());
+  ASSERT_TRUE(a.runtime->WaitForStores().ok());
+  ASSERT_TRUE(a.runtime->Turn(conv, kConversationTokens).ok());  // a child record
+  ASSERT_TRUE(a.runtime->WaitForStores().ok());
+  a.Compute();  // evicts both records of `conv`, the child first
+  ASSERT_GE(a.pooled->pool_stats().puts, 2u);
+
+  Instance b(Options("host-b"));
+  TurnReport t = *b.runtime->Turn(b.runtime->NewConversation(), 2 * kConversationTokens + 5);
+  EXPECT_TRUE(t.host_hit);
+  EXPECT_EQ(t.host_reused_tokens, 2 * kConversationTokens);
+  EXPECT_EQ(b.runtime->stats().mismatches, 0u);
+  EXPECT_EQ(b.pooled->pool_stats().claimed_records, 2u);
+}
+
 TEST_F(PooledStoreTest, CascadedRecordsOutliveTheInstanceThatPutThem) {
   {
     Instance a(Options("host-a"));

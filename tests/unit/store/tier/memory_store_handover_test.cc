@@ -30,7 +30,9 @@ struct HeldRecord {
 
 class KeepingSink final : public EvictionSink {
  public:
-  void OnEvicted(const RecordView& r) override {
+  void OnEvicted(std::span<const RecordView> chain) override {
+    ancestors.push_back(chain.size() - 1);
+    const RecordView& r = chain.back();
     HeldRecord h;
     h.meta = r;
     h.meta.pages.clear();
@@ -40,6 +42,7 @@ class KeepingSink final : public EvictionSink {
     kept.push_back(std::move(h));
   }
   std::vector<HeldRecord> kept;
+  std::vector<size_t> ancestors;  // held ancestors offered with each
 };
 
 struct Fixture {
@@ -82,6 +85,30 @@ TEST(MemoryStoreHandoverTest, EvictedRecordsAreOfferedWholeAndRestoreElsewhere) 
   EXPECT_EQ(t.host_reused_tokens, 640u);
   EXPECT_EQ(rb.stats().mismatches, 0u);
   EXPECT_TRUE(b.store->index().CheckInvariants().ok());
+}
+
+TEST(MemoryStoreHandoverTest, AChildIsOfferedAfterTheAncestorsStillHeld) {
+  Fixture f(36);
+  KeepingSink sink;
+  f.store->SetEvictionSink(&sink);
+  SyntheticRuntime rt(f.planes, f.store.get());
+  const uint32_t conv = rt.NewConversation();
+  ASSERT_TRUE(rt.Turn(conv, 640).ok());
+  ASSERT_TRUE(rt.WaitForStores().ok());
+  ASSERT_TRUE(rt.Turn(conv, 640).ok());  // a child record under the first
+  ASSERT_TRUE(rt.WaitForStores().ok());
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(rt.Turn(rt.NewConversation(), 640).ok());
+    ASSERT_TRUE(rt.WaitForStores().ok());
+  }
+  ASSERT_GE(sink.kept.size(), 2u);
+  // The leaf goes first (leaf-first LRU), offered after its held parent.
+  EXPECT_EQ(sink.kept[0].meta.key.consumed, 1280u);
+  EXPECT_EQ(sink.ancestors[0], 1u);
+  ASSERT_TRUE(sink.kept[0].meta.parent.has_value());
+  EXPECT_EQ(sink.kept[0].meta.parent->consumed, 640u);
+  EXPECT_EQ(sink.kept[1].meta.key.consumed, 640u);
+  EXPECT_EQ(sink.ancestors[1], 0u);
 }
 
 TEST(MemoryStoreHandoverTest, ImportWhoseTailDisagreesChangesNothing) {
