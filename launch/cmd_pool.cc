@@ -1,12 +1,15 @@
 // `strata pool`: the pool manager of seed 2.15 (docs/pool.md). Creates the
-// shared arena, listens on a Unix socket for instances on this host, and
-// serves until SIGTERM or SIGINT.
+// shared arena, listens on a Unix socket for instances on this host, serves
+// /metrics, /healthz and /status with --metrics-port (the ranks' endpoint
+// code, launch/ops/), and runs until SIGTERM or SIGINT.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <random>
 
 #include "coordinator/pool/pool_server.h"
 #include "launch/commands.h"
+#include "launch/ops/http_endpoint.h"
+#include "launch/pool_metrics.h"
 #include "launch/rank/stop_on_signals.h"
 #include "launch/rank/stop_request.h"
 
@@ -17,7 +20,17 @@ struct PoolCommandOptions {
   pool::PoolServerOptions server;
   uint64_t slot_kib = 2048;
   bool no_huge_pages = false;
+  std::optional<uint16_t> metrics_port;  // unset: no endpoint
+  std::string metrics_bind = "127.0.0.1";
 };
+
+OpsSnapshot ManagerSnapshot(const pool::PoolServer& server) {
+  OpsSnapshot s;
+  s.owner = OpsOwner::kPoolManager;
+  s.extra_metrics = PoolManagerMetrics(server.Stats());
+  s.taken_at = std::chrono::steady_clock::now();
+  return s;
+}
 
 int RunPool(PoolCommandOptions& o) {
   o.server.slot_bytes = o.slot_kib * 1024;
@@ -41,10 +54,27 @@ int RunPool(PoolCommandOptions& o) {
               static_cast<unsigned long long>(o.slot_kib),
               (*server)->page_kind() == pool::PageKind::kHuge ? "huge" : "ordinary",
               static_cast<unsigned long long>(generation), o.server.socket_path.c_str());
+  // Each scrape reads the counts the manager's thread published after its
+  // last exchange (PoolServer::Stats), so an answered request is counted.
+  std::unique_ptr<HttpEndpoint> endpoint;
+  if (o.metrics_port) {
+    Result<std::unique_ptr<HttpEndpoint>> started = HttpEndpoint::Start(
+        {.bind = o.metrics_bind, .port = *o.metrics_port}, [manager = server->get()] {
+          return std::make_shared<const OpsSnapshot>(ManagerSnapshot(*manager));
+        });
+    if (!started.ok()) {
+      std::fprintf(stderr, "strata pool: %s\n", started.status().ToString().c_str());
+      return 1;
+    }
+    endpoint = std::move(*started);
+    std::printf("strata pool: metrics at http://%s:%u/metrics\n", o.metrics_bind.c_str(),
+                static_cast<unsigned>(endpoint->port()));
+  }
   std::fflush(stdout);
   // Bounded waits: a time_point::max() deadline overflows some clocks.
   while (!stop.WaitUntil(std::chrono::steady_clock::now() + std::chrono::seconds(1))) {
   }
+  endpoint.reset();
   (*server)->Stop();
   return 0;
 }
@@ -70,6 +100,10 @@ void AddPoolCommand(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(1u, 4096u));
   cmd->add_flag("--no-huge-pages", opts->no_huge_pages, "Use ordinary pages for the arena");
+  cmd->add_option("--metrics-port", opts->metrics_port,
+                  "Serve /metrics, /healthz and /status on this port (0: ephemeral, printed)");
+  cmd->add_option("--metrics-bind", opts->metrics_bind, "Address the metrics endpoint binds")
+      ->capture_default_str();
   cmd->callback([opts] {
     int rc = RunPool(*opts);
     if (rc != 0) throw CLI::RuntimeError(rc);

@@ -8,11 +8,12 @@
 namespace strata::pool {
 
 PoolClient::PoolClient(PoolSocket socket, PoolHelloAccept accepted, std::unique_ptr<Arena> arena,
-                       std::chrono::milliseconds answer_bound)
+                       const PoolClientOptions& options)
     : socket_(std::move(socket)),
       accepted_(std::move(accepted)),
       arena_(std::move(arena)),
-      answer_bound_(answer_bound) {}
+      answer_bound_(options.answer_bound),
+      lookup_bound_(options.lookup_bound.value_or(options.answer_bound)) {}
 
 Result<std::unique_ptr<PoolClient>> PoolClient::Connect(const PoolClientOptions& options) {
   STRATA_ASSIGN_OR_RETURN(attach::UniqueFd fd,
@@ -31,19 +32,31 @@ Result<std::unique_ptr<PoolClient>> PoolClient::Connect(const PoolClientOptions&
       std::unique_ptr<Arena> arena,
       Arena::Map(std::move(received.fds.front()), accept->slot_bytes, accept->slot_count));
   return std::unique_ptr<PoolClient>(
-      new PoolClient(std::move(socket), *accept, std::move(arena), options.answer_bound));
+      new PoolClient(std::move(socket), *accept, std::move(arena), options));
 }
 
 template <typename Answer>
-Result<Answer> PoolClient::Ask(const PoolMessage& request, uint64_t request_id) {
+Result<Answer> PoolClient::Ask(const PoolMessage& request, uint64_t request_id,
+                               std::chrono::milliseconds bound) {
   STRATA_RETURN_IF_ERROR(socket_.Send(request));
-  STRATA_ASSIGN_OR_RETURN(PoolReceived received, socket_.Receive(answer_bound_));
-  auto* answer = std::get_if<Answer>(&received.message);
-  if (answer == nullptr || answer->request_id != request_id) {
-    return Status::Corruption("the pool answered request " + std::to_string(request_id) +
-                              " out of turn");
+  // Answers to earlier requests that missed their bound (a late lookup) are
+  // skipped; anything else out of turn is an error.
+  for (;;) {
+    STRATA_ASSIGN_OR_RETURN(PoolReceived received, socket_.Receive(bound));
+    const std::optional<uint64_t> answered = std::visit(
+        [](const auto& m) -> std::optional<uint64_t> {
+          if constexpr (requires { m.request_id; }) return m.request_id;
+          return std::nullopt;
+        },
+        received.message);
+    if (answered && *answered < request_id) continue;
+    auto* answer = std::get_if<Answer>(&received.message);
+    if (answer == nullptr || answer->request_id != request_id) {
+      return Status::Corruption("the pool answered request " + std::to_string(request_id) +
+                                " out of turn");
+    }
+    return std::move(*answer);
   }
-  return std::move(*answer);
 }
 
 Result<std::optional<std::vector<PrefixKey>>> PoolClient::Lookup(std::span<const Token> tokens,
@@ -54,7 +67,14 @@ Result<std::optional<std::vector<PrefixKey>>> PoolClient::Lookup(std::span<const
                      .tokens = std::vector<Token>(tokens.begin(), tokens.end()),
                      .resident_tokens = resident_tokens,
                      .before = before};
-  STRATA_ASSIGN_OR_RETURN(PoolLookupAnswer a, Ask<PoolLookupAnswer>(request, id));
+  const auto asked = std::chrono::steady_clock::now();
+  Result<PoolLookupAnswer> answer = Ask<PoolLookupAnswer>(request, id, lookup_bound_);
+  if (!answer.ok() && answer.status().code() == StatusCode::kUnavailable &&
+      std::chrono::steady_clock::now() - asked >= lookup_bound_) {
+    return Status::Busy("no pool lookup answer within " + std::to_string(lookup_bound_.count()) +
+                        " ms");
+  }
+  STRATA_ASSIGN_OR_RETURN(PoolLookupAnswer a, std::move(answer));
   STRATA_RETURN_IF_ERROR(a.status);
   if (a.chain.empty()) return std::optional<std::vector<PrefixKey>>();
   return std::optional<std::vector<PrefixKey>>(std::move(a.chain));

@@ -26,6 +26,9 @@ struct PoolClientOptions {
   std::string socket_path;
   PoolHello hello;  // instance sources, model identity, layout, planes, page tokens
   std::chrono::milliseconds answer_bound{5'000};  // per request
+  // Bound on a lookup's answer (the lookup grace); unset: answer_bound. An
+  // answer that misses it is skipped when it arrives later.
+  std::optional<std::chrono::milliseconds> lookup_bound;
 };
 
 class PoolClient {
@@ -36,7 +39,8 @@ class PoolClient {
 
   const PoolHelloAccept& accepted() const { return accepted_; }
 
-  // The pooled chain matching `tokens` (ascending keys), or nullopt.
+  // The pooled chain matching `tokens` (ascending keys), or nullopt. kBusy:
+  // no answer within the lookup bound (the connection stays usable).
   Result<std::optional<std::vector<PrefixKey>>> Lookup(std::span<const Token> tokens,
                                                        uint64_t resident_tokens, uint64_t before);
 
@@ -52,15 +56,21 @@ class PoolClient {
 
  private:
   PoolClient(PoolSocket socket, PoolHelloAccept accepted, std::unique_ptr<Arena> arena,
-             std::chrono::milliseconds answer_bound);
-  // Sends a request and waits for the answer with its id.
+             const PoolClientOptions& options);
+  // Sends a request and waits, at most `bound`, for the answer with its id.
   template <typename Answer>
-  Result<Answer> Ask(const PoolMessage& request, uint64_t request_id);
+  Result<Answer> Ask(const PoolMessage& request, uint64_t request_id,
+                     std::chrono::milliseconds bound);
+  template <typename Answer>
+  Result<Answer> Ask(const PoolMessage& request, uint64_t request_id) {
+    return Ask<Answer>(request, request_id, answer_bound_);
+  }
 
   PoolSocket socket_;
   PoolHelloAccept accepted_;
   std::unique_ptr<Arena> arena_;
   std::chrono::milliseconds answer_bound_;
+  std::chrono::milliseconds lookup_bound_;
   uint64_t next_request_ = 1;
 };
 

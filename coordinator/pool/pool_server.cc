@@ -42,7 +42,7 @@ struct PoolServer::Loop {
   };
 
   Loop(const PoolServerOptions& options, const ManagerIdentity& identity, const Arena& arena,
-       attach::UniqueFd listener, int wake)
+       attach::UniqueFd listener, int wake, StatsBox& stats)
       : identity(identity),
         arena(arena),
         listener(std::move(listener)),
@@ -51,7 +51,8 @@ struct PoolServer::Loop {
                               .slot_bytes = arena.slot_bytes(),
                               .claims_in_flight_max = options.claims_in_flight_max,
                               .claim_setup_limit_ms = options.claim_setup_limit_ms}),
-        connections_max(options.connections_max) {}
+        connections_max(options.connections_max),
+        stats(stats) {}
 
   void Run();
   void Accept();
@@ -59,6 +60,8 @@ struct PoolServer::Loop {
   bool Serve(Connection& c);
   bool Handle(Connection& c, PoolReceived received);
   void Close(int fd);
+  // Copies the counts out for PoolServer::Stats.
+  void Publish();
 
   const ManagerIdentity& identity;
   const Arena& arena;
@@ -67,7 +70,21 @@ struct PoolServer::Loop {
   PoolCatalog catalog;
   uint32_t connections_max;
   std::map<int, std::unique_ptr<Connection>> connections;
+  StatsBox& stats;
+  PoolTraffic traffic;
 };
+
+void PoolServer::Loop::Publish() {
+  PoolManagerStats s;
+  s.traffic = traffic;
+  s.catalog = catalog.counts();
+  s.slots_total = catalog.slots().slot_count();
+  s.slots_free = catalog.slots().free_count();
+  s.slots_retired_held = catalog.slots().retired_held_count();
+  s.connections = connections.size();
+  MutexLock lock(stats.mu);
+  stats.stats = std::move(s);
+}
 
 void PoolServer::Loop::Run() {
   uint64_t last_sweep_ms = NowMs();
@@ -89,6 +106,7 @@ void PoolServer::Loop::Run() {
                      ClaimHealthName(f.why));
       }
       last_sweep_ms = now;
+      Publish();
     }
   }
   while (!connections.empty()) Close(connections.begin()->first);
@@ -136,6 +154,8 @@ bool PoolServer::Loop::Handle(Connection& c, PoolReceived received) {
   }
   std::optional<PoolMessage> answer = AnswerRequest(catalog, *c.session, received.message, now);
   if (!answer.has_value()) return false;
+  CountExchange(traffic, received.message, *answer);
+  Publish();
   return c.socket.Send(*answer).ok();
 }
 
@@ -171,12 +191,18 @@ PoolServer::PoolServer(const PoolServerOptions& options, std::unique_ptr<Arena> 
                 .slot_count = arena->slot_count()},
       arena_(std::move(arena)),
       wake_(std::move(wake)),
-      loop_(
-          std::make_unique<Loop>(options_, identity_, *arena_, std::move(listener), wake_.get())) {
+      loop_(std::make_unique<Loop>(options_, identity_, *arena_, std::move(listener), wake_.get(),
+                                   stats_)) {
+  loop_->Publish();
   thread_ = std::thread([this] { loop_->Run(); });
 }
 
 PoolServer::~PoolServer() { Stop(); }
+
+PoolManagerStats PoolServer::Stats() const {
+  MutexLock lock(stats_.mu);
+  return stats_.stats;
+}
 
 void PoolServer::Stop() {
   if (!thread_.joinable()) return;

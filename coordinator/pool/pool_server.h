@@ -15,6 +15,8 @@
 #include "coordinator/pool/arena.h"
 #include "coordinator/pool/pool_catalog.h"
 #include "coordinator/pool/pool_dispatch.h"
+#include "coordinator/pool/pool_traffic.h"
+#include "store/base/mutex.h"
 
 namespace strata::pool {
 
@@ -48,6 +50,9 @@ class PoolServer {
   void Stop();
 
   const ManagerIdentity& identity() const { return identity_; }
+  // The newest counts the manager's thread published (after every exchange
+  // and every claim sweep). Thread-safe.
+  PoolManagerStats Stats() const;
   PageKind page_kind() const { return arena_->page_kind(); }
 
  private:
@@ -59,6 +64,11 @@ class PoolServer {
   ManagerIdentity identity_;
   std::unique_ptr<Arena> arena_;
   attach::UniqueFd wake_;  // an eventfd: Stop() writes it
+  struct StatsBox {
+    mutable Mutex mu;
+    PoolManagerStats stats GUARDED_BY(mu);
+  };
+  StatsBox stats_;
   std::unique_ptr<Loop> loop_;
   std::thread thread_;
 };

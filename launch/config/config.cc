@@ -244,6 +244,18 @@ std::vector<ConfigKey> MakeKeys() {
        "\"auto\" (GPUDirect Storage where the startup probe accepts it, else staged), "
        "\"staged\" or \"direct\" (fail startup where the probe refuses)",
        "auto", SetTransport},
+      {"prefix_cache.pool", "--prefix-cache-pool",
+       "the Unix socket path of a pool manager on this host (strata pool --socket)",
+       "unset (local tiers only)",
+       [](const ConfigValue& v, RankConfig* c) {
+         STRATA_SET(c->prefix_cache.pool, AsText(v, "a socket path"));
+       }},
+      {"prefix_cache.pool_instance", "--prefix-cache-pool-instance",
+       "an id for this instance at the pool (host planes)",
+       "the host name and process id (not stable across restarts)",
+       [](const ConfigValue& v, RankConfig* c) {
+         STRATA_SET(c->prefix_cache.pool_instance, AsText(v, "an instance id"));
+       }},
       {"cluster.rank", "--rank", "a whole number below world_size", "0, or the launcher's",
        [](const ConfigValue& v, RankConfig* c) {
          STRATA_SET(c->cluster.rank, AsWhole(v, 0, kU32Max - 1));

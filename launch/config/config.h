@@ -59,6 +59,14 @@ struct PrefixCacheConfig {
   // (cuda/gds_probe.h), the staged one otherwise; "direct" fails startup
   // with the probe's reason where it refuses.
   TransportChoice transport = TransportChoice::kAuto;
+  // pool: the Unix socket of a pool manager on this host (`strata pool`,
+  // docs/pool.md). Default unset: local tiers only, no sharing code runs.
+  // Today it needs a memory tier and no disk tier, in one process.
+  std::optional<std::string> pool;
+  // pool_instance: this instance's id at the pool with host planes (GPU
+  // planes would use their UUIDs). Default unset: the host name and process
+  // id, which differ across restarts; set it for an id that does not.
+  std::optional<std::string> pool_instance;
 };
 
 // [cluster]: which rank this process is and how ranks find rank zero.

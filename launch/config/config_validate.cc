@@ -9,6 +9,30 @@
 
 namespace strata {
 
+namespace {
+
+// What the instance side of the pool supports today (docs/pool.md): a
+// memory tier as the end of the local chain (so one process holds every
+// rank: ranks in separate processes refuse a memory tier).
+Status ValidatePool(const RankConfig& c) {
+  const PrefixCacheConfig& pc = c.prefix_cache;
+  if (pc.pool_instance.has_value() && !pc.pool.has_value()) {
+    return Status::InvalidArgument(
+        "prefix_cache.pool_instance: set without prefix_cache.pool (the pool it names us at)");
+  }
+  if (!pc.pool.has_value()) return Status::Ok();
+  if (pc.pool->empty()) return Status::InvalidArgument("prefix_cache.pool: an empty socket path");
+  if (pc.memory_bytes == 0 || pc.disk_dir.has_value()) {
+    return Status::InvalidArgument(
+        "prefix_cache.pool: needs a memory tier (prefix_cache.memory) and no disk tier "
+        "(prefix_cache.disk): a disk tier as the end of the local chain, or the pool alone, "
+        "is not built yet");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status ValidateConfig(const RankConfig& c) {
   const ClusterConfig& cl = c.cluster;
   if (cl.rank >= cl.world_size) {
@@ -34,6 +58,7 @@ Status ValidateConfig(const RankConfig& c) {
     return Status::InvalidArgument(
         "prefix_cache.disk_limit: set without prefix_cache.disk (the directory it limits)");
   }
+  if (Status s = ValidatePool(c); !s.ok()) return s;
   if (c.metrics.port != 0 && static_cast<uint64_t>(c.metrics.port) + cl.local_rank > kPortMax) {
     return Status::InvalidArgument("metrics.port: " + std::to_string(c.metrics.port) +
                                    " + cluster.local_rank " + std::to_string(cl.local_rank) +

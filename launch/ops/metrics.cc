@@ -165,7 +165,29 @@ constexpr TierMetric kTierMetrics[] = {
      &TierStats::bytes_out_total, ""},
 };
 
-void RenderStore(const StoreStats& s, Writer* w) {
+// Samples of an owner's families that share a name with one of the rank's
+// (an extra reason of strata_host_cache_dropped_total) join that family.
+void RenderMergedSamples(std::string_view name, const std::vector<MetricFamily>& extra, Writer* w) {
+  for (const MetricFamily& f : extra) {
+    if (f.name != name) continue;
+    for (const MetricSample& s : f.samples) {
+      std::string labels;
+      for (const auto& [key, value] : s.labels) {
+        labels += (labels.empty() ? "" : ",") + Label(key, value);
+      }
+      w->Sample(f.name, labels, s.value);
+    }
+  }
+}
+
+bool IsTierFamily(std::string_view name) {
+  for (const TierMetric& m : kTierMetrics) {
+    if (m.name == name) return true;
+  }
+  return false;
+}
+
+void RenderStore(const StoreStats& s, const std::vector<MetricFamily>& extra, Writer* w) {
   for (const ScalarMetric& m : kStoreScalars) {
     w->Family(m.name, m.kind, m.help);
     w->Sample(m.name, "", s.*m.field);
@@ -183,6 +205,7 @@ void RenderStore(const StoreStats& s, Writer* w) {
       if (!m.extra_label.empty()) labels += "," + std::string(m.extra_label);
       w->Sample(m.name, labels, stats->*m.field);
     }
+    RenderMergedSamples(m.name, extra, w);
   }
 }
 
@@ -234,8 +257,30 @@ std::string MicrosAsSeconds(uint64_t micros) {
   return out + "." + digits;
 }
 
+// The owner's families, except those merged into the rank's tier families.
+static void RenderExtra(const std::vector<MetricFamily>& families, Writer* w) {
+  for (const MetricFamily& f : families) {
+    if (IsTierFamily(f.name)) continue;
+    w->Family(f.name, f.kind == MetricKind::kGauge ? Kind::kGauge : Kind::kCounter, f.help);
+    for (const MetricSample& s : f.samples) {
+      std::string labels;
+      for (const auto& [key, value] : s.labels) {
+        labels += (labels.empty() ? "" : ",") + Label(key, value);
+      }
+      w->Sample(f.name, labels, s.value);
+    }
+  }
+}
+
 std::string RenderMetrics(const OpsSnapshot& snapshot, const Health& health) {
   Writer w;
+  if (snapshot.owner == OpsOwner::kPoolManager) {
+    w.Family("strata_healthy", Kind::kGauge,
+             "1 when /healthz answers 200 at this scrape, else 0 (/healthz says why).");
+    w.Sample("strata_healthy", "", health.ok ? 1 : 0);
+    RenderExtra(snapshot.extra_metrics, &w);
+    return w.Take();
+  }
   w.Family("strata_info", Kind::kGauge, "Always 1; labels say which rank this is.");
   w.Sample("strata_info",
            Label("rank", std::to_string(snapshot.rank.value)) + "," +
@@ -251,9 +296,10 @@ std::string RenderMetrics(const OpsSnapshot& snapshot, const Health& health) {
   w.Family("strata_disk_limit_configured_bytes", Kind::kGauge,
            "The disk tier's limit as configured, before the filesystem lowered it.");
   w.Sample("strata_disk_limit_configured_bytes", "", snapshot.disk_limit_configured_bytes);
-  RenderStore(snapshot.store, &w);
+  RenderStore(snapshot.store, snapshot.extra_metrics, &w);
   RenderLatency(snapshot.job_latency, &w);
   RenderPeers(snapshot.peers, &w);
+  RenderExtra(snapshot.extra_metrics, &w);
   return w.Take();
 }
 

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "store/base/ids.h"
@@ -35,7 +36,26 @@ struct JobLatency {
   LatencySnapshot latency;
 };
 
+// A metric family its owner adds beyond the rank's own (the pool's), with
+// plain (unescaped) label values.
+enum class MetricKind : unsigned char { kCounter, kGauge };
+struct MetricSample {
+  std::vector<std::pair<std::string, std::string>> labels;
+  uint64_t value = 0;
+};
+struct MetricFamily {
+  std::string name;  // with the strata_ prefix
+  MetricKind kind = MetricKind::kCounter;
+  std::string help;
+  std::vector<MetricSample> samples;
+};
+
+// Which process serves the endpoint: a rank (store, peers, transport), or
+// the pool manager (health and extra_metrics only).
+enum class OpsOwner : unsigned char { kRank, kPoolManager };
+
 struct OpsSnapshot {
+  OpsOwner owner = OpsOwner::kRank;
   RankId rank;
   uint32_t world_size = 1;
   StoreStats store;
@@ -55,6 +75,8 @@ struct OpsSnapshot {
   // Empty unless the drain at shutdown failed; then why (strata_drain_failed
   // is 1). Set only on the rank's final snapshot (DrainFailedSnapshot).
   std::string drain_failure;
+  // Rendered after the rank's own metrics, and in /status under "metrics".
+  std::vector<MetricFamily> extra_metrics;
   // When the owner took the snapshot (its steady clock).
   std::chrono::steady_clock::time_point taken_at;
 };

@@ -49,6 +49,21 @@ nlohmann::json StoreJson(const StoreStats& s) {
   };
 }
 
+// {"name": [{"labels": {...}, "value": n}, ...], ...}
+nlohmann::json ExtraJson(const std::vector<MetricFamily>& families) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const MetricFamily& f : families) {
+    nlohmann::json samples = nlohmann::json::array();
+    for (const MetricSample& s : f.samples) {
+      nlohmann::json labels = nlohmann::json::object();
+      for (const auto& [key, value] : s.labels) labels[key] = value;
+      samples.push_back({{"labels", std::move(labels)}, {"value", s.value}});
+    }
+    out[f.name] = std::move(samples);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string RenderStatusJson(const OpsSnapshot* snapshot_or_null, const Health& health) {
@@ -59,6 +74,12 @@ std::string RenderStatusJson(const OpsSnapshot* snapshot_or_null, const Health& 
   };
   if (snapshot_or_null == nullptr) return dump({{"healthy", health.ok}, {"reason", health.reason}});
   const OpsSnapshot& snapshot = *snapshot_or_null;
+  if (snapshot.owner == OpsOwner::kPoolManager) {
+    return dump({{"role", "pool_manager"},
+                 {"healthy", health.ok},
+                 {"reason", health.reason},
+                 {"metrics", ExtraJson(snapshot.extra_metrics)}});
+  }
   nlohmann::json peers = nlohmann::json::array();
   for (const PeerLinkStats& p : snapshot.peers) {
     peers.push_back({{"rank", p.peer.value},
@@ -69,7 +90,7 @@ std::string RenderStatusJson(const OpsSnapshot* snapshot_or_null, const Health& 
   for (const JobLatency& j : snapshot.job_latency) {
     latency[j.kind] = {{"count", j.latency.count()}, {"sum_us", j.latency.sum_us}};
   }
-  const nlohmann::json doc = {
+  nlohmann::json doc = {
       {"rank", snapshot.rank.value},
       {"world_size", snapshot.world_size},
       {"healthy", health.ok},
@@ -79,6 +100,7 @@ std::string RenderStatusJson(const OpsSnapshot* snapshot_or_null, const Health& 
       {"transport", {{"kind", snapshot.transport}, {"reason", snapshot.transport_reason}}},
       {"job_latency", std::move(latency)},
   };
+  if (!snapshot.extra_metrics.empty()) doc["metrics"] = ExtraJson(snapshot.extra_metrics);
   return dump(doc);
 }
 

@@ -119,6 +119,7 @@ int RunRank(const LoadedConfig& loaded, const RankRunOptions& run) {
     s.transport_reason = transport.reason;
     if (services.store() != nullptr) s.job_latency = services.JobLatencies();
     s.unhealthy_reason = services.UnhealthyReason();
+    s.extra_metrics = services.ExtraMetrics();
     s.taken_at = std::chrono::steady_clock::now();
     publisher.Publish(std::move(s));
   };

@@ -45,6 +45,9 @@ class RankServices {
     return {.kind = TransportKind::kStaged, .reason = "configured"};
   }
   virtual std::vector<PeerLinkStats> PeerLinks() const { return {}; }
+  // Metric families beyond the store's (the pool client's, with
+  // prefix_cache.pool). Called on the thread that owns the store.
+  virtual std::vector<MetricFamily> ExtraMetrics() const { return {}; }
   // Empty when healthy; otherwise why not (for /healthz).
   virtual std::string UnhealthyReason() const { return ""; }
   // Drains and closes in dependency order; an error means memory stays alive.

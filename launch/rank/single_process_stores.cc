@@ -2,6 +2,8 @@
 // --single-process): memory, disk or both tiers (CompositeStore) on this host.
 #include "launch/rank/single_process_stores.h"
 
+#include "launch/pool_metrics.h"
+#include "launch/rank/rank_pool.h"
 #include "launch/rank/rank_transport.h"
 
 #include "launch/presets.h"
@@ -54,6 +56,10 @@ class SingleProcessStores final : public RuntimeDriver {
   std::string Summary() const override { return summary_; }
   TransportDecision Transport() const override { return transport_; }
   bool has_memory_and_disk() const override { return composite_ != nullptr; }
+  std::vector<MetricFamily> ExtraMetrics() const override {
+    if (!pooled_) return {};
+    return PoolClientMetrics(pooled_->pool_stats());
+  }
   PlaneImporter* attach_planes() override { return attached_ ? &attached_->importer() : nullptr; }
 
   Qualification MakeQualification() override {
@@ -129,6 +135,7 @@ class SingleProcessStores final : public RuntimeDriver {
     if (!s.ok()) {
       // Copies may still run: keep everything they could touch alive.
       (void)memory_.release();
+      (void)pooled_.release();
       (void)disk_.release();
       (void)composite_.release();
       (void)local_.release();
@@ -136,6 +143,8 @@ class SingleProcessStores final : public RuntimeDriver {
       (void)attached_.release();
       return s;
     }
+    if (memory_) memory_->SetEvictionSink(nullptr);
+    pooled_.reset();
     memory_.reset();
     disk_.reset();
     composite_.reset();
@@ -185,6 +194,11 @@ class SingleProcessStores final : public RuntimeDriver {
                                         std::move(t), MemoryStoreOptions{.max_age_ms = max_age_ms});
       summary_ = "memory store, " + Mib(pc.memory_bytes) + " (" + std::to_string(warm) + " slots)";
       store_ = memory_.get();
+      pooled_ = AttachRankPool(config_, geometry_, *memory_);
+      if (pooled_) {
+        summary_ += ", pool at " + *pc.pool + (pooled_->link().sharing() ? "" : " (not attached)");
+        store_ = pooled_.get();
+      }
       return Status::Ok();
     }
     if (!disk) {
@@ -245,6 +259,7 @@ class SingleProcessStores final : public RuntimeDriver {
   std::unique_ptr<AttachPlanes> attached_;  // with attach.socket only
   std::unique_ptr<LocalDisk> local_;
   std::unique_ptr<MemoryStore> memory_;
+  std::unique_ptr<pool::PooledStore> pooled_;  // with prefix_cache.pool only
   std::unique_ptr<DiskStore> disk_;
   std::unique_ptr<CompositeStore> composite_;
   HostStore* store_ = nullptr;

@@ -50,6 +50,7 @@ bool MemoryStore::AllocateWithEviction(uint64_t count, std::vector<SlotId>& out)
 
 void MemoryStore::ApplyEviction(const EvictionDecision& d) {
   stats_.memory.evicted_total += d.removed.size();
+  OfferEvicted(d.removed);
   ApplyRemoved(d.removed);
   if (d.compacted) {
     ++stats_.memory.compacted_total;
@@ -59,6 +60,7 @@ void MemoryStore::ApplyEviction(const EvictionDecision& d) {
 
 void MemoryStore::ApplyRemoved(const std::vector<RemovedRecord>& removed) {
   for (const RemovedRecord& r : removed) {
+    lineage_.erase(r.key);
     if (records_.contains(r.location.value)) records_.Remove(r.location.value);
   }
 }
@@ -99,11 +101,13 @@ StoreOutcome MemoryStore::Store(const PublishedCheckpoint& cp) {
                     now_ms_);
   if (parent_held) Unpin({*cp.parent});
   STRATA_ASSERT(ins.ok() && ins->tail_page_count == tail, "index disagrees on the tail");
+  lineage_[cp.key] = {parent_held ? cp.parent : std::nullopt, cp.bucket};
   (void)index_.Pin(cp.key);
   std::vector<PageId> ids(cp.chain.end() - static_cast<std::ptrdiff_t>(tail), cp.chain.end());
   const uint64_t op = next_op_++;
   if (Status s = tracker_.Start(op, records_.PlanCopyOut(id, ids, cp.row_slot)); !s.ok()) {
     (void)index_.Remove(cp.key);  // an in-flight leaf: nothing else goes with it
+    lineage_.erase(cp.key);
     records_.Remove(id);
     records_.Release(id);
     return count(s.code() == StatusCode::kBusy ? StoreOutcome::kRetry : StoreOutcome::kDeferred);

@@ -16,6 +16,7 @@
 #include "store/record/geometry.h"
 #include "store/record/record_layout.h"
 #include "store/tier/host_store.h"
+#include "store/tier/record_handover.h"
 #include "store/tier/store_clock.h"
 #include "store/transfer/slab_records.h"
 #include "store/transfer/transfer_plan.h"
@@ -31,7 +32,7 @@ struct MemoryStoreOptions {
   StoreClock clock{};                                // Close's deadline; default: the real clocks
 };
 
-class MemoryStore final : public HostStore {
+class MemoryStore final : public HostStore, public RecordIntake {
  public:
   // `pool` may be shared with a disk transport; `transfers` is this tier's own.
   MemoryStore(const CacheGeometry& geometry, std::shared_ptr<SlabPool> pool,
@@ -48,6 +49,13 @@ class MemoryStore final : public HostStore {
   }
   StoreStats Stats() const override;
   Status Close() override;
+  // A record from outside (a pool claim) as a committed local record; makes
+  // room by eviction like Store. See RecordIntake.
+  Status Import(const RecordView& record, uint64_t now_ms) override;
+  // From now on every committed record that eviction removes (not expiry) is
+  // offered to `sink` before its slots free: this tier is the end of the local
+  // chain (seed 2.15). Null (the default): evicted records are dropped.
+  void SetEvictionSink(EvictionSink* sink) { eviction_sink_ = sink; }
 
   const PrefixIndex& index() const { return index_; }
   // Slots a record of `tail_pages` pages and a row occupies before packing.
@@ -70,6 +78,16 @@ class MemoryStore final : public HostStore {
   void FinishCopyOut(const Operation& op, const FinishedOperation& f);
   void FinishRestore(const Operation& op, const FinishedOperation& f);
   void Unpin(const std::vector<PrefixKey>& keys);
+  // Hands each evicted committed record to eviction_sink_, after the
+  // ancestors still held (at most kOfferedAncestorsMax of them).
+  static constexpr size_t kOfferedAncestorsMax = 64;
+  void OfferEvicted(const std::vector<RemovedRecord>& removed);
+  RecordView ViewOf(const PrefixKey& key, uint64_t id, uint32_t tail_pages) const;
+
+  struct Lineage {
+    std::optional<PrefixKey> parent;
+    Digest128 bucket{};
+  };
 
   CacheGeometry geometry_;
   std::shared_ptr<SlabPool> pool_;
@@ -77,10 +95,12 @@ class MemoryStore final : public HostStore {
   std::unique_ptr<Transfers> transfers_;
   TransferTracker tracker_;
   MemoryStoreOptions options_;
+  EvictionSink* eviction_sink_ = nullptr;
   PrefixIndex index_;
   uint64_t page_bytes_all_ranks_ = 0;  // unpadded
   uint64_t row_bytes_all_ranks_ = 0;   // unpadded
   std::unordered_map<uint64_t, Operation> ops_;
+  std::unordered_map<PrefixKey, Lineage> lineage_;  // of indexed records
   std::vector<StoreEvent> events_;
   std::vector<FinishedOperation> finished_;
   uint64_t next_op_ = 1;

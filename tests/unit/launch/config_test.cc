@@ -255,6 +255,24 @@ TEST(ConfigTest, DiskLimitNeedsADirectory) {
   EXPECT_TRUE(ValidateConfig(c).ok());
 }
 
+TEST(ConfigTest, PoolNeedsAMemoryTierAndNoDisk) {
+  RankConfig c;
+  ASSERT_TRUE(Set("prefix_cache.pool", std::string("/run/strata/pool.sock"), &c).ok());
+  EXPECT_EQ(c.prefix_cache.pool, "/run/strata/pool.sock");
+  EXPECT_NE(ValidateConfig(c).message().find("prefix_cache.pool: needs a memory tier"),
+            std::string::npos);
+  c.prefix_cache.memory_bytes = 1 << 20;
+  EXPECT_TRUE(ValidateConfig(c).ok());
+  c.prefix_cache.disk_dir = "/tmp/x";
+  EXPECT_NE(ValidateConfig(c).message().find("and no disk tier"), std::string::npos);
+  c.prefix_cache.disk_dir.reset();
+  ASSERT_TRUE(Set("prefix_cache.pool_instance", std::string("node7-a"), &c).ok());
+  EXPECT_TRUE(ValidateConfig(c).ok());
+  c.prefix_cache.pool.reset();
+  EXPECT_NE(ValidateConfig(c).message().find("prefix_cache.pool_instance: set without"),
+            std::string::npos);
+}
+
 TEST(ConfigTest, DiskLimitDefaultsToATenthOfFreeSpace) {
   PrefixCacheConfig p;
   p.disk_dir = "/d";

@@ -152,6 +152,30 @@ TEST(MetricsTest, PeerLinksWithEscapedLabels) {
       "1");
 }
 
+TEST(MetricsTest, ExtraFamiliesFollowTheRanksOwnWithEscapedLabels) {
+  OpsSnapshot snap = Snapshot();
+  snap.extra_metrics.push_back({"strata_example_total",
+                                MetricKind::kCounter,
+                                "An owner's family.",
+                                {{{{"why", "a\"b"}}, 7}}});
+  Exposition e = Parse(RenderMetrics(snap, kHealthy));
+  EXPECT_EQ(FamilyOf(e, "strata_example_total"), "strata_example_total");
+  EXPECT_EQ(e.type.at("strata_example_total"), "counter");
+  EXPECT_EQ(ValueOf(e, "strata_example_total", {{"why", "a\"b"}}), "7");
+  EXPECT_EQ(ValueOf(e, "strata_info", {{"rank", "2"}, {"world_size", "4"}}), "1");
+}
+
+TEST(MetricsTest, APoolManagerShowsHealthAndItsFamiliesOnly) {
+  OpsSnapshot snap;
+  snap.owner = OpsOwner::kPoolManager;
+  snap.extra_metrics.push_back({"strata_pool_records", MetricKind::kGauge, "Records.", {{{}, 3}}});
+  Exposition e = Parse(RenderMetrics(snap, kHealthy));
+  EXPECT_EQ(ValueOf(e, "strata_pool_records", {}), "3");
+  EXPECT_EQ(ValueOf(e, "strata_healthy", {}), "1");
+  EXPECT_EQ(e.type.count("strata_info"), 0u);
+  EXPECT_EQ(e.type.count("strata_lookups_total"), 0u);
+}
+
 TEST(MetricsTest, HealthAndConfiguredDiskLimitAreGauges) {
   OpsSnapshot snap = Snapshot();
   snap.disk_limit_configured_bytes = 5000;

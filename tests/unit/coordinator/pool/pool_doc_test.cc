@@ -9,6 +9,7 @@
 
 #include "coordinator/pool/claim_rules.h"
 #include "coordinator/pool/put_rules.h"
+#include "launch/pool_metrics.h"
 
 namespace strata::pool {
 namespace {
@@ -46,6 +47,16 @@ TEST(PoolDocTest, NamesEveryDropReason) {
        {ClaimAdmission::kNotFound, ClaimAdmission::kNotReady, ClaimAdmission::kBusy}) {
     EXPECT_NE(doc.find("`" + std::string(ClaimAdmissionName(a)) + "`"), std::string::npos)
         << ClaimAdmissionName(a);
+  }
+}
+
+TEST(PoolDocTest, NamesEveryMetricFamily) {
+  const std::string doc = Read("docs/pool.md");
+  std::vector<MetricFamily> families = PoolManagerMetrics({});
+  for (MetricFamily& f : PoolClientMetrics({})) families.push_back(std::move(f));
+  EXPECT_GT(families.size(), 25u);
+  for (const MetricFamily& f : families) {
+    EXPECT_NE(doc.find("`" + f.name), std::string::npos) << f.name;
   }
 }
 

@@ -1,0 +1,82 @@
+#include "coordinator/pool/pool_link.h"
+
+#include <spdlog/spdlog.h>
+
+#include <thread>
+
+#include "coordinator/pool/pool_scope.h"
+
+namespace strata::pool {
+
+PoolHello InstanceHello(const CacheGeometry& geometry, const NamespaceIdentity& model,
+                        std::vector<std::string> sources) {
+  return PoolHello{.instance_sources = std::move(sources),
+                   .model_identity = model,
+                   .layout = ComputeLayoutFingerprint(geometry),
+                   .rank_plane_bytes = RankPlaneBytes(geometry),
+                   .page_tokens = geometry.page_tokens};
+}
+
+uint64_t PoolLink::NowMs() const {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   options_.clock.steady().time_since_epoch())
+                                   .count());
+}
+
+std::unique_ptr<PoolLink> PoolLink::AttachAtStartup(const PoolLinkOptions& options) {
+  std::unique_ptr<PoolLink> link(new PoolLink(options));
+  const uint64_t started = link->NowMs();
+  for (;;) {
+    Status s = link->Connect();
+    if (s.ok()) return link;
+    if (AfterFailedAttach(AttachPhase::kStartup, started, link->NowMs()) ==
+        AttachStep::kGiveUpWithWarning) {
+      spdlog::warn(
+          "prefix cache pool at {} did not answer within {} ms ({}): using local tiers only; "
+          "this instance will not attach later",
+          options.client.socket_path, kStartupAttachWaitMs, s.ToString());
+      link->phase_ = AttachPhase::kLocalForever;
+      return link;
+    }
+    std::this_thread::sleep_for(options.startup_retry_interval);
+  }
+}
+
+Status PoolLink::Connect() {
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<PoolClient> c, PoolClient::Connect(options_.client));
+  const PoolHelloAccept& a = c->accepted();
+  const ArenaShape announced{.generation = a.generation,
+                             .region_bytes = {a.slot_bytes * a.slot_count}};
+  if (phase_ == AttachPhase::kAttached && options_.registration == ArenaRegistration::kRegistered &&
+      DecideReattach(registered_, announced) == Reattach::kDisableSharing) {
+    spdlog::warn("prefix cache pool: {}", ReattachWarning(registered_, announced));
+    disabled_ = true;
+    return Status::FailedPrecondition("sharing disabled until a restart");
+  }
+  registered_ = announced;
+  phase_ = AttachPhase::kAttached;
+  client_ = std::move(c);
+  spdlog::info("prefix cache pool {}: attached (generation {}, {} slots of {} bytes)", a.pool_name,
+               a.generation, a.slot_count, a.slot_bytes);
+  return Status::Ok();
+}
+
+PoolClient* PoolLink::client() {
+  if (client_ || !sharing()) return client_.get();
+  const uint64_t now = NowMs();
+  if (AfterFailedAttach(phase_, 0, now) != AttachStep::kRetry || now < next_reconnect_ms_) {
+    return nullptr;
+  }
+  next_reconnect_ms_ = now + static_cast<uint64_t>(options_.reconnect_interval.count());
+  if (Connect().ok()) ++reconnects_;
+  return client_.get();
+}
+
+void PoolLink::Lost(const Status& why) {
+  if (!client_) return;
+  spdlog::warn("prefix cache pool: connection lost ({}); reconnecting", why.ToString());
+  client_.reset();
+  next_reconnect_ms_ = NowMs() + static_cast<uint64_t>(options_.reconnect_interval.count());
+}
+
+}  // namespace strata::pool

@@ -1,0 +1,109 @@
+#include "launch/pool_metrics.h"
+
+#include <string>
+#include <utility>
+
+namespace strata {
+
+namespace {
+
+MetricFamily Family(std::string name, MetricKind kind, std::string help, uint64_t value) {
+  return MetricFamily{std::move(name), kind, std::move(help), {{{}, value}}};
+}
+
+}  // namespace
+
+std::vector<MetricFamily> PoolManagerMetrics(const pool::PoolManagerStats& s) {
+  const pool::PoolTraffic& t = s.traffic;
+  constexpr MetricKind kGauge = MetricKind::kGauge;
+  constexpr MetricKind kCounter = MetricKind::kCounter;
+  std::vector<MetricFamily> out = {
+      Family("strata_pool_slots", kGauge, "Record slots in the arena.", s.slots_total),
+      Family("strata_pool_slots_in_use", kGauge,
+             "Slots owned by records or held by claims (slots - free).",
+             s.slots_total - s.slots_free),
+      Family("strata_pool_slots_free", kGauge, "Slots free for puts.", s.slots_free),
+      Family("strata_pool_slots_retired_held", kGauge,
+             "Slots of removed records that a claim still holds.", s.slots_retired_held),
+      Family("strata_pool_records", kGauge, "Pooled records, every scope.", s.catalog.records),
+      Family("strata_pool_scopes", kGauge, "Scopes with a session or records.", s.catalog.scopes),
+      Family("strata_pool_sessions", kGauge, "Open instance sessions.", s.catalog.sessions),
+      Family("strata_pool_connections", kGauge, "Open connections.", s.connections),
+      Family("strata_pool_claims_in_flight", kGauge, "Claims not yet released.",
+             s.catalog.claims_in_flight),
+      Family("strata_pool_evicted_total", kCounter, "Records the manager's eviction removed.",
+             s.catalog.evicted),
+      Family("strata_pool_lookups_total", kCounter, "Lookups answered.", t.lookups),
+      Family("strata_pool_lookup_hits_total", kCounter, "Lookups answered with a chain.",
+             t.lookup_hits),
+      Family("strata_pool_put_bytes_total", kCounter, "Bytes of puts granted slots.", t.put_bytes),
+      Family("strata_pool_claims_total", kCounter, "Claims granted.", t.claims),
+      Family("strata_pool_claimed_records_total", kCounter, "Records in granted claims.",
+             t.claimed_records),
+      Family("strata_pool_claimed_bytes_total", kCounter, "Bytes of records in granted claims.",
+             t.claimed_bytes),
+      Family("strata_pool_releases_total", kCounter, "Claims released.", t.releases),
+  };
+  out.push_back({"strata_pool_puts_total",
+                 kCounter,
+                 "Puts by stage: granted slots, committed (claimable), aborted.",
+                 {{{{"stage", "granted"}}, t.puts_granted},
+                  {{{"stage", "committed"}}, t.puts_committed},
+                  {{{"stage", "aborted"}}, t.puts_aborted}}});
+  MetricFamily refusals{"strata_pool_refusals_total",
+                        kCounter,
+                        "Requests the manager refused, by operation and status.",
+                        {}};
+  for (const auto& [key, n] : t.refusals) {
+    refusals.samples.push_back({{{"op", key.first}, {"reason", key.second}}, n});
+  }
+  out.push_back(std::move(refusals));
+  return out;
+}
+
+std::vector<MetricFamily> PoolClientMetrics(const pool::PoolInstanceStats& pool) {
+  using Labels = std::vector<std::pair<std::string, std::string>>;
+  auto one = [](std::string name, MetricKind kind, std::string help, uint64_t value,
+                Labels labels = {}) {
+    return MetricFamily{std::move(name), kind, std::move(help), {{std::move(labels), value}}};
+  };
+  std::vector<MetricFamily> out;
+  // Joins the rank's own strata_host_cache_dropped_total family (whose
+  // held_total already counts imports as stores).
+  out.push_back(one("strata_host_cache_dropped_total", MetricKind::kCounter,
+                    "Records discarded, by reason (end_of_chain: evicted from the end of the "
+                    "local chain without the pool taking them).",
+                    pool.dropped_end_of_chain, {{"tier", "memory"}, {"reason", "end_of_chain"}}));
+  out.push_back(one("strata_pool_client_attached", MetricKind::kGauge,
+                    "1 while this instance shares through its pool manager, else 0.",
+                    pool.attached ? 1 : 0));
+  out.push_back(one("strata_pool_client_reconnects_total", MetricKind::kCounter,
+                    "Reattachments after a lost connection.", pool.reconnects));
+  out.push_back(one("strata_pool_client_lookups_total", MetricKind::kCounter,
+                    "Lookups asked of the manager.", pool.lookups));
+  out.push_back(one("strata_pool_client_lookup_misses_total", MetricKind::kCounter,
+                    "Manager lookups with no answer within the lookup grace (or failed).",
+                    pool.lookup_failures));
+  MetricFamily claims{
+      "strata_pool_client_claims_total",
+      MetricKind::kCounter,
+      "Pooled chains claimed, by outcome (failed: restored locally or recomputed).",
+      {{{{"outcome", "ok"}}, pool.claims}, {{{"outcome", "failed"}}, pool.claim_failures}}};
+  out.push_back(std::move(claims));
+  out.push_back(one("strata_pool_client_claimed_bytes_total", MetricKind::kCounter,
+                    "Bytes of records claimed from the pool.", pool.claimed_bytes));
+  out.push_back(one("strata_pool_client_puts_total", MetricKind::kCounter,
+                    "Evicted records the manager accepted.", pool.puts));
+  out.push_back(one("strata_pool_client_put_bytes_total", MetricKind::kCounter,
+                    "Bytes of records the manager accepted.", pool.put_bytes));
+  MetricFamily refusals{"strata_pool_client_put_refusals_total",
+                        MetricKind::kCounter,
+                        "Puts the manager refused or that failed, by status.",
+                        {}};
+  for (const auto& [reason, n] : pool.put_refusals)
+    refusals.samples.push_back({{{"reason", reason}}, n});
+  out.push_back(std::move(refusals));
+  return out;
+}
+
+}  // namespace strata

@@ -1,0 +1,22 @@
+// The pool's metric families (docs/pool.md, "Metrics"), as the ops
+// endpoint renders them: the manager's `strata_pool_*` and a pooled
+// instance's `strata_pool_client_*` and retention counters. Pure.
+#pragma once
+
+#include <vector>
+
+#include "coordinator/pool/pool_traffic.h"
+#include "coordinator/pool/pooled_store.h"
+#include "launch/ops/ops_snapshot.h"
+
+namespace strata {
+
+// What `strata pool --metrics-port` serves.
+std::vector<MetricFamily> PoolManagerMetrics(const pool::PoolManagerStats& stats);
+
+// A pooled instance's families beyond the store's: strata_pool_client_*, and
+// strata_host_cache_dropped_total{tier="memory",reason="end_of_chain"},
+// which the ops renderer merges into the rank's own dropped_total family.
+std::vector<MetricFamily> PoolClientMetrics(const pool::PoolInstanceStats& pool);
+
+}  // namespace strata

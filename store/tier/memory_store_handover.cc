@@ -1,0 +1,125 @@
+// MemoryStore's side of the handover seam (store/tier/record_handover.h):
+// evicted records offered to the sink, and records imported from outside.
+#include <algorithm>
+#include <cstring>
+
+#include "store/tier/memory_store.h"
+
+namespace strata {
+
+RecordView MemoryStore::ViewOf(const PrefixKey& key, uint64_t id, uint32_t tail_pages) const {
+  const SlabRecords::Record& r = records_.at(id);
+  RecordView v;
+  v.key = key;
+  if (auto it = lineage_.find(key); it != lineage_.end()) {
+    v.parent = it->second.parent;
+    v.bucket = it->second.bucket;
+  }
+  v.tail_pages = tail_pages;
+  v.replicated_pages = r.replicated_pages;
+  v.replicated_row = r.replicated_row;
+  for (const IoPiece& p : records_.PageIo(id)) v.pages.emplace_back(p.data, p.bytes);
+  for (const IoPiece& p : records_.RowIo(id)) v.row.emplace_back(p.data, p.bytes);
+  return v;
+}
+
+void MemoryStore::OfferEvicted(const std::vector<RemovedRecord>& removed) {
+  if (eviction_sink_ == nullptr) return;
+  // `removed` is a leaf, then the page-only ancestors it left childless:
+  // offered root side first, each after the ancestors still indexed.
+  for (auto r = removed.rbegin(); r != removed.rend(); ++r) {
+    if (r->state != TransferState::kReady || !records_.contains(r->location.value)) continue;
+    std::vector<RecordView> chain;
+    std::optional<PrefixKey> up =
+        lineage_.count(r->key) ? lineage_.at(r->key).parent : std::nullopt;
+    while (up && chain.size() < kOfferedAncestorsMax) {
+      std::optional<IndexEntry> e = index_.Find(*up);
+      if (!e || e->state != TransferState::kReady || !records_.contains(e->location.value)) break;
+      chain.push_back(ViewOf(e->key, e->location.value, e->tail_page_count));
+      up = lineage_.count(e->key) ? lineage_.at(e->key).parent : std::nullopt;
+    }
+    std::reverse(chain.begin(), chain.end());
+    chain.push_back(ViewOf(r->key, r->location.value, r->tail_page_count));
+    eviction_sink_->OnEvicted(chain);
+  }
+}
+
+namespace {
+
+// Copies `from` (pieces of any sizes) over `to` in order; false when the
+// totals differ.
+bool CopyPieces(std::span<const std::span<const std::byte>> from, const std::vector<IoPiece>& to) {
+  uint64_t from_total = 0;
+  uint64_t to_total = 0;
+  for (const auto& f : from) from_total += f.size();
+  for (const IoPiece& t : to) to_total += t.bytes;
+  if (from_total != to_total) return false;
+  size_t fi = 0;
+  uint64_t fo = 0;
+  for (const IoPiece& t : to) {
+    uint64_t done = 0;
+    while (done < t.bytes) {
+      const uint64_t n = std::min(t.bytes - done, from[fi].size() - fo);
+      std::memcpy(t.data + done, from[fi].data() + fo, n);
+      done += n;
+      fo += n;
+      if (fo == from[fi].size()) {
+        ++fi;
+        fo = 0;
+      }
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+Status MemoryStore::Import(const RecordView& record, uint64_t now_ms) {
+  if (closed_) return Status::Aborted("memory store is closed");
+  if (index_.Contains(record.key)) {
+    return Status::AlreadyExists("record " + record.key.ToFileStem() + " is held");
+  }
+  const bool parent_held = record.parent && index_.Contains(*record.parent);
+  if (parent_held) (void)index_.Pin(*record.parent);
+  const SlabShape shape{.pages = record.tail_pages,
+                        .with_row = record.has_row(),
+                        .replicated_pages = record.replicated_pages,
+                        .replicated_row = record.replicated_row};
+  const uint64_t need = records_.SlotsFor(shape);
+  std::vector<SlotId> slots;
+  const bool room =
+      need + options_.keep_free_slots <= pool_->total_slots() && AllocateWithEviction(need, slots);
+  if (!room) {
+    if (parent_held) Unpin({*record.parent});
+    return Status::Busy("no room for " + std::to_string(need) + " slots");
+  }
+  const uint64_t id = records_.Add(std::move(slots), shape);
+  const bool copied =
+      CopyPieces(record.pages, records_.PageIo(id)) && CopyPieces(record.row, records_.RowIo(id));
+  Result<InsertResult> ins =
+      copied ? index_.Insert({record.key, parent_held ? record.parent : std::nullopt, record.bucket,
+                              NodeLocation(id), TransferState::kReady,
+                              record.has_row() ? RowPresence::kPresent : RowPresence::kPageOnly},
+                             std::max(now_ms_, now_ms))
+             : Result<InsertResult>(Status::InvalidArgument("record bytes do not fit its shape"));
+  if (parent_held) Unpin({*record.parent});
+  if (ins.ok() && ins->tail_page_count != record.tail_pages) {
+    Result<std::vector<RemovedRecord>> removed = index_.Remove(record.key);
+    if (removed.ok()) ApplyRemoved(*removed);
+    records_.Release(id);
+    return Status::FailedPrecondition(
+        "record " + record.key.ToFileStem() + " holds " + std::to_string(record.tail_pages) +
+        " pages, the index wants " + std::to_string(ins->tail_page_count));
+  }
+  if (!ins.ok()) {
+    records_.Remove(id);
+    records_.Release(id);
+    return ins.status();
+  }
+  lineage_[record.key] = {parent_held ? record.parent : std::nullopt, record.bucket};
+  records_.Release(id);
+  ++stats_.memory.stored_total;
+  return Status::Ok();
+}
+
+}  // namespace strata

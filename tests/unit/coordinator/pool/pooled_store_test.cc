@@ -1,0 +1,251 @@
+// Two instances and a manager in one process, over the manager's real socket
+// and arena: records that instance A evicts from its only (memory) tier reach
+// the pool, and instance B restores them byte-exact through its ordinary
+// restore path (the synthetic runtime checks every restored byte); after A
+// has gone B still restores them; another layout fingerprint shares nothing;
+// without a manager an instance runs on its local tier alone.
+#include "coordinator/pool/pooled_store.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "coordinator/pool/pool_server.h"
+#include "launch/presets.h"
+#include "launch/runtime/synthetic_runtime.h"
+#include "store/tier/memory_store.h"
+#include "store/transfer/host_planes.h"
+
+namespace strata::pool {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr uint64_t kWarmSlots = 36;            // about three 10-page records
+constexpr uint64_t kConversationTokens = 640;  // one 10-page record each
+constexpr int kConversations = 6;
+
+struct InstanceOptions {
+  std::string socket_path;
+  std::string source;
+  uint8_t layout_salt = 0;  // nonzero: another layout fingerprint
+  StoreClock clock{};
+  ArenaRegistration registration = ArenaRegistration::kNone;
+};
+
+// A steady clock the test moves by hand.
+struct ManualClock {
+  std::shared_ptr<std::chrono::steady_clock::time_point> now =
+      std::make_shared<std::chrono::steady_clock::time_point>();
+  StoreClock AsStoreClock() const {
+    StoreClock c;
+    c.steady = [now = now] { return *now; };
+    return c;
+  }
+  void Advance(std::chrono::milliseconds by) const { *now += by; }
+};
+
+// One instance: synthetic planes, a memory tier, its pool link and runtime.
+struct Instance {
+  explicit Instance(const InstanceOptions& o)
+      : geometry(*PresetGeometry("tiny", 1, 512, 16)), planes(geometry) {
+    RecordLayout layout(geometry);
+    slabs = std::shared_ptr<SlabPool>(*SlabPool::Create(layout.page_record_bytes(), kWarmSlots, 0));
+    memory = std::make_unique<MemoryStore>(geometry, slabs, *MakeHostTransfers(planes));
+    PoolLinkOptions link;
+    link.client.socket_path = o.socket_path;
+    link.client.hello = InstanceHello(geometry, NamespaceIdentity{3}, {o.source});
+    link.client.hello.layout[0] ^= o.layout_salt;
+    link.startup_retry_interval = 10ms;
+    link.clock = o.clock;
+    link.registration = o.registration;
+    pooled = std::make_unique<PooledStore>(*memory, *memory, PoolLink::AttachAtStartup(link));
+    memory->SetEvictionSink(pooled.get());
+    runtime = std::make_unique<SyntheticRuntime>(planes, pooled.get(),
+                                                 SyntheticRuntimeOptions{.seed = 1});
+  }
+  ~Instance() {
+    runtime.reset();
+    memory->SetEvictionSink(nullptr);
+  }
+
+  // Runs kConversations one-turn conversations, draining stores after each.
+  void Compute() {
+    for (int i = 0; i < kConversations; ++i) {
+      EXPECT_TRUE(runtime->Turn(runtime->NewConversation(), kConversationTokens).ok());
+      EXPECT_TRUE(runtime->WaitForStores().ok());
+    }
+  }
+
+  CacheGeometry geometry;
+  HostPlanes planes;
+  std::shared_ptr<SlabPool> slabs;
+  std::unique_ptr<MemoryStore> memory;
+  std::unique_ptr<PooledStore> pooled;
+  std::unique_ptr<SyntheticRuntime> runtime;
+};
+
+class PooledStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char dir_template[] = "/tmp/strata-pooled-XXXXXX";
+    ASSERT_NE(::mkdtemp(dir_template), nullptr);
+    dir_ = dir_template;
+    StartManager(/*generation=*/5);
+  }
+  // A manager on the fixture's socket; the previous one stops first.
+  void StartManager(uint64_t generation) {
+    server_.reset();
+    PoolServerOptions options;
+    options.name = "shared";
+    options.socket_path = dir_ + "/pool.sock";
+    options.slot_bytes = 64 * 1024;
+    options.slot_count = 512;
+    options.huge_pages = HugePages::kNever;
+    auto server = PoolServer::Start(options, generation);
+    ASSERT_TRUE(server.ok()) << server.status().ToString();
+    server_ = std::move(*server);
+  }
+  void TearDown() override {
+    server_.reset();
+    ::rmdir(dir_.c_str());
+  }
+  InstanceOptions Options(std::string source) const {
+    return {.socket_path = dir_ + "/pool.sock", .source = std::move(source)};
+  }
+
+  std::string dir_;
+  std::unique_ptr<PoolServer> server_;
+};
+
+TEST_F(PooledStoreTest, EvictedRecordsReachThePoolAndAnotherInstanceRestoresThem) {
+  Instance a(Options("host-a"));
+  ASSERT_TRUE(a.pooled->link().sharing());
+  a.Compute();
+  const PoolInstanceStats put = a.pooled->pool_stats();
+  EXPECT_GT(a.memory->Stats().memory.evicted_total, 0u);
+  EXPECT_GT(put.puts, 0u) << "evicted records went to the manager";
+  EXPECT_EQ(put.dropped_end_of_chain, 0u);
+
+  Instance b(Options("host-b"));
+  std::vector<uint32_t> convs(kConversations);
+  for (uint32_t& c : convs) c = b.runtime->NewConversation();
+  // Conversation 0 was the first A evicted: only the pool holds it.
+  TurnReport t = *b.runtime->Turn(convs[0], kConversationTokens + 5);
+  EXPECT_TRUE(t.host_hit);
+  EXPECT_EQ(t.host_reused_tokens, kConversationTokens);
+  EXPECT_EQ(t.computed_tokens, 5u);
+  EXPECT_EQ(b.runtime->stats().mismatches, 0u);
+  EXPECT_GT(b.runtime->stats().restored_bytes, 0u);
+  const PoolInstanceStats claimed = b.pooled->pool_stats();
+  EXPECT_EQ(claimed.claims, 1u);
+  EXPECT_EQ(claimed.claim_failures, 0u);
+  EXPECT_GT(claimed.claimed_bytes, 0u);
+}
+
+TEST_F(PooledStoreTest, AMultiTurnConversationIsSharedWholeChain) {
+  Instance a(Options("host-a"));
+  const uint32_t conv = a.runtime->NewConversation();
+  ASSERT_TRUE(a.runtime->Turn(conv, kConversationTokens).ok());
+  ASSERT_TRUE(a.runtime->WaitForStores().ok());
+  ASSERT_TRUE(a.runtime->Turn(conv, kConversationTokens).ok());  // a child record
+  ASSERT_TRUE(a.runtime->WaitForStores().ok());
+  a.Compute();  // evicts both records of `conv`, the child first
+  ASSERT_GE(a.pooled->pool_stats().puts, 2u);
+
+  Instance b(Options("host-b"));
+  TurnReport t = *b.runtime->Turn(b.runtime->NewConversation(), 2 * kConversationTokens + 5);
+  EXPECT_TRUE(t.host_hit);
+  EXPECT_EQ(t.host_reused_tokens, 2 * kConversationTokens);
+  EXPECT_EQ(b.runtime->stats().mismatches, 0u);
+  EXPECT_EQ(b.pooled->pool_stats().claimed_records, 2u);
+}
+
+TEST_F(PooledStoreTest, CascadedRecordsOutliveTheInstanceThatPutThem) {
+  {
+    Instance a(Options("host-a"));
+    a.Compute();
+    ASSERT_GT(a.pooled->pool_stats().puts, 0u);
+  }  // A exits: its session ends; cascaded records stay
+  Instance b(Options("host-b"));
+  const uint32_t c = b.runtime->NewConversation();
+  TurnReport t = *b.runtime->Turn(c, kConversationTokens + 5);
+  EXPECT_TRUE(t.host_hit);
+  EXPECT_EQ(t.host_reused_tokens, kConversationTokens);
+  EXPECT_EQ(b.runtime->stats().mismatches, 0u);
+}
+
+TEST_F(PooledStoreTest, AnotherLayoutFingerprintSharesNothing) {
+  Instance a(Options("host-a"));
+  a.Compute();
+  ASSERT_GT(a.pooled->pool_stats().puts, 0u);
+  InstanceOptions other = Options("host-c");
+  other.layout_salt = 0x5a;
+  Instance c(other);
+  ASSERT_TRUE(c.pooled->link().sharing());
+  const uint32_t conv = c.runtime->NewConversation();
+  TurnReport t = *c.runtime->Turn(conv, kConversationTokens + 5);
+  EXPECT_FALSE(t.host_hit);
+  EXPECT_EQ(t.computed_tokens, kConversationTokens + 5);
+  EXPECT_GT(c.pooled->pool_stats().lookups, 0u);
+  EXPECT_EQ(c.pooled->pool_stats().claims, 0u);
+}
+
+TEST_F(PooledStoreTest, WithoutAManagerTheInstanceStaysLocal) {
+  InstanceOptions o = Options("host-a");
+  o.socket_path = dir_ + "/absent.sock";
+  // Each reading of the clock is 10 s later: the first failed attempt is
+  // at the startup deadline, so the instance gives up without waiting.
+  auto fake_now = std::make_shared<std::chrono::steady_clock::time_point>();
+  o.clock.steady = [fake_now] {
+    return *fake_now += std::chrono::milliseconds(kStartupAttachWaitMs);
+  };
+  Instance a(o);
+  EXPECT_EQ(a.pooled->link().phase(), AttachPhase::kLocalForever);
+  a.Compute();
+  EXPECT_GT(a.memory->Stats().memory.evicted_total, 0u);
+  const PoolInstanceStats s = a.pooled->pool_stats();
+  EXPECT_EQ(s.lookups, 0u);
+  EXPECT_EQ(s.puts, 0u);
+  EXPECT_FALSE(s.attached);
+  EXPECT_EQ(s.dropped_end_of_chain, a.memory->Stats().memory.evicted_total);
+}
+
+TEST_F(PooledStoreTest, AnAttachedInstanceReconnectsAfterTheManagerRestarts) {
+  ManualClock clock;
+  InstanceOptions o = Options("host-a");
+  o.clock = clock.AsStoreClock();
+  Instance a(o);
+  ASSERT_TRUE(a.pooled->link().sharing());
+  StartManager(/*generation=*/6);  // the old connection is closed
+  a.Compute();                     // the first exchange finds the connection gone
+  const PoolInstanceStats lost = a.pooled->pool_stats();
+  EXPECT_EQ(lost.puts, 0u);
+  EXPECT_GT(lost.dropped_end_of_chain, 0u);
+  EXPECT_EQ(lost.reconnects, 0u);  // the reconnect interval has not passed
+  clock.Advance(std::chrono::milliseconds(1'000));
+  a.Compute();
+  const PoolInstanceStats back = a.pooled->pool_stats();
+  EXPECT_EQ(back.reconnects, 1u);
+  EXPECT_TRUE(back.attached);
+  EXPECT_GT(back.puts, 0u);
+}
+
+TEST_F(PooledStoreTest, RegisteredMemoryDisablesSharingWhenTheGenerationChanges) {
+  ManualClock clock;
+  InstanceOptions o = Options("host-a");
+  o.clock = clock.AsStoreClock();
+  o.registration = ArenaRegistration::kRegistered;
+  Instance a(o);
+  ASSERT_TRUE(a.pooled->link().sharing());
+  StartManager(/*generation=*/6);
+  a.Compute();
+  clock.Advance(std::chrono::milliseconds(1'000));
+  a.Compute();  // reconnects, sees another generation, and stops sharing
+  EXPECT_FALSE(a.pooled->link().sharing());
+  EXPECT_EQ(a.pooled->pool_stats().puts, 0u);
+  EXPECT_EQ(a.pooled->link().phase(), AttachPhase::kAttached);
+}
+
+}  // namespace
+}  // namespace strata::pool

@@ -1,0 +1,93 @@
+// The pool's metric families render as Prometheus text with the project's
+// conventions (strata_ prefix, counters end in _total, one HELP and TYPE),
+// carry the values they are given, and the manager's /status lists them.
+#include "launch/pool_metrics.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "launch/ops/metrics.h"
+#include "launch/ops/status_json.h"
+#include "tests/unit/launch/prometheus_reader.h"
+
+namespace strata {
+namespace {
+
+const Health kHealthy{.ok = true, .reason = "ok"};
+
+pool::PoolManagerStats ManagerStats() {
+  pool::PoolManagerStats s;
+  s.slots_total = 64;
+  s.slots_free = 50;
+  s.catalog.records = 7;
+  s.traffic.claims = 3;
+  s.traffic.puts_committed = 5;
+  s.traffic.refusals[{"put", "busy"}] = 2;
+  return s;
+}
+
+void ExpectConventions(const Exposition& e) {
+  for (const auto& [name, type] : e.type) {
+    EXPECT_EQ(name.rfind("strata_", 0), 0u) << name;
+    EXPECT_EQ(e.help.count(name), 1u) << name;
+    const bool total = name.size() > 6 && name.compare(name.size() - 6, 6, "_total") == 0;
+    EXPECT_EQ(total, type == "counter") << name << " is a " << type;
+  }
+}
+
+TEST(PoolMetricsTest, ManagerFamiliesCarryTheirValues) {
+  OpsSnapshot snap;
+  snap.owner = OpsOwner::kPoolManager;
+  snap.extra_metrics = PoolManagerMetrics(ManagerStats());
+  Exposition e = Parse(RenderMetrics(snap, kHealthy));
+  ExpectConventions(e);
+  EXPECT_EQ(ValueOf(e, "strata_pool_slots_in_use"), "14");
+  EXPECT_EQ(ValueOf(e, "strata_pool_slots_free"), "50");
+  EXPECT_EQ(ValueOf(e, "strata_pool_records"), "7");
+  EXPECT_EQ(ValueOf(e, "strata_pool_claims_total"), "3");
+  EXPECT_EQ(ValueOf(e, "strata_pool_puts_total", {{"stage", "committed"}}), "5");
+  EXPECT_EQ(ValueOf(e, "strata_pool_refusals_total", {{"op", "put"}, {"reason", "busy"}}), "2");
+}
+
+TEST(PoolMetricsTest, ClientFamiliesCarryTheirValues) {
+  pool::PoolInstanceStats p;
+  p.attached = true;
+  p.claims = 4;
+  p.claim_failures = 1;
+  p.puts = 6;
+  p.dropped_end_of_chain = 2;
+  p.put_refusals["busy"] = 3;
+  OpsSnapshot snap;
+  snap.store.memory.dropped_io_total = 5;
+  snap.extra_metrics = PoolClientMetrics(p);
+  Exposition e = Parse(RenderMetrics(snap, kHealthy));  // one HELP and TYPE per family
+  ExpectConventions(e);
+  // The end-of-chain drops join the rank's own family, beside its io_error.
+  EXPECT_EQ(ValueOf(e, "strata_host_cache_dropped_total",
+                    {{"tier", "memory"}, {"reason", "end_of_chain"}}),
+            "2");
+  EXPECT_EQ(
+      ValueOf(e, "strata_host_cache_dropped_total", {{"tier", "memory"}, {"reason", "io_error"}}),
+      "5");
+  EXPECT_EQ(ValueOf(e, "strata_pool_client_attached"), "1");
+  EXPECT_EQ(ValueOf(e, "strata_pool_client_claims_total", {{"outcome", "ok"}}), "4");
+  EXPECT_EQ(ValueOf(e, "strata_pool_client_claims_total", {{"outcome", "failed"}}), "1");
+  EXPECT_EQ(ValueOf(e, "strata_pool_client_puts_total"), "6");
+  EXPECT_EQ(ValueOf(e, "strata_pool_client_put_refusals_total", {{"reason", "busy"}}), "3");
+}
+
+TEST(PoolMetricsTest, ManagerStatusListsItsFamilies) {
+  OpsSnapshot snap;
+  snap.owner = OpsOwner::kPoolManager;
+  snap.extra_metrics = PoolManagerMetrics(ManagerStats());
+  nlohmann::json j = nlohmann::json::parse(RenderStatusJson(&snap, kHealthy));
+  EXPECT_EQ(j["role"], "pool_manager");
+  EXPECT_EQ(j["healthy"], true);
+  EXPECT_EQ(j["metrics"]["strata_pool_records"][0]["value"], 7);
+  EXPECT_EQ(j["metrics"]["strata_pool_refusals_total"][0]["labels"]["op"], "put");
+  EXPECT_FALSE(j.contains("store"));
+}
+
+}  // namespace
+}  // namespace strata
