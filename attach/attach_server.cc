@@ -103,10 +103,23 @@ AttachServer::AttachServer(AttachServerOptions options, AttachTargets targets, U
       listener_(std::move(listener)),
       progress_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
       progress_(std::make_shared<WakeSignal>()) {
+  if (store_ != nullptr) WatchStore();
+}
+
+void AttachServer::WatchStore() {
   // Without the eventfd the store is still polled every turn.
-  if (store_ != nullptr && progress_fd_.valid()) {
+  if (progress_fd_.valid()) {
     progress_->AlsoNotifyEventFd(progress_fd_.get());
     store_->NotifyOnProgress(progress_);
+  }
+}
+
+void AttachServer::SetStore(HostStore& store) {
+  if (store_ != nullptr) return;
+  store_ = &store;
+  WatchStore();
+  if (session_ != nullptr && session_->phase != Session::Phase::kDraining) {
+    session_->dispatch.emplace(store);
   }
 }
 
@@ -214,6 +227,7 @@ void AttachServer::HandleHello(Received hello) {
   const auto* h = std::get_if<AttachHello>(&hello.message);
   Status s = h == nullptr ? Status::InvalidArgument("the first message must be a Hello")
                           : CheckHello(*h, hello.fds.size(), options_.expected);
+  if (s.ok() && options_.take_rendezvous) s = options_.take_rendezvous(h->rendezvous);
   if (s.ok()) s = planes_.Import(PlaneFdsOf(*h, hello.fds, options_.expected.geometry));
   if (!s.ok()) {
     spdlog::warn("attach refused: {}", s.message());
@@ -227,7 +241,7 @@ void AttachServer::HandleHello(Received hello) {
   session_->runtime_id = h->runtime_id;
   ++attach_count_;
   spdlog::info("runtime \"{}\" attached", h->runtime_id);
-  Send(HelloAccept{});
+  Send(HelloAccept{.rendezvous = options_.announce});
 }
 
 void AttachServer::Send(const AttachMessage& message) {

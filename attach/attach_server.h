@@ -22,6 +22,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -44,6 +45,13 @@ struct AttachServerOptions {
   // Copies into a departed runtime's planes must finish within this; past it
   // the planes stay mapped for good and no runtime is admitted again.
   uint64_t drain_bound_ms = 30'000;
+  // cluster.rendezvous = "attach" on rank zero: its rendezvous address and
+  // the job secret, given to every runtime in its HelloAccept. Default empty.
+  AttachRendezvous announce{};
+  // cluster.rendezvous = "attach" on a peer: takes the rendezvous a Hello
+  // carries (empty when it carries none) before its planes are mapped; an
+  // error refuses the attach with its message. Default unset: ignored.
+  std::function<Status(const AttachRendezvous&)> take_rendezvous{};
 };
 
 // What an attached runtime reaches; everything must outlive the server.
@@ -76,6 +84,11 @@ class AttachServer {
   // requests, a detach). Never waits on the store.
   void Step(uint64_t now_ms, std::chrono::milliseconds wait);
 
+  // Gives the runtime's store calls a store from now on (rank zero with
+  // cluster.rendezvous = "attach" admits its runtime before the peers have
+  // joined, so before its store exists). Only when Listen had none.
+  void SetStore(HostStore& store);
+
   // A runtime is attached (its Hello accepted, not yet detached).
   bool attached() const;
   // Runtimes admitted so far (for logs and tests).
@@ -90,6 +103,8 @@ class AttachServer {
   void Accept();
   void ReadSession(uint64_t now_ms);
   void HandleHello(Received hello);
+  // Has the store wake Step when it progresses.
+  void WatchStore();
   void Send(const AttachMessage& message);
   void BeginDetach(uint64_t now_ms, const std::string& why);
   void FinishDetachIfDrained(uint64_t now_ms);

@@ -55,10 +55,20 @@ struct Hello {
   pageTokens @4 :UInt32;
   ranks @5 :List(RankAllocations);
   planeHandle @6 :PlaneHandle;
+  # Only to a peer's `strata rank` started with cluster.rendezvous = "attach":
+  # where rank zero's rendezvous listens ("host:port") and the job secret,
+  # as rank zero's HelloAccept gave them to rank zero's runtime. Empty: none.
+  rendezvousAddress @7 :Text;
+  jobSecret @8 :Data;
 }
 
 struct HelloAccept {
   protocolVersion @0 :UInt32;
+  # From rank zero's `strata rank` started with cluster.rendezvous = "attach":
+  # its rendezvous address ("host:port") and the job secret, for the runtime
+  # to publish to the peers' runtimes. Empty otherwise.
+  rendezvousAddress @1 :Text;
+  jobSecret @2 :Data;
 }
 
 # The reason names the first difference; the server closes after sending it.

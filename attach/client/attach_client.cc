@@ -17,6 +17,7 @@ struct AttachClient::Impl {
   uint64_t next_request_id = 1;
   bool gone = false;                 // strata closed or failed the channel
   std::vector<AttachEvent> pending;  // arrived while Close waited
+  AttachRendezvous rendezvous;       // from the HelloAccept (rank zero's rank)
 
   // Writes a request; a failed write means strata is gone.
   Status Request(const AttachMessage& m) {
@@ -63,6 +64,7 @@ Result<std::unique_ptr<AttachClient>> AttachClient::Attach(
   hello.state_mode = identity.state_mode;
   hello.page_tokens = identity.page_tokens;
   hello.plane_handle = identity.plane_handle;
+  hello.rendezvous = options.rendezvous;
   std::vector<int> fds;
   for (const auto& rank : ranks) {
     std::vector<SizedAllocation>& allocs = hello.ranks.emplace_back();
@@ -82,12 +84,16 @@ Result<std::unique_ptr<AttachClient>> AttachClient::Attach(
   if (const auto* reject = std::get_if<HelloReject>(&answer->message)) {
     return Status::InvalidArgument("strata rank refused the attach: " + reject->reason);
   }
-  if (!std::holds_alternative<HelloAccept>(answer->message)) {
+  const auto* accept = std::get_if<HelloAccept>(&answer->message);
+  if (accept == nullptr) {
     return Status::Corruption("strata rank answered the Hello with another message");
   }
   STRATA_RETURN_IF_ERROR(sent);
+  impl->rendezvous = accept->rendezvous;
   return std::unique_ptr<AttachClient>(new AttachClient(std::move(impl)));
 }
+
+const AttachRendezvous& AttachClient::rendezvous() const { return impl_->rendezvous; }
 
 Result<uint64_t> AttachClient::Lookup(std::span<const Token> tokens, uint64_t resident_tokens,
                                       uint64_t before) {

@@ -25,6 +25,10 @@ struct AttachOptions {
   std::string socket_path;                                          // the rank's [attach] socket
   std::chrono::milliseconds hello_bound{std::chrono::seconds(10)};  // wait for HelloAccept
   std::chrono::milliseconds send_bound{std::chrono::seconds(5)};    // one socket write
+  // A peer's rank started with cluster.rendezvous = "attach": rank zero's
+  // rendezvous address and job secret (as rank zero's rendezvous() gave
+  // them), handed over in the Hello. Empty otherwise.
+  AttachRendezvous rendezvous{};
 };
 
 // One allocation the runtime shares: its sizing and the fd holding it (at
@@ -61,6 +65,12 @@ class AttachClient {
       const AttachOptions& options, const AttachIdentity& identity,
       const std::vector<std::vector<SharedAllocation>>& ranks);
   ~AttachClient();
+
+  // From rank zero's rank started with cluster.rendezvous = "attach": its
+  // rendezvous address and the job secret, for the runtime to hand to the
+  // peers' runtimes (which pass them in AttachOptions::rendezvous). Empty
+  // from any other rank.
+  const AttachRendezvous& rendezvous() const;
 
   // Returns the request id its LookupResult will carry.
   Result<uint64_t> Lookup(std::span<const Token> tokens, uint64_t resident_tokens, uint64_t before);

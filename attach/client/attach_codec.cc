@@ -54,12 +54,26 @@ void PutIds(Builder list, const auto& ids) {
   for (unsigned i = 0; i < list.size(); ++i) list.set(i, ids[i].value);
 }
 
+// Rank zero's rendezvous into a Hello or a HelloAccept (empty: nothing set).
+template <typename Builder>
+Status PutRendezvous(Builder out, const AttachRendezvous& r, std::string_view field) {
+  if (r.address.size() > kAttachTextBytesMax || r.secret.size() > kAttachTextBytesMax) {
+    return Invalid(field, "rendezvous over the limit");
+  }
+  if (r.empty()) return Status::Ok();
+  out.setRendezvousAddress(AsText(r.address));
+  out.setJobSecret(
+      capnp::Data::Reader(reinterpret_cast<const uint8_t*>(r.secret.data()), r.secret.size()));
+  return Status::Ok();
+}
+
 Status Put(s::Envelope::Builder env, const AttachHello& m) {
   if (m.runtime_id.size() > kAttachTextBytesMax || m.model_identity.size() > kAttachTextBytesMax) {
     return Invalid("Hello", "identity text over the limit");
   }
+  STRATA_RETURN_IF_ERROR(PutRendezvous(env.initHello(), m.rendezvous, "Hello"));
   STRATA_RETURN_IF_ERROR(CheckCount(m.ranks.size(), kAttachRanksMax, "Hello.ranks"));
-  auto out = env.initHello();
+  auto out = env.getHello();
   out.setProtocolVersion(m.protocol_version);
   out.setRuntimeId(AsText(m.runtime_id));
   out.setModelIdentity(AsText(m.model_identity));
@@ -87,8 +101,9 @@ Status Put(s::Envelope::Builder env, const AttachHello& m) {
 }
 
 Status Put(s::Envelope::Builder env, const HelloAccept& m) {
-  env.initHelloAccept().setProtocolVersion(m.protocol_version);
-  return Status::Ok();
+  auto out = env.initHelloAccept();
+  out.setProtocolVersion(m.protocol_version);
+  return PutRendezvous(out, m.rendezvous, "HelloAccept");
 }
 
 Status Put(s::Envelope::Builder env, const HelloReject& m) {
@@ -237,8 +252,20 @@ Result<HostHit> GetHit(s::Hit::Reader in) {
   return hit;
 }
 
+// Rank zero's rendezvous from a Hello or a HelloAccept.
+template <typename Reader>
+Result<AttachRendezvous> GetRendezvous(Reader in, std::string_view field) {
+  AttachRendezvous r;
+  STRATA_ASSIGN_OR_RETURN(r.address, GetText(in.getRendezvousAddress(), field));
+  const capnp::Data::Reader secret = in.getJobSecret();
+  if (secret.size() > kAttachTextBytesMax) return Invalid(field, "job secret over the limit");
+  r.secret.assign(reinterpret_cast<const char*>(secret.begin()), secret.size());
+  return r;
+}
+
 Result<AttachMessage> GetHello(s::Hello::Reader in) {
   AttachHello m;
+  STRATA_ASSIGN_OR_RETURN(m.rendezvous, GetRendezvous(in, "Hello.rendezvous"));
   m.protocol_version = in.getProtocolVersion();
   STRATA_ASSIGN_OR_RETURN(m.runtime_id, GetText(in.getRuntimeId(), "Hello.runtime_id"));
   STRATA_ASSIGN_OR_RETURN(m.model_identity, GetText(in.getModelIdentity(), "Hello.model_identity"));
@@ -322,8 +349,13 @@ Result<AttachMessage> Get(s::Envelope::Reader env) {
   using W = s::Envelope::Which;
   switch (env.which()) {
     case W::HELLO: return GetHello(env.getHello());
-    case W::HELLO_ACCEPT:
-      return AttachMessage(HelloAccept{env.getHelloAccept().getProtocolVersion()});
+    case W::HELLO_ACCEPT: {
+      HelloAccept accept;
+      accept.protocol_version = env.getHelloAccept().getProtocolVersion();
+      STRATA_ASSIGN_OR_RETURN(accept.rendezvous,
+                              GetRendezvous(env.getHelloAccept(), "HelloAccept.rendezvous"));
+      return AttachMessage(std::move(accept));
+    }
     case W::HELLO_REJECT: {
       STRATA_ASSIGN_OR_RETURN(auto reason,
                               GetText(env.getHelloReject().getReason(), "HelloReject.reason"));

@@ -29,6 +29,15 @@ inline constexpr size_t kAttachTextBytesMax = 4096;
 inline constexpr size_t kAttachTokensMax = size_t{4} << 20;
 inline constexpr size_t kAttachChainMax = size_t{1} << 20;
 
+// Rank zero's rendezvous as the attach channel carries it (cluster.rendezvous
+// = "attach"): rank zero's HelloAccept gives it to rank zero's runtime, each
+// peer's runtime hands it to its rank in the Hello. Empty: none.
+struct AttachRendezvous {
+  std::string address;  // "host:port" of rank zero's rendezvous
+  std::string secret;   // the job secret's bytes (never logged)
+  bool empty() const { return address.empty() && secret.empty(); }
+};
+
 // Runtime -> strata, first frame; one fd per allocation rides with it, ranks
 // in order, allocations in the listed order. Every allocation is the
 // runtime's own (MemoryOwner::kLocal): a peer's memory is not shared here.
@@ -40,10 +49,12 @@ struct AttachHello {
   uint32_t page_tokens = 0;
   std::vector<std::vector<SizedAllocation>> ranks;         // [rank] -> allocations
   PlaneHandleKind plane_handle = PlaneHandleKind::kMemfd;  // what every fd is
+  AttachRendezvous rendezvous{};                           // to a peer's rank only
 };
 
 struct HelloAccept {
   uint32_t protocol_version = kAttachProtocolVersion;
+  AttachRendezvous rendezvous{};  // from rank zero's rank only
 };
 
 struct HelloReject {

@@ -150,6 +150,20 @@ Status SetMaxAge(const ConfigValue& value, RankConfig* c) {
   return Status::Ok();
 }
 
+Status SetRendezvous(const ConfigValue& value, RankConfig* c) {
+  if (const auto* s = std::get_if<std::string>(&value); s != nullptr) {
+    if (*s == "tcp") {
+      c->cluster.rendezvous = RendezvousSource::kTcp;
+      return Status::Ok();
+    }
+    if (*s == "attach") {
+      c->cluster.rendezvous = RendezvousSource::kAttach;
+      return Status::Ok();
+    }
+  }
+  return Status::InvalidArgument(ValueText(value) + " is not \"tcp\" or \"attach\"");
+}
+
 Status SetDurability(const ConfigValue& value, RankConfig* c) {
   if (const auto* s = std::get_if<std::string>(&value); s != nullptr) {
     if (*s == "sync") {
@@ -283,6 +297,11 @@ std::vector<ConfigKey> MakeKeys() {
        [](const ConfigValue& v, RankConfig* c) {
          STRATA_SET(c->cluster.master_port, AsWhole(v, 1, kPortMax));
        }},
+      {"cluster.rendezvous", "--rendezvous",
+       "\"tcp\" (peers dial master_addr:master_port) or \"attach\" (with attach.socket: "
+       "rank zero's runtime is told the rendezvous address and job secret, each peer's "
+       "runtime hands them to its rank at attach)",
+       "tcp", SetRendezvous},
       {"cluster.record_port", "--record-port", "a port, 0..65535 (0: ephemeral)", "0",
        [](const ConfigValue& v, RankConfig* c) {
          STRATA_SET(c->cluster.record_port, AsWhole(v, 0, kPortMax));

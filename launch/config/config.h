@@ -69,6 +69,9 @@ struct PrefixCacheConfig {
   std::optional<std::string> pool_instance;
 };
 
+// See ClusterConfig::rendezvous.
+enum class RendezvousSource : unsigned char { kTcp, kAttach };
+
 // [cluster]: which rank this process is and how ranks find rank zero.
 struct ClusterConfig {
   // rank: this process's rank. Default 0, or the launcher's (launcher_env.h).
@@ -112,6 +115,13 @@ struct ClusterConfig {
   // environment variable STRATA_JOB_SECRET; ranks in separate processes
   // refuse to start with neither.
   std::optional<std::string> job_secret_file;
+  // rendezvous: how a peer finds rank zero. kTcp (default): dial
+  // master_addr:master_port. kAttach (with attach.socket, ranks in separate
+  // processes): rank zero's rank gives its rendezvous address and the job
+  // secret to its attached runtime (HelloAccept); a peer's rank takes them
+  // from its runtime's Hello and only then joins, so the runtimes carry
+  // them through their own store (docs/python.md).
+  RendezvousSource rendezvous = RendezvousSource::kTcp;
 };
 
 // The address the listeners below bind unless configured otherwise: loopback

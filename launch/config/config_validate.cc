@@ -54,6 +54,13 @@ Status ValidateConfig(const RankConfig& c) {
         "support disk-only retention; set memory to 0, or run every rank in one process "
         "(cluster.single_process)");
   }
+  if (cl.rendezvous == RendezvousSource::kAttach &&
+      (!c.attach.socket || cl.world_size <= 1 || cl.single_process)) {
+    return Status::InvalidArgument(
+        "cluster.rendezvous: \"attach\" needs attach.socket and ranks in separate processes "
+        "(world_size above 1, not single_process): the attached runtimes carry rank zero's "
+        "rendezvous address");
+  }
   if (c.prefix_cache.disk_limit_bytes.has_value() && !c.prefix_cache.disk_dir.has_value()) {
     return Status::InvalidArgument(
         "prefix_cache.disk_limit: set without prefix_cache.disk (the directory it limits)");

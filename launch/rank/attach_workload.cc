@@ -21,15 +21,11 @@ uint64_t UnixNowMs() {
 }
 
 // Listens on the configured socket for a runtime sharing `planes`; logs why not.
-std::unique_ptr<attach::AttachServer> ListenFor(const RankConfig& config,
-                                                const attach::AttachTargets& targets,
-                                                std::string_view role) {
-  attach::AttachServerOptions options;
-  options.socket_path = *config.attach.socket;
-  options.expected = {.model_identity = RankModelIdentity(config),
-                      .state_mode = StateMode::kOrdinary,
-                      .geometry = targets.planes->shared_geometry(),
-                      .plane_handle = targets.planes->handle_kind()};
+std::unique_ptr<attach::AttachServer> ListenFor(
+    const RankConfig& config, const attach::AttachTargets& targets, std::string_view role,
+    std::function<Status(const attach::AttachRendezvous&)> take_rendezvous = {}) {
+  attach::AttachServerOptions options = AttachServerOptionsFor(config, *targets.planes);
+  options.take_rendezvous = std::move(take_rendezvous);
   Result<std::unique_ptr<attach::AttachServer>> server =
       attach::AttachServer::Listen(options, targets);
   if (!server.ok()) {
@@ -44,6 +40,17 @@ std::unique_ptr<attach::AttachServer> ListenFor(const RankConfig& config,
 
 }  // namespace
 
+attach::AttachServerOptions AttachServerOptionsFor(const RankConfig& config,
+                                                   const PlaneImporter& planes) {
+  attach::AttachServerOptions options;
+  options.socket_path = *config.attach.socket;
+  options.expected = {.model_identity = RankModelIdentity(config),
+                      .state_mode = StateMode::kOrdinary,
+                      .geometry = planes.shared_geometry(),
+                      .plane_handle = planes.handle_kind()};
+  return options;
+}
+
 int ServeAttach(RuntimeDriver& driver, const RankConfig& config, const StopRequest& stop,
                 const PublishSnapshot& publish) {
   PlaneImporter* planes = driver.attach_planes();
@@ -51,8 +58,14 @@ int ServeAttach(RuntimeDriver& driver, const RankConfig& config, const StopReque
     spdlog::error("attach.socket: no store to serve (configure prefix_cache.memory or .disk)");
     return 1;
   }
-  std::unique_ptr<attach::AttachServer> server =
-      ListenFor(config, {.store = driver.store(), .planes = planes}, "store calls and planes");
+  // With cluster.rendezvous = "attach" the runtime attached before the join.
+  std::unique_ptr<attach::AttachServer> server = driver.TakeAttachServer();
+  if (server != nullptr) {
+    server->SetStore(*driver.store());
+  } else {
+    server =
+        ListenFor(config, {.store = driver.store(), .planes = planes}, "store calls and planes");
+  }
   if (server == nullptr) return 1;
   auto published = std::chrono::steady_clock::now();
   while (!stop.requested()) {
@@ -71,8 +84,9 @@ int ServeAttachAsPeer(PeerRank& peer, const RankConfig& config, const StopReques
     spdlog::error("attach.socket: this rank has no planes to share");
     return 1;
   }
-  std::unique_ptr<attach::AttachServer> server = ListenFor(
-      config, {.planes = peer.attach_planes(), .gate = peer.attach_gate()}, "planes only");
+  std::unique_ptr<attach::AttachServer> server =
+      ListenFor(config, {.planes = peer.attach_planes(), .gate = peer.attach_gate()}, "planes only",
+                peer.attach_rendezvous_sink());
   if (server == nullptr) return 1;
   // Serves the channel in short turns until `until` or the agent's end.
   PeerTurn turn = [&server, &peer](std::chrono::steady_clock::time_point until) {

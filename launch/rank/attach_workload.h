@@ -11,6 +11,11 @@
 
 namespace strata {
 
+// The attach server's options for this rank: config's socket, its model
+// identity, and `planes`' geometry and handle kind.
+attach::AttachServerOptions AttachServerOptionsFor(const RankConfig& config,
+                                                   const PlaneImporter& planes);
+
 // Serves `*config.attach.socket` over `driver`'s store and attach planes;
 // returns the exit code (1 when the socket cannot be served).
 int ServeAttach(RuntimeDriver& driver, const RankConfig& config, const StopRequest& stop,

@@ -14,9 +14,11 @@
 #include <future>
 
 #include "coordinator/coordinator.h"
+#include "coordinator/rendezvous/rendezvous_address.h"
 #include "coordinator/rendezvous/rendezvous_join.h"
 #include "coordinator/rendezvous/tcp_rendezvous.h"
 #include "launch/presets.h"
+#include "launch/rank/attach_workload.h"
 #include "launch/rank/multi_process_stores.h"
 #include "launch/runtime/attach_planes.h"
 #include "launch/runtime/process_planes.h"
@@ -24,6 +26,7 @@
 #include "launch/runtime/service_guard.h"
 #include "rank_agent/rank_agent.h"
 #include "store/base/deliberate_leak.h"
+#include "store/base/mutex.h"
 #include "store/transfer/host_planes.h"
 #include "wire/tls.h"
 
@@ -117,6 +120,7 @@ class RankZeroStores final : public RuntimeDriver {
     const ClusterConfig& cl = config.cluster;
     STRATA_ASSIGN_OR_RETURN(JobSecret secret, ReadJobSecret(cl.job_secret_file));
     const std::string service_token = RuntimeServiceToken(secret);
+    const std::string secret_bytes(secret.bytes().begin(), secret.bytes().end());
     STRATA_ASSIGN_OR_RETURN(tls_, LinkTls(config));
     world_ = cl.world_size;
     if (config.attach.socket) {
@@ -132,6 +136,12 @@ class RankZeroStores final : public RuntimeDriver {
     spdlog::info("rendezvous listening on {}; waiting up to {} s for {} peer(s)",
                  HostPort(cl.master_addr, rendezvous_->port()), cl.connect_timeout.count() / 1000,
                  cl.world_size - 1);
+    if (cl.rendezvous == RendezvousSource::kAttach) {
+      STRATA_RETURN_IF_ERROR(AdmitRuntimeFirst(
+          config, {.address = FormatRendezvousAddress(
+                       {.host = rendezvous_->address(), .port = rendezvous_->port()}),
+                   .secret = secret_bytes}));
+    }
     CoordinatorOptions o;
     o.world_size = cl.world_size;
     o.geometry = me.own;
@@ -175,6 +185,9 @@ class RankZeroStores final : public RuntimeDriver {
   }
 
   HostStore* store() override { return coordinator_ ? &coordinator_->store() : nullptr; }
+  std::unique_ptr<attach::AttachServer> TakeAttachServer() override {
+    return std::move(early_attach_);
+  }
   // Only without attach.socket (with it the attached runtime runs instead).
   SyntheticRuntime& runtime() override { return *runtime_; }
   PlaneImporter* attach_planes() override { return attached_ ? &attached_->importer() : nullptr; }
@@ -244,6 +257,30 @@ class RankZeroStores final : public RuntimeDriver {
   }
 
  private:
+  // cluster.rendezvous = "attach": the peers learn the rendezvous only from
+  // rank zero's runtime, so it attaches (planes only, no store yet) and is
+  // told `announce` before the join; bounded by connect_timeout.
+  Status AdmitRuntimeFirst(const RankConfig& config, const attach::AttachRendezvous& announce) {
+    attach::AttachServerOptions options = AttachServerOptionsFor(config, attached_->importer());
+    options.announce = announce;
+    STRATA_ASSIGN_OR_RETURN(
+        early_attach_, attach::AttachServer::Listen(options, {.planes = &attached_->importer()}));
+    spdlog::info(
+        "serving the runtime of rank 0 at {}: waiting up to {} s for it to attach and carry "
+        "the rendezvous address {} to the peers",
+        options.socket_path, config.cluster.connect_timeout.count() / 1000, announce.address);
+    const auto deadline = std::chrono::steady_clock::now() + config.cluster.connect_timeout;
+    while (!early_attach_->attached()) {
+      if (std::chrono::steady_clock::now() >= deadline) {
+        return Status::Unavailable(
+            "attach.socket: no runtime attached within connect_timeout, "
+            "so no peer could learn the rendezvous address");
+      }
+      early_attach_->Step(0, std::chrono::milliseconds(100));
+    }
+    return Status::Ok();
+  }
+
   std::string DescribePlanes() const {
     return attached_ ? attached_->Describe() : planes_->Describe();
   }
@@ -253,6 +290,7 @@ class RankZeroStores final : public RuntimeDriver {
   std::unique_ptr<ProcessPlanes> planes_;   // without attach.socket
   std::unique_ptr<AttachPlanes> attached_;  // with attach.socket
   std::unique_ptr<TcpRendezvousServer> rendezvous_;
+  std::unique_ptr<attach::AttachServer> early_attach_;  // cluster.rendezvous = "attach"
   std::unique_ptr<Coordinator> coordinator_;
   std::unique_ptr<RemotePlanes> remote_;
   std::unique_ptr<SyntheticRuntime> runtime_;
@@ -266,8 +304,13 @@ class PeerStores final : public PeerRank {
     STRATA_ASSIGN_OR_RETURN(OwnRank me, DescribeOwnRank(config));
     const ClusterConfig& cl = config.cluster;
     STRATA_ASSIGN_OR_RETURN(uint16_t service_port, ServicePort(config, cl.rank));
-    STRATA_ASSIGN_OR_RETURN(JobSecret secret, ReadJobSecret(cl.job_secret_file));
-    const std::string service_token = RuntimeServiceToken(secret);
+    const bool from_attach = cl.rendezvous == RendezvousSource::kAttach;
+    // With cluster.rendezvous = "attach" the secret comes from the runtime.
+    std::optional<JobSecret> secret;
+    if (!from_attach) {
+      STRATA_ASSIGN_OR_RETURN(secret, ReadJobSecret(cl.job_secret_file));
+    }
+    const std::string service_token = secret ? RuntimeServiceToken(*secret) : std::string();
     STRATA_ASSIGN_OR_RETURN(tls_, LinkTls(config));
     const bool attached = config.attach.socket.has_value();
     if (attached) {
@@ -275,12 +318,10 @@ class PeerStores final : public PeerRank {
     } else {
       STRATA_ASSIGN_OR_RETURN(planes_, ProcessPlanes::Open(me.own, config.runtime.gpus));
     }
-    client_ = std::make_unique<TcpRendezvousClient>(
-        cl.master_addr, cl.master_port, std::move(secret), TcpRendezvousLimits{},
-        [](const Status& s) {
-          spdlog::debug("rendezvous not reached yet, retrying: {}", s.ToString());
-        },
-        tls_);
+    if (!from_attach) {
+      MutexLock lock(join_mu_);
+      client_ = MakeClient(cl.master_addr, cl.master_port, std::move(*secret));
+    }
     RankAgentOptions o;
     o.rank = RankId(cl.rank);
     o.world_size = cl.world_size;
@@ -295,7 +336,13 @@ class PeerStores final : public PeerRank {
     o.link.liveness = RecordLinkLiveness(cl);
     // The join waits until the runtime service is up, so rank zero never
     // reaches for a service that is not there yet.
-    RankJoin through = JoinThroughRendezvous(*client_, o.rank, cl.world_size);
+    RankJoin through;
+    if (from_attach) {
+      through = JoinOnceAttached(o.rank, cl.world_size);
+    } else {
+      MutexLock lock(join_mu_);
+      through = JoinThroughRendezvous(*client_, o.rank, cl.world_size);
+    }
     std::shared_future<Status> service_up = service_up_.get_future().share();
     RankJoin join =
         [through,
@@ -326,7 +373,9 @@ class PeerStores final : public PeerRank {
       summary_ = "rank agent " + std::to_string(cl.rank) + " of " + std::to_string(cl.world_size) +
                  ", record directory " + agent_->record_dir() + ", limit " +
                  std::to_string(me.disk_limit >> 20) + " MiB, joining rank zero through " +
-                 HostPort(cl.master_addr, cl.master_port) + ", " + attached_->Describe();
+                 (from_attach ? std::string("the rendezvous its runtime hands over at attach")
+                              : HostPort(cl.master_addr, cl.master_port)) +
+                 ", " + attached_->Describe();
       return Status::Ok();
     }
     // Every `strata rank` workload drives the synthetic runtime on rank zero,
@@ -355,6 +404,9 @@ class PeerStores final : public PeerRank {
   std::string LinkSecurity() const override { return LinkSecurityOf(tls_); }
   PlaneImporter* attach_planes() override { return attached_ ? &attached_->importer() : nullptr; }
   GatedTransfers* attach_gate() override { return gate_; }
+  std::function<Status(const attach::AttachRendezvous&)> attach_rendezvous_sink() override {
+    return [this](const attach::AttachRendezvous& r) { return TakeRendezvous(r); };
+  }
 
   std::vector<PeerLinkStats> PeerLinks() const override {
     return {{RankId(0), std::string(AgentStateName(agent_->state())), {}}};
@@ -376,7 +428,13 @@ class PeerStores final : public PeerRank {
   Status Close() override {
     if (!agent_) return Status::Ok();
     const bool stopped_here = Serving();
-    client_->Cancel();  // a join still waiting for rank zero ends now
+    {
+      // A join still waiting for its runtime or for rank zero ends now.
+      MutexLock lock(join_mu_);
+      join_cancelled_ = true;
+      if (client_) client_->Cancel();
+    }
+    join_cv_.NotifyAll();
     agent_->Stop();
     const AgentStats stats = agent_->stats();
     spdlog::info("record jobs on this rank: {} done, {} failed, {} bytes moved", stats.jobs_done,
@@ -401,6 +459,66 @@ class PeerStores final : public PeerRank {
   }
 
  private:
+  std::unique_ptr<TcpRendezvousClient> MakeClient(const std::string& host, uint16_t port,
+                                                  JobSecret secret) {
+    return std::make_unique<TcpRendezvousClient>(
+        host, port, std::move(secret), TcpRendezvousLimits{},
+        [](const Status& s) {
+          spdlog::debug("rendezvous not reached yet, retrying: {}", s.ToString());
+        },
+        tls_);
+  }
+
+  // The attach server's sink (cluster.rendezvous = "attach"): the first
+  // Hello must carry rank zero's rendezvous; a later one (a re-attached
+  // runtime) may carry none or the same. Called on the main thread.
+  Status TakeRendezvous(const attach::AttachRendezvous& r) {
+    MutexLock lock(join_mu_);
+    if (given_) {
+      if (r.empty() || r.address == given_->address) return Status::Ok();
+      return Status::InvalidArgument("this rank already joins through " + given_->address +
+                                     ", not " + r.address);
+    }
+    if (r.address.empty() || r.secret.empty()) {
+      return Status::InvalidArgument(
+          "this rank takes rank zero's rendezvous address and job secret from its runtime "
+          "(cluster.rendezvous = \"attach\"); the Hello carries none");
+    }
+    STRATA_RETURN_IF_ERROR(ParseRendezvousAddress(r.address).status());
+    STRATA_RETURN_IF_ERROR(JobSecret::FromText(r.secret, "the attached runtime").status());
+    given_ = r;
+    join_cv_.NotifyAll();
+    return Status::Ok();
+  }
+
+  // The join of cluster.rendezvous = "attach": waits (on the agent's thread)
+  // for the runtime's Hello to hand over rank zero's rendezvous, then joins
+  // through it like the TCP rendezvous.
+  RankJoin JoinOnceAttached(RankId rank, uint32_t world_size) {
+    return [this, rank, world_size](
+               std::chrono::steady_clock::time_point deadline) -> Result<RecordLinkTicket> {
+      TcpRendezvousClient* client = nullptr;
+      {
+        MutexLock lock(join_mu_);
+        while (!given_ && !join_cancelled_) {
+          if (!join_cv_.WaitUntil(lock, deadline)) break;
+        }
+        if (join_cancelled_) return Status::Aborted("stopped before joining");
+        if (!given_) {
+          return Status::Unavailable(
+              "no runtime attached with rank zero's rendezvous address before the join deadline");
+        }
+        STRATA_ASSIGN_OR_RETURN(RendezvousAddress at, ParseRendezvousAddress(given_->address));
+        STRATA_ASSIGN_OR_RETURN(JobSecret secret,
+                                JobSecret::FromText(given_->secret, "the attached runtime"));
+        spdlog::info("joining rank zero through {} (from the attached runtime)", given_->address);
+        client_ = MakeClient(at.host, at.port, std::move(secret));
+        client = client_.get();
+      }
+      return JoinThroughRendezvous(*client, rank, world_size)(deadline);
+    };
+  }
+
   // Copies may still run: leave the agent and the planes alive for good.
   void KeepMemory() {
     LeakOnPurpose(std::move(agent_));
@@ -412,7 +530,11 @@ class PeerStores final : public PeerRank {
   std::unique_ptr<ProcessPlanes> planes_;        // without attach.socket
   std::unique_ptr<AttachPlanes> attached_;       // with attach.socket
   GatedTransfers* gate_ = nullptr;               // owned by agent_; with attach.socket
-  std::unique_ptr<TcpRendezvousClient> client_;
+  Mutex join_mu_;
+  CondVar join_cv_;
+  std::optional<attach::AttachRendezvous> given_ GUARDED_BY(join_mu_);
+  bool join_cancelled_ GUARDED_BY(join_mu_) = false;
+  std::unique_ptr<TcpRendezvousClient> client_ GUARDED_BY(join_mu_);
   std::promise<Status> service_up_;
   std::unique_ptr<RankAgent> agent_;
   std::unique_ptr<RuntimeService> service_;

@@ -19,6 +19,7 @@
 #include <variant>
 #include <vector>
 
+#include "attach/attach_server.h"
 #include "cuda/gds_probe.h"
 #include "launch/config/config.h"
 #include "launch/ops/ops_snapshot.h"
@@ -78,6 +79,10 @@ class RuntimeDriver : public RankServices {
   // Phase 4 (one process, memory + disk): memory hit, spill, read-through.
   // Without both tiers: a failed report saying so.
   virtual PhaseReport CompositePhase();
+  // cluster.rendezvous = "attach": the attach server through which rank zero's
+  // runtime attached (and learned the rendezvous address) before the peers
+  // joined, still without a store; null otherwise. Taken once.
+  virtual std::unique_ptr<attach::AttachServer> TakeAttachServer() { return nullptr; }
 };
 
 // A peer rank in its own process: a rank agent serving rank zero's jobs.
@@ -93,6 +98,11 @@ class PeerRank : public RankServices {
   // With attach.socket: the gate over the agent's transfers into
   // attach_planes() (open while a runtime is attached); null otherwise.
   virtual GatedTransfers* attach_gate() { return nullptr; }
+  // cluster.rendezvous = "attach": what takes rank zero's rendezvous from its
+  // runtime's Hello (AttachServerOptions::take_rendezvous); unset otherwise.
+  virtual std::function<Status(const attach::AttachRendezvous&)> attach_rendezvous_sink() {
+    return {};
+  }
 };
 
 // The role this process plays: exactly one of the two.

@@ -98,6 +98,14 @@ class AttachHandle {
     std::lock_guard lock(mu_);
     return Open().fd();
   }
+  // Rank zero's rendezvous (address, secret bytes) from its HelloAccept, or
+  // None when the rank gave none (cluster.rendezvous is not "attach").
+  std::optional<std::pair<std::string, py::bytes>> Rendezvous() {
+    std::lock_guard lock(mu_);
+    const attach::AttachRendezvous& r = Open().rendezvous();
+    if (r.empty()) return std::nullopt;
+    return std::make_pair(r.address, py::bytes(r.secret));
+  }
 
  private:
   struct Convert {
@@ -127,7 +135,9 @@ std::unique_ptr<AttachHandle> Attach(const std::string& socket_path, const std::
                                      const std::string& model_identity, uint32_t page_tokens,
                                      const std::vector<AllocationIn>& allocations,
                                      const std::vector<MemfdRegion*>& regions,
-                                     std::chrono::milliseconds hello_bound, py::object keep_alive) {
+                                     std::chrono::milliseconds hello_bound, py::object keep_alive,
+                                     const std::string& rendezvous_address,
+                                     const std::string& job_secret) {
   if (allocations.size() != regions.size()) {
     throw StatusError(Status::InvalidArgument("one memfd region per allocation"));
   }
@@ -146,7 +156,10 @@ std::unique_ptr<AttachHandle> Attach(const std::string& socket_path, const std::
     }
     shared.push_back({{a.name, a.group, a.unit_bytes, a.count, a.owner}, regions[i]->fd()});
   }
-  attach::AttachOptions options{.socket_path = socket_path, .hello_bound = hello_bound};
+  attach::AttachOptions options{
+      .socket_path = socket_path,
+      .hello_bound = hello_bound,
+      .rendezvous = {.address = rendezvous_address, .secret = job_secret}};
   attach::AttachIdentity identity{.runtime_id = runtime_id,
                                   .model_identity = model_identity,
                                   .state_mode = StateMode::kOrdinary,
@@ -194,10 +207,12 @@ void RegisterAttach(py::module_& m) {
            py::arg("row_slot"))
       .def("poll", &AttachHandle::Poll)
       .def("close", &AttachHandle::Close, py::arg("timeout"))
-      .def("fileno", &AttachHandle::fd);
+      .def("fileno", &AttachHandle::fd)
+      .def_property_readonly("rendezvous", &AttachHandle::Rendezvous);
   m.def("_attach", &Attach, py::arg("socket_path"), py::arg("runtime_id"),
         py::arg("model_identity"), py::arg("page_tokens"), py::arg("allocations"),
-        py::arg("regions"), py::arg("hello_bound"), py::arg("keep_alive"));
+        py::arg("regions"), py::arg("hello_bound"), py::arg("keep_alive"),
+        py::arg("rendezvous_address") = "", py::arg("job_secret") = py::bytes());
 }
 
 }  // namespace strata::python

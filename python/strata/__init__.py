@@ -268,14 +268,28 @@ class AttachedStore:
     def fileno(self):
         return self._client.fileno()
 
+    @property
+    def rendezvous(self):
+        """(address, job secret bytes) of rank zero's rendezvous when this
+        is rank zero's `strata rank` started with --rendezvous attach (to
+        hand to the peers: publish_rendezvous); None from any other rank."""
+        return self._client.rendezvous
+
     def close(self, timeout_s=30.0):
         self._client.close(_datetime.timedelta(seconds=timeout_s))
 
 
-def attach(socket_path, geometry, model_identity, runtime_id="python", hello_timeout_s=10.0):
+def attach(socket_path, geometry, model_identity, runtime_id="python", hello_timeout_s=10.0,
+           rendezvous=None):
     """Attaches to the `strata rank` serving `socket_path`. Every allocation's
     memory must be a MemfdRegion (or a tensor made from one with
-    torch.frombuffer, given as Allocation(..., memory=region))."""
+    torch.frombuffer, given as Allocation(..., memory=region)).
+
+    rendezvous: on a peer whose `strata rank` runs with --rendezvous attach,
+    rank zero's (address, job secret bytes) as read_rendezvous returns them;
+    the rank joins rank zero through them. Rank zero's own attach returns
+    them as `.rendezvous` (publish_rendezvous writes them)."""
+    address, secret = rendezvous if rendezvous is not None else ("", b"")
     regions = []
     for a in geometry.allocations:
         if not isinstance(a.memory, MemfdRegion):
@@ -285,5 +299,51 @@ def attach(socket_path, geometry, model_identity, runtime_id="python", hello_tim
         regions.append(a.memory)
     client = _strata._attach(socket_path, runtime_id, model_identity, geometry.page_tokens,
                              [a._spec for a in geometry.allocations], regions,
-                             _datetime.timedelta(seconds=hello_timeout_s), geometry)
+                             _datetime.timedelta(seconds=hello_timeout_s), geometry,
+                             address, bytes(secret))
     return AttachedStore(client, geometry)
+
+
+# Keys of the attach rendezvous under `prefix` (next to the keys of
+# coordinator/rendezvous/kv_rendezvous.h under the same default prefix).
+_ATTACH_ZERO = "attach/zero"
+_ATTACH_VERSION = "strata-attach-v1"
+
+
+def publish_rendezvous(kv, attached, prefix="strata/"):
+    """Rank zero's runtime: writes its `strata rank`'s rendezvous address and
+    the job secret (attached.rendezvous) into `kv` (any object with
+    set(key, value), e.g. a torch.distributed.Store) as
+    `<prefix>attach/zero` = "strata-attach-v1 <host:port> <secret hex>"."""
+    if attached.rendezvous is None:
+        raise StrataError("failed_precondition",
+                          "this rank gave no rendezvous at attach: start rank zero's "
+                          "`strata rank` with --rendezvous attach")
+    address, secret = attached.rendezvous
+    kv.set(prefix + _ATTACH_ZERO, f"{_ATTACH_VERSION} {address} {bytes(secret).hex()}")
+
+
+def read_rendezvous(kv, prefix="strata/", timeout_s=120.0):
+    """A peer's runtime: rank zero's (address, job secret bytes) from `kv`,
+    for attach(..., rendezvous=...). Waits through kv.wait when it has one
+    (torch's stores do); StrataError(kind="unavailable") when nothing came
+    within timeout_s, "invalid_argument" for a value it cannot read."""
+    key = prefix + _ATTACH_ZERO
+    if hasattr(kv, "wait"):
+        try:
+            kv.wait([key], _datetime.timedelta(seconds=timeout_s))
+        except RuntimeError as e:
+            raise StrataError("unavailable",
+                              f"rank zero's runtime published no rendezvous at '{key}' "
+                              f"within {timeout_s} s ({e})") from None
+    value = kv.get(key)
+    text = value.decode() if isinstance(value, (bytes, bytearray)) else str(value)
+    fields = text.split(" ")
+    if len(fields) != 3 or fields[0] != _ATTACH_VERSION:
+        raise StrataError("invalid_argument",
+                          f"'{key}' holds '{fields[0]}...', not a {_ATTACH_VERSION} rendezvous")
+    try:
+        secret = bytes.fromhex(fields[2])
+    except ValueError:
+        raise StrataError("invalid_argument", f"'{key}': the job secret is not hex") from None
+    return fields[1], secret

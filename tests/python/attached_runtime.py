@@ -3,7 +3,7 @@ its planes are torch tensors over memfd regions the rank maps, so the
 runtime's tensor is the shared memory. Reads its socket from the test's
 torch.distributed.TCPStore. Prints JSON lines.
 
-  attached_runtime.py RANK PORT PHASE
+  attached_runtime.py RANK PORT PHASE [attach-rendezvous]
 PHASE "store": fill, store the checkpoint, print {"stored": ...}, then wait
 to be killed. PHASE "restore": start zeroed, restore into other ids from
 the rank's tiers, check, detach.
@@ -11,7 +11,12 @@ the rank's tiers, check, detach.
 With several ranks ("attach/ranks" in the store) only rank zero's runtime
 makes the store calls; a peer's runtime attaches its planes, says so
 ("attach/ready/PHASE/RANK"), and in the restore phase checks its planes
-once rank zero says the restore finished ("attach/restored")."""
+once rank zero says the restore finished ("attach/restored").
+
+With "attach-rendezvous" the `strata rank` processes know no rendezvous of
+their own: rank zero's runtime publishes what its rank's HelloAccept gave
+(strata.publish_rendezvous) and each peer's runtime hands it to its rank at
+attach (strata.read_rendezvous)."""
 import datetime
 import json
 import sys
@@ -29,6 +34,7 @@ SHAPE = rm.TINY
 
 def main():
     rank, port, phase = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    through_store = sys.argv[4:] == ["attach-rendezvous"]
     kv = dist.TCPStore("127.0.0.1", port, 1, False, WAIT)
     kv.wait([f"attach/socket/{rank}"], WAIT)
     socket_path = kv.get(f"attach/socket/{rank}").decode()
@@ -43,7 +49,11 @@ def main():
     tokens = SHAPE.tokens
     if phase == "store":
         rm.fill(tensors, rank)
-    client = strata.attach(socket_path, geo, rm.TINY_MODEL, runtime_id=f"pytest-{rank}-{phase}")
+    rendezvous = strata.read_rendezvous(kv, timeout_s=60) if through_store and rank else None
+    client = strata.attach(socket_path, geo, rm.TINY_MODEL, runtime_id=f"pytest-{rank}-{phase}",
+                           rendezvous=rendezvous)
+    if through_store and rank == 0:
+        strata.publish_rendezvous(kv, client)
     ranks = int(kv.get("attach/ranks").decode())
     kv.set(f"attach/ready/{phase}/{rank}", "1")
     if rank != 0:

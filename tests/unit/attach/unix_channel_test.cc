@@ -96,5 +96,31 @@ TEST(AttachCodecTest, StoreEventsAndCloseDoneRoundTripWithTheirStatus) {
   EXPECT_EQ(got.key.consumed, 128u);
 }
 
+TEST(AttachCodecTest, RankZerosRendezvousRoundTripsInHelloAndHelloAccept) {
+  const AttachRendezvous r{.address = "[::1]:29470", .secret = std::string(40, 's')};
+  auto accept = EncodeAttachFrame(HelloAccept{.rendezvous = r});
+  ASSERT_TRUE(accept.ok());
+  auto accept_back = DecodeAttachFrame(accept->words);
+  ASSERT_TRUE(accept_back.ok());
+  EXPECT_EQ(std::get<HelloAccept>(*accept_back).rendezvous.address, r.address);
+  EXPECT_EQ(std::get<HelloAccept>(*accept_back).rendezvous.secret, r.secret);
+  AttachHello hello;
+  hello.runtime_id = "peer";
+  auto plain = EncodeAttachFrame(hello);  // none: the fields stay empty
+  ASSERT_TRUE(plain.ok());
+  auto plain_back = DecodeAttachFrame(plain->words);
+  ASSERT_TRUE(plain_back.ok());
+  EXPECT_TRUE(std::get<AttachHello>(*plain_back).rendezvous.empty());
+  hello.rendezvous = r;
+  auto carried = EncodeAttachFrame(hello);
+  ASSERT_TRUE(carried.ok());
+  auto carried_back = DecodeAttachFrame(carried->words);
+  ASSERT_TRUE(carried_back.ok());
+  EXPECT_EQ(std::get<AttachHello>(*carried_back).rendezvous.address, r.address);
+  EXPECT_EQ(std::get<AttachHello>(*carried_back).runtime_id, "peer");
+  hello.rendezvous.secret = std::string(kAttachTextBytesMax + 1, 's');
+  EXPECT_EQ(EncodeAttachFrame(hello).status().code(), StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace strata::attach

@@ -154,6 +154,24 @@ TEST(ConfigTest, AttachSocketServesEveryRankLayoutWithHostOrGpuPlanes) {
   EXPECT_TRUE(ValidateConfig(c).ok());
 }
 
+TEST(ConfigTest, RendezvousFromAttachNeedsAttachedRanksInSeparateProcesses) {
+  RankConfig c;
+  ASSERT_TRUE(Set("cluster.rendezvous", std::string("attach"), &c).ok());
+  EXPECT_EQ(c.cluster.rendezvous, RendezvousSource::kAttach);
+  EXPECT_NE(Set("cluster.rendezvous", std::string("store"), &c)
+                .message()
+                .find("\"store\" is not \"tcp\" or \"attach\""),
+            std::string::npos);
+  c.cluster.world_size = 3;
+  c.cluster.rank = 1;
+  EXPECT_NE(ValidateConfig(c).message().find("cluster.rendezvous"), std::string::npos);
+  c.attach.socket = "/run/strata/rank1.sock";
+  EXPECT_TRUE(ValidateConfig(c).ok()) << ValidateConfig(c).ToString();
+  c.cluster.single_process = true;
+  c.cluster.rank = 0;
+  EXPECT_NE(ValidateConfig(c).message().find("cluster.rendezvous"), std::string::npos);
+}
+
 TEST(ConfigTest, SeparateProcessRanksRefuseAMemoryTier) {
   RankConfig c;
   c.cluster.world_size = 4;
