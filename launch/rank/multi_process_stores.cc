@@ -305,6 +305,7 @@ class PeerStores final : public PeerRank {
     const ClusterConfig& cl = config.cluster;
     STRATA_ASSIGN_OR_RETURN(uint16_t service_port, ServicePort(config, cl.rank));
     const bool from_attach = cl.rendezvous == RendezvousSource::kAttach;
+    from_attach_ = from_attach;
     // With cluster.rendezvous = "attach" the secret comes from the runtime.
     std::optional<JobSecret> secret;
     if (!from_attach) {
@@ -405,6 +406,7 @@ class PeerStores final : public PeerRank {
   PlaneImporter* attach_planes() override { return attached_ ? &attached_->importer() : nullptr; }
   GatedTransfers* attach_gate() override { return gate_; }
   std::function<Status(const attach::AttachRendezvous&)> attach_rendezvous_sink() override {
+    if (!from_attach_) return {};
     return [this](const attach::AttachRendezvous& r) { return TakeRendezvous(r); };
   }
 
@@ -530,6 +532,7 @@ class PeerStores final : public PeerRank {
   std::unique_ptr<ProcessPlanes> planes_;        // without attach.socket
   std::unique_ptr<AttachPlanes> attached_;       // with attach.socket
   GatedTransfers* gate_ = nullptr;               // owned by agent_; with attach.socket
+  bool from_attach_ = false;                     // cluster.rendezvous = "attach"
   Mutex join_mu_;
   CondVar join_cv_;
   std::optional<attach::AttachRendezvous> given_ GUARDED_BY(join_mu_);
