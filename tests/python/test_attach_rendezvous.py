@@ -9,6 +9,11 @@ byte-exact from the ranks' record directories."""
 import random
 import secrets
 
+import pytest
+import torch
+
+import runtime_model as rm
+import strata
 from test_attached import COMMON, STRATA
 
 
@@ -54,3 +59,56 @@ def test_ranks_join_through_the_runtimes_store_and_restore_byte_exact(spawn, tcp
               for r in range(ranks)]
     for r, w in enumerate(second):
         assert w.result() == {"check": "ok", "tier": "disk"}, f"rank {r}"
+
+
+def attach_here(socket_path, rendezvous=None):
+    """Attaches this process to the rank at socket_path with the tiny planes."""
+    regions = {}
+
+    def in_memfd(name, dims):
+        regions[name] = strata.MemfdRegion(name, dims[0] * dims[1])
+        return torch.frombuffer(regions[name], dtype=torch.uint8).view(dims)
+
+    tensors = rm.allocate(rm.TINY, in_memfd)
+    geo = rm.geometry(tensors, lambda name, t: regions[name], rm.TINY.page_tokens)
+    return strata.attach(str(socket_path), geo, rm.TINY_MODEL, rendezvous=rendezvous)
+
+
+def test_a_peer_rank_refuses_a_hello_without_a_usable_rendezvous(spawn, scratch):
+    socket_path = scratch / "rank1.sock"
+    base = 10000 + random.randrange(20000)
+    rank = spawn.binary(STRATA, "rank", "--attach-socket", socket_path, *COMMON,
+                        "--world-size", 2, "--rank", 1, "--local-rank", 1,
+                        "--rendezvous", "attach", "--metrics-port", base,
+                        "--prefix-cache-disk", scratch / "records1",
+                        "--prefix-cache-disk-limit", "64MiB", "--connect-timeout", "60s")
+    rank.wait_for_line("serving the runtime of rank 1")
+    good_secret = secrets.token_hex(32).encode()
+    for rendezvous, why in [(None, "the Hello carries none"),
+                            (("127.0.0.1", good_secret), "host:port"),
+                            (("127.0.0.1:1", b"short"), "job secret")]:
+        with pytest.raises(strata.StrataError) as e:
+            attach_here(socket_path, rendezvous)
+        assert e.value.kind == "invalid_argument", rendezvous
+        assert why in e.value.message, e.value.message
+
+
+def test_publish_needs_a_rank_that_gave_a_rendezvous_and_read_waits_bounded(spawn, scratch,
+                                                                           tcp_store):
+    socket_path = scratch / "rank0.sock"
+    rank = spawn.binary(STRATA, "rank", "--attach-socket", socket_path, *COMMON,
+                        "--prefix-cache-memory", "8MiB", "--metrics-port", 0)
+    rank.wait_for_line("serving the runtime of rank 0")
+    client = attach_here(socket_path)
+    assert client.rendezvous is None
+    with pytest.raises(strata.StrataError) as e:
+        strata.publish_rendezvous(tcp_store, client)
+    assert e.value.kind == "failed_precondition"
+    client.close()
+    with pytest.raises(strata.StrataError) as e:
+        strata.read_rendezvous(tcp_store, prefix="nobody/", timeout_s=1)
+    assert e.value.kind == "unavailable" and "nobody/attach/zero" in e.value.message
+    tcp_store.set("bad/attach/zero", "strata-kv-v1 3 127.0.0.1 80")
+    with pytest.raises(strata.StrataError) as e:
+        strata.read_rendezvous(tcp_store, prefix="bad/", timeout_s=1)
+    assert e.value.kind == "invalid_argument"
