@@ -51,6 +51,28 @@ attach::AttachServerOptions AttachServerOptionsFor(const RankConfig& config,
   return options;
 }
 
+Result<std::unique_ptr<attach::AttachServer>> AdmitRuntimeBeforeJoin(
+    const RankConfig& config, PlaneImporter& planes, const attach::AttachRendezvous& announce) {
+  attach::AttachServerOptions options = AttachServerOptionsFor(config, planes);
+  options.announce = announce;
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<attach::AttachServer> server,
+                          attach::AttachServer::Listen(options, {.planes = &planes}));
+  spdlog::info(
+      "serving the runtime of rank 0 at {}: waiting up to {} s for it to attach and carry the "
+      "rendezvous address {} to the peers",
+      options.socket_path, config.cluster.connect_timeout.count() / 1000, announce.address);
+  const auto deadline = std::chrono::steady_clock::now() + config.cluster.connect_timeout;
+  while (!server->attached()) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return Status::Unavailable(
+          "attach.socket: no runtime attached within connect_timeout, so no peer could learn "
+          "the rendezvous address");
+    }
+    server->Step(UnixNowMs(), kAttachTurn);
+  }
+  return server;
+}
+
 int ServeAttach(RuntimeDriver& driver, const RankConfig& config, const StopRequest& stop,
                 const PublishSnapshot& publish) {
   PlaneImporter* planes = driver.attach_planes();

@@ -15,18 +15,17 @@
 
 #include "coordinator/coordinator.h"
 #include "coordinator/rendezvous/rendezvous_address.h"
-#include "coordinator/rendezvous/rendezvous_join.h"
 #include "coordinator/rendezvous/tcp_rendezvous.h"
 #include "launch/presets.h"
 #include "launch/rank/attach_workload.h"
 #include "launch/rank/multi_process_stores.h"
+#include "launch/rank/peer_rendezvous.h"
 #include "launch/runtime/attach_planes.h"
 #include "launch/runtime/process_planes.h"
 #include "launch/runtime/runtime_service.h"
 #include "launch/runtime/service_guard.h"
 #include "rank_agent/rank_agent.h"
 #include "store/base/deliberate_leak.h"
-#include "store/base/mutex.h"
 #include "store/transfer/host_planes.h"
 #include "wire/tls.h"
 
@@ -137,10 +136,12 @@ class RankZeroStores final : public RuntimeDriver {
                  HostPort(cl.master_addr, rendezvous_->port()), cl.connect_timeout.count() / 1000,
                  cl.world_size - 1);
     if (cl.rendezvous == RendezvousSource::kAttach) {
-      STRATA_RETURN_IF_ERROR(AdmitRuntimeFirst(
-          config, {.address = FormatRendezvousAddress(
-                       {.host = rendezvous_->address(), .port = rendezvous_->port()}),
-                   .secret = secret_bytes}));
+      STRATA_ASSIGN_OR_RETURN(
+          early_attach_, AdmitRuntimeBeforeJoin(
+                             config, attached_->importer(),
+                             {.address = FormatRendezvousAddress(
+                                  {.host = rendezvous_->address(), .port = rendezvous_->port()}),
+                              .secret = secret_bytes}));
     }
     CoordinatorOptions o;
     o.world_size = cl.world_size;
@@ -257,30 +258,6 @@ class RankZeroStores final : public RuntimeDriver {
   }
 
  private:
-  // cluster.rendezvous = "attach": the peers learn the rendezvous only from
-  // rank zero's runtime, so it attaches (planes only, no store yet) and is
-  // told `announce` before the join; bounded by connect_timeout.
-  Status AdmitRuntimeFirst(const RankConfig& config, const attach::AttachRendezvous& announce) {
-    attach::AttachServerOptions options = AttachServerOptionsFor(config, attached_->importer());
-    options.announce = announce;
-    STRATA_ASSIGN_OR_RETURN(
-        early_attach_, attach::AttachServer::Listen(options, {.planes = &attached_->importer()}));
-    spdlog::info(
-        "serving the runtime of rank 0 at {}: waiting up to {} s for it to attach and carry "
-        "the rendezvous address {} to the peers",
-        options.socket_path, config.cluster.connect_timeout.count() / 1000, announce.address);
-    const auto deadline = std::chrono::steady_clock::now() + config.cluster.connect_timeout;
-    while (!early_attach_->attached()) {
-      if (std::chrono::steady_clock::now() >= deadline) {
-        return Status::Unavailable(
-            "attach.socket: no runtime attached within connect_timeout, "
-            "so no peer could learn the rendezvous address");
-      }
-      early_attach_->Step(0, std::chrono::milliseconds(100));
-    }
-    return Status::Ok();
-  }
-
   std::string DescribePlanes() const {
     return attached_ ? attached_->Describe() : planes_->Describe();
   }
@@ -319,10 +296,8 @@ class PeerStores final : public PeerRank {
     } else {
       STRATA_ASSIGN_OR_RETURN(planes_, ProcessPlanes::Open(me.own, config.runtime.gpus));
     }
-    if (!from_attach) {
-      MutexLock lock(join_mu_);
-      client_ = MakeClient(cl.master_addr, cl.master_port, std::move(*secret));
-    }
+    rendezvous_ = std::make_unique<PeerRendezvous>(tls_);
+    if (!from_attach) rendezvous_->DialAt(cl.master_addr, cl.master_port, std::move(*secret));
     RankAgentOptions o;
     o.rank = RankId(cl.rank);
     o.world_size = cl.world_size;
@@ -337,13 +312,7 @@ class PeerStores final : public PeerRank {
     o.link.liveness = RecordLinkLiveness(cl);
     // The join waits until the runtime service is up, so rank zero never
     // reaches for a service that is not there yet.
-    RankJoin through;
-    if (from_attach) {
-      through = JoinOnceAttached(o.rank, cl.world_size);
-    } else {
-      MutexLock lock(join_mu_);
-      through = JoinThroughRendezvous(*client_, o.rank, cl.world_size);
-    }
+    RankJoin through = rendezvous_->Join(o.rank, cl.world_size);
     std::shared_future<Status> service_up = service_up_.get_future().share();
     RankJoin join =
         [through,
@@ -407,7 +376,7 @@ class PeerStores final : public PeerRank {
   GatedTransfers* attach_gate() override { return gate_; }
   std::function<Status(const attach::AttachRendezvous&)> attach_rendezvous_sink() override {
     if (!from_attach_) return {};
-    return [this](const attach::AttachRendezvous& r) { return TakeRendezvous(r); };
+    return [this](const attach::AttachRendezvous& r) { return rendezvous_->Take(r); };
   }
 
   std::vector<PeerLinkStats> PeerLinks() const override {
@@ -430,13 +399,7 @@ class PeerStores final : public PeerRank {
   Status Close() override {
     if (!agent_) return Status::Ok();
     const bool stopped_here = Serving();
-    {
-      // A join still waiting for its runtime or for rank zero ends now.
-      MutexLock lock(join_mu_);
-      join_cancelled_ = true;
-      if (client_) client_->Cancel();
-    }
-    join_cv_.NotifyAll();
+    rendezvous_->Cancel();  // a join still waiting for its runtime or rank zero ends now
     agent_->Stop();
     const AgentStats stats = agent_->stats();
     spdlog::info("record jobs on this rank: {} done, {} failed, {} bytes moved", stats.jobs_done,
@@ -461,66 +424,6 @@ class PeerStores final : public PeerRank {
   }
 
  private:
-  std::unique_ptr<TcpRendezvousClient> MakeClient(const std::string& host, uint16_t port,
-                                                  JobSecret secret) {
-    return std::make_unique<TcpRendezvousClient>(
-        host, port, std::move(secret), TcpRendezvousLimits{},
-        [](const Status& s) {
-          spdlog::debug("rendezvous not reached yet, retrying: {}", s.ToString());
-        },
-        tls_);
-  }
-
-  // The attach server's sink (cluster.rendezvous = "attach"): the first
-  // Hello must carry rank zero's rendezvous; a later one (a re-attached
-  // runtime) may carry none or the same. Called on the main thread.
-  Status TakeRendezvous(const attach::AttachRendezvous& r) {
-    MutexLock lock(join_mu_);
-    if (given_) {
-      if (r.empty() || r.address == given_->address) return Status::Ok();
-      return Status::InvalidArgument("this rank already joins through " + given_->address +
-                                     ", not " + r.address);
-    }
-    if (r.address.empty() || r.secret.empty()) {
-      return Status::InvalidArgument(
-          "this rank takes rank zero's rendezvous address and job secret from its runtime "
-          "(cluster.rendezvous = \"attach\"); the Hello carries none");
-    }
-    STRATA_RETURN_IF_ERROR(ParseRendezvousAddress(r.address).status());
-    STRATA_RETURN_IF_ERROR(JobSecret::FromText(r.secret, "the attached runtime").status());
-    given_ = r;
-    join_cv_.NotifyAll();
-    return Status::Ok();
-  }
-
-  // The join of cluster.rendezvous = "attach": waits (on the agent's thread)
-  // for the runtime's Hello to hand over rank zero's rendezvous, then joins
-  // through it like the TCP rendezvous.
-  RankJoin JoinOnceAttached(RankId rank, uint32_t world_size) {
-    return [this, rank, world_size](
-               std::chrono::steady_clock::time_point deadline) -> Result<RecordLinkTicket> {
-      TcpRendezvousClient* client = nullptr;
-      {
-        MutexLock lock(join_mu_);
-        while (!given_ && !join_cancelled_) {
-          if (!join_cv_.WaitUntil(lock, deadline)) break;
-        }
-        if (join_cancelled_) return Status::Aborted("stopped before joining");
-        if (!given_) {
-          return Status::Unavailable(
-              "no runtime attached with rank zero's rendezvous address before the join deadline");
-        }
-        STRATA_ASSIGN_OR_RETURN(RendezvousAddress at, ParseRendezvousAddress(given_->address));
-        STRATA_ASSIGN_OR_RETURN(JobSecret secret,
-                                JobSecret::FromText(given_->secret, "the attached runtime"));
-        spdlog::info("joining rank zero through {} (from the attached runtime)", given_->address);
-        client_ = MakeClient(at.host, at.port, std::move(secret));
-        client = client_.get();
-      }
-      return JoinThroughRendezvous(*client, rank, world_size)(deadline);
-    };
-  }
-
   // Copies may still run: leave the agent and the planes alive for good.
   void KeepMemory() {
     LeakOnPurpose(std::move(agent_));
@@ -533,11 +436,7 @@ class PeerStores final : public PeerRank {
   std::unique_ptr<AttachPlanes> attached_;       // with attach.socket
   GatedTransfers* gate_ = nullptr;               // owned by agent_; with attach.socket
   bool from_attach_ = false;                     // cluster.rendezvous = "attach"
-  Mutex join_mu_;
-  CondVar join_cv_;
-  std::optional<attach::AttachRendezvous> given_ GUARDED_BY(join_mu_);
-  bool join_cancelled_ GUARDED_BY(join_mu_) = false;
-  std::unique_ptr<TcpRendezvousClient> client_ GUARDED_BY(join_mu_);
+  std::unique_ptr<PeerRendezvous> rendezvous_;   // outlives the agent's join
   std::promise<Status> service_up_;
   std::unique_ptr<RankAgent> agent_;
   std::unique_ptr<RuntimeService> service_;
