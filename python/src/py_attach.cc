@@ -75,6 +75,7 @@ class AttachHandle {
     }
     if (!s.ok() && events.empty()) ThrowIfError(s);
     std::vector<PyEvent> out;
+    out.reserve(events.size());
     for (const AttachEvent& e : events) out.push_back(std::visit(Convert{}, e));
     return out;
   }
