@@ -9,6 +9,10 @@
 // each rank's planes are its attached runtime's memory (attach/), rank zero's
 // runtime makes the store calls, and a peer's agent copies through transfers
 // gated on its runtime being attached (launch/rank/attach_workload.h).
+// With cluster.rendezvous = "attach" too, rank zero admits its runtime
+// before the join and tells it the rendezvous address and job secret, and a
+// peer joins only once its runtime's Hello handed them over
+// (launch/rank/peer_rendezvous.h).
 #include <spdlog/spdlog.h>
 
 #include <future>
