@@ -60,8 +60,8 @@ STRATA=${STRATA_BIN:-${STRATA_BUILD_DIR:-build}/strata}
 DIR=${DIR:-/var/tmp/strata-demo-$$}
 mkdir -p "$DIR"
 [[ $KEEP == 1 ]] || trap 'rm -rf "$DIR"' EXIT
-# Ports for this run: rendezvous, and metrics from there (rank r serves on +r,
-# its runtime service on +1000+r; rank zero's runtime's lockstep on +2000).
+# Ports for this run: rendezvous, and metrics from there (rank r serves on +r;
+# rank zero's runtime's lockstep on +2000).
 BASE=$((10000 + RANDOM % 20000))  # below the ephemeral range (32768+)
 MASTER_PORT=$BASE
 METRICS_PORT=$((BASE + 10))

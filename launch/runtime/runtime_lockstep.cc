@@ -12,8 +12,8 @@
 #include <cstring>
 #include <thread>
 
+#include "launch/runtime/job_token.h"
 #include "launch/runtime/lockstep_frames.h"
-#include "launch/runtime/service_guard.h"
 
 namespace strata {
 

@@ -12,10 +12,10 @@
 #include "launch/rank/stop_on_signals.h"
 #include "launch/rank/stop_request.h"
 #include "launch/runtime/attached_store.h"
+#include "launch/runtime/job_token.h"
 #include "launch/runtime/memfd_planes.h"
 #include "launch/runtime/runtime_lockstep.h"
 #include "launch/runtime/serve_load.h"
-#include "launch/runtime/service_guard.h"
 #include "launch/runtime/synthetic_runtime.h"
 #include "launch/runtime/vmm_planes.h"
 

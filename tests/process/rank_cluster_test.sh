@@ -138,7 +138,8 @@ case $MODE in
   stranger)
     rc=0
     timeout 60 "$STRATA" rank --rank 1 --world-size 2 --master-port "$BASE" --local-rank 1 \
-      --metrics-port $((BASE + 10)) --prefix-cache-disk "$DIR/rank1" >"$DIR/nosecret.log" 2>&1 || rc=$?
+      --metrics-port $((BASE + 10)) --prefix-cache-disk "$DIR/rank1" --attach-socket "$DIR/rank1.sock" \
+      >"$DIR/nosecret.log" 2>&1 || rc=$?
     [[ $rc != 0 ]] || fail "a peer without a job secret started"
     grep -q "STRATA_JOB_SECRET" "$DIR/nosecret.log" || fail "the refusal does not name STRATA_JOB_SECRET"
     "$(dirname "$0")/../../launch/make-job-secret.sh" "$DIR/other.secret"
