@@ -24,8 +24,6 @@ namespace strata {
 
 namespace {
 
-constexpr auto kIdleBound = std::chrono::seconds(60);
-
 // What one process of the job holds of the cache: its own rank's planes.
 struct OwnRank {
   CacheGeometry own;  // this process's rank alone
