@@ -80,7 +80,8 @@ case $MODE in
   peer-alone)
     start_rank 1 2 serve
     wait_log "$DIR/rank1.serve.log" "joining rank zero" 60
-    kill -TERM "${PIDS[0]}" "${RUNTIMES[0]}"
+    wait_log "$DIR/runtime1.serve.log" "attached to" 60  # it serves before it joins; then a
+    kill -TERM "${PIDS[0]}" "${RUNTIMES[0]}"             # signal reaches the runtime's handler
     for ((i = 0; i < 50; i++)); do
       kill -0 "${PIDS[0]}" 2>/dev/null || kill -0 "${RUNTIMES[0]}" 2>/dev/null || break
       sleep 0.1
