@@ -103,9 +103,9 @@ Result<uint16_t> LockstepPort(const RankConfig& config) {
   return static_cast<uint16_t>(port);
 }
 
-// A detach that failed because the rank went away while this process was
-// asked to stop too (a launcher signals every process of the job at once):
-// nothing is left to detach from, so it is not an error; logged.
+// A detach that failed after this process was asked to stop: a launcher
+// signals every process of the job at once, so the rank has usually stopped
+// already and nothing is left to detach from. Logged, not an error.
 bool RankStoppedToo(const Status& detach, const StopRequest& stop) {
   if (!stop.requested() || detach.ok()) return false;
   spdlog::info("detach: the rank stopped too ({})", detach.ToString());

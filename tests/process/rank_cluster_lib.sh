@@ -71,6 +71,7 @@ start_rank() {  # rank world workload -> background processes
 }
 
 wait_log() {  # file pattern seconds: until the file holds the pattern
+  local i
   for ((i = 0; i < $3 * 10; i++)); do
     grep -q "$2" "$1" 2>/dev/null && return 0
     sleep 0.1
@@ -79,6 +80,7 @@ wait_log() {  # file pattern seconds: until the file holds the pattern
 }
 
 serving() {  # world workload: every runtime of a `start_rank` run is attached and in lockstep
+  local r
   wait_log "$DIR/runtime0.$2.log" "attached to" 60
   for ((r = 1; r < $1; r++)); do wait_log "$DIR/runtime$r.$2.log" "joined rank zero's runtime" 60; done
 }
