@@ -13,7 +13,7 @@
 # rank's log tail is printed.
 #
 #   ./launch/demo.sh [--ranks N] [--single-process] [--dir DIR] [--preset NAME]
-#                    [--memory SIZE] [--gpus 0,1,...] [--tls] [--in-process-runtime] [--keep]
+#                    [--memory SIZE] [--gpus 0,1,...] [--tls] [--keep]
 #   --single-process runs phases 1-3 with every rank in one process.
 #   --tls runs the rendezvous and record links of phases 1-3 over mutual TLS,
 #   with a throwaway CA and per-rank certificates (launch/make-certs.sh).
@@ -22,9 +22,6 @@
 #   --gpus puts the planes in GPU memory: rank r on the r-th listed device
 #   (round robin when fewer), CudaTransfers under every store; each `strata
 #   runtime` shares its planes as CUDA VMM allocations.
-#   --in-process-runtime runs phases 1-3 the older way: the synthetic runtime
-#   inside rank zero's `strata rank`, reaching peers' planes through the HTTP
-#   runtime service.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,7 +33,6 @@ SINGLE=0
 MEMORY=16MiB
 GPUS=none
 TLS=0
-IN_PROCESS=0
 while (($#)); do
   case "$1" in
     --ranks) RANKS=$2; shift 2 ;;
@@ -47,8 +43,7 @@ while (($#)); do
     --memory) MEMORY=$2; shift 2 ;;
     --gpus) GPUS=$2; shift 2 ;;
     --tls) TLS=1; shift ;;
-    --in-process-runtime) IN_PROCESS=1; shift ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "demo: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -65,8 +60,8 @@ STRATA=${STRATA_BIN:-${STRATA_BUILD_DIR:-build}/strata}
 DIR=${DIR:-/var/tmp/strata-demo-$$}
 mkdir -p "$DIR"
 [[ $KEEP == 1 ]] || trap 'rm -rf "$DIR"' EXIT
-# Ports for this run: rendezvous, and metrics from there (rank r serves on +r,
-# its runtime service on +1000+r; rank zero's runtime's lockstep on +2000).
+# Ports for this run: rendezvous, and metrics from there (rank r serves on +r;
+# rank zero's runtime's lockstep on +2000).
 BASE=$((10000 + RANDOM % 20000))  # below the ephemeral range (32768+)
 MASTER_PORT=$BASE
 METRICS_PORT=$((BASE + 10))
@@ -115,10 +110,6 @@ same_records_on_every_rank() {  # every rank's record files must match rank 0's
 # and the record directories compared.
 run_cluster() {
   local workload=$1 ranks=() runtimes=() rc=0
-  if [[ $IN_PROCESS == 1 ]]; then
-    run_cluster_in_process "$workload"
-    return
-  fi
   for ((r = 0; r < RANKS; r++)); do
     # shellcheck disable=SC2046
     "$STRATA" rank $(rank_flags "$r") --attach-socket "$DIR/rank$r.sock" --prefix-cache-disk "$DIR/rank$r" \
@@ -152,35 +143,8 @@ run_cluster() {
   same_records_on_every_rank
 }
 
-run_cluster_in_process() {  # $1 = workload; ranks 1..N-1 in the background, rank 0 (with the runtime) in front
-  local workload=$1 pids=() rc=0
-  for ((r = 1; r < RANKS; r++)); do
-    # shellcheck disable=SC2046  # tls_of gives separate words (paths without spaces)
-    "$STRATA" rank --rank "$r" --world-size "$RANKS" --master-port "$MASTER_PORT" --gpus "$(gpu_of "$r")" \
-      $(tls_of "$r") "${SECRET[@]}" --local-rank "$r" --metrics-port "$METRICS_PORT" --prefix-cache-disk "$DIR/rank$r" \
-      --prefix-cache-disk-limit 2GiB --preset "$PRESET" >"$DIR/rank$r.$workload.log" 2>&1 &
-    pids+=($!)
-  done
-  # shellcheck disable=SC2046
-  "$STRATA" rank --rank 0 --world-size "$RANKS" --master-port "$MASTER_PORT" --gpus "$(gpu_of 0)" \
-    $(tls_of 0) "${SECRET[@]}" --metrics-port "$METRICS_PORT" --prefix-cache-disk "$DIR/rank0" \
-    --prefix-cache-disk-limit 2GiB --preset "$PRESET" --workload "$workload" \
-    --summary-json "$DIR/summary.$workload.json" || rc=$?
-  for p in "${pids[@]}"; do
-    wait "$p" || { echo "demo: a peer exited with $? (log: $DIR/)" >&2; rc=1; }
-  done
-  if ((rc != 0)); then
-    for ((r = 1; r < RANKS; r++)); do tail -n 5 "$DIR/rank$r.$workload.log" >&2; done
-  fi
-  for ((r = 1; r < RANKS; r++)); do  # each peer's share, next to rank zero's per-rank figure
-    grep -h "record jobs on this rank" "$DIR/rank$r.$workload.log" || true
-  done
-  return $rc
-}
-
 launch_ranks=run_cluster
-layout="one process per rank"
-if [[ $IN_PROCESS == 1 ]]; then layout+=", runtime inside rank zero"; else layout+=" + one strata runtime per rank"; fi
+layout="one process per rank + one strata runtime per rank"
 [[ $TLS == 1 ]] && layout+=", mutual TLS"
 if [[ $SINGLE == 1 || $RANKS == 1 ]]; then
   launch_ranks=run_single

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Starts N `strata rank` processes on this host (disk tier, synthetic runtime
-# serving a light load) and leaves them running until Ctrl-C, which stops
+# Starts N ranks on this host, each a `strata rank --attach-socket` (disk
+# tier) and its `strata runtime` (rank zero's serves a light synthetic load),
+# and leaves them running until Ctrl-C, which stops every runtime, then
 # every rank with a clean drain. With --prometheus it also starts Prometheus
 # on loopback (port --prometheus-port, default 9090) scraping every rank with
 # Strata's alert rules (launch/examples/prometheus), and prints its URL.
@@ -33,19 +34,25 @@ mkdir -p "$DIR"
 # One secret for this cluster; every rank proves it at the rendezvous.
 ./launch/make-job-secret.sh "$DIR/job.secret"
 unset STRATA_JOB_SECRET  # the file above is the ranks' only source
-pids=()
+pids=()      # the ranks (and prometheus)
+runtimes=()  # their runtimes
 stop() {
-  echo "local-cluster: stopping ${#pids[@]} ranks"
+  echo "local-cluster: stopping ${#runtimes[@]} runtimes, then ${#pids[@]} ranks"
+  kill -TERM "${runtimes[@]}" 2>/dev/null || true
+  wait "${runtimes[@]}" 2>/dev/null || true
   kill -TERM "${pids[@]}" 2>/dev/null || true
-  wait "${pids[@]}" 2>/dev/null || true
+  wait "${pids[@]}" "${runtimes[@]}" 2>/dev/null || true
 }
 trap stop INT TERM
 for ((r = RANKS - 1; r >= 0; r--)); do
-  "$STRATA" rank --rank "$r" --world-size "$RANKS" --local-rank "$r" \
-    --master-port "$MASTER_PORT" --metrics-port "$METRICS_PORT" --job-secret-file "$DIR/job.secret" \
-    --prefix-cache-disk "$DIR/rank$r" --workload serve >"$DIR/rank$r.log" 2>&1 &
+  shared=(--rank "$r" --world-size "$RANKS" --local-rank "$r" --master-port "$MASTER_PORT"
+    --metrics-port "$METRICS_PORT" --job-secret-file "$DIR/job.secret" --attach-socket "$DIR/rank$r.sock")
+  "$STRATA" rank "${shared[@]}" --prefix-cache-disk "$DIR/rank$r" >"$DIR/rank$r.log" 2>&1 &
   pids+=($!)
   echo "rank $r: pid $!, metrics http://127.0.0.1:$((METRICS_PORT + r))/metrics, log $DIR/rank$r.log"
+  "$STRATA" runtime "${shared[@]}" --workload serve >"$DIR/runtime$r.log" 2>&1 &
+  runtimes+=($!)
+  echo "runtime of rank $r: pid $!, log $DIR/runtime$r.log"
 done
 if ((PROMETHEUS)); then
   command -v prometheus >/dev/null ||
@@ -60,4 +67,4 @@ if ((PROMETHEUS)); then
   echo "prometheus: pid $!, http://127.0.0.1:$PROMETHEUS_PORT (alerts: /alerts), log $DIR/prometheus.log"
 fi
 echo "local-cluster: $RANKS ranks running; Ctrl-C stops them"
-wait "${pids[@]}"
+wait "${pids[@]}" "${runtimes[@]}"

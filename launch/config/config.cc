@@ -375,7 +375,8 @@ std::vector<ConfigKey> MakeKeys() {
        "memory",
        "none", SetGpus},
       {"runtime.service_bind", "--runtime-service-bind",
-       "a numeric IP address for a peer's runtime service (\"0.0.0.0\": every interface)",
+       "a numeric IP address rank zero's `strata runtime` listens on for the peers' runtimes "
+       "(\"0.0.0.0\": every interface)",
        "127.0.0.1 (loopback)",
        [](const ConfigValue& v, RankConfig* c) {
          STRATA_SET(c->runtime.service_bind, AsText(v, "an IP address"));

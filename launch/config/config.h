@@ -165,10 +165,10 @@ struct RuntimeConfig {
   // gpus: CUDA device ordinals for this process's ranks' planes, one per rank
   // (fewer: rank r uses gpus[r % size]). Default empty: host memory (no GPU).
   std::vector<int> gpus;
-  // service_bind: the numeric address a peer's runtime service listens on
-  // (launch/runtime/runtime_service.h; ranks in separate processes only).
+  // service_bind: the numeric address rank zero's `strata runtime` listens
+  // on for the peers' runtimes (launch/runtime/runtime_lockstep.h).
   // Default "127.0.0.1": enough when every rank shares rank zero's host.
-  // Ranks on other hosts set an address rank zero reaches them at.
+  // With peers on other hosts, an address they reach rank zero's host at.
   std::string service_bind = std::string(kLoopbackBind);
 };
 

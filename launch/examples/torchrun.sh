@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # torchrun-style launch: the launcher exports RANK, WORLD_SIZE, LOCAL_RANK,
-# MASTER_ADDR and MASTER_PORT; `strata rank` reads them. Run this on every
+# MASTER_ADDR and MASTER_PORT; `strata rank` and its attached `strata
+# runtime` (rank-and-runtime.sh) read them. Run this on every
 # host with the same --nnodes, --master_addr and --master_port, and the same
 # job secret: make one per job (./launch/make-job-secret.sh FILE), copy FILE
 # to every host (mode 0600) and set STRATA_JOB_SECRET_FILE to it, or export
@@ -15,4 +16,5 @@ elif [[ -z ${STRATA_JOB_SECRET:-} ]]; then
 fi
 torchrun --nnodes "${NNODES:-2}" --nproc-per-node 1 --node-rank "${NODE_RANK:-0}" \
   --master-addr "${MASTER_ADDR:-10.0.0.1}" --master-port 29470 \
-  --no-python ./build/strata rank --config ./launch/examples/strata.toml "${SECRET[@]}"
+  --no-python ./launch/examples/rank-and-runtime.sh ./build/strata \
+  --config ./launch/examples/strata.toml "${SECRET[@]}"

@@ -1,21 +1,17 @@
 // The roles of ranks in separate processes (seed 2.14): rank zero runs the
 // coordinator (its own record directory, the record listener, the one
-// DiskStore over the sharded transport) and the synthetic runtime; every
-// other rank runs a rank agent on its own record directory and the runtime
-// service through which rank zero's runtime writes and checks that rank's
-// planes (launch/runtime/runtime_service.h). Records move only over the record links.
+// DiskStore over the sharded transport); every other rank runs a rank agent
+// on its own record directory. Records move only over the record links.
 //
-// With attach.socket there is no synthetic runtime and no runtime service:
-// each rank's planes are its attached runtime's memory (attach/), rank zero's
+// Every rank serves attach.socket: its planes are its attached runtime's
+// memory (attach/; `strata runtime` or an embedding runtime), rank zero's
 // runtime makes the store calls, and a peer's agent copies through transfers
 // gated on its runtime being attached (launch/rank/attach_workload.h).
-// With cluster.rendezvous = "attach" too, rank zero admits its runtime
+// With cluster.rendezvous = "attach", rank zero admits its runtime
 // before the join and tells it the rendezvous address and job secret, and a
 // peer joins only once its runtime's Hello handed them over
 // (launch/rank/peer_rendezvous.h).
 #include <spdlog/spdlog.h>
-
-#include <future>
 
 #include "coordinator/coordinator.h"
 #include "coordinator/rendezvous/rendezvous_address.h"
@@ -25,9 +21,6 @@
 #include "launch/rank/multi_process_stores.h"
 #include "launch/rank/peer_rendezvous.h"
 #include "launch/runtime/attach_planes.h"
-#include "launch/runtime/process_planes.h"
-#include "launch/runtime/runtime_service.h"
-#include "launch/runtime/service_guard.h"
 #include "rank_agent/rank_agent.h"
 #include "store/base/deliberate_leak.h"
 #include "store/transfer/host_planes.h"
@@ -37,11 +30,8 @@ namespace strata {
 
 namespace {
 
-constexpr auto kIdleBound = std::chrono::seconds(60);
-
 // What one process of the job holds of the cache: its own rank's planes.
 struct OwnRank {
-  CacheGeometry all;  // every rank, for rank zero's runtime
   CacheGeometry own;  // this process's rank alone
   NamespaceIdentity identity{};
   uint64_t disk_limit = 0;
@@ -54,46 +44,22 @@ Result<OwnRank> DescribeOwnRank(const RankConfig& config) {
         "prefix_cache.disk: ranks in separate processes keep records on disk only, so every rank "
         "needs a record directory and a nonzero disk_limit");
   }
+  if (!config.attach.socket) {
+    return Status::InvalidArgument(
+        "attach.socket: ranks in separate processes each serve an attached runtime; set "
+        "attach.socket (--attach-socket) and run one `strata runtime` per rank with the same "
+        "flags (docs/operations.md, \"Attached runtime processes\")");
+  }
   OwnRank r;
-  STRATA_ASSIGN_OR_RETURN(r.all, PresetGeometry(config.runtime.preset, config.cluster.world_size,
-                                                config.runtime.pages, config.runtime.rows));
-  r.own.page_tokens = r.all.page_tokens;
-  r.own.ranks = {r.all.ranks.at(config.cluster.rank)};
+  STRATA_ASSIGN_OR_RETURN(CacheGeometry all,
+                          PresetGeometry(config.runtime.preset, config.cluster.world_size,
+                                         config.runtime.pages, config.runtime.rows));
+  r.own.page_tokens = all.page_tokens;
+  r.own.ranks = {all.ranks.at(config.cluster.rank)};
   r.identity = ComputeNamespaceIdentity("synthetic/" + config.runtime.preset, StateMode::kOrdinary);
   r.disk_limit = *pc.disk_limit_bytes;  // resolved by OpenRankStores
   return r;
 }
-
-// The runtime service port of `rank` (runtime_service.h).
-Result<uint16_t> ServicePort(const RankConfig& config, uint32_t rank) {
-  const uint32_t port = uint32_t{config.metrics.port} + kRuntimeServicePortOffset + rank;
-  if (config.metrics.port == 0 || port > 65535) {
-    return Status::InvalidArgument(
-        "metrics.port: ranks in separate processes need a fixed metrics port (not 0) with room "
-        "for the runtime services at metrics.port + " +
-        std::to_string(kRuntimeServicePortOffset) + " + rank (below 65536)");
-  }
-  return static_cast<uint16_t>(port);
-}
-
-// Forwards to the TCP rendezvous and keeps the peer table: rank zero's
-// runtime reaches each peer's runtime service at the address its rendezvous
-// connection came from.
-class RecordingRendezvous final : public RendezvousServer {
- public:
-  explicit RecordingRendezvous(RendezvousServer& inner) : inner_(inner) {}
-  Result<PeerTable> AwaitPeers(uint32_t world_size, uint16_t record_port,
-                               RendezvousDeadline deadline) override {
-    Result<PeerTable> t = inner_.AwaitPeers(world_size, record_port, deadline);
-    if (t.ok()) table_ = *t;
-    return t;
-  }
-  const PeerTable& table() const { return table_; }
-
- private:
-  RendezvousServer& inner_;
-  PeerTable table_;
-};
 
 // The TLS context of [tls], or null (plaintext) when it is not configured.
 Result<std::shared_ptr<const wire::TlsContext>> LinkTls(const RankConfig& config) {
@@ -115,22 +81,17 @@ std::string HostPort(const std::string& address, uint16_t port) {
   return (v6 ? "[" + address + "]" : address) + ":" + std::to_string(port);
 }
 
-// Rank zero: coordinator, store and runtime.
+// Rank zero: coordinator and store, serving its attached runtime.
 class RankZeroStores final : public RuntimeDriver {
  public:
-  Status Open(const RankConfig& config, uint64_t seed) {
+  Status Open(const RankConfig& config) {
     STRATA_ASSIGN_OR_RETURN(OwnRank me, DescribeOwnRank(config));
     const ClusterConfig& cl = config.cluster;
     STRATA_ASSIGN_OR_RETURN(JobSecret secret, ReadJobSecret(cl.job_secret_file));
-    const std::string service_token = RuntimeServiceToken(secret);
     const std::string secret_bytes(secret.bytes().begin(), secret.bytes().end());
     STRATA_ASSIGN_OR_RETURN(tls_, LinkTls(config));
     world_ = cl.world_size;
-    if (config.attach.socket) {
-      STRATA_ASSIGN_OR_RETURN(attached_, AttachPlanes::Open(me.own, config.runtime.gpus));
-    } else {
-      STRATA_ASSIGN_OR_RETURN(planes_, ProcessPlanes::Open(me.own, config.runtime.gpus));
-    }
+    STRATA_ASSIGN_OR_RETURN(attached_, AttachPlanes::Open(me.own, config.runtime.gpus));
     STRATA_ASSIGN_OR_RETURN(
         rendezvous_,
         TcpRendezvousServer::Listen(
@@ -153,7 +114,7 @@ class RankZeroStores final : public RuntimeDriver {
     o.identity = me.identity;
     o.disk.base_dir = *config.prefix_cache.disk_dir;
     o.disk.durability = config.prefix_cache.durability;
-    o.disk.registrar = planes_ ? planes_->registrar() : attached_->registrar();
+    o.disk.registrar = attached_->registrar();
     o.disk_limit_bytes = me.disk_limit;
     o.store.max_age_ms = config.prefix_cache.max_age
                              ? static_cast<uint64_t>(config.prefix_cache.max_age->count())
@@ -165,27 +126,15 @@ class RankZeroStores final : public RuntimeDriver {
     o.link.tls = tls_;
     o.link.liveness = RecordLinkLiveness(cl);
     o.store.latencies = latencies_;
-    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> t,
-                            attached_ ? attached_->MakeTransfers() : planes_->MakeTransfers());
-    RecordingRendezvous recording(*rendezvous_);
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> t, attached_->MakeTransfers());
     STRATA_ASSIGN_OR_RETURN(coordinator_,
-                            Coordinator::Start(std::move(o), recording, std::move(t)));
-    if (!attached_) {
-      std::vector<std::string> services;
-      for (const RendezvousPeer& p : recording.table().peers) {
-        STRATA_ASSIGN_OR_RETURN(uint16_t port, ServicePort(config, p.rank.value));
-        services.push_back(HostPort(p.address, port));
-      }
-      remote_ = std::make_unique<RemotePlanes>(me.all, planes_->planes(), services, service_token);
-      runtime_ = std::make_unique<SyntheticRuntime>(*remote_, &coordinator_->store(),
-                                                    SyntheticRuntimeOptions{.seed = seed});
-    }
+                            Coordinator::Start(std::move(o), *rendezvous_, std::move(t)));
     const JoinStats& j = coordinator_->join_stats();
     summary_ = "coordinator for " + std::to_string(cl.world_size) + " ranks, disk store at " +
                coordinator_->record_dir() + ", limit " + std::to_string(j.disk_limit_bytes >> 20) +
                " MiB (smallest of all ranks), " +
                std::to_string(coordinator_->store().Stats().disk.records) + " records agreed, " +
-               std::to_string(cl.world_size - 1) + " peer(s) joined, " + DescribePlanes();
+               std::to_string(cl.world_size - 1) + " peer(s) joined, " + attached_->Describe();
     return Status::Ok();
   }
 
@@ -193,27 +142,14 @@ class RankZeroStores final : public RuntimeDriver {
   std::unique_ptr<attach::AttachServer> TakeAttachServer() override {
     return std::move(early_attach_);
   }
-  // Only without attach.socket (with it the attached runtime runs instead).
-  SyntheticRuntime& runtime() override { return *runtime_; }
-  PlaneImporter* attach_planes() override { return attached_ ? &attached_->importer() : nullptr; }
+  // Never called: rank zero in its own process always serves an attached
+  // runtime (Open refuses it without attach.socket), and runtime() and
+  // MakeQualification() are only for a rank without one (rank_stores.h).
+  SyntheticRuntime& runtime() override { NoSyntheticRuntime(); }
+  Qualification MakeQualification() override { NoSyntheticRuntime(); }
+  PlaneImporter* attach_planes() override { return &attached_->importer(); }
   std::string Summary() const override { return summary_; }
   std::string LinkSecurity() const override { return LinkSecurityOf(tls_); }
-
-  Qualification MakeQualification() override {
-    RecordListings listings = [this]() -> Result<std::vector<std::vector<std::string>>> {
-      std::vector<std::vector<std::string>> all;
-      STRATA_ASSIGN_OR_RETURN(std::vector<std::string> own,
-                              ListRecordFiles(coordinator_->record_dir()));
-      all.push_back(std::move(own));
-      for (uint32_t r = 1; r < remote_->geometry().rank_count(); ++r) {
-        STRATA_ASSIGN_OR_RETURN(std::vector<std::string> peer, remote_->Records(r));
-        all.push_back(std::move(peer));
-      }
-      return all;
-    };
-    WaitIdle idle = [this] { return coordinator_->store().WaitIdle(kIdleBound); };
-    return Qualification(*runtime_, listings, idle);
-  }
 
   std::vector<PeerLinkStats> PeerLinks() const override {
     std::vector<PeerLinkStats> out;
@@ -241,7 +177,6 @@ class RankZeroStores final : public RuntimeDriver {
 
   Status Close() override {
     if (!coordinator_) return Status::Ok();
-    runtime_.reset();
     Status s = coordinator_->Close();
     // Every rank's planes have the same geometry, so each rank moved an
     // equal share of the bytes the store's jobs reported (the peers log theirs).
@@ -253,7 +188,6 @@ class RankZeroStores final : public RuntimeDriver {
     if (!s.ok()) {
       // Copies may still run on rank zero: keep what they could touch alive.
       (void)coordinator_.release();
-      (void)planes_.release();
       (void)attached_.release();
       return s;
     }
@@ -262,46 +196,36 @@ class RankZeroStores final : public RuntimeDriver {
   }
 
  private:
-  std::string DescribePlanes() const {
-    return attached_ ? attached_->Describe() : planes_->Describe();
+  [[noreturn]] static void NoSyntheticRuntime() {
+    spdlog::critical("rank zero in its own process has no synthetic runtime (attach.socket)");
+    std::abort();
   }
 
   std::shared_ptr<const wire::TlsContext> tls_;  // null: plaintext
   uint32_t world_ = 0;
-  std::unique_ptr<ProcessPlanes> planes_;   // without attach.socket
-  std::unique_ptr<AttachPlanes> attached_;  // with attach.socket
+  std::unique_ptr<AttachPlanes> attached_;
   std::unique_ptr<TcpRendezvousServer> rendezvous_;
   std::unique_ptr<attach::AttachServer> early_attach_;  // cluster.rendezvous = "attach"
   std::unique_ptr<Coordinator> coordinator_;
-  std::unique_ptr<RemotePlanes> remote_;
-  std::unique_ptr<SyntheticRuntime> runtime_;
   std::string summary_;
 };
 
-// A peer: rank agent plus runtime service; serves until rank zero closes.
+// A peer: rank agent copying into its attached runtime's planes; serves
+// until rank zero closes.
 class PeerStores final : public PeerRank {
  public:
   Status Open(const RankConfig& config) {
     STRATA_ASSIGN_OR_RETURN(OwnRank me, DescribeOwnRank(config));
     const ClusterConfig& cl = config.cluster;
-    STRATA_ASSIGN_OR_RETURN(uint16_t service_port, ServicePort(config, cl.rank));
-    const bool from_attach = cl.rendezvous == RendezvousSource::kAttach;
-    from_attach_ = from_attach;
-    // With cluster.rendezvous = "attach" the secret comes from the runtime.
-    std::optional<JobSecret> secret;
-    if (!from_attach) {
-      STRATA_ASSIGN_OR_RETURN(secret, ReadJobSecret(cl.job_secret_file));
-    }
-    const std::string service_token = secret ? RuntimeServiceToken(*secret) : std::string();
+    from_attach_ = cl.rendezvous == RendezvousSource::kAttach;
     STRATA_ASSIGN_OR_RETURN(tls_, LinkTls(config));
-    const bool attached = config.attach.socket.has_value();
-    if (attached) {
-      STRATA_ASSIGN_OR_RETURN(attached_, AttachPlanes::Open(me.own, config.runtime.gpus));
-    } else {
-      STRATA_ASSIGN_OR_RETURN(planes_, ProcessPlanes::Open(me.own, config.runtime.gpus));
-    }
+    STRATA_ASSIGN_OR_RETURN(attached_, AttachPlanes::Open(me.own, config.runtime.gpus));
     rendezvous_ = std::make_unique<PeerRendezvous>(tls_);
-    if (!from_attach) rendezvous_->DialAt(cl.master_addr, cl.master_port, std::move(*secret));
+    // With cluster.rendezvous = "attach" the secret comes from the runtime.
+    if (!from_attach_) {
+      STRATA_ASSIGN_OR_RETURN(JobSecret secret, ReadJobSecret(cl.job_secret_file));
+      rendezvous_->DialAt(cl.master_addr, cl.master_port, std::move(secret));
+    }
     RankAgentOptions o;
     o.rank = RankId(cl.rank);
     o.world_size = cl.world_size;
@@ -309,74 +233,29 @@ class PeerStores final : public PeerRank {
     o.identity = me.identity;
     o.disk.base_dir = *config.prefix_cache.disk_dir;
     o.disk.durability = config.prefix_cache.durability;
-    o.disk.registrar = planes_ ? planes_->registrar() : attached_->registrar();
+    o.disk.registrar = attached_->registrar();
     o.disk_limit_bytes = me.disk_limit;
     o.join_timeout = cl.connect_timeout;
     o.link.tls = tls_;
     o.link.liveness = RecordLinkLiveness(cl);
-    // The join waits until the runtime service is up, so rank zero never
-    // reaches for a service that is not there yet.
-    RankJoin through = rendezvous_->Join(o.rank, cl.world_size);
-    std::shared_future<Status> service_up = service_up_.get_future().share();
-    RankJoin join =
-        [through,
-         service_up](std::chrono::steady_clock::time_point deadline) -> Result<RecordLinkTicket> {
-      if (service_up.wait_until(deadline) != std::future_status::ready) {
-        return Status::Unavailable("runtime service did not start before the join deadline");
-      }
-      STRATA_RETURN_IF_ERROR(service_up.get());
-      return through(deadline);
-    };
-    std::unique_ptr<Transfers> t;
-    if (attached) {
-      STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> inner, attached_->MakeTransfers());
-      auto gated = std::make_unique<GatedTransfers>(std::move(inner));
-      gate_ = gated.get();
-      t = std::move(gated);
-      service_up_.set_value(Status::Ok());  // no runtime service: the runtime attaches
-    } else {
-      STRATA_ASSIGN_OR_RETURN(t, planes_->MakeTransfers());
-    }
-    Result<std::unique_ptr<RankAgent>> agent = RankAgent::Start(std::move(o), join, std::move(t));
-    if (!agent.ok()) {
-      if (!attached) service_up_.set_value(Status::Aborted("agent did not start"));
-      return agent.status();
-    }
-    agent_ = std::move(*agent);
-    if (attached) {
-      summary_ = "rank agent " + std::to_string(cl.rank) + " of " + std::to_string(cl.world_size) +
-                 ", record directory " + agent_->record_dir() + ", limit " +
-                 std::to_string(me.disk_limit >> 20) + " MiB, joining rank zero through " +
-                 (from_attach ? std::string("the rendezvous its runtime hands over at attach")
-                              : HostPort(cl.master_addr, cl.master_port)) +
-                 ", " + attached_->Describe();
-      return Status::Ok();
-    }
-    // Every `strata rank` workload drives the synthetic runtime on rank zero,
-    // which writes and checks this rank's planes through this service; it is
-    // started with the peer role and nowhere else (an embedding runtime, the
-    // benches and the record tools never run it).
-    Result<std::unique_ptr<RuntimeService>> service = RuntimeService::Start(
-        planes_->planes(), agent_->record_dir(),
-        {.bind = config.runtime.service_bind, .port = service_port, .token = service_token});
-    service_up_.set_value(service.ok() ? Status::Ok() : service.status());
-    if (!service.ok()) {
-      return service.status().WithContext("runtime service on port " +
-                                          std::to_string(service_port));
-    }
-    service_ = std::move(*service);
+    RankJoin join = rendezvous_->Join(o.rank, cl.world_size);
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> inner, attached_->MakeTransfers());
+    auto gated = std::make_unique<GatedTransfers>(std::move(inner));
+    gate_ = gated.get();
+    STRATA_ASSIGN_OR_RETURN(agent_, RankAgent::Start(std::move(o), join, std::move(gated)));
     summary_ = "rank agent " + std::to_string(cl.rank) + " of " + std::to_string(cl.world_size) +
                ", record directory " + agent_->record_dir() + ", limit " +
                std::to_string(me.disk_limit >> 20) + " MiB, joining rank zero through " +
-               HostPort(cl.master_addr, cl.master_port) + ", runtime service on " +
-               HostPort(config.runtime.service_bind, service_port) + ", " + planes_->Describe();
+               (from_attach_ ? std::string("the rendezvous its runtime hands over at attach")
+                             : HostPort(cl.master_addr, cl.master_port)) +
+               ", " + attached_->Describe();
     return Status::Ok();
   }
 
   HostStore* store() override { return nullptr; }
   std::string Summary() const override { return summary_; }
   std::string LinkSecurity() const override { return LinkSecurityOf(tls_); }
-  PlaneImporter* attach_planes() override { return attached_ ? &attached_->importer() : nullptr; }
+  PlaneImporter* attach_planes() override { return &attached_->importer(); }
   GatedTransfers* attach_gate() override { return gate_; }
   std::function<Status(const attach::AttachRendezvous&)> attach_rendezvous_sink() override {
     if (!from_attach_) return {};
@@ -415,7 +294,6 @@ class PeerStores final : public PeerRank {
       KeepMemory();
       return Status::Unavailable("rank agent did not stop; its memory stays allocated");
     }
-    service_.reset();
     const bool kept_memory = outcome->message().find("keep device memory") != std::string::npos;
     if (kept_memory) {
       KeepMemory();
@@ -431,27 +309,23 @@ class PeerStores final : public PeerRank {
   // Copies may still run: leave the agent and the planes alive for good.
   void KeepMemory() {
     LeakOnPurpose(std::move(agent_));
-    LeakOnPurpose(std::move(planes_));
     LeakOnPurpose(std::move(attached_));
   }
 
   std::shared_ptr<const wire::TlsContext> tls_;  // null: plaintext
-  std::unique_ptr<ProcessPlanes> planes_;        // without attach.socket
-  std::unique_ptr<AttachPlanes> attached_;       // with attach.socket
-  GatedTransfers* gate_ = nullptr;               // owned by agent_; with attach.socket
-  bool from_attach_ = false;                     // cluster.rendezvous = "attach"
-  std::unique_ptr<PeerRendezvous> rendezvous_;   // outlives the agent's join
-  std::promise<Status> service_up_;
+  std::unique_ptr<AttachPlanes> attached_;
+  GatedTransfers* gate_ = nullptr;              // owned by agent_
+  bool from_attach_ = false;                    // cluster.rendezvous = "attach"
+  std::unique_ptr<PeerRendezvous> rendezvous_;  // outlives the agent's join
   std::unique_ptr<RankAgent> agent_;
-  std::unique_ptr<RuntimeService> service_;
   std::string summary_;
 };
 
 }  // namespace
 
-Result<std::unique_ptr<RuntimeDriver>> OpenRankZeroStores(const RankConfig& config, uint64_t seed) {
+Result<std::unique_ptr<RuntimeDriver>> OpenRankZeroStores(const RankConfig& config) {
   auto s = std::make_unique<RankZeroStores>();
-  STRATA_RETURN_IF_ERROR(s->Open(config, seed));
+  STRATA_RETURN_IF_ERROR(s->Open(config));
   return std::unique_ptr<RuntimeDriver>(std::move(s));
 }
 

@@ -1,7 +1,7 @@
-// Ranks in separate processes (seed 2.14; disk tier only): rank zero runs the
-// coordinator, the one DiskStore over the sharded transport and the synthetic
-// runtime; every other rank runs a rank agent and a runtime service
-// (launch/runtime/runtime_service.h), and serves until rank zero closes the session.
+// Ranks in separate processes (seed 2.14; disk tier only), each serving an
+// attached runtime at attach.socket (required): rank zero runs the
+// coordinator and the one DiskStore over the sharded transport; every other
+// rank runs a rank agent, and serves until rank zero closes the session.
 #pragma once
 
 #include <memory>
@@ -14,7 +14,7 @@ namespace strata {
 
 // Rank zero (config.cluster.rank == 0): blocks until every peer joined
 // (cluster.connect_timeout).
-Result<std::unique_ptr<RuntimeDriver>> OpenRankZeroStores(const RankConfig& config, uint64_t seed);
+Result<std::unique_ptr<RuntimeDriver>> OpenRankZeroStores(const RankConfig& config);
 // A peer (config.cluster.rank > 0): returns once its agent started; it joins
 // in the background.
 Result<std::unique_ptr<PeerRank>> OpenPeerStores(const RankConfig& config);

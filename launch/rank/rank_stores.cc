@@ -54,8 +54,7 @@ Result<RankRole> OpenRankStores(const RankConfig& config, uint64_t seed) {
     return RankRole(std::move(one));
   }
   if (cl.rank == 0) {
-    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<RuntimeDriver> zero,
-                            OpenRankZeroStores(resolved, seed));
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<RuntimeDriver> zero, OpenRankZeroStores(resolved));
     return RankRole(std::move(zero));
   }
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<PeerRank> peer, OpenPeerStores(resolved));

@@ -67,10 +67,11 @@ class RankServices {
 };
 
 // Rank zero, or the one process holding every rank: runs the synthetic
-// runtime over its store.
+// runtime over its store, or without it serves an attached runtime
+// (attach.socket; always with ranks in separate processes).
 class RuntimeDriver : public RankServices {
  public:
-  // Valid until Close().
+  // Only without attach.socket; valid until Close().
   virtual SyntheticRuntime& runtime() = 0;
   // The qualification's phases over runtime() and every rank's records.
   virtual Qualification MakeQualification() = 0;

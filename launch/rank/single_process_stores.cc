@@ -9,7 +9,7 @@
 #include "launch/presets.h"
 #include "launch/runtime/attach_planes.h"
 #include "launch/runtime/process_planes.h"
-#include "launch/runtime/runtime_service.h"
+#include "launch/runtime/record_files.h"
 #include "store/tier/composite/composite_store.h"
 #include "store/tier/disk_store.h"
 #include "store/tier/local_disk.h"

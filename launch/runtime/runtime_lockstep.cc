@@ -12,8 +12,8 @@
 #include <cstring>
 #include <thread>
 
+#include "launch/runtime/job_token.h"
 #include "launch/runtime/lockstep_frames.h"
-#include "launch/runtime/service_guard.h"
 
 namespace strata {
 
@@ -238,10 +238,11 @@ Status LockstepLeader::Finish() {
 
 Result<std::unique_ptr<LockstepFollower>> LockstepFollower::Join(
     const std::string& host, uint16_t port, uint32_t rank, std::chrono::milliseconds join_bound,
-    const LockstepOptions& options) {
+    const LockstepOptions& options, const std::function<bool()>& stopped) {
   const Clock::time_point deadline = Clock::now() + join_bound;
   Result<UniqueFd> fd = ConnectOnce(host, port);
   while (!fd.ok() && fd.status().code() == StatusCode::kUnavailable && Clock::now() < deadline) {
+    if (stopped && stopped()) return Status::Aborted("lockstep: stop requested before joining");
     std::this_thread::sleep_for(kConnectRetryPause);  // nothing to wait on: rank zero not up yet
     fd = ConnectOnce(host, port);
   }

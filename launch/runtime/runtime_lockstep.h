@@ -74,10 +74,12 @@ class LockstepFollower {
  public:
   // Connects to `host`:`port` (retrying a refused connect until
   // `join_bound`: rank zero's runtime may start later) and says hello as `rank`.
+  // Once `stopped` (when given) returns true between retries: kAborted.
   static Result<std::unique_ptr<LockstepFollower>> Join(const std::string& host, uint16_t port,
                                                         uint32_t rank,
                                                         std::chrono::milliseconds join_bound,
-                                                        const LockstepOptions& options);
+                                                        const LockstepOptions& options,
+                                                        const std::function<bool()>& stopped = {});
 
   using ApplyWork = std::function<Result<PageWorkReport>(const PageWork&)>;
   // Answers each PageWork with `apply` until rank zero says done (Ok),

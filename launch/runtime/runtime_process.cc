@@ -12,10 +12,10 @@
 #include "launch/rank/stop_on_signals.h"
 #include "launch/rank/stop_request.h"
 #include "launch/runtime/attached_store.h"
+#include "launch/runtime/job_token.h"
 #include "launch/runtime/memfd_planes.h"
 #include "launch/runtime/runtime_lockstep.h"
 #include "launch/runtime/serve_load.h"
-#include "launch/runtime/service_guard.h"
 #include "launch/runtime/synthetic_runtime.h"
 #include "launch/runtime/vmm_planes.h"
 
@@ -103,6 +103,23 @@ Result<uint16_t> LockstepPort(const RankConfig& config) {
   return static_cast<uint16_t>(port);
 }
 
+// A detach that failed after this process was asked to stop: a launcher
+// signals every process of the job at once, so the rank has usually stopped
+// already and nothing is left to detach from. Logged, not an error.
+bool RankStoppedToo(const Status& detach, const StopRequest& stop) {
+  if (!stop.requested() || detach.ok()) return false;
+  spdlog::info("detach: the rank stopped too ({})", detach.ToString());
+  return true;
+}
+
+// Detaches `client`; 0 when it detached or the rank stopped too, else 1.
+int ClosedOnStop(attach::AttachClient& client, const StopRequest& stop) {
+  Status closed = client.Close(kWaitBound);
+  if (closed.ok() || RankStoppedToo(closed, stop)) return 0;
+  spdlog::error("detach: {}", closed.ToString());
+  return 1;
+}
+
 int ServeTurns(SyntheticRuntime& rt, const StopRequest& stop) {
   ServeLoad load(rt);
   while (!stop.requested()) {
@@ -168,7 +185,7 @@ int RunRankZero(const RankConfig& config, const RuntimeRunOptions& options, Devi
       exit_code = exit_code == 0 ? 1 : exit_code;
     }
   }
-  if (Status s = store.Close(); !s.ok()) {
+  if (Status s = store.Close(); !s.ok() && !RankStoppedToo(s, stop)) {
     spdlog::error("detach: {}", s.ToString());
     exit_code = exit_code == 0 ? 1 : exit_code;
   }
@@ -184,8 +201,13 @@ int RunPeer(const RankConfig& config, DevicePlanes& planes,
     spdlog::error("lockstep: {}", (!lockstep.ok() ? lockstep.status() : port.status()).ToString());
     return 1;
   }
+  const auto stopped = [&stop] { return stop.requested(); };
   Result<std::unique_ptr<LockstepFollower>> follower = LockstepFollower::Join(
-      config.cluster.master_addr, *port, rank, config.cluster.connect_timeout, *lockstep);
+      config.cluster.master_addr, *port, rank, config.cluster.connect_timeout, *lockstep, stopped);
+  if (!follower.ok() && stop.requested()) {
+    spdlog::info("stopped before rank zero's runtime was reached");
+    return ClosedOnStop(*client, stop);
+  }
   if (!follower.ok()) {
     spdlog::error("{}", follower.status().ToString());
     return 1;
@@ -198,12 +220,13 @@ int RunPeer(const RankConfig& config, DevicePlanes& planes,
         if (r.ok()) checked_bytes += r->checked_bytes;
         return r;
       },
-      [&stop] { return stop.requested(); }, kStopCheck);
+      stopped, kStopCheck);
   spdlog::info("rank zero's runtime {}; {} restored bytes checked here",
                served.ok() ? "finished" : "ended: " + served.ToString(), checked_bytes);
-  Status closed = client->Close(kWaitBound);
-  if (!closed.ok()) spdlog::error("detach: {}", closed.ToString());
-  return served.ok() && closed.ok() ? 0 : 1;
+  // A stop request here ends the serving cleanly (kAborted), as it does rank zero's turns.
+  const bool served_to_end =
+      served.ok() || (stop.requested() && served.code() == StatusCode::kAborted);
+  return ClosedOnStop(*client, stop) == 0 && served_to_end ? 0 : 1;
 }
 
 }  // namespace
@@ -229,6 +252,10 @@ int RunRuntime(const RankConfig& config, const RuntimeRunOptions& options) {
     return 1;
   }
   Result<std::unique_ptr<attach::AttachClient>> client = AttachToRank(config, *own, stop);
+  if (!client.ok() && stop.requested()) {
+    spdlog::info("stopped before attaching to {}", *config.attach.socket);
+    return 0;  // a stop request while the rank is not serving yet: a clean stop
+  }
   if (!client.ok()) {
     spdlog::error("attach to {}: {}", *config.attach.socket, client.status().ToString());
     return 1;

@@ -8,7 +8,8 @@
 # 1. `promtool check rules` on the shipped rules
 #    (launch/examples/prometheus/strata-alerts.yml), `promtool check config`
 #    on the shipped configurations; prometheus.yml is render-config.sh's output.
-# 2. A 2-rank cluster serving its synthetic load and a Prometheus on loopback
+# 2. A 2-rank cluster (each rank a `strata rank --attach-socket` and its
+#    `strata runtime`, rank_cluster_lib.sh) serving its synthetic load and a Prometheus on loopback
 #    scraping both ranks every second with the shipped rules, their `for:`
 #    durations rewritten to 0s (the expressions are the shipped ones). Rank
 #    zero runs in an unprivileged user and mount namespace (`unshare -r -m`;
@@ -69,10 +70,6 @@ done
 sed -E 's/^( +for: ).*/\10s/' "$EXAMPLES/prometheus/strata-alerts.yml" >"$DIR/alerts.yml"
 "$EXAMPLES/prometheus/render-config.sh" --interval 1s --rules "$DIR/alerts.yml" \
   "127.0.0.1:$((BASE + 10))" "127.0.0.1:$((BASE + 11))" >"$DIR/prometheus.yml"
-prometheus --config.file="$DIR/prometheus.yml" --storage.tsdb.path="$DIR/tsdb" \
-  --web.listen-address="127.0.0.1:$PROM_PORT" --log.level=warn >"$DIR/prometheus.log" 2>&1 &
-PIDS+=($!)
-
 start_rank 1 2 serve
 # Rank zero mounts its own tmpfs over its record directory (it exits with
 # the namespace); the test reaches it through /proc/PID/root.
@@ -82,13 +79,17 @@ WRAP=(unshare -r -m bash -c 'mount -t tmpfs -o "size=$1" tmpfs "$2" && shift 2 &
   tmpfs-at "$RANK0_FS_SIZE" "$DIR/rank0")
 LINGER=60s DISK_LIMIT=1024TiB start_rank 0 2 serve  # far above what the tmpfs holds
 WRAP=()
-# PIDS: prometheus, rank 1, rank 0; each rank a timeout(1) whose child is the rank.
-RANK0_FS=/proc/${PIDS[2]}/root$DIR/rank0  # rank zero's tmpfs as the test sees it
+# PIDS: rank 1, rank 0 (each a timeout(1) whose child is the rank), prometheus;
+# RUNTIMES: rank 1's, rank 0's.
+RANK0_FS=/proc/${PIDS[1]}/root$DIR/rank0  # rank zero's tmpfs as the test sees it
+prometheus --config.file="$DIR/prometheus.yml" --storage.tsdb.path="$DIR/tsdb" \
+  --web.listen-address="127.0.0.1:$PROM_PORT" --log.level=warn >"$DIR/prometheus.log" 2>&1 &
+PIDS+=($!)
 
 wait_for 60 "Prometheus scraping both ranks" check targets-up 2
 wait_for 30 "every alert rule evaluated, reading metrics that exist" check rules "$SHIPPED_ALERTS"
 wait_for 30 "StrataDiskLimitLowered firing" check firing StrataDiskLimitLowered rank=0
-grep -q "^tmpfs $DIR/rank0 " "/proc/${PIDS[2]}/mounts" || fail "rank zero's record directory is not its tmpfs"
+grep -q "^tmpfs $DIR/rank0 " "/proc/${PIDS[1]}/mounts" || fail "rank zero's record directory is not its tmpfs"
 for quiet in StrataPeerLinkLost StrataRankDown StrataRankUnhealthy StrataFetchChecksumFailures \
   StrataFilesystemFull StrataDrainFailed; do
   check firing "$quiet" && fail "$quiet fires before its fault"
@@ -126,7 +127,8 @@ wait_for 60 "StrataFilesystemFull firing after rank zero's tmpfs was filled" fil
 grep -q "a write failed for want of space" "$DIR/rank0.serve.log" ||
   fail "rank zero's log does not say a write failed for want of space"
 
-pkill -KILL -P "${PIDS[1]}" || fail "rank 1 was not running"
+pkill -KILL -P "${PIDS[0]}" || fail "rank 1 was not running"
+pkill -KILL -P "${RUNTIMES[0]}" || true  # its runtime: the whole node is gone
 wait_for 30 "StrataPeerLinkLost firing after rank 1 was killed" \
   check firing StrataPeerLinkLost rank=0 peer=1
 wait_for 30 "StrataRankDown firing for rank 1" check firing StrataRankDown rank=1
@@ -140,16 +142,16 @@ wait_for 30 "every dashboard expression returning series" \
 # serving that. The second SIGTERM goes to the rank itself (timeout(1)
 # forwards only the first) and must come at least 1 s after the first
 # (closer ones are one signal delivered twice): send one every 0.2 s.
-RANK0_PID=$(pgrep -P "${PIDS[2]}") || fail "rank zero was not running"
-kill -TERM "${PIDS[2]}"
+RANK0_PID=$(pgrep -P "${PIDS[1]}") || fail "rank zero was not running"
+kill -TERM "${PIDS[1]}"
 drain_failed_health() { [[ $(health $((BASE + 10))) == "503 the drain at shutdown failed: "* ]]; }
 wait_for 30 "rank zero's /healthz naming its failed drain" drain_failed_health
 wait_for 30 "StrataDrainFailed firing for rank 0" check firing StrataDrainFailed rank=0
-kill -0 "${PIDS[2]}" || fail "rank zero did not linger after its failed drain"
-signal_until_gone() { kill -TERM "$RANK0_PID" 2>/dev/null; ! kill -0 "${PIDS[2]}" 2>/dev/null; }
+kill -0 "${PIDS[1]}" || fail "rank zero did not linger after its failed drain"
+signal_until_gone() { kill -TERM "$RANK0_PID" 2>/dev/null; ! kill -0 "${PIDS[1]}" 2>/dev/null; }
 wait_for 10 "rank zero ending its linger on a second SIGTERM" signal_until_gone
 rc=0
-wait "${PIDS[2]}" || rc=$?
+wait "${PIDS[1]}" || rc=$?
 [[ $rc == 130 ]] || fail "rank zero exited with $rc after a second SIGTERM, expected 130"
 grep -q "drain did not complete" "$DIR/rank0.serve.log" || fail "rank zero's log does not say its drain failed"
 echo "PASS: every dashboard expression and alert returned data under Prometheus; the disk, checksum, filesystem-full, peer and drain alerts fired"

@@ -1,20 +1,20 @@
 #!/usr/bin/env bash
-# Process-level tests of `strata rank`: real processes, one per rank, on
-# loopback. Run by ctest (tests/CMakeLists.txt):
+# Process-level tests of `strata rank`: real processes on loopback, one
+# `strata rank --attach-socket` and one `strata runtime` per rank
+# (rank_cluster_lib.sh's start_rank; runtime_cluster_test.sh qualify covers
+# phases 1-3). Run by ctest (tests/CMakeLists.txt):
 #
-#   rank_cluster_test.sh STRATA qualify   3 ranks: phases 1-2, then every
-#       rank restarted for phase 3; every phase passes on rank zero, every
-#       rank exits 0, holds the same record files (names and sizes) and moved
-#       the same bytes (ranks share one geometry).
 #   rank_cluster_test.sh STRATA sigterm   2 ranks serving; once rank zero is
-#       healthy, SIGTERM to every rank (what a launcher does): each drains and
-#       exits 0.
-#   rank_cluster_test.sh STRATA peer-killed  3 ranks qualifying; rank 2 is
-#       SIGKILLed as rank zero starts its phases: ranks 0 and 1 end by
-#       themselves within 20 s (no wait runs out its minute-long bound).
+#       healthy and every runtime in lockstep, SIGTERM to every rank and
+#       runtime (what a launcher does): each drains and exits 0.
+#   rank_cluster_test.sh STRATA peer-killed  3 ranks qualifying; rank 2 and
+#       its runtime are SIGKILLed once every runtime is in lockstep: within
+#       20 s rank zero's runtime reports its failed phase (or had finished),
+#       rank 1's runtime ends (no wait runs out its minute-long bound), and
+#       rank zero's /healthz answers 503 naming rank 2.
 #   rank_cluster_test.sh STRATA peer-alone  a peer whose rank zero never
-#       comes: SIGTERM stops it within 5 s (its rendezvous join is cancelled)
-#       and it exits 0.
+#       comes: SIGTERM stops it and its runtime within 5 s (its rendezvous
+#       join is cancelled, its runtime's attach retries end) and both exit 0.
 #   rank_cluster_test.sh STRATA peer-stopped  2 ranks serving with a 3 s
 #       silence timeout; the peer is SIGSTOPped (silent, its connections
 #       still open): within 20 s rank zero's /healthz answers 503 naming the
@@ -35,18 +35,6 @@ MODE=$2
 source "$(dirname "$0")/rank_cluster_lib.sh"
 
 case $MODE in
-  qualify)
-    for workload in qualify restore; do
-      for r in 1 2; do start_rank "$r" 3 "$workload"; done
-      start_rank 0 3 "$workload"
-      wait_all 0
-      same_files_on_every_rank 3
-      same_bytes_on_every_rank 3 "$workload"
-    done
-    phases_passed "$DIR/summary.qualify.json" 2
-    phases_passed "$DIR/summary.restore.json" 1
-    echo "PASS: 3 ranks in 3 processes, phases 1-3, identical record files and bytes per rank"
-    ;;
   sigterm)
     start_rank 1 2 serve
     start_rank 0 2 serve
@@ -55,51 +43,54 @@ case $MODE in
       sleep 0.1
     done
     healthy $((BASE + 10)) || fail "rank zero never became healthy"
-    kill -TERM "${PIDS[@]}"
+    serving 2 serve
+    kill -TERM "${PIDS[@]}" "${RUNTIMES[@]}"
+    wait_runtimes
     wait_all 0
     grep -q "stopped cleanly" "$DIR/rank0.serve.log" || fail "rank zero did not drain cleanly"
-    echo "PASS: SIGTERM drained every rank and each exited 0"
+    echo "PASS: SIGTERM drained every rank and runtime and each exited 0"
     ;;
   peer-killed)
     for r in 1 2; do start_rank "$r" 3 qualify; done
     start_rank 0 3 qualify
-    for ((i = 0; i < 3000; i++)); do
-      grep -q "coordinator for" "$DIR/rank0.qualify.log" 2>/dev/null && break
-      sleep 0.01
-    done
-    grep -q "coordinator for" "$DIR/rank0.qualify.log" || fail "rank zero never started its phases"
-    # PIDS: rank 1, rank 2, rank 0; each a timeout(1) whose child is the rank.
-    local_r0=${PIDS[2]} local_r1=${PIDS[0]}
+    serving 3 qualify
+    # PIDS and RUNTIMES: rank 1, rank 2, rank 0; each a timeout(1) whose child is the process.
     pkill -KILL -P "${PIDS[1]}" || fail "rank 2 was not running"
+    pkill -KILL -P "${RUNTIMES[1]}" || true  # its runtime: the whole node is gone
+    # Runtime 1 ends (rank zero's runtime ends the lockstep); rank zero's
+    # runtime reports its failed phase (or had finished every phase).
+    zero_done() {
+      ! kill -0 "${RUNTIMES[2]}" 2>/dev/null || grep -q ": FAIL" "$DIR/runtime0.qualify.log"
+    }
     for ((i = 0; i < 200; i++)); do
-      kill -0 "$local_r0" 2>/dev/null || kill -0 "$local_r1" 2>/dev/null || break
+      kill -0 "${RUNTIMES[0]}" 2>/dev/null || ! zero_done || break
       sleep 0.1
     done
-    for p in "$local_r0" "$local_r1"; do
-      kill -0 "$p" 2>/dev/null && fail "a rank still runs 20 s after its peer was killed (pid $p)"
+    kill -0 "${RUNTIMES[0]}" 2>/dev/null && fail "rank 1's runtime still runs 20 s after rank 2 was killed"
+    zero_done || fail "rank zero's runtime neither ended nor reported a failed phase 20 s after rank 2 was killed"
+    answer=""
+    for ((i = 0; i < 200; i++)); do  # rank zero publishes its health every second
+      answer=$(health $((BASE + 10)) || true)
+      [[ $answer == 503* ]] && break
+      sleep 0.1
     done
-    rc=0
-    wait "$local_r0" || rc=$?
-    # 0: the phases finished before the kill landed; 2: a phase failed.
-    [[ $rc == 0 || $rc == 2 ]] || fail "rank zero exited with $rc"
-    PIDS=()
-    echo "PASS: with rank 2 killed, ranks 0 and 1 ended by themselves within 20 s (rank zero exit $rc)"
+    [[ $answer == 503*"rank 2"* ]] || fail "rank zero's /healthz does not name the lost rank 2: ${answer:-nothing}"
+    echo "PASS: with rank 2 killed, rank zero's runtime failed its phase and rank 1's ended within 20 s; rank zero answers $answer"
     ;;
   peer-alone)
     start_rank 1 2 serve
-    for ((i = 0; i < 600; i++)); do
-      grep -q "joining rank zero" "$DIR/rank1.serve.log" 2>/dev/null && break
-      sleep 0.1
-    done
-    grep -q "joining rank zero" "$DIR/rank1.serve.log" || fail "rank 1 never started its join"
-    kill -TERM "${PIDS[0]}"
+    wait_log "$DIR/rank1.serve.log" "joining rank zero" 60
+    wait_log "$DIR/runtime1.serve.log" "attached to" 60  # it serves before it joins; then a
+    kill -TERM "${PIDS[0]}" "${RUNTIMES[0]}"             # signal reaches the runtime's handler
     for ((i = 0; i < 50; i++)); do
-      kill -0 "${PIDS[0]}" 2>/dev/null || break
+      kill -0 "${PIDS[0]}" 2>/dev/null || kill -0 "${RUNTIMES[0]}" 2>/dev/null || break
       sleep 0.1
     done
     kill -0 "${PIDS[0]}" 2>/dev/null && fail "rank 1 still waits for rank zero 5 s after SIGTERM"
+    kill -0 "${RUNTIMES[0]}" 2>/dev/null && fail "rank 1's runtime still waits 5 s after SIGTERM"
+    wait_runtimes
     wait_all 0
-    echo "PASS: a peer without rank zero stopped at once on SIGTERM and exited 0"
+    echo "PASS: a peer and its runtime without rank zero stopped at once on SIGTERM and exited 0"
     ;;
   peer-stopped)
     EXTRA=(--heartbeat-interval 500ms --silence-timeout 3s)
@@ -110,6 +101,7 @@ case $MODE in
       sleep 0.1
     done
     healthy $((BASE + 10)) || fail "rank zero never became healthy"
+    serving 2 serve
     # PIDS: rank 1, rank 0; each a timeout(1) whose child is the rank.
     pkill -STOP -P "${PIDS[0]}" || fail "rank 1 was not running"
     answer=""
@@ -122,6 +114,7 @@ case $MODE in
     [[ $answer == *"rank 1"*"peer silent"* ]] || fail "/healthz does not name the silent peer: $answer"
     grep -q "peer silent" "$DIR/rank0.serve.log" || fail "rank zero's log does not say the link went silent"
     pkill -KILL -P "${PIDS[0]}" || true
+    pkill -KILL -P "${RUNTIMES[0]}" || true
     kill -TERM "${PIDS[1]}"
     rc=0
     wait "${PIDS[1]}" || rc=$?
@@ -134,7 +127,7 @@ case $MODE in
     "$(dirname "$0")/../../launch/make-certs.sh" "$TLS_DIR" 3 >/dev/null
     for r in 1 2; do start_rank "$r" 3 qualify; done
     start_rank 0 3 qualify
-    wait_all 0
+    finish_run
     for r in 0 1 2; do
       grep -q "links mutual TLS 1.3" "$DIR/rank$r.qualify.log" || fail "rank $r's links are not TLS"
     done
@@ -146,14 +139,16 @@ case $MODE in
   stranger)
     rc=0
     timeout 60 "$STRATA" rank --rank 1 --world-size 2 --master-port "$BASE" --local-rank 1 \
-      --metrics-port $((BASE + 10)) --prefix-cache-disk "$DIR/rank1" >"$DIR/nosecret.log" 2>&1 || rc=$?
+      --metrics-port $((BASE + 10)) --prefix-cache-disk "$DIR/rank1" --attach-socket "$DIR/rank1.sock" \
+      >"$DIR/nosecret.log" 2>&1 || rc=$?
     [[ $rc != 0 ]] || fail "a peer without a job secret started"
     grep -q "STRATA_JOB_SECRET" "$DIR/nosecret.log" || fail "the refusal does not name STRATA_JOB_SECRET"
     "$(dirname "$0")/../../launch/make-job-secret.sh" "$DIR/other.secret"
     start_rank 0 2 qualify
-    SECRET_FILE=$DIR/other.secret start_rank 1 2 serve  # another job's process, as rank 1
+    WITH_RUNTIME=0 SECRET_FILE=$DIR/other.secret start_rank 1 2 serve  # another job's process, as rank 1
     stranger=${PIDS[1]}
     PIDS=("${PIDS[0]}")
+    RUNTIMES=("${RUNTIMES[0]}")
     for ((i = 0; i < 600; i++)); do
       kill -0 "$stranger" 2>/dev/null || break
       sleep 0.1
@@ -164,7 +159,7 @@ case $MODE in
     [[ $rc != 0 ]] || fail "the stranger exited 0"
     grep -q "not proven" "$DIR/rank1.serve.log" || fail "the stranger's log does not say why it was refused"
     start_rank 1 2 qualify
-    wait_all 0
+    finish_run
     grep -q "not proven" "$DIR/rank0.qualify.log" || fail "rank zero did not log the refused hello"
     phases_passed "$DIR/summary.qualify.json" 2
     echo "PASS: no secret refused at start; another job's rank 1 refused; the real ranks passed"

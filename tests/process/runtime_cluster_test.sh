@@ -25,41 +25,10 @@ MODE=$2
 source "$(dirname "$0")/rank_cluster_lib.sh"
 WORLD=3
 
-common_flags() {  # rank -> the flags a rank and its runtime share
-  echo --rank "$1" --world-size "$WORLD" --master-port "$BASE" --job-secret-file "$SECRET_FILE" \
-    --local-rank "$1" --metrics-port $((BASE + 10)) --connect-timeout 60s \
-    --attach-socket "$DIR/rank$1.sock" --log-level "${STRATA_TEST_LOG_LEVEL:-info}"
-}
-
-start_attached_rank() {  # rank phase -> background `strata rank`, pid in PIDS
-  # shellcheck disable=SC2046  # common_flags gives separate words (paths without spaces)
-  timeout 300 "$STRATA" rank $(common_flags "$1") --prefix-cache-disk "$DIR/rank$1" \
-    --prefix-cache-disk-limit 256MiB >"$DIR/rank$1.$2.log" 2>&1 &
-  PIDS+=($!)
-}
-
-RUNTIMES=()
-start_runtime() {  # rank phase [flags...] -> background `strata runtime`, pid in RUNTIMES
-  local r=$1 phase=$2
-  shift 2
-  # shellcheck disable=SC2046
-  timeout 300 "$STRATA" runtime $(common_flags "$r") "$@" >"$DIR/runtime$r.$phase.log" 2>&1 &
-  RUNTIMES+=($!)
-}
-
-run_phase() {  # workload: every rank, every runtime; rank zero's runtime runs the workload
-  local workload=$1 rc p
-  for ((r = 0; r < WORLD; r++)); do start_attached_rank "$r" "$workload"; done
-  for ((r = 1; r < WORLD; r++)); do start_runtime "$r" "$workload"; done
-  start_runtime 0 "$workload" --workload "$workload" --summary-json "$DIR/summary.$workload.json"
-  for p in "${RUNTIMES[@]}"; do  # rank zero's runtime ends the peers' when it finishes
-    rc=0
-    wait "$p" || rc=$?
-    [[ $rc == 0 ]] || fail "a runtime process exited with $rc in $workload"
-  done
-  RUNTIMES=()
-  kill -TERM "${PIDS[@]}"
-  wait_all 0
+run_phase() {  # workload: every rank and its runtime; rank zero's runtime runs the workload
+  for ((r = 1; r < WORLD; r++)); do start_rank "$r" "$WORLD" "$1"; done
+  start_rank 0 "$WORLD" "$1"
+  finish_run
 }
 
 case $MODE in
@@ -78,9 +47,8 @@ case $MODE in
     echo "PASS: 3 ranks + 3 attached runtime processes, phases 1-3, identical record files and bytes per rank"
     ;;
   serve)
-    for ((r = 0; r < WORLD; r++)); do start_attached_rank "$r" serve; done
-    for ((r = 1; r < WORLD; r++)); do start_runtime "$r" serve; done
-    start_runtime 0 serve --workload serve
+    for ((r = 1; r < WORLD; r++)); do start_rank "$r" "$WORLD" serve; done
+    start_rank 0 "$WORLD" serve
     # Serving: a record on a peer means turns were published through every rank.
     for ((i = 0; i < 600; i++)); do
       [[ -n $(find "$DIR/rank2" -name '*.ckpt' 2>/dev/null | head -n 1) ]] && break
@@ -89,12 +57,7 @@ case $MODE in
     done
     [[ -n $(find "$DIR/rank2" -name '*.ckpt' | head -n 1) ]] || fail "no record reached rank 2 in 60 s"
     kill -TERM "${RUNTIMES[2]}"
-    for p in "${RUNTIMES[@]}"; do
-      rc=0
-      wait "$p" || rc=$?
-      [[ $rc == 0 ]] || fail "a runtime process exited with $rc after SIGTERM to rank zero's"
-    done
-    RUNTIMES=()
+    wait_runtimes
     grep -q "rank zero's runtime finished" "$DIR/runtime1.serve.log" ||
       fail "rank 1's runtime was not told rank zero's finished"
     kill -TERM "${PIDS[@]}"

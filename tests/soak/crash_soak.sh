@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
-# Crash soak: a local cluster of `strata rank` processes (one per rank, rank
-# zero coordinates) is SIGKILLed at random moments and restarted, for a
-# bounded time. First a clean `qualify` run and a `restore` run commit the
+# Crash soak: a local cluster of `strata rank --attach-socket` processes,
+# each with its `strata runtime` (one pair per rank, rank zero coordinates,
+# rank zero's runtime runs the workload), is SIGKILLed at random moments and
+# restarted, for a bounded time. First a clean `qualify` run and a `restore` run commit the
 # qualification's records (the baseline every later check restores). Then
 # each cycle:
 #   1. start every rank with a victim workload (`serve`, the light steady
 #      load, or `qualify`, which writes harder), wait a random 0-4 s, then
-#      SIGKILL one random rank or, one time in three, every rank; survivors
-#      get SIGTERM, and one still running after a bound is SIGKILLed too
+#      SIGKILL one random rank and its runtime or, one time in three, every
+#      process; survivors (ranks and runtimes) get SIGTERM, and one still running after a bound is SIGKILLed too
 #      (counted in the summary: `qualify` runs its phases to the end);
 #   2. restart every rank with `--workload restore`: the startup scan and the
 #      agreement between ranks clean up what the kill left, and rank zero
 #      restores the committed records from disk, checking every byte; every
-#      rank must exit 0;
+#      runtime must exit 0 on its own, then every rank on SIGTERM;
 #   3. check: record sets (names and sizes of *.ckpt) identical on every
 #      rank, no temporary file survived the scans, and `strata fsck` verifies
 #      every record file of every rank (headers, sizes, every checksum).
@@ -52,7 +53,8 @@ STOP_BOUND=15       # seconds a survivor may take to exit after SIGTERM (peers w
 READY_BOUND=600     # tenths of a second to wait for rank zero's /healthz
 RUN_BOUND=300       # seconds one qualify/restore cluster run may take
 
-PIDS=()
+PIDS=()      # the ranks: 1..N-1 then 0
+RUNTIMES=()  # their runtimes, index for index
 BASE=0
 CYCLES=0
 KILLS=0
@@ -63,7 +65,7 @@ PORT_RETRIES=0
 VIOLATIONS=0
 
 cleanup() {
-  for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]}" "${RUNTIMES[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
   if ((KEEP == 0 && VIOLATIONS == 0 && FORCED == 0)); then rm -rf "$DIR"; fi
   if ((FORCED > 0)); then echo "logs of the forced stops kept in $DIR/forced-*" >&2; fi
 }
@@ -89,22 +91,31 @@ new_ports() {  # a fresh port base per cluster start: no reuse of a killed rank'
   BASE=$((10000 + RANDOM % 20000))
 }
 
-start_rank() {  # rank workload -> background process, pid in PIDS
-  local r=$1 workload=$2
-  # No `timeout` wrapper: SIGKILL must reach the rank itself. Waits are bounded here.
+shared_flags() {  # rank -> the flags a rank and its runtime share
+  echo --rank "$1" --world-size "$RANKS" --master-port "$BASE" --job-secret-file "$DIR/job.secret" \
+    --local-rank "$1" --metrics-port $((BASE + 10)) --connect-timeout 60s --log-level info \
+    --attach-socket "$DIR/rank$1.sock"
+}
+
+start_rank() {  # rank workload -> background rank (PIDS) and its runtime (RUNTIMES)
+  local r=$1 workload=$2 lead=()
+  # No `timeout` wrapper: SIGKILL must reach the process itself. Waits are bounded here.
   # No linger after a failed drain (expected once a rank was killed): a survivor exits at once.
-  "$STRATA" rank --rank "$r" --world-size "$RANKS" --master-port "$BASE" \
-    --job-secret-file "$DIR/job.secret" --metrics-linger-after-failure 0 \
-    --local-rank "$r" --metrics-port $((BASE + 10)) --prefix-cache-disk "$DIR/rank$r" \
-    --prefix-cache-disk-limit 2GiB --connect-timeout 60s --log-level info \
-    --workload "$workload" --summary-json "$DIR/summary.$workload.json" \
+  # shellcheck disable=SC2046  # shared_flags gives separate words (paths without spaces)
+  "$STRATA" rank $(shared_flags "$r") --metrics-linger-after-failure 0 \
+    --prefix-cache-disk "$DIR/rank$r" --prefix-cache-disk-limit 2GiB \
     >"$DIR/rank$r.$workload.log" 2>&1 &
   PIDS+=($!)
+  [[ $r != 0 ]] || lead=(--workload "$workload" --summary-json "$DIR/summary.$workload.json")
+  # shellcheck disable=SC2046
+  "$STRATA" runtime $(shared_flags "$r") "${lead[@]}" >"$DIR/runtime$r.$workload.log" 2>&1 &
+  RUNTIMES+=($!)
 }
 
 start_cluster() {  # workload: peers first, rank zero last
   new_ports
   PIDS=()
+  RUNTIMES=()
   for ((r = 1; r < RANKS; r++)); do start_rank "$r" "$1"; done
   start_rank 0 "$1"
 }
@@ -147,15 +158,16 @@ kill_cycle() {
   if ((RANDOM % 3 == 0)); then
     victim=all
     for p in "${PIDS[@]}"; do alive "$p" && KILLS=$((KILLS + 1)); kill -KILL "$p" 2>/dev/null || true; done
+    for p in "${RUNTIMES[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
   else
     victim=$((RANDOM % RANKS))
-    # PIDS holds ranks 1..N-1 then rank 0.
+    # PIDS and RUNTIMES hold ranks 1..N-1 then rank 0.
     p=${PIDS[$(((victim + RANKS - 1) % RANKS))]}
     alive "$p" && KILLS=$((KILLS + 1))
-    kill -KILL "$p" 2>/dev/null || true
+    kill -KILL "$p" "${RUNTIMES[$(((victim + RANKS - 1) % RANKS))]}" 2>/dev/null || true
   fi
-  for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  for p in "${PIDS[@]}"; do
+  for p in "${PIDS[@]}" "${RUNTIMES[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]}" "${RUNTIMES[@]}"; do
     if ! wait_exit "$p" "$STOP_BOUND"; then
       # Counted and reported, not a violation (a signal ends a rank's turns
       # and joins at once, so none is expected).
@@ -169,6 +181,7 @@ kill_cycle() {
     { wait "$p"; } 2>/dev/null || true  # no "Killed" job notice
   done
   PIDS=()
+  RUNTIMES=()
   echo "cycle $CYCLES: $workload, killed rank $victim"
 }
 
@@ -177,29 +190,42 @@ kill_cycle() {
 # fails, the others are stopped, and the run is retried on new ports
 # (counted, at most twice).
 clean_run() {  # workload
-  local p rc attempt zero_rc
+  local p rc attempt zero_rc i zero_rank zero_runtime
   for ((attempt = 1; ; attempt++)); do
     start_cluster "$1"
     RESTARTS=$((RESTARTS + 1))
-    p=${PIDS[$((RANKS - 1))]}  # rank zero
-    wait_exit "$p" "$RUN_BOUND" || violation "rank zero ran past ${RUN_BOUND}s in the $1 run"
+    zero_rank=${PIDS[$((RANKS - 1))]} zero_runtime=${RUNTIMES[$((RANKS - 1))]}
+    # Rank zero's runtime ends the run; rank zero ends first only when it failed.
+    for ((i = 0; i < RUN_BOUND * 10; i++)); do
+      if ! alive "$zero_runtime" || ! alive "$zero_rank"; then break; fi
+      sleep 0.1
+    done
+    alive "$zero_runtime" && alive "$zero_rank" && violation "rank zero's runtime ran past ${RUN_BOUND}s in the $1 run"
     zero_rc=0
-    wait "$p" || zero_rc=$?
+    if alive "$zero_rank"; then wait "$zero_runtime" || zero_rc=$?; else wait "$zero_rank" || zero_rc=$?; fi
     if [[ $zero_rc != 0 ]] && ((attempt < 3)) &&
-      grep -qE "Address already in use|cannot listen on" "$DIR"/rank*."$1".log; then
-      for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-      for p in "${PIDS[@]}"; do
-        wait_exit "$p" "$STOP_BOUND" || violation "a peer ignored SIGTERM while joining"
+      grep -qE "Address already in use|cannot listen on" "$DIR"/*."$1".log; then
+      for p in "${PIDS[@]}" "${RUNTIMES[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+      for p in "${PIDS[@]}" "${RUNTIMES[@]}"; do
+        wait_exit "$p" "$STOP_BOUND" || violation "a process ignored SIGTERM while joining"
         { wait "$p"; } 2>/dev/null || true
       done
       PIDS=()
+      RUNTIMES=()
       PORT_RETRIES=$((PORT_RETRIES + 1))
       echo "cycle $CYCLES: a port of the $1 run was taken by another process; retrying on new ports"
       continue
     fi
-    [[ $zero_rc == 0 ]] || violation "rank 0 exited $zero_rc in the $1 run"
+    [[ $zero_rc == 0 ]] || violation "rank zero's runtime (or rank zero) exited $zero_rc in the $1 run"
+    for p in "${RUNTIMES[@]}"; do  # the peers' runtimes end with rank zero's
+      wait_exit "$p" "$STOP_BOUND" || violation "a runtime ran ${STOP_BOUND}s past rank zero's in the $1 run"
+      rc=0
+      wait "$p" || rc=$?
+      [[ $rc == 0 ]] || violation "a runtime exited $rc in the $1 run"
+    done
+    for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
     for p in "${PIDS[@]}"; do
-      wait_exit "$p" "$RUN_BOUND" || violation "a rank ran past ${RUN_BOUND}s in the $1 run"
+      wait_exit "$p" "$STOP_BOUND" || violation "a rank ran ${STOP_BOUND}s past SIGTERM in the $1 run"
       rc=0
       wait "$p" || rc=$?
       [[ $rc == 0 ]] || violation "a rank exited $rc in the $1 run"
@@ -207,6 +233,7 @@ clean_run() {  # workload
     break
   done
   PIDS=()
+  RUNTIMES=()
   grep -q '"ok": false' "$DIR/summary.$1.json" && violation "a $1 phase failed: $(cat "$DIR/summary.$1.json")"
   grep -q '"ok": true' "$DIR/summary.$1.json" || violation "the $1 run reported no passing phase"
 }

@@ -1,10 +1,9 @@
-#include "launch/runtime/service_guard.h"
+#include "launch/runtime/job_token.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include <algorithm>
 #include <array>
 
 #include "store/base/assert.h"
@@ -29,26 +28,10 @@ std::string JobToken(const JobSecret& secret, std::string_view label) {
   return token;
 }
 
-std::string RuntimeServiceToken(const JobSecret& secret) {
-  return JobToken(secret, kRuntimeServiceTokenLabel);
-}
-
 bool TokenMatches(std::string_view presented, std::string_view token) {
   // The length is no secret (every token is 64 hex characters).
   return presented.size() == token.size() &&
          CRYPTO_memcmp(presented.data(), token.data(), token.size()) == 0;
-}
-
-ServiceAdmission AdmitRequest(std::string_view authorization, std::string_view token) {
-  if (!authorization.starts_with(kRuntimeServiceAuthScheme)) return ServiceAdmission::kNoToken;
-  const std::string_view presented = authorization.substr(kRuntimeServiceAuthScheme.size());
-  return TokenMatches(presented, token) ? ServiceAdmission::kAdmit : ServiceAdmission::kWrongToken;
-}
-
-uint64_t RuntimeServiceBodyMax(const RankGeometry& geometry) {
-  uint64_t most = geometry.row.unit_bytes;
-  for (const PlaneSpec& p : geometry.page_planes) most = std::max(most, p.unit_bytes);
-  return most;
 }
 
 }  // namespace strata
