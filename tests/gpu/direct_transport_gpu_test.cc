@@ -118,8 +118,8 @@ TEST(GpuDirectTransportTest, StoresVerifiesOnTheHostAndFetchesBack) {
   // on the project's GPU machine; docs/operations.md, "GPUDirect Storage"),
   // so no file can be registered even in compatibility mode. Nothing of
   // Strata's is under test past that point.
-  if (!stored.ok() && stored.message().find("cuFileHandleRegister: cuFile error 5027") !=
-                          std::string::npos) {
+  if (!stored.ok() &&
+      stored.message().find("cuFileHandleRegister: cuFile error 5027") != std::string::npos) {
     GTEST_SKIP() << "this host's disk cannot be registered with cuFile: " << stored.ToString();
   }
   ASSERT_TRUE(stored.ok()) << stored.ToString();
