@@ -228,10 +228,9 @@ Result<nlohmann::json> ProbeStagedPath(const StagedProbeInput& in) {
       if (!made.ok()) s = made.status();
       e = made.ok() ? *made : nullptr;
     }
-    both(("copier_stage_" + std::to_string(stage >> 10) + "k").c_str(),
-         [&](TransferDirection dir) {
-           return Pipeline(st, **copier, st.stream, done, batches, dir);
-         });
+    both(("copier_stage_" + std::to_string(stage >> 10) + "k").c_str(), [&](TransferDirection dir) {
+      return Pipeline(st, **copier, st.stream, done, batches, dir);
+    });
     copier->reset();
     for (CudaEvent e : done) {
       if (e != nullptr) (void)d.DestroyEvent(e);
