@@ -3,6 +3,8 @@
 // rebuild in index_load.cc, invariant checks in index_check.cc.
 #include "store/index/index.h"
 
+#include <sys/mman.h>
+
 #include <cstring>
 #include <limits>
 
@@ -22,6 +24,27 @@ uint64_t First8(const Digest128& d) {
 
 // Bits of the bucket digest the slot does not use (tables stay under 2^32).
 uint32_t TagOf(const Digest128& bucket) { return static_cast<uint32_t>(First8(bucket) >> 32); }
+
+// Asks the kernel to back the whole 2 MiB pages inside [data, data + bytes)
+// with huge pages. A memory hint only: contents and the allocation are
+// unchanged, and a kernel that refuses (THP off) leaves small pages.
+void AdviseHugePages(const void* data, size_t bytes) {
+  constexpr uintptr_t kHugePage = uintptr_t{2} << 20;
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + kHugePage - 1) & ~(kHugePage - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(kHugePage - 1);
+  if (end <= begin) return;
+  (void)madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+}
+
+// `count` empty hash heads, advised before they are first written so that
+// large tables fault in huge pages.
+std::vector<uint32_t> FreshHeads(size_t count, uint32_t empty) {
+  std::vector<uint32_t> heads;
+  heads.reserve(count);
+  AdviseHugePages(heads.data(), heads.capacity() * sizeof(uint32_t));
+  heads.assign(count, empty);
+  return heads;
+}
 
 Status NotFoundError(const PrefixKey& key) {
   return Status::NotFound("no indexed record " + key.ToFileStem());
@@ -123,6 +146,7 @@ size_t PrefixIndex::MemoryBytes() const {
 
 void PrefixIndex::Reserve(size_t records) {
   nodes_.reserve(records);
+  AdviseHugePages(nodes_.data(), nodes_.capacity() * sizeof(Node));
   size_t heads = key_heads_.size();
   while (heads < records) heads *= 2;
   if (heads != key_heads_.size()) Rehash(heads);
@@ -144,8 +168,8 @@ uint32_t PrefixIndex::AllocateNode() {
 
 void PrefixIndex::Rehash(size_t key_head_count) {
   const size_t size = key_head_count;
-  key_heads_.assign(size, kNil);
-  bucket_heads_.assign(size * kBucketHeadsPerKeyHead, kNil);
+  key_heads_ = FreshHeads(size, kNil);
+  bucket_heads_ = FreshHeads(size * kBucketHeadsPerKeyHead, kNil);
   for (uint32_t i = 0; i < nodes_.size(); ++i) {
     if ((nodes_[i].flags & kLive) == 0) continue;
     Node& n = nodes_[i];

@@ -239,6 +239,25 @@ TEST_P(IndexTest, ReserveKeepsArraysFromGrowing) {
   }
 }
 
+// Large enough that Reserve advises huge pages for the nodes and both hash
+// tables: a hint that must change neither the bytes held nor the contents.
+TEST_P(IndexTest, LargeReserveHoldsExactlyItsArrays) {
+  constexpr size_t kRecords = 40'000;  // 5 MB of nodes, 64 Ki key heads
+  index_.Reserve(kRecords);
+  const size_t key_heads = 65'536;
+  EXPECT_EQ(index_.MemoryBytes(), kRecords * 128 + key_heads * 3 * sizeof(uint32_t));
+  std::vector<PrefixHistory> histories;
+  for (uint64_t i = 0; i < 50; ++i) histories.emplace_back(Tokens(400, 2000 + i));
+  for (const PrefixHistory& h : histories) {
+    Publish(h, 100, std::nullopt);
+    Publish(h, 390, 100);
+  }
+  EXPECT_TRUE(index_.CheckInvariants().ok());
+  for (const PrefixHistory& h : histories) {
+    EXPECT_THAT(ChainCounts(*Lookup(h, 0)), ElementsAre(100u, 390u));
+  }
+}
+
 TEST_P(IndexTest, BadInputIsAnErrorNotAnAssertion) {
   NewRecord empty = RecordAt(h_, 10, std::nullopt);
   empty.key.consumed = 0;
