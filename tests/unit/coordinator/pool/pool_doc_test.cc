@@ -2,8 +2,8 @@
 // rules' numbers, so the protocol table cannot silently fall behind.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <fstream>
-#include <regex>
 #include <sstream>
 #include <string>
 
@@ -26,10 +26,20 @@ TEST(PoolDocTest, NamesEveryEnvelopeMessage) {
   const std::string doc = Read("docs/pool.md");
   const std::string schema = Read("wire/pool.capnp");
   const std::string envelope = schema.substr(schema.find("struct Envelope"));
-  const std::regex member(R"((\w+) @\d+ :)");
+  // Every "<name> @<n> :" of the envelope (no std::regex: GCC 12 warns
+  // inside it under the sanitizer build, and warnings are errors).
+  const auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
   int members = 0;
-  for (std::sregex_iterator it(envelope.begin(), envelope.end(), member), end; it != end; ++it) {
-    const std::string name = (*it)[1];
+  for (size_t at = envelope.find(" @"); at != std::string::npos; at = envelope.find(" @", at + 2)) {
+    size_t digits = at + 2;
+    while (digits < envelope.size() && std::isdigit(static_cast<unsigned char>(envelope[digits]))) {
+      ++digits;
+    }
+    if (digits == at + 2 || envelope.compare(digits, 2, " :") != 0) continue;
+    size_t begin = at;
+    while (begin > 0 && word(envelope[begin - 1])) --begin;
+    if (begin == at) continue;
+    const std::string name = envelope.substr(begin, at - begin);
     EXPECT_NE(doc.find("`" + name + "`"), std::string::npos) << name;
     ++members;
   }
