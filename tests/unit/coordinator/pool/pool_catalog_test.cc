@@ -2,6 +2,7 @@
 // another claims byte-exact; scopes share nothing; the manager's eviction,
 // session ends and claim failures keep the slot lifetime rule.
 #include "coordinator/pool/pool_catalog.h"
+#include "tests/unit/coordinator/pool/pool_test_data.h"
 
 #include <gtest/gtest.h>
 
@@ -32,17 +33,8 @@ InstanceId Instance(const char* uuid) {
   return ComputeInstanceId("test-pool", gpus);
 }
 
-std::vector<Token> Tokens(uint32_t count, uint32_t seed) {
-  std::vector<Token> t(count);
-  std::iota(t.begin(), t.end(), seed);
-  return t;
-}
-
-std::vector<std::byte> Pattern(uint64_t bytes, uint8_t seed) {
-  std::vector<std::byte> b(bytes);
-  for (uint64_t i = 0; i < bytes; ++i) b[i] = static_cast<std::byte>((i * 31 + seed) & 0xff);
-  return b;
-}
+using testing::Pattern;
+using testing::Tokens;
 
 class PoolCatalogTest : public ::testing::Test {
  protected:

@@ -2,6 +2,7 @@
 // a record into the arena and another claims it byte-exact; a client with a
 // different scope shares nothing; a bad Hello is rejected with its reason.
 #include "coordinator/pool/pool_server.h"
+#include "tests/unit/coordinator/pool/pool_test_data.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -18,17 +19,8 @@ namespace {
 
 constexpr uint64_t kSlotBytes = 64 * 1024;
 
-std::vector<Token> Tokens(uint32_t count, uint32_t seed) {
-  std::vector<Token> t(count);
-  std::iota(t.begin(), t.end(), seed);
-  return t;
-}
-
-std::vector<std::byte> Pattern(uint64_t bytes, uint8_t seed) {
-  std::vector<std::byte> b(bytes);
-  for (uint64_t i = 0; i < bytes; ++i) b[i] = static_cast<std::byte>((i * 131 + seed) & 0xff);
-  return b;
-}
+using testing::Pattern;
+using testing::Tokens;
 
 class PoolServerTest : public ::testing::Test {
  protected:
