@@ -5,6 +5,9 @@
 #
 #   STRATA_BUILD_DIR  build directory (default: build)
 #   STRATA_SANITIZE   1 to build with ASan + UBSan (default: 0)
+#   STRATA_UNIT_TESTS 0 to leave strata_unit_tests out of the build, 1 to put
+#                     it back (unset: as configured; a new build has them).
+#                     launch/test.sh sets 0 when it builds them under ASan.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,8 +43,17 @@ BUILD_DIR=${STRATA_BUILD_DIR:-build}
 SANITIZE=${STRATA_SANITIZE:-0}
 san_flag=OFF
 [[ "$SANITIZE" == 1 ]] && san_flag=ON
+unit_args=()
+case "${STRATA_UNIT_TESTS:-}" in
+  "") ;;
+  0) unit_args=(-DSTRATA_UNIT_TESTS=OFF) ;;
+  1) unit_args=(-DSTRATA_UNIT_TESTS=ON) ;;
+  *) echo "bootstrap: STRATA_UNIT_TESTS must be 0 or 1, not '$STRATA_UNIT_TESTS'" >&2; exit 2 ;;
+esac
 if [[ ! -f "$BUILD_DIR/build.ninja" ]]; then
-  cmake -G Ninja -S . -B "$BUILD_DIR" -DSTRATA_SANITIZE="$san_flag" >/dev/null
+  cmake -G Ninja -S . -B "$BUILD_DIR" -DSTRATA_SANITIZE="$san_flag" "${unit_args[@]}" >/dev/null
+elif ((${#unit_args[@]})); then
+  cmake -S . -B "$BUILD_DIR" "${unit_args[@]}" >/dev/null
 fi
 echo "bootstrap: building in $BUILD_DIR"
 # The braces keep grep's "no line printed" from hiding the build's own status.
