@@ -32,6 +32,7 @@ void AddBenchCommand(CLI::App& app) {
   AddStoreBenchmark(*bench);
   AddInterferenceBench(*bench);
   AddAttachBench(*bench);
+  AddPoolBench(*bench);
 }
 
 }  // namespace strata

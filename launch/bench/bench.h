@@ -44,5 +44,8 @@ void AddInterferenceBench(CLI::App& bench);
 // `strata bench attach`: Lookup/Store latency and restore GB/s through the
 // attach channel next to the same calls in-process (launch/bench/bench_attach.cc).
 void AddAttachBench(CLI::App& bench);
+// `strata bench pool`: puts and claims through a pool manager's arena next to
+// memcpy of the same bytes (launch/bench/bench_pool.cc).
+void AddPoolBench(CLI::App& bench);
 
 }  // namespace strata
