@@ -1,24 +1,26 @@
 #include "wire/codec.h"
 
-#include <capnp/message.h>
-#include <capnp/serialize.h>
 #include <fmt/format.h>
-#include <kj/exception.h>
 
 #include <cstring>
-#include <exception>
+#include <limits>
 #include <new>
 #include <type_traits>
 
+#include "wire/codec_support.h"
 #include "wire/strata.capnp.h"
 
 namespace strata::wire {
 namespace {
 
 namespace s = schema;
-
-// Extra traversal allowance over twice the frame, for tiny frames.
-constexpr uint64_t kTraversalSlackWords = 64;
+using codec::AsData;
+using codec::AsText;
+using codec::GetBytes;
+using codec::GetKey;
+using codec::GetText;
+using codec::Invalid;
+using codec::PutKey;
 
 // ---- status <-> outcome ----------------------------------------------------
 
@@ -61,14 +63,6 @@ Result<StatusCode> FromOutcome(s::Outcome outcome, std::string_view field) {
 
 // ---- encoding --------------------------------------------------------------
 
-capnp::Data::Reader AsData(std::span<const uint8_t> bytes) { return {bytes.data(), bytes.size()}; }
-capnp::Text::Reader AsText(const std::string& text) { return {text.data(), text.size()}; }
-
-void Put(s::PrefixKey::Builder out, const PrefixKey& key) {
-  out.setConsumed(key.consumed);
-  out.setDigest(AsData(key.digest));
-}
-
 template <typename Builder>
 void PutOutcome(Builder out, const Status& status) {
   out.setOutcome(ToOutcome(status.code()));
@@ -103,8 +97,8 @@ Status Put(s::Envelope::Builder env, const ScanSummary& m) {
   for (unsigned i = 0; i < records.size(); ++i) {
     const ScanRecord& r = m.records[i];
     auto o = records[i];
-    Put(o.initKey(), r.key);
-    if (r.parent) Put(o.initParent(), *r.parent);
+    PutKey(o.initKey(), r.key);
+    if (r.parent) PutKey(o.initParent(), *r.parent);
     o.setHeaderDigest(AsData(r.header_digest));
     o.setRowPresent(r.row_present);
     o.setSizeBytes(r.size_bytes);
@@ -127,7 +121,7 @@ Status Put(s::Envelope::Builder env, const Agreement& m) {
   auto out = env.initAgreement();
   auto entries = out.initEntries(static_cast<unsigned>(m.entries.size()));
   for (unsigned i = 0; i < entries.size(); ++i) {
-    Put(entries[i].initKey(), m.entries[i].key);
+    PutKey(entries[i].initKey(), m.entries[i].key);
     STRATA_ASSIGN_OR_RETURN(s::Verdict verdict, ToVerdict(m.entries[i].verdict));
     entries[i].setVerdict(verdict);
   }
@@ -157,8 +151,8 @@ Status Put(s::Envelope::Builder env, const Job& m) {
   out.setId(j.id.value);
   STRATA_ASSIGN_OR_RETURN(s::JobKind kind, ToJobKind(j.kind));
   out.setKind(kind);
-  Put(out.initKey(), j.key);
-  if (j.parent) Put(out.initParent(), *j.parent);
+  PutKey(out.initKey(), j.key);
+  if (j.parent) PutKey(out.initParent(), *j.parent);
   out.setBucket(AsData(j.bucket));
   out.setTailPages(j.tail_pages);
   auto ids = out.initPageIds(static_cast<unsigned>(j.page_ids.size()));
@@ -205,36 +199,6 @@ Status Put(s::Envelope::Builder env, const Heartbeat& m) {
 }
 
 // ---- decoding --------------------------------------------------------------
-
-Status Invalid(std::string_view field, std::string_view what) {
-  return Status::InvalidArgument(fmt::format("{}: {}", field, what));
-}
-
-template <size_t N>
-Result<std::array<uint8_t, N>> GetBytes(capnp::Data::Reader data, std::string_view field) {
-  if (data.size() != N) {
-    return Invalid(field, fmt::format("{} bytes, expected exactly {}", data.size(), N));
-  }
-  std::array<uint8_t, N> out;
-  std::memcpy(out.data(), data.begin(), N);
-  return out;
-}
-
-// Checks the length before copying, so an oversized text is never copied.
-Result<std::string> GetText(capnp::Text::Reader text, size_t bytes_max, std::string_view field) {
-  if (text.size() > bytes_max) {
-    return Invalid(field, fmt::format("{} bytes, at most {} allowed", text.size(), bytes_max));
-  }
-  return std::string(text.cStr(), text.size());
-}
-
-Result<PrefixKey> GetKey(s::PrefixKey::Reader in, std::string_view field) {
-  PrefixKey key;
-  key.consumed = in.getConsumed();
-  STRATA_ASSIGN_OR_RETURN(key.digest,
-                          GetBytes<16>(in.getDigest(), fmt::format("{}.digest", field)));
-  return key;
-}
 
 // A decoded outcome (Result<Status> would be ambiguous).
 struct DecodedOutcome {
@@ -409,57 +373,24 @@ Result<Message> Get(s::Envelope::Reader env) {
                  fmt::format("unknown message type {}", static_cast<unsigned>(env.which())));
 }
 
-std::string DescribeKjException(const kj::Exception& e) {
-  return std::string(e.getDescription().cStr());
-}
-
 }  // namespace
 
 Result<Frame> EncodeFrame(const Message& message) {
   STRATA_RETURN_IF_ERROR(CheckMessage(message));
-  try {
-    capnp::MallocMessageBuilder builder;
-    auto env = builder.initRoot<s::Envelope>();
-    STRATA_RETURN_IF_ERROR(std::visit([&](const auto& m) { return Put(env, m); }, message));
-    kj::Array<capnp::word> flat = capnp::messageToFlatArray(builder);
-    Frame frame;
-    frame.words.resize(flat.size());
-    std::memcpy(frame.words.data(), flat.begin(), flat.asBytes().size());
-    return frame;
-  } catch (const kj::Exception& e) {
-    return Status::Internal(
-        fmt::format("encoding {}: {}", MessageName(message), DescribeKjException(e)));
-  } catch (const std::bad_alloc&) {
-    return Status::Internal(fmt::format("encoding {}: out of memory", MessageName(message)));
-  }
+  // CheckMessage's limits keep every encode under kFrameBytesMax.
+  return codec::EncodeEnvelope<s::Envelope>(
+      std::numeric_limits<size_t>::max(), MessageName(message), [&](s::Envelope::Builder env) {
+        return std::visit([&](const auto& m) { return Put(env, m); }, message);
+      });
 }
 
 Result<Message> DecodeFrame(std::span<const uint64_t> words, size_t frame_bytes_max) {
-  static_assert(sizeof(capnp::word) == sizeof(uint64_t));
-  if (words.size() * sizeof(uint64_t) > frame_bytes_max) {
-    return Status::Corruption(fmt::format("frame of {} bytes is over the {} byte limit",
-                                          words.size() * sizeof(uint64_t), frame_bytes_max));
-  }
-  try {
-    kj::ArrayPtr<const capnp::word> array(reinterpret_cast<const capnp::word*>(words.data()),
-                                          words.size());
-    capnp::ReaderOptions options;
-    options.traversalLimitInWords = 2 * words.size() + kTraversalSlackWords;
-    options.nestingLimit = kNestingLimit;
-    capnp::FlatArrayMessageReader reader(array, options);
-    if (reader.getEnd() != array.end()) {
-      return Status::Corruption(
-          fmt::format("{} words after the end of the message", array.end() - reader.getEnd()));
-    }
-    STRATA_ASSIGN_OR_RETURN(Message message, Get(reader.getRoot<s::Envelope>()));
-    STRATA_RETURN_IF_ERROR(CheckMessage(message));
-    return message;
-  } catch (const kj::Exception& e) {
-    return Status::Corruption(
-        fmt::format("not a readable Cap'n Proto message: {}", DescribeKjException(e)));
-  } catch (const std::bad_alloc&) {
-    return Status::Corruption("decoding needed more memory than is available");
-  }
+  return codec::DecodeEnvelope<s::Envelope, Message>(
+      words, frame_bytes_max, "frame", [](s::Envelope::Reader env) -> Result<Message> {
+        STRATA_ASSIGN_OR_RETURN(Message message, Get(env));
+        STRATA_RETURN_IF_ERROR(CheckMessage(message));
+        return message;
+      });
 }
 
 }  // namespace strata::wire

@@ -1,47 +1,31 @@
 #include "attach/client/attach_codec.h"
 
-#include <capnp/message.h>
-#include <capnp/serialize.h>
 #include <fmt/format.h>
-#include <kj/exception.h>
 
 #include <cstring>
 #include <new>
 
 #include "wire/attach.capnp.h"
+#include "wire/codec_support.h"
 #include "wire/messages.h"
 
 namespace strata::attach {
 namespace {
 
 namespace s = wire::attach_schema;
-
-// Extra traversal allowance over twice the frame, for tiny frames.
-constexpr uint64_t kTraversalSlackWords = 64;
-
-Status Invalid(std::string_view field, std::string_view what) {
-  return Status::InvalidArgument(fmt::format("{}: {}", field, what));
-}
-
-Status CheckCount(size_t count, size_t max, std::string_view field) {
-  if (count <= max) return Status::Ok();
-  return Invalid(field, fmt::format("{} entries, at most {} allowed", count, max));
-}
-
-capnp::Data::Reader AsData(std::span<const uint8_t> bytes) { return {bytes.data(), bytes.size()}; }
-capnp::Text::Reader AsText(const std::string& text) { return {text.data(), text.size()}; }
+using wire::codec::AsData;
+using wire::codec::AsText;
+using wire::codec::CheckCount;
+using wire::codec::GetKey;
+using wire::codec::Invalid;
+using wire::codec::PutKey;
 
 // ---- encoding --------------------------------------------------------------
 
-void Put(s::Key::Builder out, const PrefixKey& key) {
-  out.setConsumed(key.consumed);
-  out.setDigest(AsData(key.digest));
-}
-
 void Put(s::Hit::Builder out, const HostHit& hit) {
-  Put(out.initEndpoint(), hit.endpoint);
+  PutKey(out.initEndpoint(), hit.endpoint);
   auto chain = out.initChain(static_cast<unsigned>(hit.chain.size()));
-  for (unsigned i = 0; i < chain.size(); ++i) Put(chain[i], hit.chain[i]);
+  for (unsigned i = 0; i < chain.size(); ++i) PutKey(chain[i], hit.chain[i]);
   out.setSkipPages(hit.skip_pages);
   out.setPages(hit.pages);
   out.setBytes(hit.bytes);
@@ -149,8 +133,8 @@ Status Put(s::Envelope::Builder env, const StoreRequest& m) {
   STRATA_RETURN_IF_ERROR(CheckCount(c.chain.size(), kAttachChainMax, "Store.chain"));
   auto out = env.initStore();
   out.setCheckpointId(c.checkpoint_id);
-  Put(out.initKey(), c.key);
-  if (c.parent) Put(out.initParent(), *c.parent);
+  PutKey(out.initKey(), c.key);
+  if (c.parent) PutKey(out.initParent(), *c.parent);
   out.setBucket(AsData(c.bucket));
   PutIds(out.initChain(static_cast<unsigned>(c.chain.size())), c.chain);
   out.setTailPages(c.tail_pages);
@@ -170,7 +154,7 @@ Status Put(s::Envelope::Builder env, const StoreEvent& m) {
   out.setKind(static_cast<s::EventKind>(m.kind));
   out.setCheckpointId(m.checkpoint_id);
   out.setTicket(m.ticket.value);
-  Put(out.initKey(), m.key);
+  PutKey(out.initKey(), m.key);
   out.setStatusCode(static_cast<uint8_t>(m.status.code()));
   out.setErrorText(AsText(m.status.message().substr(0, kAttachTextBytesMax)));
   out.setBytes(m.bytes);
@@ -192,8 +176,7 @@ Status Put(s::Envelope::Builder env, const CloseDone& m) {
 // ---- decoding --------------------------------------------------------------
 
 Result<std::string> GetText(capnp::Text::Reader text, std::string_view field) {
-  if (text.size() > kAttachTextBytesMax) return Invalid(field, "text over the limit");
-  return std::string(text.cStr(), text.size());
+  return wire::codec::GetText(text, kAttachTextBytesMax, field);
 }
 
 // An enum value read from the wire, refused past `last`.
@@ -207,23 +190,7 @@ Result<Out> GetEnum(In value, In last, std::string_view field) {
 
 // The status a message carries, into `out`.
 Status GetStatus(uint8_t code, capnp::Text::Reader text, std::string_view field, Status* out) {
-  if (code > static_cast<uint8_t>(StatusCode::kInternal)) {
-    return Invalid(field, fmt::format("unknown status code {}", code));
-  }
-  STRATA_ASSIGN_OR_RETURN(std::string message, GetText(text, field));
-  *out = code == 0 ? Status::Ok() : Status(static_cast<StatusCode>(code), std::move(message));
-  return Status::Ok();
-}
-
-Result<PrefixKey> GetKey(s::Key::Reader in, std::string_view field) {
-  PrefixKey key;
-  key.consumed = in.getConsumed();
-  auto digest = in.getDigest();
-  if (digest.size() != key.digest.size()) {
-    return Invalid(field, fmt::format("digest of {} bytes, expected 16", digest.size()));
-  }
-  std::memcpy(key.digest.data(), digest.begin(), key.digest.size());
-  return key;
+  return wire::codec::GetStatus(code, text, kAttachTextBytesMax, field, out);
 }
 
 template <typename Id, typename List>
@@ -403,50 +370,16 @@ size_t AllocationCount(const AttachHello& hello) {
 }
 
 Result<wire::Frame> EncodeAttachFrame(const AttachMessage& message) {
-  try {
-    capnp::MallocMessageBuilder builder;
-    auto env = builder.initRoot<s::Envelope>();
-    STRATA_RETURN_IF_ERROR(std::visit([&](const auto& m) { return Put(env, m); }, message));
-    kj::Array<capnp::word> flat = capnp::messageToFlatArray(builder);
-    if (flat.asBytes().size() > kAttachFrameBytesMax) {
-      return Status::InvalidArgument(fmt::format("attach frame of {} bytes over the {} byte limit",
-                                                 flat.asBytes().size(), kAttachFrameBytesMax));
-    }
-    wire::Frame frame;
-    frame.words.resize(flat.size());
-    std::memcpy(frame.words.data(), flat.begin(), flat.asBytes().size());
-    return frame;
-  } catch (const kj::Exception& e) {
-    return Status::Internal(
-        fmt::format("encoding an attach message: {}", e.getDescription().cStr()));
-  } catch (const std::bad_alloc&) {
-    return Status::Internal("encoding an attach message: out of memory");
-  }
+  return wire::codec::EncodeEnvelope<s::Envelope>(
+      kAttachFrameBytesMax, "an attach message", [&](s::Envelope::Builder env) {
+        return std::visit([&](const auto& m) { return Put(env, m); }, message);
+      });
 }
 
 Result<AttachMessage> DecodeAttachFrame(std::span<const uint64_t> words) {
-  static_assert(sizeof(capnp::word) == sizeof(uint64_t));
-  if (words.size() * sizeof(uint64_t) > kAttachFrameBytesMax) {
-    return Status::Corruption("attach frame over the size limit");
-  }
-  try {
-    kj::ArrayPtr<const capnp::word> array(reinterpret_cast<const capnp::word*>(words.data()),
-                                          words.size());
-    capnp::ReaderOptions options;
-    options.traversalLimitInWords = 2 * words.size() + kTraversalSlackWords;
-    options.nestingLimit = wire::kNestingLimit;
-    capnp::FlatArrayMessageReader reader(array, options);
-    if (reader.getEnd() != array.end()) {
-      return Status::Corruption(
-          fmt::format("{} words after the end of the message", array.end() - reader.getEnd()));
-    }
-    return Get(reader.getRoot<s::Envelope>());
-  } catch (const kj::Exception& e) {
-    return Status::Corruption(
-        fmt::format("not a readable Cap'n Proto message: {}", e.getDescription().cStr()));
-  } catch (const std::bad_alloc&) {
-    return Status::Corruption("decoding needed more memory than is available");
-  }
+  return wire::codec::DecodeEnvelope<s::Envelope, AttachMessage>(
+      words, kAttachFrameBytesMax, "attach frame",
+      [](s::Envelope::Reader env) { return Get(env); });
 }
 
 }  // namespace strata::attach

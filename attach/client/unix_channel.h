@@ -1,6 +1,6 @@
 // UnixChannel: one connected Unix stream socket carrying attach frames
-// (attach_codec.h), with file descriptors passed beside a frame (SCM_RIGHTS).
-// Frames are split by wire's FrameReader, as on the record links.
+// (attach_codec.h), with file descriptors passed beside a frame (SCM_RIGHTS):
+// wire's UnixFdChannel with the attach codec.
 //
 // Thread: one thread at a time.
 #pragma once
@@ -8,29 +8,26 @@
 #include <chrono>
 #include <optional>
 #include <span>
-#include <vector>
 
 #include "attach/client/attach_messages.h"
 #include "attach/client/unique_fd.h"
 #include "store/base/status.h"
-#include "wire/frame_reader.h"
+#include "wire/unix_fd_channel.h"
 
 namespace strata::attach {
 
 // Fds passed with one frame at most (a Hello's allocations).
-inline constexpr size_t kAttachFdsPerFrameMax = 253;  // the kernel's SCM_MAX_FD
+inline constexpr size_t kAttachFdsPerFrameMax = wire::kUnixFdsPerFrameKernelMax;
 
-struct Received {
-  AttachMessage message;
-  std::vector<UniqueFd> fds;  // the fds that arrived with this frame
-};
+// A message and the fds that arrived with its frame.
+using Received = wire::FdMessage<AttachMessage>;
 
 class UnixChannel {
  public:
   explicit UnixChannel(UniqueFd socket);
 
-  // Writes the whole frame, with `fds` on its first byte. A socket write that
-  // blocks for longer than the socket's send timeout fails (kUnavailable).
+  // Writes the whole frame, with `fds` on its first byte. kUnavailable when
+  // the peer is gone or a write blocks longer than the socket's send timeout.
   Status Send(const AttachMessage& message, std::span<const int> fds = {});
   // Reads what is there without waiting: a message once a frame completed,
   // nullopt if none has. Errors: kUnavailable on EOF or a reset (the peer
@@ -39,16 +36,12 @@ class UnixChannel {
   // Waits up to `bound` for the next message (kUnavailable on timeout).
   Result<Received> Receive(std::chrono::milliseconds bound);
 
-  int fd() const { return socket_.get(); }
+  int fd() const { return channel_.fd(); }
 
  private:
-  UniqueFd socket_;
-  wire::FrameReader reader_;
-  size_t filled_ = 0;                  // bytes of reader_.NextBuffer() already read
-  std::vector<UniqueFd> pending_fds_;  // arrived during the frame being read
+  wire::UnixFdChannel channel_;
 };
 
-// Bounds a blocking socket write (SO_SNDTIMEO).
-Status SetSendTimeout(int socket, std::chrono::milliseconds bound);
+using wire::SetSendTimeout;
 
 }  // namespace strata::attach

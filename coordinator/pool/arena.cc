@@ -20,10 +20,10 @@ Result<std::byte*> MapShared(int fd, uint64_t bytes, const std::string& what) {
 }
 
 // A sized memfd of huge pages, or an invalid fd when the kernel has none to give.
-attach::UniqueFd TryHugeMemfd(const std::string& name, uint64_t bytes) {
-  attach::UniqueFd fd(::memfd_create(name.c_str(), MFD_CLOEXEC | MFD_HUGETLB | MFD_HUGE_2MB));
+wire::UniqueFd TryHugeMemfd(const std::string& name, uint64_t bytes) {
+  wire::UniqueFd fd(::memfd_create(name.c_str(), MFD_CLOEXEC | MFD_HUGETLB | MFD_HUGE_2MB));
   if (!fd.valid()) return fd;
-  if (::ftruncate(fd.get(), static_cast<off_t>(bytes)) != 0) return attach::UniqueFd();
+  if (::ftruncate(fd.get(), static_cast<off_t>(bytes)) != 0) return wire::UniqueFd();
   return fd;
 }
 
@@ -37,7 +37,7 @@ Result<std::unique_ptr<Arena>> Arena::Create(const std::string& name, uint64_t s
   }
   const uint64_t bytes = slot_bytes * slot_count;
   if (huge == HugePages::kIfAvailable && slot_bytes % kHugePageBytes == 0) {
-    attach::UniqueFd fd = TryHugeMemfd(name, bytes);
+    wire::UniqueFd fd = TryHugeMemfd(name, bytes);
     if (fd.valid()) {
       // Huge pages can be promised by ftruncate and still fail to map.
       Result<std::byte*> base = MapShared(fd.get(), bytes, "arena " + name);
@@ -47,7 +47,7 @@ Result<std::unique_ptr<Arena>> Arena::Create(const std::string& name, uint64_t s
       }
     }
   }
-  attach::UniqueFd fd(::memfd_create(name.c_str(), MFD_CLOEXEC));
+  wire::UniqueFd fd(::memfd_create(name.c_str(), MFD_CLOEXEC));
   if (!fd.valid()) return Status::FromErrno(errno, "memfd_create " + name);
   if (::ftruncate(fd.get(), static_cast<off_t>(bytes)) != 0) {
     return Status::FromErrno(errno, "sizing arena " + name);
@@ -57,7 +57,7 @@ Result<std::unique_ptr<Arena>> Arena::Create(const std::string& name, uint64_t s
       new Arena(std::move(fd), base, slot_bytes, slot_count, PageKind::kOrdinary));
 }
 
-Result<std::unique_ptr<Arena>> Arena::Map(attach::UniqueFd fd, uint64_t slot_bytes,
+Result<std::unique_ptr<Arena>> Arena::Map(wire::UniqueFd fd, uint64_t slot_bytes,
                                           uint32_t slot_count) {
   if (slot_bytes == 0 || slot_count == 0) return Status::InvalidArgument("empty arena geometry");
   const uint64_t bytes = slot_bytes * slot_count;

@@ -13,9 +13,9 @@
 #include <span>
 #include <string>
 
-#include "attach/client/unique_fd.h"
 #include "coordinator/pool/slot_table.h"
 #include "store/base/status.h"
+#include "wire/unique_fd.h"
 
 namespace strata::pool {
 
@@ -32,7 +32,7 @@ class Arena {
                                                uint32_t slot_count, HugePages huge);
   // Maps an arena another process created (its fd and geometry from Hello).
   // Takes the fd. kInvalidArgument when the fd is smaller than the geometry.
-  static Result<std::unique_ptr<Arena>> Map(attach::UniqueFd fd, uint64_t slot_bytes,
+  static Result<std::unique_ptr<Arena>> Map(wire::UniqueFd fd, uint64_t slot_bytes,
                                             uint32_t slot_count);
   ~Arena();
   Arena(const Arena&) = delete;
@@ -50,15 +50,14 @@ class Arena {
   std::span<std::byte> Slot(SlotId slot) const;
 
  private:
-  Arena(attach::UniqueFd fd, std::byte* base, uint64_t slot_bytes, uint32_t slot_count,
-        PageKind kind)
+  Arena(wire::UniqueFd fd, std::byte* base, uint64_t slot_bytes, uint32_t slot_count, PageKind kind)
       : fd_(std::move(fd)),
         base_(base),
         slot_bytes_(slot_bytes),
         slot_count_(slot_count),
         page_kind_(kind) {}
 
-  attach::UniqueFd fd_;
+  wire::UniqueFd fd_;
   std::byte* base_;
   uint64_t slot_bytes_;
   uint32_t slot_count_;

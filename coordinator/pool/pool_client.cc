@@ -16,7 +16,7 @@ PoolClient::PoolClient(PoolSocket socket, PoolHelloAccept accepted, std::unique_
       lookup_bound_(options.lookup_bound.value_or(options.answer_bound)) {}
 
 Result<std::unique_ptr<PoolClient>> PoolClient::Connect(const PoolClientOptions& options) {
-  STRATA_ASSIGN_OR_RETURN(attach::UniqueFd fd,
+  STRATA_ASSIGN_OR_RETURN(wire::UniqueFd fd,
                           ConnectUnix(options.socket_path, options.answer_bound));
   PoolSocket socket(std::move(fd));
   STRATA_RETURN_IF_ERROR(socket.Send(options.hello));

@@ -1,13 +1,11 @@
 #include "coordinator/pool/pool_codec.h"
 
-#include <capnp/message.h>
-#include <capnp/serialize.h>
 #include <fmt/format.h>
-#include <kj/exception.h>
 
 #include <cstring>
 #include <new>
 
+#include "wire/codec_support.h"
 #include "wire/messages.h"
 #include "wire/pool.capnp.h"
 
@@ -15,24 +13,13 @@ namespace strata::pool {
 namespace {
 
 namespace s = wire::pool_schema;
-Status Invalid(std::string_view field, std::string_view what) {
-  return Status::InvalidArgument(fmt::format("{}: {}", field, what));
-}
-
-Status CheckCount(size_t count, size_t max, std::string_view field) {
-  if (count <= max) return Status::Ok();
-  return Invalid(field, fmt::format("{} entries, at most {} allowed", count, max));
-}
-
-capnp::Data::Reader AsData(std::span<const uint8_t> bytes) { return {bytes.data(), bytes.size()}; }
-capnp::Text::Reader AsText(const std::string& text) { return {text.data(), text.size()}; }
+using wire::codec::AsData;
+using wire::codec::AsText;
+using wire::codec::CheckCount;
+using wire::codec::Invalid;
+using wire::codec::PutKey;
 
 // ---- encoding --------------------------------------------------------------
-
-void PutKey(s::Key::Builder out, const PrefixKey& key) {
-  out.setConsumed(key.consumed);
-  out.setDigest(AsData(key.digest));
-}
 
 Status PutKeys(capnp::List<s::Key>::Builder list, std::span<const PrefixKey> keys) {
   for (unsigned i = 0; i < list.size(); ++i) PutKey(list[i], keys[i]);
@@ -183,24 +170,10 @@ Status Put(s::Envelope::Builder env, const PoolDone& m) {
 }  // namespace
 
 Result<wire::Frame> EncodePoolFrame(const PoolMessage& message) {
-  try {
-    capnp::MallocMessageBuilder builder;
-    auto env = builder.initRoot<s::Envelope>();
-    STRATA_RETURN_IF_ERROR(std::visit([&](const auto& m) { return Put(env, m); }, message));
-    kj::Array<capnp::word> flat = capnp::messageToFlatArray(builder);
-    if (flat.asBytes().size() > kPoolFrameBytesMax) {
-      return Status::InvalidArgument(fmt::format("pool frame of {} bytes over the {} byte limit",
-                                                 flat.asBytes().size(), kPoolFrameBytesMax));
-    }
-    wire::Frame frame;
-    frame.words.resize(flat.size());
-    std::memcpy(frame.words.data(), flat.begin(), flat.asBytes().size());
-    return frame;
-  } catch (const kj::Exception& e) {
-    return Status::Internal(fmt::format("encoding a pool message: {}", e.getDescription().cStr()));
-  } catch (const std::bad_alloc&) {
-    return Status::Internal("encoding a pool message: out of memory");
-  }
+  return wire::codec::EncodeEnvelope<s::Envelope>(
+      kPoolFrameBytesMax, "a pool message", [&](s::Envelope::Builder env) {
+        return std::visit([&](const auto& m) { return Put(env, m); }, message);
+      });
 }
 
 }  // namespace strata::pool

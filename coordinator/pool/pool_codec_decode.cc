@@ -1,13 +1,11 @@
 // DecodePoolFrame (pool_codec.h): every field is checked before it is used.
-#include <capnp/message.h>
-#include <capnp/serialize.h>
 #include <fmt/format.h>
-#include <kj/exception.h>
 
 #include <algorithm>
 #include <new>
 
 #include "coordinator/pool/pool_codec.h"
+#include "wire/codec_support.h"
 #include "wire/messages.h"
 #include "wire/pool.capnp.h"
 
@@ -16,37 +14,18 @@ namespace {
 
 namespace s = wire::pool_schema;
 using W = s::Envelope::Which;
-
-constexpr uint64_t kTraversalSlackWords = 64;
-
-Status Invalid(std::string_view field, std::string_view what) {
-  return Status::InvalidArgument(fmt::format("{}: {}", field, what));
-}
-
-Status CheckCount(size_t count, size_t max, std::string_view field) {
-  if (count <= max) return Status::Ok();
-  return Invalid(field, fmt::format("{} entries, at most {} allowed", count, max));
-}
+using wire::codec::CheckCount;
+using wire::codec::GetKey;
+using wire::codec::Invalid;
 
 Result<std::string> GetText(capnp::Text::Reader text, std::string_view field) {
-  if (text.size() > kPoolTextBytesMax) return Invalid(field, "text over the limit");
-  return std::string(text.cStr(), text.size());
+  return wire::codec::GetText(text, kPoolTextBytesMax, field);
 }
 
 template <size_t N>
 Status GetDigest(capnp::Data::Reader data, std::string_view field, std::array<uint8_t, N>* out) {
-  if (data.size() != N) {
-    return Invalid(field, fmt::format("{} bytes, {} expected", data.size(), N));
-  }
-  std::copy(data.begin(), data.end(), out->begin());
+  STRATA_ASSIGN_OR_RETURN(*out, wire::codec::GetBytes<N>(data, field));
   return Status::Ok();
-}
-
-Result<PrefixKey> GetKey(s::Key::Reader in, std::string_view field) {
-  PrefixKey key;
-  key.consumed = in.getConsumed();
-  STRATA_RETURN_IF_ERROR(GetDigest(in.getDigest(), field, &key.digest));
-  return key;
 }
 
 Result<std::vector<PrefixKey>> GetKeys(capnp::List<s::Key>::Reader in, std::string_view field) {
@@ -71,13 +50,8 @@ Result<std::vector<SlotId>> GetSlots(capnp::List<uint32_t>::Reader in, std::stri
 // The outcome's request id and status, into `id` and `status`.
 Status GetOutcome(s::Outcome::Reader in, std::string_view field, uint64_t* id, Status* status) {
   *id = in.getRequestId();
-  const uint8_t code = in.getStatusCode();
-  if (code > static_cast<uint8_t>(StatusCode::kInternal)) {
-    return Invalid(field, fmt::format("unknown status code {}", code));
-  }
-  STRATA_ASSIGN_OR_RETURN(std::string text, GetText(in.getErrorText(), field));
-  *status = code == 0 ? Status::Ok() : Status(static_cast<StatusCode>(code), std::move(text));
-  return Status::Ok();
+  return wire::codec::GetStatus(in.getStatusCode(), in.getErrorText(), kPoolTextBytesMax, field,
+                                status);
 }
 
 Result<PoolMessage> GetHello(s::Hello::Reader in) {
@@ -224,28 +198,8 @@ Result<PoolMessage> Get(s::Envelope::Reader env) {
 }  // namespace
 
 Result<PoolMessage> DecodePoolFrame(std::span<const uint64_t> words) {
-  static_assert(sizeof(capnp::word) == sizeof(uint64_t));
-  if (words.size() * sizeof(uint64_t) > kPoolFrameBytesMax) {
-    return Status::Corruption("pool frame over the size limit");
-  }
-  try {
-    kj::ArrayPtr<const capnp::word> array(reinterpret_cast<const capnp::word*>(words.data()),
-                                          words.size());
-    capnp::ReaderOptions options;
-    options.traversalLimitInWords = 2 * words.size() + kTraversalSlackWords;
-    options.nestingLimit = wire::kNestingLimit;
-    capnp::FlatArrayMessageReader reader(array, options);
-    if (reader.getEnd() != array.end()) {
-      return Status::Corruption(
-          fmt::format("{} words after the end of the message", array.end() - reader.getEnd()));
-    }
-    return Get(reader.getRoot<s::Envelope>());
-  } catch (const kj::Exception& e) {
-    return Status::Corruption(
-        fmt::format("not a readable Cap'n Proto message: {}", e.getDescription().cStr()));
-  } catch (const std::bad_alloc&) {
-    return Status::Corruption("decoding needed more memory than is available");
-  }
+  return wire::codec::DecodeEnvelope<s::Envelope, PoolMessage>(
+      words, kPoolFrameBytesMax, "pool frame", [](s::Envelope::Reader env) { return Get(env); });
 }
 
 }  // namespace strata::pool

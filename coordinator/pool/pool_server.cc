@@ -36,13 +36,13 @@ Status SetSendBound(int fd) {
 // The thread's state: nothing here is touched from another thread.
 struct PoolServer::Loop {
   struct Connection {
-    explicit Connection(attach::UniqueFd fd) : socket(std::move(fd)) {}
+    explicit Connection(wire::UniqueFd fd) : socket(std::move(fd)) {}
     PoolSocket socket;
     std::optional<SessionId> session;
   };
 
   Loop(const PoolServerOptions& options, const ManagerIdentity& identity, const Arena& arena,
-       attach::UniqueFd listener, int wake, StatsBox& stats)
+       wire::UniqueFd listener, int wake, StatsBox& stats)
       : identity(identity),
         arena(arena),
         listener(std::move(listener)),
@@ -65,7 +65,7 @@ struct PoolServer::Loop {
 
   const ManagerIdentity& identity;
   const Arena& arena;
-  attach::UniqueFd listener;
+  wire::UniqueFd listener;
   int wake;
   PoolCatalog catalog;
   uint32_t connections_max;
@@ -114,7 +114,7 @@ void PoolServer::Loop::Run() {
 
 void PoolServer::Loop::Accept() {
   while (true) {
-    attach::UniqueFd fd(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    wire::UniqueFd fd(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
     if (!fd.valid()) return;  // EAGAIN: none left
     if (connections.size() >= connections_max || !SetSendBound(fd.get()).ok()) continue;
     const int raw = fd.get();
@@ -175,15 +175,15 @@ Result<std::unique_ptr<PoolServer>> PoolServer::Start(const PoolServerOptions& o
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Arena> arena,
                           Arena::Create("strata-pool-" + options.name, options.slot_bytes,
                                         options.slot_count, options.huge_pages));
-  STRATA_ASSIGN_OR_RETURN(attach::UniqueFd listener, ListenUnix(options.socket_path));
-  attach::UniqueFd wake(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  STRATA_ASSIGN_OR_RETURN(wire::UniqueFd listener, ListenUnix(options.socket_path));
+  wire::UniqueFd wake(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!wake.valid()) return Status::FromErrno(errno, "eventfd");
   return std::unique_ptr<PoolServer>(
       new PoolServer(options, std::move(arena), std::move(listener), std::move(wake), generation));
 }
 
 PoolServer::PoolServer(const PoolServerOptions& options, std::unique_ptr<Arena> arena,
-                       attach::UniqueFd listener, attach::UniqueFd wake, uint64_t generation)
+                       wire::UniqueFd listener, wire::UniqueFd wake, uint64_t generation)
     : options_(options),
       identity_{.pool_name = options.name,
                 .generation = generation,

@@ -11,12 +11,12 @@
 #include <string>
 #include <thread>
 
-#include "attach/client/unique_fd.h"
 #include "coordinator/pool/arena.h"
 #include "coordinator/pool/pool_catalog.h"
 #include "coordinator/pool/pool_dispatch.h"
 #include "coordinator/pool/pool_traffic.h"
 #include "store/base/mutex.h"
+#include "wire/unique_fd.h"
 
 namespace strata::pool {
 
@@ -58,12 +58,12 @@ class PoolServer {
  private:
   struct Loop;
   PoolServer(const PoolServerOptions& options, std::unique_ptr<Arena> arena,
-             attach::UniqueFd listener, attach::UniqueFd wake, uint64_t generation);
+             wire::UniqueFd listener, wire::UniqueFd wake, uint64_t generation);
 
   PoolServerOptions options_;
   ManagerIdentity identity_;
   std::unique_ptr<Arena> arena_;
-  attach::UniqueFd wake_;  // an eventfd: Stop() writes it
+  wire::UniqueFd wake_;  // an eventfd: Stop() writes it
   struct StatsBox {
     mutable Mutex mu;
     PoolManagerStats stats GUARDED_BY(mu);

@@ -23,7 +23,9 @@
 #include "attach/client/attach_client.h"
 #include "cuda/driver_api.h"
 #include "launch/presets.h"
+#include "tests/support/attach_conversations.h"
 #include "tests/support/attach_events.h"
+#include "tests/support/child_process.h"
 #include "tests/support/wait_for_file.h"
 
 namespace strata::attach {
@@ -173,45 +175,18 @@ AttachIdentity Identity() {
 }
 
 std::vector<Token> Tokens(uint64_t c) {
-  std::vector<Token> t(kConversationPages * Geometry().page_tokens);
-  for (size_t i = 0; i < t.size(); ++i) t[i] = static_cast<Token>(c * 1'000'000 + i);
-  return t;
-}
-
-template <typename Done>
-bool WaitEvents(AttachClient& client, std::vector<AttachEvent>& events, Done done) {
-  return strata::testing::WaitAttachEvents(client, events, kBound, done);
-}
-
-size_t Count(const std::vector<AttachEvent>& events, StoreEvent::Kind kind) {
-  return strata::testing::CountStoreEvents(events, kind);
+  return strata::testing::ConversationTokens(c * 1'000'000,
+                                             kConversationPages * Geometry().page_tokens);
 }
 
 // Publishes conversation c from pages c*64.. and row c; waits for kStored.
 ::testing::AssertionResult Publish(AttachClient& client, uint64_t c) {
-  const std::vector<Token> tokens = Tokens(c);
-  const PrefixHistory history(tokens);
-  PublishedCheckpoint cp;
-  cp.checkpoint_id = c + 1;
-  cp.key = history.key_at(tokens.size());
-  cp.bucket = history.bucket_digest(tokens.size());
-  for (uint64_t p = 0; p < kConversationPages; ++p) {
-    cp.chain.emplace_back(static_cast<uint32_t>(c * kConversationPages + p));
-  }
-  cp.tail_pages = kConversationPages;
-  cp.row_slot = StateSlot(static_cast<uint32_t>(c));
-  if (!client.Store(cp).ok()) return ::testing::AssertionFailure() << "store";
-  std::vector<AttachEvent> events;
-  if (!WaitEvents(client, events,
-                  [](const auto& e) {
-                    return Count(e, StoreEvent::Kind::kStored) +
-                               Count(e, StoreEvent::Kind::kStoreFailed) >
-                           0;
-                  }) ||
-      Count(events, StoreEvent::Kind::kStored) != 1) {
-    return ::testing::AssertionFailure() << "conversation " << c << " was not stored";
-  }
-  return ::testing::AssertionSuccess();
+  const strata::testing::ConversationUnits from = {
+      .first_page = static_cast<uint32_t>(c * kConversationPages),
+      .pages = kConversationPages,
+      .row = static_cast<uint32_t>(c)};
+  return strata::testing::StoreAndAwait(
+      client, strata::testing::ConversationCheckpoint(Tokens(c), c + 1, from), kBound);
 }
 
 using Await = strata::testing::AwaitRestore;
@@ -220,10 +195,8 @@ using Await = strata::testing::AwaitRestore;
 // row `row`; with kFetched, waits for the event.
 ::testing::AssertionResult Restore(AttachClient& client, uint64_t c, uint32_t first, uint32_t row,
                                    Await await) {
-  InboundTicket ticket;
-  ticket.ticket = JobId(100 + c);
-  ticket.row_slot = StateSlot(row);
-  for (uint64_t p = 0; p < kConversationPages; ++p) ticket.page_ids.emplace_back(first + p);
+  const InboundTicket ticket = strata::testing::ConversationTicket(
+      JobId(100 + c), {.first_page = first, .pages = kConversationPages, .row = row});
   return strata::testing::LookupAndRestore(client, Tokens(c), ticket, kBound, await)
          << " (conversation " << c << ")";
 }
@@ -250,57 +223,21 @@ TEST(GpuAttachChildTest, AsksForARestoreThenWaitsToBeKilled) {
 
 class StrataRank {
  public:
-  explicit StrataRank(const fs::path& dir) : socket_(dir / "rank.sock"), log_(dir / "rank.log") {
-    std::vector<std::string> args = {StrataBin(),
-                                     "rank",
-                                     "--attach-socket",
-                                     socket_.string(),
-                                     "--gpus",
-                                     std::to_string(Device()),
-                                     "--prefix-cache-memory",
-                                     "512MiB",
-                                     "--preset",
-                                     kPreset,
-                                     "--pages",
-                                     std::to_string(kPages),
-                                     "--rows",
-                                     std::to_string(kRows),
-                                     "--metrics-port",
-                                     "0"};
-    std::vector<char*> argv;
-    argv.reserve(args.size() + 1);
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      std::FILE* f = std::fopen(log_.c_str(), "w");
-      ::dup2(::fileno(f), 1);
-      ::dup2(::fileno(f), 2);
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
-    }
-  }
-  ~StrataRank() { (void)Stop(); }
+  explicit StrataRank(const fs::path& dir)
+      : socket_(dir / "rank.sock"),
+        process_({StrataBin(), "rank", "--attach-socket", socket_.string(), "--gpus",
+                  std::to_string(Device()), "--prefix-cache-memory", "512MiB", "--preset", kPreset,
+                  "--pages", std::to_string(kPages), "--rows", std::to_string(kRows),
+                  "--metrics-port", "0"},
+                 (dir / "rank.log").string()) {}
   const fs::path& socket() const { return socket_; }
-  int Stop() {
-    if (pid_ <= 0) return exit_code_;
-    ::kill(pid_, SIGTERM);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-    exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    return exit_code_;
-  }
-  std::string Log() const {
-    std::ifstream f(log_);
-    return std::string(std::istreambuf_iterator<char>(f), {});
-  }
+  // SIGTERM, then the exit code within the bound (-1: it did not end).
+  int Stop() { return process_.Stop(kBound); }
+  std::string Log() const { return process_.Log(); }
 
  private:
   fs::path socket_;
-  fs::path log_;
-  pid_t pid_ = -1;
-  int exit_code_ = -1;
+  strata::testing::ChildProcess process_;
 };
 
 TEST(GpuAttachTest, VmmPlanesRestoreByteExactAndAKilledRuntimeIsDrainedBeforeTheNext) {

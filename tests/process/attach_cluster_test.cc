@@ -25,7 +25,9 @@
 #include <random>
 #include <set>
 
+#include "tests/support/attach_conversations.h"
 #include "tests/support/attach_events.h"
+#include "tests/support/child_process.h"
 #include "tests/support/wait_for_file.h"
 #include "tests/unit/attach/attach_test_support.h"
 
@@ -46,45 +48,33 @@ constexpr auto kBound = 30s;
 
 CacheGeometry Geometry() { return *PresetGeometry("tiny", kWorld, kPages, kRows); }
 
-// The byte conversation c's unit `unit` of allocation `a` holds on `rank`.
-uint8_t Byte(uint32_t rank, uint64_t c, size_t a, uint64_t unit, uint64_t offset) {
-  return testing::Pattern(c + 1000 * rank, a, unit, offset);
+// The bytes conversation c's units hold on `rank`.
+strata::testing::UnitByte Bytes(uint32_t rank, uint64_t c) {
+  return [=](size_t a, uint64_t unit, uint64_t offset) {
+    return testing::Pattern(c + 1000 * rank, a, unit, offset);
+  };
 }
 
 // Where conversation c's pages and row live when published, and where a
 // restore puts them (other ids and another slot).
-uint32_t SourcePage(uint64_t c, uint64_t p) { return static_cast<uint32_t>(c * 4 + p); }
-uint32_t SourceRow(uint64_t c) { return static_cast<uint32_t>(c); }
-uint32_t RestoredPage(uint64_t c, uint64_t p) { return static_cast<uint32_t>(40 + c * 4 + p); }
-uint32_t RestoredRow(uint64_t c) { return static_cast<uint32_t>(10 + c); }
+strata::testing::ConversationUnits SourceUnits(uint64_t c) {
+  return strata::testing::NthConversationUnits(c, kPagesPerConversation, 0,
+                                               static_cast<uint32_t>(c));
+}
+strata::testing::ConversationUnits RestoredUnits(uint64_t c) {
+  return strata::testing::NthConversationUnits(c, kPagesPerConversation, 40,
+                                               static_cast<uint32_t>(10 + c));
+}
 
 void Fill(RuntimePlanes& planes, uint32_t rank) {
   for (uint64_t c = 0; c < kConversations; ++c) {
-    for (size_t a = 0; a < planes.allocations.size(); ++a) {
-      const bool row = planes.allocations[a].group == AllocationGroup::kStateRows;
-      for (uint64_t i = 0; i < (row ? 1 : kPagesPerConversation); ++i) {
-        uint8_t* unit = planes.Unit(a, row ? SourceRow(c) : SourcePage(c, i));
-        for (uint64_t o = 0; o < planes.allocations[a].unit_bytes; ++o) {
-          unit[o] = Byte(rank, c, a, i, o);
-        }
-      }
-    }
+    strata::testing::FillConversation(planes, SourceUnits(c), Bytes(rank, c));
   }
 }
 
 // Bytes of conversation c's restored units that differ from what was published.
 uint64_t Mismatches(const RuntimePlanes& planes, uint32_t rank, uint64_t c) {
-  uint64_t n = 0;
-  for (size_t a = 0; a < planes.allocations.size(); ++a) {
-    const bool row = planes.allocations[a].group == AllocationGroup::kStateRows;
-    for (uint64_t i = 0; i < (row ? 1 : kPagesPerConversation); ++i) {
-      const uint8_t* unit = planes.Unit(a, row ? RestoredRow(c) : RestoredPage(c, i));
-      for (uint64_t o = 0; o < planes.allocations[a].unit_bytes; ++o) {
-        n += unit[o] != Byte(rank, c, a, i, o) ? 1 : 0;
-      }
-    }
-  }
-  return n;
+  return strata::testing::ConversationMismatches(planes, RestoredUnits(c), Bytes(rank, c));
 }
 
 AttachIdentity Identity(uint32_t rank) {
@@ -200,78 +190,51 @@ class PeerRuntimeProcess {
 // One `strata rank` process of the job.
 class RankProcess {
  public:
-  RankProcess(const fs::path& dir, uint32_t rank, uint16_t base_port) {
-    const std::string r = std::to_string(rank);
-    socket_ = (dir / ("rank" + r + ".sock")).string();
-    log_ = (dir / ("rank" + r + ".log")).string();
-    std::vector<std::string> args = {std::getenv("STRATA_BIN"),
-                                     "rank",
-                                     "--rank",
-                                     r,
-                                     "--local-rank",
-                                     r,
-                                     "--world-size",
-                                     std::to_string(kWorld),
-                                     "--master-addr",
-                                     "127.0.0.1",
-                                     "--master-port",
-                                     std::to_string(base_port),
-                                     "--metrics-port",
-                                     std::to_string(base_port + 10),
-                                     "--job-secret-file",
-                                     (dir / "job.secret").string(),
-                                     "--prefix-cache-disk",
-                                     (dir / ("rank" + r)).string(),
-                                     "--prefix-cache-disk-limit",
-                                     "64MiB",
-                                     "--pages",
-                                     std::to_string(kPages),
-                                     "--rows",
-                                     std::to_string(kRows),
-                                     "--connect-timeout",
-                                     "30s",
-                                     "--attach-socket",
-                                     socket_};
-    std::vector<char*> argv;
-    argv.reserve(args.size() + 1);
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      std::FILE* f = std::fopen(log_.c_str(), "w");
-      ::dup2(::fileno(f), 1);
-      ::dup2(::fileno(f), 2);
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
-    }
-  }
-  ~RankProcess() {
-    if (pid_ > 0) ::kill(pid_, SIGKILL);
-    if (pid_ > 0) ::waitpid(pid_, nullptr, 0);
-  }
+  RankProcess(const fs::path& dir, uint32_t rank, uint16_t base_port)
+      : socket_((dir / ("rank" + std::to_string(rank) + ".sock")).string()),
+        process_(Args(dir, rank, base_port, socket_),
+                 (dir / ("rank" + std::to_string(rank) + ".log")).string()) {}
   const std::string& socket() const { return socket_; }
   // SIGTERM, then the exit code within the bound (-1: it did not end).
-  int Stop() {
-    const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0));
-    ::kill(pid_, SIGTERM);
-    pollfd p{pidfd, POLLIN, 0};
-    const bool ended = pidfd >= 0 && ::poll(&p, 1, static_cast<int>(kBound / 1ms)) == 1;
-    if (pidfd >= 0) ::close(pidfd);
-    if (!ended) return -1;
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-  std::string Log() const {
-    std::ifstream f(log_);
-    return std::string(std::istreambuf_iterator<char>(f), {});
-  }
+  int Stop() { return process_.Stop(kBound); }
+  std::string Log() const { return process_.Log(); }
 
  private:
+  static std::vector<std::string> Args(const fs::path& dir, uint32_t rank, uint16_t base_port,
+                                       const std::string& socket) {
+    const std::string r = std::to_string(rank);
+    return {std::getenv("STRATA_BIN"),
+            "rank",
+            "--rank",
+            r,
+            "--local-rank",
+            r,
+            "--world-size",
+            std::to_string(kWorld),
+            "--master-addr",
+            "127.0.0.1",
+            "--master-port",
+            std::to_string(base_port),
+            "--metrics-port",
+            std::to_string(base_port + 10),
+            "--job-secret-file",
+            (dir / "job.secret").string(),
+            "--prefix-cache-disk",
+            (dir / ("rank" + r)).string(),
+            "--prefix-cache-disk-limit",
+            "64MiB",
+            "--pages",
+            std::to_string(kPages),
+            "--rows",
+            std::to_string(kRows),
+            "--connect-timeout",
+            "30s",
+            "--attach-socket",
+            socket};
+  }
+
   std::string socket_;
-  std::string log_;
-  pid_t pid_ = -1;
+  strata::testing::ChildProcess process_;
 };
 
 std::set<std::string> RecordFiles(const fs::path& dir) {
@@ -295,32 +258,18 @@ size_t Count(const std::vector<AttachEvent>& events, StoreEvent::Kind kind) {
 }
 
 std::vector<Token> Tokens(uint64_t c) {
-  std::vector<Token> t(kPagesPerConversation * Geometry().page_tokens);
-  for (size_t i = 0; i < t.size(); ++i) t[i] = static_cast<Token>(c * 100'000 + i);
-  return t;
+  return strata::testing::ConversationTokens(c * 100'000,
+                                             kPagesPerConversation * Geometry().page_tokens);
 }
 
 PublishedCheckpoint Checkpoint(uint64_t c) {
-  const std::vector<Token> tokens = Tokens(c);
-  const PrefixHistory history(tokens);
-  PublishedCheckpoint cp;
-  cp.checkpoint_id = c + 1;
-  cp.key = history.key_at(tokens.size());
-  cp.bucket = history.bucket_digest(tokens.size());
-  for (uint64_t p = 0; p < kPagesPerConversation; ++p) cp.chain.emplace_back(SourcePage(c, p));
-  cp.tail_pages = kPagesPerConversation;
-  cp.row_slot = StateSlot(SourceRow(c));
-  return cp;
+  return strata::testing::ConversationCheckpoint(Tokens(c), c + 1, SourceUnits(c));
 }
 
 // Looks conversation c up and restores it into its RestoredPage/RestoredRow ids.
 ::testing::AssertionResult Restore(AttachClient& client, uint64_t c) {
-  InboundTicket ticket;
-  ticket.ticket = JobId(100 + c);
-  ticket.row_slot = StateSlot(RestoredRow(c));
-  for (uint64_t p = 0; p < kPagesPerConversation; ++p) {
-    ticket.page_ids.emplace_back(RestoredPage(c, p));
-  }
+  const InboundTicket ticket =
+      strata::testing::ConversationTicket(JobId(100 + c), RestoredUnits(c));
   return strata::testing::LookupAndRestore(client, Tokens(c), ticket, kBound,
                                            strata::testing::AwaitRestore::kFetched)
          << " (conversation " << c << ")";

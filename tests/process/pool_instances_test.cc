@@ -28,7 +28,9 @@
 
 #include "launch/presets.h"
 #include "store/record/record_layout.h"
+#include "tests/support/attach_conversations.h"
 #include "tests/support/attach_events.h"
+#include "tests/support/child_process.h"
 #include "tests/support/wait_for_file.h"
 #include "tests/unit/attach/attach_test_support.h"
 
@@ -56,83 +58,37 @@ CacheGeometry Geometry(const std::string& preset) {
   return *PresetGeometry(preset, 1, kPages, kRows);
 }
 
-uint8_t Byte(uint64_t c, size_t a, uint64_t unit, uint64_t offset) {
-  return testing::Pattern(c, a, unit, offset);
+// The bytes A publishes for conversation c.
+strata::testing::UnitByte Bytes(uint64_t c) {
+  return [=](size_t a, uint64_t unit, uint64_t offset) {
+    return testing::Pattern(c, a, unit, offset);
+  };
 }
-uint32_t SourcePage(uint64_t c, uint64_t p) { return static_cast<uint32_t>(c * 4 + p); }
-uint32_t SourceRow(uint64_t c) { return static_cast<uint32_t>(c); }
-uint32_t RestoredPage(uint64_t c, uint64_t p) { return static_cast<uint32_t>(40 + c * 4 + p); }
-uint32_t RestoredRow(uint64_t c) { return static_cast<uint32_t>(10 + c % 6); }
+strata::testing::ConversationUnits SourceUnits(uint64_t c) {
+  return strata::testing::NthConversationUnits(c, kPagesPerConversation, 0,
+                                               static_cast<uint32_t>(c));
+}
+strata::testing::ConversationUnits RestoredUnits(uint64_t c) {
+  return strata::testing::NthConversationUnits(c, kPagesPerConversation, 40,
+                                               static_cast<uint32_t>(10 + c % 6));
+}
 
 void Fill(RuntimePlanes& planes) {
   for (uint64_t c = 0; c < kConversations; ++c) {
-    for (size_t a = 0; a < planes.allocations.size(); ++a) {
-      const bool row = planes.allocations[a].group == AllocationGroup::kStateRows;
-      for (uint64_t i = 0; i < (row ? 1 : kPagesPerConversation); ++i) {
-        uint8_t* unit = planes.Unit(a, row ? SourceRow(c) : SourcePage(c, i));
-        for (uint64_t o = 0; o < planes.allocations[a].unit_bytes; ++o) unit[o] = Byte(c, a, i, o);
-      }
-    }
+    strata::testing::FillConversation(planes, SourceUnits(c), Bytes(c));
   }
 }
 
 // Bytes of conversation c's restored units that differ from what A published.
 uint64_t Mismatches(const RuntimePlanes& planes, uint64_t c) {
-  uint64_t n = 0;
-  for (size_t a = 0; a < planes.allocations.size(); ++a) {
-    const bool row = planes.allocations[a].group == AllocationGroup::kStateRows;
-    for (uint64_t i = 0; i < (row ? 1 : kPagesPerConversation); ++i) {
-      const uint8_t* unit = planes.Unit(a, row ? RestoredRow(c) : RestoredPage(c, i));
-      for (uint64_t o = 0; o < planes.allocations[a].unit_bytes; ++o) {
-        n += unit[o] != Byte(c, a, i, o) ? 1 : 0;
-      }
-    }
-  }
-  return n;
+  return strata::testing::ConversationMismatches(planes, RestoredUnits(c), Bytes(c));
 }
 
-// A child process running `args` with its output in `log`.
-class Child {
+// A child process running `args` with its output in `log`; Stop is bounded.
+class Child : public strata::testing::ChildProcess {
  public:
-  Child(std::vector<std::string> args, std::string log) : log_(std::move(log)) {
-    std::vector<char*> argv;
-    argv.reserve(args.size() + 1);
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      std::FILE* f = std::fopen(log_.c_str(), "w");
-      ::dup2(::fileno(f), 1);
-      ::dup2(::fileno(f), 2);
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
-    }
-  }
-  ~Child() {
-    if (pid_ > 0) ::kill(pid_, SIGKILL);
-    if (pid_ > 0) ::waitpid(pid_, nullptr, 0);
-  }
-  // SIGTERM, then the exit code within the bound (-1: it did not end).
-  int Stop() {
-    const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0));
-    ::kill(pid_, SIGTERM);
-    pollfd p{pidfd, POLLIN, 0};
-    const bool ended = pidfd >= 0 && ::poll(&p, 1, static_cast<int>(kBound / 1ms)) == 1;
-    if (pidfd >= 0) ::close(pidfd);
-    if (!ended) return -1;
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-  std::string Log() const {
-    std::ifstream f(log_);
-    return std::string(std::istreambuf_iterator<char>(f), {});
-  }
-
- private:
-  std::string log_;
-  pid_t pid_ = -1;
+  using ChildProcess::ChildProcess;
+  int Stop() { return ChildProcess::Stop(kBound); }
 };
 
 std::string Bin() { return std::getenv("STRATA_BIN"); }
@@ -164,33 +120,19 @@ Result<std::unique_ptr<AttachClient>> AttachTo(const fs::path& socket, const std
 }
 
 std::vector<Token> Tokens(uint64_t c) {
-  std::vector<Token> t(kPagesPerConversation * Geometry("tiny").page_tokens);
-  for (size_t i = 0; i < t.size(); ++i) t[i] = static_cast<Token>(c * 100'000 + i);
-  return t;
+  return strata::testing::ConversationTokens(c * 100'000,
+                                             kPagesPerConversation * Geometry("tiny").page_tokens);
 }
 
 PublishedCheckpoint Checkpoint(uint64_t c) {
-  const std::vector<Token> tokens = Tokens(c);
-  const PrefixHistory history(tokens);
-  PublishedCheckpoint cp;
-  cp.checkpoint_id = c + 1;
-  cp.key = history.key_at(tokens.size());
-  cp.bucket = history.bucket_digest(tokens.size());
-  for (uint64_t p = 0; p < kPagesPerConversation; ++p) cp.chain.emplace_back(SourcePage(c, p));
-  cp.tail_pages = kPagesPerConversation;
-  cp.row_slot = StateSlot(SourceRow(c));
-  return cp;
+  return strata::testing::ConversationCheckpoint(Tokens(c), c + 1, SourceUnits(c));
 }
 
 // Restores conversation c into its RestoredPage/RestoredRow ids, asking
 // again after a lookup that found nothing (a missed grace).
 ::testing::AssertionResult Restore(AttachClient& client, uint64_t c) {
-  InboundTicket ticket;
-  ticket.ticket = JobId(100 + c);
-  ticket.row_slot = StateSlot(RestoredRow(c));
-  for (uint64_t p = 0; p < kPagesPerConversation; ++p) {
-    ticket.page_ids.emplace_back(RestoredPage(c, p));
-  }
+  const InboundTicket ticket =
+      strata::testing::ConversationTicket(JobId(100 + c), RestoredUnits(c));
   ::testing::AssertionResult last = ::testing::AssertionFailure();
   for (int attempt = 0; attempt < kLookupAttempts && !last; ++attempt) {
     last = strata::testing::LookupAndRestore(client, Tokens(c), ticket, kBound,
@@ -260,14 +202,7 @@ TEST(PoolInstancesTest, InstancesShareEvictedRecordsThroughTheManager) {
   auto a_client = AttachTo(dir / "a.sock", "tiny", a_planes);
   ASSERT_TRUE(a_client.ok()) << a_client.status().ToString() << "\n" << a->Log();
   for (uint64_t c = 0; c < kConversations; ++c) {
-    ASSERT_TRUE((*a_client)->Store(Checkpoint(c)).ok());
-    std::vector<AttachEvent> events;
-    ASSERT_TRUE(strata::testing::WaitAttachEvents(**a_client, events, kBound, [](const auto& e) {
-      return strata::testing::CountStoreEvents(e, StoreEvent::Kind::kStored) +
-                 strata::testing::CountStoreEvents(e, StoreEvent::Kind::kStoreFailed) >
-             0;
-    })) << a->Log();
-    ASSERT_EQ(strata::testing::CountStoreEvents(events, StoreEvent::Kind::kStored), 1u) << a->Log();
+    ASSERT_TRUE(strata::testing::StoreAndAwait(**a_client, Checkpoint(c), kBound)) << a->Log();
   }
 
   // B never saw them: conversation 0 comes from the pool, byte-exact.

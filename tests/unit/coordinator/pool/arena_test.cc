@@ -15,7 +15,7 @@ TEST(ArenaTest, SecondMappingSeesTheSameBytes) {
   EXPECT_EQ((*arena)->page_kind(), PageKind::kOrdinary);
   std::memset((*arena)->Slot(SlotId(2)).data(), 0x5a, 8192);
 
-  attach::UniqueFd dup(::dup((*arena)->fd()));
+  wire::UniqueFd dup(::dup((*arena)->fd()));
   auto mapped = Arena::Map(std::move(dup), 8192, 4);
   ASSERT_TRUE(mapped.ok()) << mapped.status().ToString();
   const std::span<std::byte> slot = (*mapped)->Slot(SlotId(2));
@@ -39,7 +39,7 @@ TEST(ArenaTest, RejectsBadGeometry) {
             StatusCode::kInvalidArgument);
   auto small = Arena::Create("small", 4096, 1, HugePages::kNever);
   ASSERT_TRUE(small.ok());
-  attach::UniqueFd dup(::dup((*small)->fd()));
+  wire::UniqueFd dup(::dup((*small)->fd()));
   EXPECT_EQ(Arena::Map(std::move(dup), 4096, 2).status().code(), StatusCode::kInvalidArgument)
       << "an fd smaller than its announced geometry";
 }
