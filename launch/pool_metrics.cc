@@ -73,7 +73,8 @@ std::vector<MetricFamily> PoolClientMetrics(const pool::PoolInstanceStats& pool)
   out.push_back(one("strata_host_cache_dropped_total", MetricKind::kCounter,
                     "Records discarded, by reason (end_of_chain: evicted from the end of the "
                     "local chain without the pool taking them).",
-                    pool.dropped_end_of_chain, {{"tier", "memory"}, {"reason", "end_of_chain"}}));
+                    pool.dropped_end_of_chain,
+                    {{"tier", pool.end_of_chain_tier}, {"reason", "end_of_chain"}}));
   out.push_back(one("strata_pool_client_attached", MetricKind::kGauge,
                     "1 while this instance shares through its pool manager, else 0.",
                     pool.attached ? 1 : 0));

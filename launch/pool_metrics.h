@@ -15,7 +15,8 @@ namespace strata {
 std::vector<MetricFamily> PoolManagerMetrics(const pool::PoolManagerStats& stats);
 
 // A pooled instance's families beyond the store's: strata_pool_client_*, and
-// strata_host_cache_dropped_total{tier="memory",reason="end_of_chain"},
+// strata_host_cache_dropped_total{tier,reason="end_of_chain"} (tier: the end
+// of the local chain, memory or disk),
 // which the ops renderer merges into the rank's own dropped_total family.
 std::vector<MetricFamily> PoolClientMetrics(const pool::PoolInstanceStats& pool);
 

@@ -38,6 +38,8 @@ class PoolClient {
   static Result<std::unique_ptr<PoolClient>> Connect(const PoolClientOptions& options);
 
   const PoolHelloAccept& accepted() const { return accepted_; }
+  // The manager's arena as this client mapped it (tests corrupt slots here).
+  const Arena& arena() const { return *arena_; }
 
   // The pooled chain matching `tokens` (ascending keys), or nullopt. kBusy:
   // no answer within the lookup bound (the connection stays usable).

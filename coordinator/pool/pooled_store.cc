@@ -30,44 +30,139 @@ SourceTier TierOf(Tier tier) {
 
 }  // namespace
 
-PooledStore::PooledStore(HostStore& local, RecordIntake& intake, std::unique_ptr<PoolLink> link)
-    : local_(local), intake_(intake), link_(std::move(link)) {}
+PooledStore::PooledStore(PooledTiers tiers, std::unique_ptr<PoolLink> link)
+    : tiers_(std::move(tiers)), link_(std::move(link)) {
+  STRATA_ASSERT(tiers_.landing != nullptr && tiers_.intake != nullptr,
+                "a pooled store needs a landing tier for claims");
+}
 
 bool PooledStore::ConnectionLost(const Status& s) {
   return s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kIoError ||
          s.code() == StatusCode::kCorruption || s.code() == StatusCode::kAborted;
 }
 
+PooledStore::LocalAnswer PooledStore::LocalLookup(const PrefixHistory& history,
+                                                  uint64_t resident_tokens, uint64_t before) {
+  std::optional<HostHit> local = tiers_.local != nullptr
+                                     ? tiers_.local->Lookup(history, resident_tokens, before)
+                                     : std::nullopt;
+  if (!own_landing()) return {.hit = std::move(local)};
+  std::optional<HostHit> landed = tiers_.landing->Lookup(history, resident_tokens, before);
+  if (!landed) return {.hit = std::move(local)};
+  if (!local) return {.hit = std::move(landed), .from_landing = true};
+  // The landing tier is DRAM: ChooseSource prefers it only for a longer
+  // prefix than a local DRAM hit, and at equal length over NVMe.
+  std::array<SourceCandidate, 2> candidates{Candidate(TierOf(local->tier), local->chain),
+                                            Candidate(SourceTier::kHostDram, landed->chain)};
+  if (ChooseSource(candidates) == 1) return {.hit = std::move(landed), .from_landing = true};
+  return {.hit = std::move(local)};
+}
+
+std::optional<HostHit> PooledStore::Answer(LocalAnswer a) {
+  if (a.hit && a.from_landing) {
+    landing_hits_.insert(a.hit->endpoint);
+  } else if (a.hit) {
+    landing_hits_.erase(a.hit->endpoint);
+  }
+  return std::move(a.hit);
+}
+
 std::optional<HostHit> PooledStore::Lookup(const PrefixHistory& history, uint64_t resident_tokens,
                                            uint64_t before) {
-  std::optional<HostHit> local = local_.Lookup(history, resident_tokens, before);
+  LocalAnswer local = LocalLookup(history, resident_tokens, before);
   PoolClient* client = link_->client();
-  if (client == nullptr) return local;
+  if (client == nullptr) return Answer(std::move(local));
   ++stats_.lookups;
   Result<std::optional<std::vector<PrefixKey>>> pooled =
       client->Lookup(history.tokens(), resident_tokens, before);
   if (!pooled.ok()) {
     ++stats_.lookup_failures;
     if (ConnectionLost(pooled.status())) link_->Lost(pooled.status());
-    return local;
+    return Answer(std::move(local));
   }
-  if (!pooled->has_value()) return local;
+  if (!pooled->has_value()) return Answer(std::move(local));
   const std::vector<PrefixKey>& chain = **pooled;
+  const SourceTier local_tier =
+      local.from_landing || !local.hit ? SourceTier::kHostDram : TierOf(local.hit->tier);
   std::array<SourceCandidate, 2> candidates{
       Candidate(SourceTier::kPool, chain),
-      local ? Candidate(TierOf(local->tier), local->chain) : SourceCandidate{}};
+      local.hit ? Candidate(local_tier, local.hit->chain) : SourceCandidate{}};
   const std::optional<size_t> chosen = ChooseSource(candidates);
-  if (!chosen || candidates[*chosen].tier != SourceTier::kPool) return local;
+  if (!chosen || candidates[*chosen].tier != SourceTier::kPool) return Answer(std::move(local));
   if (Status s = ClaimAndImport(chain); !s.ok()) {
     ++stats_.claim_failures;
     spdlog::debug("prefix cache pool: restoring {} from the pool failed: {}",
                   chain.back().ToFileStem(), s.ToString());
     // FallbackAfterPoolFailure: the local hit is the local source (same
     // endpoint or shorter); none means recompute.
-    return local_.Lookup(history, resident_tokens, before);
+    return Answer(LocalLookup(history, resident_tokens, before));
   }
   ++stats_.claims;
-  return local_.Lookup(history, resident_tokens, before);
+  return Answer(LocalLookup(history, resident_tokens, before));
+}
+
+StoreOutcome PooledStore::Store(const PublishedCheckpoint& checkpoint) {
+  if (tiers_.local == nullptr) return StoreOutcome::kDisabled;
+  return tiers_.local->Store(checkpoint);
+}
+
+Status PooledStore::Fetch(const HostHit& hit, const InboundTicket& ticket) {
+  if (own_landing() && landing_hits_.erase(hit.endpoint) != 0) {
+    return tiers_.landing->Fetch(hit, ticket);
+  }
+  if (tiers_.local == nullptr) {
+    return Status::NotFound("no local tier holds " + hit.endpoint.ToFileStem());
+  }
+  return tiers_.local->Fetch(hit, ticket);
+}
+
+void PooledStore::NotifyOnProgress(std::shared_ptr<WakeSignal> signal) {
+  if (own_landing()) tiers_.landing->NotifyOnProgress(signal);
+  if (tiers_.local != nullptr) tiers_.local->NotifyOnProgress(std::move(signal));
+}
+
+namespace {
+
+void AddTier(TierStats& to, const TierStats& from) {
+  to.records += from.records;
+  to.bytes += from.bytes;
+  to.stored_total += from.stored_total;
+  to.evicted_total += from.evicted_total;
+  to.compacted_total += from.compacted_total;
+  to.expired_total += from.expired_total;
+  to.dropped_io_total += from.dropped_io_total;
+  to.packed_total += from.packed_total;
+  to.per_rank_total += from.per_rank_total;
+  to.abandoned_total += from.abandoned_total;
+  to.bytes_in_total += from.bytes_in_total;
+  to.bytes_out_total += from.bytes_out_total;
+}
+
+}  // namespace
+
+StoreStats PooledStore::Stats() const {
+  if (tiers_.local == nullptr) return tiers_.landing->Stats();
+  StoreStats s = tiers_.local->Stats();
+  if (!own_landing()) return s;
+  // One lookup per request: the landing tier's lookups are not added.
+  const StoreStats l = tiers_.landing->Stats();
+  s.slots_in_use += l.slots_in_use;
+  s.slots_total += l.slots_total;
+  s.hits += l.hits;
+  s.reused_tokens += l.reused_tokens;
+  s.fetches += l.fetches;
+  s.fetch_failed += l.fetch_failed;
+  AddTier(s.memory, l.memory);
+  return s;
+}
+
+Status PooledStore::Close() {
+  Status s = tiers_.local != nullptr ? tiers_.local->Close() : Status::Ok();
+  if (own_landing()) {
+    Status l = tiers_.landing->Close();
+    if (s.ok()) s = l;
+  }
+  return s;
 }
 
 Status PooledStore::ClaimAndImport(const std::vector<PrefixKey>& chain) {
@@ -92,7 +187,7 @@ Status PooledStore::ClaimAndImport(const std::vector<PrefixKey>& chain) {
       return Status::Corruption("pooled record " + chain[i].ToFileStem() + " holds the image of " +
                                 view.key.ToFileStem());
     }
-    Status s = intake_.Import(view, now_ms_);
+    Status s = tiers_.intake->Import(view, now_ms_);
     if (!s.ok() && s.code() != StatusCode::kAlreadyExists) return s;
     ++stats_.claimed_records;
     stats_.claimed_bytes += (*claimed)[i].size();
@@ -102,7 +197,8 @@ Status PooledStore::ClaimAndImport(const std::vector<PrefixKey>& chain) {
 
 void PooledStore::Poll(uint64_t now_ms, std::vector<StoreEvent>& events) {
   now_ms_ = std::max(now_ms_, now_ms);
-  local_.Poll(now_ms, events);
+  if (tiers_.local != nullptr) tiers_.local->Poll(now_ms, events);
+  if (own_landing()) tiers_.landing->Poll(now_ms, events);
 }
 
 Status PooledStore::PutOne(PoolClient& client, const RecordView& record) {
@@ -140,6 +236,7 @@ PoolInstanceStats PooledStore::pool_stats() const {
   PoolInstanceStats s = stats_;
   s.reconnects = link_->reconnects();
   s.attached = link_->sharing();
+  s.end_of_chain_tier = tiers_.end_of_chain_tier;
   return s;
 }
 

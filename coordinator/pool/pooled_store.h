@@ -1,17 +1,26 @@
 // PooledStore: an instance's local tiers joined to its pool manager (seed
-// 2.15, on the manager's host). A HostStore that answers from the local store
-// and, when the pool holds a longer prefix (ChooseSource), claims the pooled
-// chain, checks every record (the manager's checksum, then the image), imports
-// it as local records through RecordIntake and answers with the local tier's
-// ordinary hit, so the normal Fetch restores it. Any failure answers with the
-// local hit (or none: recompute). As the local tier's EvictionSink it puts
-// every record evicted from the end of the local chain (kind `cascade`); the
-// tier keeps the source until the put returns and drops it whatever the
-// answer (put_rules: end-of-chain eviction discards).
+// 2.15, on the manager's host), in any of the pooled configurations: memory,
+// disk, memory + disk (a composite), or no local tier at all.
+//
+// Lookups answer from the local chain and, when the pool holds a longer
+// prefix (ChooseSource: longest prefix, then the closest tier), claim the
+// pooled chain, check every record (the manager's checksum, then the image),
+// import it through the landing tier's RecordIntake and answer with that
+// tier's ordinary hit, so the normal Fetch restores it. The landing tier is
+// the memory tier itself when the local chain is one; otherwise a small
+// MemoryStore of its own (claims land in DRAM, the closest tier, and stay
+// there as a local copy until its LRU drops them; they are pooled already).
+// Any failure answers with the local hit (or none: recompute).
+//
+// As the EvictionSink of the end of the local chain (the memory tier, or
+// the disk tier when there is one) it puts every record evicted from there
+// (kind `cascade`); the tier keeps the source until the put returns and
+// drops it whatever the answer (put_rules: end-of-chain eviction discards).
 //
 // Not built: tickets begun on arrival (the lookup is synchronous, bounded by
 // the lookup grace), demotion before the tier fills, retries of refused puts,
-// disk tiers as the chain's end, claims straight into the planes.
+// claims straight into the planes, publishing into the pool with no local
+// tier (a pool-only instance only restores).
 //
 // Thread: the owner's (model worker) thread. Lookups and evictions talk to
 // the manager synchronously, each within its bound.
@@ -21,6 +30,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_set>
 
 #include "coordinator/pool/pool_link.h"
 #include "store/tier/host_store.h"
@@ -40,30 +50,45 @@ struct PoolInstanceStats {
   uint64_t put_bytes = 0;
   std::map<std::string, uint64_t> put_refusals;  // by status code name
   uint64_t dropped_end_of_chain = 0;             // evicted records the manager did not take
+  std::string end_of_chain_tier = "memory";      // the tier they were dropped from
   uint64_t reconnects = 0;
   bool attached = false;
 };
 
+// The tiers a PooledStore joins to the pool; all outlive it.
+struct PooledTiers {
+  HostStore* local = nullptr;  // the local chain (memory, disk or composite); null: none
+  // Where claimed records are imported: `local` when it is a MemoryStore,
+  // else a MemoryStore of the pool's own (then never `local`).
+  HostStore* landing = nullptr;
+  RecordIntake* intake = nullptr;  // the landing tier's
+  // Label of strata_host_cache_dropped_total{tier} for records the end of
+  // the local chain dropped after the manager did not take them.
+  std::string end_of_chain_tier = "memory";
+};
+
 class PooledStore final : public HostStore, public EvictionSink {
  public:
-  // `local` and `intake` (the same tier, e.g. a MemoryStore) outlive this
-  // store; the caller makes this store the tier's eviction sink.
-  PooledStore(HostStore& local, RecordIntake& intake, std::unique_ptr<PoolLink> link);
+  // The caller makes this store the end of the local chain's eviction sink.
+  PooledStore(PooledTiers tiers, std::unique_ptr<PoolLink> link);
+  // A memory tier as the whole local chain: `local` and `intake` are the
+  // same MemoryStore.
+  PooledStore(HostStore& local, RecordIntake& intake, std::unique_ptr<PoolLink> link)
+      : PooledStore(PooledTiers{.local = &local, .landing = &local, .intake = &intake},
+                    std::move(link)) {}
 
   std::optional<HostHit> Lookup(const PrefixHistory& history, uint64_t resident_tokens,
                                 uint64_t before) override;
-  StoreOutcome Store(const PublishedCheckpoint& checkpoint) override {
-    return local_.Store(checkpoint);
-  }
-  Status Fetch(const HostHit& hit, const InboundTicket& ticket) override {
-    return local_.Fetch(hit, ticket);
-  }
+  // Local tiers only; with none, kDisabled (a pool-only instance publishes
+  // nothing: exports from GPU caches are not built).
+  StoreOutcome Store(const PublishedCheckpoint& checkpoint) override;
+  Status Fetch(const HostHit& hit, const InboundTicket& ticket) override;
   void Poll(uint64_t now_ms, std::vector<StoreEvent>& events) override;
-  void NotifyOnProgress(std::shared_ptr<WakeSignal> signal) override {
-    local_.NotifyOnProgress(std::move(signal));
-  }
-  StoreStats Stats() const override { return local_.Stats(); }
-  Status Close() override { return local_.Close(); }
+  void NotifyOnProgress(std::shared_ptr<WakeSignal> signal) override;
+  // The local chain's, with the landing tier's memory counters, lookups,
+  // hits and restores added when the landing tier is its own.
+  StoreStats Stats() const override;
+  Status Close() override;
 
   // Puts the chain's held ancestors (root first; one the manager holds
   // already answers kAlreadyExists without bytes), then the evicted record.
@@ -81,8 +106,23 @@ class PooledStore final : public HostStore, public EvictionSink {
   // Whether `s` from the client means the connection is gone (vs a refusal).
   static bool ConnectionLost(const Status& s);
 
-  HostStore& local_;
-  RecordIntake& intake_;
+  // The landing tier is not the local chain (it is the pool's own).
+  bool own_landing() const { return tiers_.landing != tiers_.local; }
+  // A hit of the instance's own tiers, and which tier answered it.
+  struct LocalAnswer {
+    std::optional<HostHit> hit;
+    bool from_landing = false;  // an own landing tier's (Fetch goes there)
+  };
+  // The local chain's hit and, with an own landing tier, that tier's, as
+  // ChooseSource picks between them.
+  LocalAnswer LocalLookup(const PrefixHistory& history, uint64_t resident_tokens, uint64_t before);
+  // Returns `a`'s hit, noting where Fetch must send it.
+  std::optional<HostHit> Answer(LocalAnswer a);
+
+  PooledTiers tiers_;
+  // Endpoints whose last answered hit came from an own landing tier: Fetch
+  // sends them there.
+  std::unordered_set<PrefixKey> landing_hits_;
   std::unique_ptr<PoolLink> link_;
   uint64_t now_ms_ = 0;
   PoolInstanceStats stats_;

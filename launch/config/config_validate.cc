@@ -11,9 +11,9 @@ namespace strata {
 
 namespace {
 
-// What the instance side of the pool supports today (docs/pool.md): a
-// memory tier as the end of the local chain (so one process holds every
-// rank: ranks in separate processes refuse a memory tier).
+// What the instance side of the pool supports today (docs/pool.md): every
+// memory / disk / pool configuration of one process holding every rank;
+// ranks in separate processes (seed 2.14 + 2.15) are not built.
 Status ValidatePool(const RankConfig& c) {
   const PrefixCacheConfig& pc = c.prefix_cache;
   if (pc.pool_instance.has_value() && !pc.pool.has_value()) {
@@ -22,11 +22,13 @@ Status ValidatePool(const RankConfig& c) {
   }
   if (!pc.pool.has_value()) return Status::Ok();
   if (pc.pool->empty()) return Status::InvalidArgument("prefix_cache.pool: an empty socket path");
-  if (pc.memory_bytes == 0 || pc.disk_dir.has_value()) {
+  const ClusterConfig& cl = c.cluster;
+  if (cl.world_size > 1 && !cl.single_process) {
     return Status::InvalidArgument(
-        "prefix_cache.pool: needs a memory tier (prefix_cache.memory) and no disk tier "
-        "(prefix_cache.disk): a disk tier as the end of the local chain, or the pool alone, "
-        "is not built yet");
+        "prefix_cache.pool: ranks in separate processes (world_size " +
+        std::to_string(cl.world_size) +
+        ") share through a pool only with rank zero owning the session, which is not built "
+        "yet; run every rank in one process (cluster.single_process)");
   }
   return Status::Ok();
 }

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <string>
 
@@ -22,12 +23,7 @@ std::string InstanceSource(const RankConfig& config) {
   return std::string(host.data()) + ":" + std::to_string(::getpid());
 }
 
-}  // namespace
-
-std::unique_ptr<pool::PooledStore> AttachRankPool(const RankConfig& config,
-                                                  const CacheGeometry& geometry,
-                                                  MemoryStore& memory) {
-  if (!config.prefix_cache.pool) return nullptr;
+pool::PoolLinkOptions LinkOptions(const RankConfig& config, const CacheGeometry& geometry) {
   pool::PoolLinkOptions o;
   o.client.socket_path = *config.prefix_cache.pool;
   o.client.hello = pool::InstanceHello(
@@ -38,10 +34,44 @@ std::unique_ptr<pool::PooledStore> AttachRankPool(const RankConfig& config,
       std::chrono::milliseconds(pool::LookupGraceUs(pool::ManagerPlace::kLocalHost, 0) / 1000);
   // Claims copy through a local slab record, so the arena is only mapped.
   o.registration = pool::ArenaRegistration::kNone;
-  auto pooled =
-      std::make_unique<pool::PooledStore>(memory, memory, pool::PoolLink::AttachAtStartup(o));
+  return o;
+}
+
+}  // namespace
+
+std::unique_ptr<pool::PooledStore> AttachRankPool(const RankConfig& config,
+                                                  const CacheGeometry& geometry,
+                                                  MemoryStore& memory) {
+  if (!config.prefix_cache.pool) return nullptr;
+  auto pooled = std::make_unique<pool::PooledStore>(
+      memory, memory, pool::PoolLink::AttachAtStartup(LinkOptions(config, geometry)));
   memory.SetEvictionSink(pooled.get());
   return pooled;
+}
+
+Result<std::unique_ptr<RankPool>> AttachRankPoolWithDisk(const RankConfig& config,
+                                                         const CacheGeometry& geometry,
+                                                         DiskChainEnd end, HostRegistrar* registrar,
+                                                         std::unique_ptr<Transfers> transfers) {
+  if (!config.prefix_cache.pool) return std::unique_ptr<RankPool>();
+  const uint64_t slot_bytes = RecordLayout(geometry).page_record_bytes();
+  const uint64_t slots = std::max(kPoolLandingBytes / slot_bytes, kPoolLandingSlotsMin);
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<SlabPool> slabs,
+                          SlabPool::Create(slot_bytes, slots, 0, registrar));
+  auto out = std::make_unique<RankPool>();
+  out->landing = std::make_unique<MemoryStore>(
+      geometry, std::shared_ptr<SlabPool>(std::move(slabs)), std::move(transfers));
+  pool::PooledTiers tiers{.landing = out->landing.get(), .intake = out->landing.get()};
+  if (auto* disk = std::get_if<DiskStore*>(&end)) tiers.local = *disk;
+  if (auto* composite = std::get_if<CompositeStore*>(&end)) tiers.local = *composite;
+  tiers.end_of_chain_tier = "disk";
+  out->store = std::make_unique<pool::PooledStore>(
+      std::move(tiers), pool::PoolLink::AttachAtStartup(LinkOptions(config, geometry)));
+  if (auto* disk = std::get_if<DiskStore*>(&end)) (*disk)->SetEvictionSink(out->store.get());
+  if (auto* composite = std::get_if<CompositeStore*>(&end)) {
+    (*composite)->SetEvictionSink(out->store.get());
+  }
+  return out;
 }
 
 }  // namespace strata

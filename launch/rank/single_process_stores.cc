@@ -57,8 +57,9 @@ class SingleProcessStores final : public RuntimeDriver {
   TransportDecision Transport() const override { return transport_; }
   bool has_memory_and_disk() const override { return composite_ != nullptr; }
   std::vector<MetricFamily> ExtraMetrics() const override {
-    if (!pooled_) return {};
-    return PoolClientMetrics(pooled_->pool_stats());
+    if (pooled_) return PoolClientMetrics(pooled_->pool_stats());
+    if (pool_) return PoolClientMetrics(pool_->store->pool_stats());
+    return {};
   }
   PlaneImporter* attach_planes() override { return attached_ ? &attached_->importer() : nullptr; }
 
@@ -136,6 +137,7 @@ class SingleProcessStores final : public RuntimeDriver {
       // Copies may still run: keep everything they could touch alive.
       (void)memory_.release();
       (void)pooled_.release();
+      (void)pool_.release();
       (void)disk_.release();
       (void)composite_.release();
       (void)local_.release();
@@ -144,7 +146,10 @@ class SingleProcessStores final : public RuntimeDriver {
       return s;
     }
     if (memory_) memory_->SetEvictionSink(nullptr);
+    if (disk_) disk_->SetEvictionSink(nullptr);
+    if (composite_) composite_->SetEvictionSink(nullptr);
     pooled_.reset();
+    pool_.reset();
     memory_.reset();
     disk_.reset();
     composite_.reset();
@@ -203,7 +208,7 @@ class SingleProcessStores final : public RuntimeDriver {
     }
     if (!disk) {
       summary_ = "prefix cache disabled (no memory, no disk)";
-      return Status::Ok();
+      return AttachPool(std::monostate{});
     }
     const uint64_t limit = *pc.disk_limit_bytes;  // resolved by OpenRankStores
     LocalDiskOptions o;
@@ -237,7 +242,7 @@ class SingleProcessStores final : public RuntimeDriver {
                  " slots), disk at " + local_->path() + ", limit " + Mib(limit) + ", " + scanned +
                  ", drain_on_shutdown " + DrainOnShutdownText(pc.drain_on_shutdown);
       store_ = composite_.get();
-      return Status::Ok();
+      return AttachPool(composite_.get());
     }
     STRATA_ASSIGN_OR_RETURN(
         disk_,
@@ -248,6 +253,20 @@ class SingleProcessStores final : public RuntimeDriver {
                          .free_bytes = [disk = local_.get()] { return disk->FreeBytes(); }}));
     summary_ = "disk store at " + local_->path() + ", limit " + Mib(limit) + ", " + scanned;
     store_ = disk_.get();
+    return AttachPool(disk_.get());
+  }
+
+  // With prefix_cache.pool and a local chain that is not a memory tier
+  // alone: the pool joins it (rank_pool.h).
+  Status AttachPool(DiskChainEnd end) {
+    if (!config_.prefix_cache.pool) return Status::Ok();
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> t, MakeTransfers());
+    STRATA_ASSIGN_OR_RETURN(
+        pool_, AttachRankPoolWithDisk(config_, geometry_, end, planes_->registrar(), std::move(t)));
+    if (store_ == nullptr) summary_ = "pool only (claims land in " + Mib(kPoolLandingBytes) + ")";
+    summary_ += ", pool at " + *config_.prefix_cache.pool +
+                (pool_->store->link().sharing() ? "" : " (not attached)");
+    store_ = pool_->store.get();
     return Status::Ok();
   }
 
@@ -259,7 +278,8 @@ class SingleProcessStores final : public RuntimeDriver {
   std::unique_ptr<AttachPlanes> attached_;  // with attach.socket only
   std::unique_ptr<LocalDisk> local_;
   std::unique_ptr<MemoryStore> memory_;
-  std::unique_ptr<pool::PooledStore> pooled_;  // with prefix_cache.pool only
+  std::unique_ptr<pool::PooledStore> pooled_;  // with prefix_cache.pool and memory only
+  std::unique_ptr<RankPool> pool_;             // with prefix_cache.pool and disk, or no local tier
   std::unique_ptr<DiskStore> disk_;
   std::unique_ptr<CompositeStore> composite_;
   HostStore* store_ = nullptr;

@@ -38,7 +38,9 @@ Status DiskFiles::Load(const std::vector<ScannedRecord>& records) {
                                  .has_row = r.row_present,
                                  .replicated_pages = r.pages_replicated,
                                  .replicated_row = r.row_replicated,
-                                 .bytes = r.file_bytes});
+                                 .bytes = r.file_bytes,
+                                 .parent = r.parent,
+                                 .bucket = r.bucket});
     file_of[r.key] = id;
     committed.push_back({r.key, r.parent, r.bucket, r.tail_page_count, NodeLocation(id),
                          r.row_present ? RowPresence::kPresent : RowPresence::kPageOnly,
@@ -109,7 +111,7 @@ bool DiskFiles::MakeRoom(uint64_t bytes) {
       break;
     }
     stats_.disk.evicted_total += d.removed.size();
-    ApplyRemoved(d.removed);
+    ApplyEvicted(d.removed);
     if (d.compacted) {
       ++stats_.disk.compacted_total;
       Truncate(d.compacted);

@@ -38,6 +38,7 @@
 #include "store/record/record_scan.h"
 #include "store/tier/disk_transport.h"
 #include "store/tier/host_store.h"
+#include "store/tier/record_handover.h"
 #include "store/tier/store_clock.h"
 
 namespace strata {
@@ -85,6 +86,7 @@ struct DiskStoreOptions {
 };
 
 class DiskOperationOwner;
+struct DiskHandover;  // disk_handover.h
 
 // One record's transport jobs, submitted as the transport has room (kBusy
 // keeps a job queued) and finished once every submitted job has reported.
@@ -95,7 +97,8 @@ struct DiskOperation {
     kTruncate,
     kUnlink,
     kSpill,
-    kReadInto
+    kReadInto,
+    kHandover,  // reads an evicted record (and its held ancestors) for the sink
   } kind = Kind::kStore;
   // Finishes the operation; null for truncates and unlinks (DiskFiles').
   DiskOperationOwner* owner = nullptr;
@@ -104,6 +107,10 @@ struct DiskOperation {
   uint64_t checkpoint_id = 0;
   uint64_t tag = 0;  // kSpill, kReadInto: the caller's
   std::optional<HostBuffers> host{};
+  // kHandover: each job's host buffers, by the record it reads, and what
+  // owns their memory and the records' metadata.
+  std::unordered_map<PrefixKey, HostBuffers> host_by_key{};
+  std::shared_ptr<DiskHandover> handover{};
   JobId ticket{};
   std::vector<PrefixKey> pinned{};  // unpinned by whoever finishes it
   std::deque<RecordJob> unsubmitted{};
@@ -146,6 +153,9 @@ class DiskFiles {
     uint64_t bytes = 0;    // charged
     bool written = true;   // false: held in host memory, no file yet
     bool writing = false;  // a store or spill of it is in flight
+    // As indexed: what a handover offers after the index forgot the record.
+    std::optional<PrefixKey> parent = std::nullopt;
+    Digest128 bucket{};
   };
 
   DiskFiles(const CacheGeometry& geometry, std::unique_ptr<DiskTransport> transport,
@@ -173,7 +183,9 @@ class DiskFiles {
   // Neither closed nor stopped.
   bool accepting() const { return !closed_ && transport_->stopped().ok(); }
   // An earlier file of `key` is still being written (its name is taken).
-  bool NameTaken(const PrefixKey& key) const { return orphaned_names_.count(key) != 0; }
+  bool NameTaken(const PrefixKey& key) const {
+    return orphaned_names_.count(key) != 0 || handing_over_.count(key) != 0;
+  }
   uint64_t used_bytes() const { return used_bytes_; }
   // The limit in force: the configured one, or lower after the filesystem
   // filled up (see the file comment).
@@ -205,6 +217,17 @@ class DiskFiles {
   // How long a lowered limit stands before, with nothing left to evict, the
   // configured limit is tried again.
   static constexpr uint64_t kRetryConfiguredLimitMs = 1'000;
+
+  // ---- Handover below the instance (seed 2.15, disk_handover.cc) ----
+  // From now on every committed record that capacity eviction (MakeRoom, not
+  // expiry or failures) removes is read back and offered to `sink` before
+  // its file is unlinked: this tier is the end of the local chain. The
+  // listener hears of the removal at once; the file's bytes stay charged
+  // and its name taken until the read ends and the unlink completes. Null
+  // (the default): evicted records are unlinked at once.
+  void SetEvictionSink(EvictionSink* sink) { eviction_sink_ = sink; }
+  // Handovers whose read is under way.
+  size_t handovers() const { return handing_over_.size(); }
 
   // ---- Removal ----
   void SetListener(DiskTierListener* listener) { listener_ = listener; }
@@ -251,6 +274,10 @@ class DiskFiles {
   void Unlink(const PrefixKey& key, uint64_t file_id);
   void Truncate(const std::optional<RowDrop>& drop);
   void ApplyRemoved(const std::vector<RemovedRecord>& removed);
+  // Capacity eviction's removals: handed over to eviction_sink_ when set
+  // and the records are committed files, dropped otherwise.
+  void ApplyEvicted(const std::vector<RemovedRecord>& removed);
+  void FinishHandover(DiskOperation& op);
   void PumpOnce();
   void Finish(DiskOperation& op);
   void FinishCleanup(const DiskOperation& op);
@@ -281,6 +308,9 @@ class DiskFiles {
   };
   std::unordered_map<JobId, JobRef> job_op_;
   DiskTierListener* listener_ = nullptr;
+  EvictionSink* eviction_sink_ = nullptr;
+  // Evicted records being read for the sink: key -> file id (still in files_).
+  std::unordered_map<PrefixKey, uint64_t> handing_over_;
   std::vector<RecordJobDone> done_;
   uint64_t next_file_ = 1;
   uint64_t next_op_ = 1;

@@ -72,7 +72,9 @@ void DiskFiles::PumpOnce() {
       const RecordJob& job = op.unsubmitted.front();
       const JobId id = job.id;
       const PrefixKey key = job.key;
-      Status s = op.host ? transport_->SubmitHost(job, *op.host) : transport_->Submit(job);
+      const HostBuffers* host = op.host ? &*op.host : nullptr;
+      if (auto h = op.host_by_key.find(key); h != op.host_by_key.end()) host = &h->second;
+      Status s = host != nullptr ? transport_->SubmitHost(job, *host) : transport_->Submit(job);
       if (s.code() == StatusCode::kBusy) break;
       op.unsubmitted.pop_front();
       if (!s.ok()) {
@@ -100,6 +102,8 @@ void DiskFiles::Finish(DiskOperation& op) {
   RecordLatency(op);
   if (op.owner != nullptr) {
     op.owner->FinishOperation(op);
+  } else if (op.kind == DiskOperation::Kind::kHandover) {
+    FinishHandover(op);
   } else {
     FinishCleanup(op);
   }
@@ -199,7 +203,8 @@ void DiskFiles::RecordLatency(const DiskOperation& op) {
     case DiskOperation::Kind::kStore:
     case DiskOperation::Kind::kSpill: h = &l.store; break;
     case DiskOperation::Kind::kFetch:
-    case DiskOperation::Kind::kReadInto: h = &l.fetch; break;
+    case DiskOperation::Kind::kReadInto:
+    case DiskOperation::Kind::kHandover: h = &l.fetch; break;
     case DiskOperation::Kind::kTruncate: h = &l.truncate; break;
     case DiskOperation::Kind::kUnlink: h = &l.unlink; break;
   }

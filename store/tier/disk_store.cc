@@ -61,8 +61,12 @@ StoreOutcome DiskStore::Store(const PublishedCheckpoint& cp) {
     if (parent_held) files_.Unpin({*cp.parent});
     return Count(outcome);
   }
-  const uint64_t file_id =
-      files_.AddFile({.tail_pages = tail, .bytes = bytes, .written = false, .writing = true});
+  const uint64_t file_id = files_.AddFile({.tail_pages = tail,
+                                           .bytes = bytes,
+                                           .written = false,
+                                           .writing = true,
+                                           .parent = parent,
+                                           .bucket = cp.bucket});
   Result<InsertResult> ins = index.Insert({cp.key, parent, cp.bucket, NodeLocation(file_id),
                                            TransferState::kInFlight, RowPresence::kPresent},
                                           files_.now_ms());

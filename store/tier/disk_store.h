@@ -61,6 +61,10 @@ class DiskStore final : public HostStore, private DiskOperationOwner {
   // Operations under way (stores, fetches, spills, reads, truncates, unlinks).
   size_t operations() const { return files_.operations(); }
 
+  // This tier as the end of the local chain: capacity evictions are read
+  // back and offered to `sink` before their files go (DiskFiles::SetEvictionSink).
+  void SetEvictionSink(EvictionSink* sink) { files_.SetEvictionSink(sink); }
+
   // The shared core, for a held-record tier over the same files (a
   // composite's); valid for this store's life.
   DiskFiles& files() { return files_; }

@@ -14,7 +14,8 @@ Result<uint32_t> HeldRecords::InsertHeld(const PublishedCheckpoint& cp) {
   STRATA_ASSERT(cp.chain.size() == cp.key.consumed / files_.geometry().page_tokens,
                 "published chain must hold every page from the root");
   const bool parent_held = cp.parent && index.Contains(*cp.parent);
-  const uint64_t file_id = files_.AddFile({.written = false});
+  const uint64_t file_id = files_.AddFile(
+      {.written = false, .parent = parent_held ? cp.parent : std::nullopt, .bucket = cp.bucket});
   Result<InsertResult> ins =
       index.Insert({cp.key, parent_held ? cp.parent : std::nullopt, cp.bucket,
                     NodeLocation(file_id), TransferState::kInFlight, RowPresence::kPresent},

@@ -104,6 +104,9 @@ class CompositeStore final : public HostStore, private DiskTierListener {
   Status Close() override;
 
   const DiskStore& disk() const { return *disk_; }
+  // The disk tier is the end of the local chain: its capacity evictions go to
+  // `sink` (DiskStore::SetEvictionSink); memory still evicts only to disk.
+  void SetEvictionSink(EvictionSink* sink) { disk_->SetEvictionSink(sink); }
   // The disk tier's held-record face (the same index as disk()).
   const HeldRecords& held() const { return *held_; }
   // Whether `key` has a memory copy, and whether that copy is durable.

@@ -273,17 +273,21 @@ TEST(ConfigTest, DiskLimitNeedsADirectory) {
   EXPECT_TRUE(ValidateConfig(c).ok());
 }
 
-TEST(ConfigTest, PoolNeedsAMemoryTierAndNoDisk) {
+TEST(ConfigTest, PoolWorksWithEveryLocalChainInOneProcess) {
   RankConfig c;
   ASSERT_TRUE(Set("prefix_cache.pool", std::string("/run/strata/pool.sock"), &c).ok());
   EXPECT_EQ(c.prefix_cache.pool, "/run/strata/pool.sock");
-  EXPECT_NE(ValidateConfig(c).message().find("prefix_cache.pool: needs a memory tier"),
-            std::string::npos);
+  EXPECT_TRUE(ValidateConfig(c).ok()) << "the pool alone";
   c.prefix_cache.memory_bytes = 1 << 20;
-  EXPECT_TRUE(ValidateConfig(c).ok());
+  EXPECT_TRUE(ValidateConfig(c).ok()) << "memory + pool";
   c.prefix_cache.disk_dir = "/tmp/x";
-  EXPECT_NE(ValidateConfig(c).message().find("and no disk tier"), std::string::npos);
-  c.prefix_cache.disk_dir.reset();
+  EXPECT_TRUE(ValidateConfig(c).ok()) << "memory + disk + pool";
+  c.prefix_cache.memory_bytes = 0;
+  EXPECT_TRUE(ValidateConfig(c).ok()) << "disk + pool";
+  c.cluster.world_size = 2;
+  EXPECT_NE(ValidateConfig(c).message().find("prefix_cache.pool: ranks in separate processes"),
+            std::string::npos);
+  c.cluster.world_size = 1;
   ASSERT_TRUE(Set("prefix_cache.pool_instance", std::string("node7-a"), &c).ok());
   EXPECT_TRUE(ValidateConfig(c).ok());
   c.prefix_cache.pool.reset();

@@ -1,0 +1,156 @@
+// DiskFiles' handover below the instance (seed 2.15): a record capacity
+// eviction removes is read back, offered to the EvictionSink, then unlinked.
+#include "store/tier/disk_handover.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "store/tier/disk_files.h"
+
+namespace strata {
+
+namespace {
+
+// Ancestors a handover reads with the evicted record, at most (as the memory
+// tier offers).
+constexpr size_t kHandoverAncestorsMax = 64;
+
+uint64_t RoundUp(uint64_t n) {
+  return (n + AlignedBytes::kAlign - 1) / AlignedBytes::kAlign * AlignedBytes::kAlign;
+}
+
+}  // namespace
+
+AlignedBytes::AlignedBytes(uint64_t bytes)
+    : data_(static_cast<std::byte*>(
+          std::aligned_alloc(kAlign, RoundUp(std::max<uint64_t>(bytes, 1))))) {
+  STRATA_ASSERT(data_ != nullptr, "handover buffer allocation failed");
+}
+
+void AlignedBytes::Free::operator()(std::byte* p) const { std::free(p); }
+
+RecordView HandoverRecord::View() const {
+  RecordView v;
+  v.key = key;
+  v.parent = parent;
+  v.bucket = bucket;
+  v.tail_pages = tail_pages;
+  v.replicated_pages = replicated_pages;
+  v.replicated_row = replicated_row;
+  for (uint32_t i = 0; i < tail_pages; ++i)
+    v.pages.emplace_back(bytes->data() + i * page_bytes, page_bytes);
+  if (has_row) v.row.emplace_back(bytes->data() + uint64_t{tail_pages} * page_bytes, row_bytes);
+  return v;
+}
+
+void DiskFiles::ApplyEvicted(const std::vector<RemovedRecord>& removed) {
+  const auto handed = [this](const RemovedRecord& r) {
+    auto f = files_.find(r.location.value);
+    return r.state == TransferState::kReady && f != files_.end() && f->second.written &&
+           !f->second.writing;
+  };
+  if (eviction_sink_ == nullptr || closed_ || !transport_->stopped().ok() ||
+      !std::all_of(removed.begin(), removed.end(), handed)) {
+    return ApplyRemoved(removed);
+  }
+  auto handover = std::make_shared<DiskHandover>();
+  DiskOperation op;
+  op.kind = DiskOperation::Kind::kHandover;
+  const auto add = [&](const PrefixKey& key, std::optional<PrefixKey> parent, Digest128 bucket,
+                       uint32_t tail, bool has_row, const File& f, std::optional<uint64_t> file) {
+    const uint64_t page_bytes = layout_.stored_page_record_bytes(f.replicated_pages);
+    const uint64_t row_bytes = has_row ? layout_.stored_row_segment_bytes(f.replicated_row) : 0;
+    HandoverRecord h{.key = key,
+                     .parent = parent,
+                     .bucket = bucket,
+                     .tail_pages = tail,
+                     .has_row = has_row,
+                     .replicated_pages = f.replicated_pages,
+                     .replicated_row = f.replicated_row,
+                     .page_bytes = page_bytes,
+                     .row_bytes = row_bytes,
+                     .evicted_file = file,
+                     .bytes = std::make_unique<AlignedBytes>(tail * page_bytes + row_bytes)};
+    HostBuffers b;
+    for (uint32_t i = 0; i < tail; ++i)
+      b.pages.push_back({h.bytes->data() + i * h.page_bytes, h.page_bytes});
+    if (has_row) b.row.push_back({h.bytes->data() + uint64_t{tail} * h.page_bytes, h.row_bytes});
+    RecordJob j;
+    j.kind = RecordJobKind::kFetch;
+    j.key = key;
+    j.parent = parent;
+    j.bucket = bucket;
+    j.tail_pages = tail;
+    j.replicated_pages = f.replicated_pages;
+    j.replicated_row = f.replicated_row;
+    op.unsubmitted.push_back(std::move(j));
+    op.host_by_key[key] = std::move(b);
+    handover->records.push_back(std::move(h));
+  };
+  // The evicted records' parents and buckets (the index has forgotten them).
+  // `removed` is a leaf, then the ancestors it left childless: the topmost
+  // one's parent is where the held chain starts.
+  std::vector<std::optional<PrefixKey>> parents;
+  std::vector<Digest128> buckets;
+  for (const RemovedRecord& r : removed) {
+    const File& f = files_.at(r.location.value);
+    parents.push_back(f.parent);
+    buckets.push_back(f.bucket);
+  }
+  std::vector<IndexEntry> held;
+  std::optional<PrefixKey> up = parents.empty() ? std::nullopt : parents.back();
+  while (up && held.size() < kHandoverAncestorsMax) {
+    std::optional<IndexEntry> e = index_.Find(*up);
+    if (!e || e->state != TransferState::kReady) break;
+    const File& f = files_.at(e->location.value);
+    if (!f.written || f.writing) break;
+    held.push_back(*e);
+    up = e->parent;
+  }
+  std::reverse(held.begin(), held.end());
+  for (const IndexEntry& e : held) {
+    const File& f = files_.at(e.location.value);
+    (void)index_.Pin(e.key);
+    handover->pinned.push_back(e.key);
+    add(e.key, e.parent, e.bucket_digest, e.tail_page_count,
+        e.row == RowPresence::kPresent && f.has_row, f, std::nullopt);
+  }
+  for (size_t i = removed.size(); i-- > 0;) {
+    const RemovedRecord& r = removed[i];
+    File& f = files_.at(r.location.value);
+    if (listener_ != nullptr) listener_->OnRecordRemoved(r.key);
+    handing_over_[r.key] = r.location.value;
+    releasing_bytes_ += f.bytes;  // charged until its unlink completes
+    add(r.key, parents[i], buckets[i], r.tail_page_count,
+        r.row == RowPresence::kPresent && f.has_row, f, r.location.value);
+  }
+  op.handover = std::move(handover);
+  Start(std::move(op));
+}
+
+void DiskFiles::FinishHandover(DiskOperation& op) {
+  DiskHandover& h = *op.handover;
+  if (op.status.ok() && eviction_sink_ != nullptr) {
+    // One offer per evicted record, each after what lies above it.
+    std::vector<RecordView> chain;
+    for (const HandoverRecord& r : h.records) {
+      chain.push_back(r.View());
+      if (r.evicted_file) eviction_sink_->OnEvicted(chain);
+    }
+  } else if (!op.status.ok()) {
+    ++stats_.disk.dropped_io_total;
+    spdlog::warn("disk tier: reading evicted record {} for the pool failed ({}); it is dropped",
+                 op.failed_key.ToFileStem(), op.status.ToString());
+  }
+  Unpin(h.pinned);
+  for (const HandoverRecord& r : h.records) {
+    if (!r.evicted_file) continue;
+    handing_over_.erase(r.key);
+    releasing_bytes_ -= files_.at(*r.evicted_file).bytes;
+    Unlink(r.key, *r.evicted_file);
+  }
+}
+
+}  // namespace strata

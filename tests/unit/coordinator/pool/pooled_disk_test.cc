@@ -1,0 +1,250 @@
+// The pooled configurations whose local chain ends in a disk tier, or is
+// empty (docs/pool.md, "Configurations"): two instances and a manager in one
+// process, over the manager's real socket and arena. A record evicted off
+// A's disk tier (disk + pool, memory + disk + pool) is read back, reaches the
+// pool, and B restores it byte-exact (the synthetic runtime checks every
+// restored byte) with a disk tier or with none; a refused put drops the
+// record at the end of the chain, counted; a corrupt pooled record is
+// refused, not restored.
+#include <gtest/gtest.h>
+
+#include <variant>
+
+#include "coordinator/pool/pool_server.h"
+#include "coordinator/pool/pooled_store.h"
+#include "launch/presets.h"
+#include "launch/runtime/synthetic_runtime.h"
+#include "store/tier/composite/composite_store.h"
+#include "store/tier/disk_store.h"
+#include "store/tier/local_disk.h"
+#include "store/tier/memory_store.h"
+#include "store/transfer/host_planes.h"
+#include "tests/unit/store/record/record_test_support.h"
+
+namespace strata::pool {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr uint64_t kConversationTokens = 640;  // one 10-page record each
+constexpr int kConversations = 6;
+constexpr uint64_t kRecordsOnDisk = 3;  // the disk limit, in 10-page records
+constexpr uint64_t kWarmSlots = 24;     // a composite's memory: about two records
+constexpr uint64_t kLandingSlots = 64;  // where claims land: several records
+
+enum class Chain : uint8_t { kDisk, kMemoryAndDisk, kPoolOnly };
+
+// One instance: synthetic planes, its local chain (a disk store, a composite
+// or nothing), the pool's landing tier, its pool link and runtime.
+struct Instance {
+  Instance(const std::string& socket_path, const std::string& source, Chain chain,
+           const std::string& base)
+      : geometry(*PresetGeometry("tiny", 1, 512, 16)), planes(geometry) {
+    const RecordLayout layout(geometry);
+    if (chain != Chain::kPoolOnly) {
+      LocalDiskOptions o;
+      o.base_dir = base;
+      o.host_headroom_bytes = 64ull << 20;
+      o.durability = Durability::kNone;
+      o.warm_slots = chain == Chain::kMemoryAndDisk ? kWarmSlots : 0;
+      Result<std::unique_ptr<LocalDisk>> d =
+          LocalDisk::Open(geometry, ComputeNamespaceIdentity("test-model", StateMode::kOrdinary),
+                          ComputeLayoutFingerprint(geometry), o);
+      open = d.status();
+      if (!d.ok()) return;
+      disk = std::move(*d);
+      auto transport = *disk->MakeTransport(*MakeHostTransfers(planes));
+      const uint64_t limit = kRecordsOnDisk * RecordFileBytes(layout, {.tail_pages = 10});
+      if (chain == Chain::kDisk) {
+        disk_store = *DiskStore::Open(geometry, std::move(transport), disk->scan().records,
+                                      {.disk_limit_bytes = limit});
+        local = disk_store.get();
+      } else {
+        CompositeStoreOptions co;
+        co.disk_limit_bytes = limit;
+        composite = *CompositeStore::Open(geometry, disk->pool(), *MakeHostTransfers(planes),
+                                          std::move(transport), disk->scan().records, co);
+        local = composite.get();
+      }
+    }
+    landing = std::make_unique<MemoryStore>(
+        geometry,
+        std::shared_ptr<SlabPool>(*SlabPool::Create(layout.page_record_bytes(), kLandingSlots, 0)),
+        *MakeHostTransfers(planes));
+    PoolLinkOptions link;
+    link.client.socket_path = socket_path;
+    link.client.hello = InstanceHello(geometry, NamespaceIdentity{3}, {source});
+    link.startup_retry_interval = 10ms;
+    std::unique_ptr<PoolLink> attached = PoolLink::AttachAtStartup(link);
+    pool_link = attached.get();
+    pooled = std::make_unique<PooledStore>(PooledTiers{.local = local,
+                                                       .landing = landing.get(),
+                                                       .intake = landing.get(),
+                                                       .end_of_chain_tier = "disk"},
+                                           std::move(attached));
+    if (disk_store) disk_store->SetEvictionSink(pooled.get());
+    if (composite) composite->SetEvictionSink(pooled.get());
+    runtime = std::make_unique<SyntheticRuntime>(planes, pooled.get(),
+                                                 SyntheticRuntimeOptions{.seed = 1});
+  }
+  ~Instance() {
+    runtime.reset();
+    if (pooled) {
+      EXPECT_TRUE(pooled->Close().ok());
+    }
+    if (disk_store) disk_store->SetEvictionSink(nullptr);
+    if (composite) composite->SetEvictionSink(nullptr);
+  }
+
+  // Runs kConversations one-turn conversations, then waits for the disk
+  // tier's writes and handovers.
+  void Compute() {
+    for (int i = 0; i < kConversations; ++i) {
+      EXPECT_TRUE(runtime->Turn(runtime->NewConversation(), kConversationTokens).ok());
+      EXPECT_TRUE(runtime->WaitForStores().ok());
+    }
+    if (disk_store) {
+      EXPECT_TRUE(disk_store->WaitIdle(10s));
+    }
+    if (composite) {
+      EXPECT_TRUE(composite->WaitIdle(1'000'000, 10s));
+    }
+  }
+  uint64_t disk_evictions() const {
+    return local != nullptr ? local->Stats().disk.evicted_total : 0;
+  }
+
+  Status open;
+  CacheGeometry geometry;
+  HostPlanes planes;
+  std::unique_ptr<LocalDisk> disk;
+  std::unique_ptr<DiskStore> disk_store;
+  std::unique_ptr<CompositeStore> composite;
+  HostStore* local = nullptr;
+  std::unique_ptr<MemoryStore> landing;
+  PoolLink* pool_link = nullptr;  // owned by `pooled`
+  std::unique_ptr<PooledStore> pooled;
+  std::unique_ptr<SyntheticRuntime> runtime;
+};
+
+#define SKIP_WITHOUT_DIRECT_IO(instance)                                 \
+  if ((instance).open.code() == StatusCode::kFailedPrecondition &&       \
+      (instance).open.message().find("O_DIRECT") != std::string::npos) { \
+    GTEST_SKIP() << (instance).open.message();                           \
+  }                                                                      \
+  ASSERT_TRUE((instance).open.ok()) << (instance).open.ToString()
+
+class PooledDiskTest : public ::testing::TestWithParam<Chain> {
+ protected:
+  // A manager on a socket in a scratch directory; `slot_count` slots of 64 KiB.
+  void StartManager(uint32_t slot_count) {
+    PoolServerOptions options;
+    options.name = "shared";
+    options.socket_path = socket_path();
+    options.slot_bytes = 64 * 1024;
+    options.slot_count = slot_count;
+    options.huge_pages = HugePages::kNever;
+    auto server = PoolServer::Start(options, 5);
+    ASSERT_TRUE(server.ok()) << server.status().ToString();
+    server_ = std::move(*server);
+  }
+  std::string socket_path() const { return sockets_.path() + "/pool.sock"; }
+
+  // B (a disk instance, or one with no local tier) turns conversation 0, the
+  // first A evicted off its disk, by five tokens.
+  TurnReport TurnFirst(Instance& b) {
+    std::vector<uint32_t> convs(kConversations);
+    for (uint32_t& c : convs) c = b.runtime->NewConversation();
+    Result<TurnReport> t = b.runtime->Turn(convs[0], kConversationTokens + 5);
+    EXPECT_TRUE(t.ok()) << t.status().ToString();
+    return t.ok() ? *t : TurnReport{};
+  }
+
+  testing::ScratchDir sockets_;
+  testing::ScratchDir dir_a_;
+  testing::ScratchDir dir_b_;
+  std::unique_ptr<PoolServer> server_;
+};
+
+TEST_P(PooledDiskTest, RecordsEvictedOffTheDiskReachThePoolAndAnotherInstanceRestoresThem) {
+  StartManager(512);
+  Instance a(socket_path(), "host-a", GetParam(), dir_a_.path());
+  SKIP_WITHOUT_DIRECT_IO(a);
+  ASSERT_TRUE(a.pooled->link().sharing());
+  a.Compute();
+  const PoolInstanceStats put = a.pooled->pool_stats();
+  EXPECT_GT(a.disk_evictions(), 0u);
+  EXPECT_GT(put.puts, 0u) << "records evicted off the disk went to the manager";
+  EXPECT_EQ(put.dropped_end_of_chain, 0u);
+  EXPECT_EQ(put.end_of_chain_tier, "disk");
+
+  for (Chain b_chain : {Chain::kDisk, Chain::kPoolOnly}) {
+    SCOPED_TRACE(b_chain == Chain::kDisk ? "B with a disk tier" : "B with the pool only");
+    testing::ScratchDir dir_b;
+    Instance b(socket_path(), "host-b", b_chain, dir_b.path());
+    ASSERT_TRUE(b.open.ok()) << b.open.ToString();
+    const TurnReport t = TurnFirst(b);
+    EXPECT_TRUE(t.host_hit);
+    EXPECT_EQ(t.host_reused_tokens, kConversationTokens);
+    EXPECT_EQ(t.computed_tokens, 5u);
+    EXPECT_EQ(b.runtime->stats().mismatches, 0u);
+    EXPECT_GT(b.runtime->stats().restored_bytes, 0u);
+    const PoolInstanceStats claimed = b.pooled->pool_stats();
+    EXPECT_EQ(claimed.claims, 1u);
+    EXPECT_EQ(claimed.claim_failures, 0u);
+    EXPECT_GT(b.pooled->Stats().memory.stored_total, 0u) << "the claim landed in DRAM";
+  }
+}
+
+TEST_P(PooledDiskTest, ARefusedPutDropsTheRecordAtTheEndOfTheChainCounted) {
+  StartManager(1);  // one 64 KiB slot: every 10-page record exceeds the arena
+  Instance a(socket_path(), "host-a", GetParam(), dir_a_.path());
+  SKIP_WITHOUT_DIRECT_IO(a);
+  ASSERT_TRUE(a.pooled->link().sharing());
+  a.Compute();
+  const PoolInstanceStats put = a.pooled->pool_stats();
+  EXPECT_GT(a.disk_evictions(), 0u);
+  EXPECT_EQ(put.puts, 0u);
+  EXPECT_FALSE(put.put_refusals.empty());
+  EXPECT_EQ(put.dropped_end_of_chain, a.disk_evictions());
+  // The disk keeps what fits (a composite also indexes its parked records).
+  EXPECT_GE(a.local->Stats().disk.records, kRecordsOnDisk);
+
+  Instance b(socket_path(), "host-b", Chain::kPoolOnly, dir_b_.path());
+  const TurnReport t = TurnFirst(b);
+  EXPECT_FALSE(t.host_hit) << "the pool holds nothing";
+  EXPECT_EQ(b.pooled->pool_stats().claims, 0u);
+}
+
+TEST_P(PooledDiskTest, ACorruptPooledRecordIsRefusedNotRestored) {
+  StartManager(512);
+  Instance a(socket_path(), "host-a", GetParam(), dir_a_.path());
+  SKIP_WITHOUT_DIRECT_IO(a);
+  a.Compute();
+  ASSERT_GT(a.pooled->pool_stats().puts, 0u);
+  // Every slot of the shared arena gets one flipped byte.
+  const Arena& arena = a.pool_link->client()->arena();
+  for (uint32_t s = 0; s < arena.slot_count(); ++s) {
+    std::span<std::byte> slot = arena.Slot(SlotId(s));
+    slot[slot.size() / 2] ^= std::byte{0x5a};
+  }
+  Instance b(socket_path(), "host-b", Chain::kDisk, dir_b_.path());
+  ASSERT_TRUE(b.open.ok()) << b.open.ToString();
+  const TurnReport t = TurnFirst(b);
+  EXPECT_FALSE(t.host_hit) << "a record failing its checksum is not restored";
+  EXPECT_EQ(t.computed_tokens, kConversationTokens + 5);
+  EXPECT_EQ(b.runtime->stats().mismatches, 0u);
+  const PoolInstanceStats claimed = b.pooled->pool_stats();
+  EXPECT_EQ(claimed.claims, 0u);
+  EXPECT_EQ(claimed.claim_failures, 1u);
+  EXPECT_EQ(b.pooled->Stats().memory.records, 0u) << "nothing corrupt landed";
+}
+
+INSTANTIATE_TEST_SUITE_P(EndOfChain, PooledDiskTest,
+                         ::testing::Values(Chain::kDisk, Chain::kMemoryAndDisk),
+                         [](const ::testing::TestParamInfo<Chain>& info) {
+                           return info.param == Chain::kDisk ? "DiskAndPool" : "MemoryDiskAndPool";
+                         });
+
+}  // namespace
+}  // namespace strata::pool
