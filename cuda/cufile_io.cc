@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <optional>
@@ -42,6 +43,10 @@ Result<std::unique_ptr<CuFileDirectIo>> CuFileDirectIo::Create(
       new CuFileDirectIo(std::move(library), std::move(driver), context, options));
   ContextGuard guard(*io->driver_, context);
   if (!guard.status().ok()) return guard.status();
+  Result<CuFileProperties> properties = io->library_->Properties();
+  if (properties.ok() && properties->max_batch_io_entries > 0) {
+    io->max_batch_entries_ = std::min(properties->max_batch_io_entries, kCuFileMaxBatchEntries);
+  }
   for (const CuFileBuffer& b : buffers) {
     Status s = io->library_->BufRegister(b.device, b.bytes);
     if (!s.ok()) {
@@ -86,14 +91,18 @@ std::vector<Status> CuFileDirectIo::Run(int fd, TransferDirection direction,
   }
   const CuFileOp op =
       direction == TransferDirection::kDeviceToHost ? CuFileOp::kWrite : CuFileOp::kRead;
-  for (const std::vector<DirectIoEntry>& b : batches) RunBatch(*file, op, b, out);
+  for (const std::vector<DirectIoEntry>& b : batches) {
+    for (size_t first = 0; first < b.size(); first += max_batch_entries_) {
+      const size_t n = std::min<size_t>(max_batch_entries_, b.size() - first);
+      RunBatch(*file, op, std::span<const DirectIoEntry>(b).subspan(first, n), out);
+    }
+  }
   library_->HandleDeregister(*file);
   ::close(*own);
   return out;
 }
 
-void CuFileDirectIo::RunBatch(CuFileHandle file, CuFileOp op,
-                              const std::vector<DirectIoEntry>& batch,
+void CuFileDirectIo::RunBatch(CuFileHandle file, CuFileOp op, std::span<const DirectIoEntry> batch,
                               std::vector<Status>& out) const {
   if (batch.empty()) return;
   const size_t first = out.size();

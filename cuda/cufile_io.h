@@ -2,9 +2,10 @@
 // GPU ranks (seed 2.6) over cuFile batch I/O (cuda/cufile_api.h). Registers the plane and row
 // buffers once (cuFileBufRegister) and deregisters them when destroyed; each Run registers the
 // file's handle (cuFileHandleRegister; the transport opened it O_DIRECT), submits one cuFile batch
-// per planned batch (a window's entries, cut by SplitDirectBatches to the driver's
-// max_batch_io_entries), waits for its entries within a bound, destroys it, and deregisters the
-// handle.
+// per planned batch (a window's entries, cut by SplitDirectBatches), each cut again to the
+// driver's own properties.max_batch_io_size as read at Create (cuFile 1.x on CUDA 13 allows
+// 128 whatever cufile.json asks, and refuses a larger batch with error 5022), waits for its
+// entries within a bound, destroys it, and deregisters the handle.
 //
 // An entry outside every registered buffer still runs (cuFile bounces it
 // through its own buffers, slower). A batch that cannot be set up or
@@ -16,9 +17,11 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "cuda/cufile_api.h"
+#include "cuda/cufile_policy.h"
 #include "cuda/driver_api.h"
 #include "store/tier/direct_file_io.h"
 
@@ -59,13 +62,14 @@ class CuFileDirectIo final : public DirectFileIo {
         options_(options) {}
   // The registered buffer holding [device, + bytes), or none.
   const CuFileBuffer* BufferOf(uint64_t device, uint64_t bytes) const;
-  void RunBatch(CuFileHandle file, CuFileOp op, const std::vector<DirectIoEntry>& batch,
+  void RunBatch(CuFileHandle file, CuFileOp op, std::span<const DirectIoEntry> batch,
                 std::vector<Status>& out) const;
 
   std::shared_ptr<CuFileLibrary> library_;
   std::shared_ptr<const CudaDriver> driver_;
   CudaContext context_;
   CuFileDirectIoOptions options_;
+  uint32_t max_batch_entries_ = kCuFileMaxBatchEntries;  // the driver's, from its properties
   std::vector<CuFileBuffer> registered_;
 };
 

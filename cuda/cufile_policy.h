@@ -11,9 +11,13 @@
 
 namespace strata {
 
-// cuFile's documented upper bound on properties.max_batch_io_size; a window
-// with more entries (64 pages x 36 planes = 2,304) runs as several batches.
-inline constexpr uint32_t kCuFileMaxBatchEntries = 256;
+// The batch size Strata asks cuFile for (properties.max_batch_io_size): the
+// most cuFile 1.x on CUDA 13 accepts (measured on the H200 host: cufile.json's
+// 256 is not taken, and a 256-entry cuFileBatchIOSetUp fails with error 5022,
+// "max allowed: 128"). A window with more entries (64 pages x 36 planes =
+// 2,304) runs as several batches; CuFileDirectIo also cuts each batch to the
+// driver's own reported limit.
+inline constexpr uint32_t kCuFileMaxBatchEntries = 128;
 
 // Whether cuFile may fall back to its host bounce buffers. Serving always
 // refuses; kAllowedForTests exists so the transport's job logic can run on a

@@ -32,7 +32,7 @@ RecordHeader DirectRecordHeader(const RecordHeaderBasis& basis, const RecordJob&
                                 uint64_t row_checksum, uint64_t created_unix_ns);
 
 struct DirectBatchBounds {
-  uint32_t max_entries = 256;           // cuFile's batch limit (kCuFileMaxBatchEntries)
+  uint32_t max_entries = 128;           // cuFile's batch limit (kCuFileMaxBatchEntries)
   uint64_t max_bytes = kMaxBatchBytes;  // per batch; a 4 KiB multiple
 };
 

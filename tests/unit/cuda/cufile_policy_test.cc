@@ -20,7 +20,7 @@ TEST(CuFilePolicyTest, ServingPolicyRefusesCompatModeAndSizesOneWindowEntry) {
   EXPECT_NE(json.find("\"allow_compat_mode\": false"), std::string::npos) << json;
   // A 16 MiB entry is one I/O.
   EXPECT_NE(json.find("\"max_direct_io_size_kb\": 16384"), std::string::npos) << json;
-  EXPECT_NE(json.find("\"max_batch_io_size\": 256"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"max_batch_io_size\": 128"), std::string::npos) << json;
 }
 
 TEST(CuFilePolicyTest, TestSwitchAllowsCompatMode) {
