@@ -10,27 +10,18 @@
 // nothing; the manager's /metrics counts the claims. Every wait is bounded.
 //
 // Run by ctest with STRATA_BIN set to the `strata` binary.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/socket.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <random>
 
-#include "launch/presets.h"
-#include "store/record/record_layout.h"
 #include "tests/support/attach_conversations.h"
 #include "tests/support/attach_events.h"
 #include "tests/support/child_process.h"
+#include "tests/support/pool_instances.h"
 #include "tests/support/wait_for_file.h"
 #include "tests/unit/attach/attach_test_support.h"
 
@@ -94,29 +85,20 @@ class Child : public strata::testing::ChildProcess {
 std::string Bin() { return std::getenv("STRATA_BIN"); }
 
 // One instance: a `strata rank` with the pool and an attach socket.
-std::unique_ptr<Child> StartInstance(const fs::path& dir, const std::string& name,
-                                     const std::string& preset, uint16_t metrics_port) {
-  const uint64_t memory = kMemorySlots * RecordLayout(Geometry(preset)).page_record_bytes();
-  return std::make_unique<Child>(
-      std::vector<std::string>{
-          Bin(), "rank", "--prefix-cache-memory", std::to_string(memory), "--prefix-cache-pool",
-          (dir / "pool.sock").string(), "--prefix-cache-pool-instance", name, "--preset", preset,
-          "--pages", std::to_string(kPages), "--rows", std::to_string(kRows), "--metrics-port",
-          std::to_string(metrics_port), "--attach-socket", (dir / (name + ".sock")).string()},
-      (dir / (name + ".log")).string());
+strata::testing::PoolInstanceSpec Spec(const fs::path& dir, const std::string& name,
+                                       const std::string& preset, uint16_t metrics_port) {
+  return {.dir = dir,
+          .name = name,
+          .preset = preset,
+          .pages = kPages,
+          .rows = kRows,
+          .memory_slots = kMemorySlots,
+          .pool_socket = dir / "pool.sock",
+          .metrics_port = metrics_port};
 }
-
-Result<std::unique_ptr<AttachClient>> AttachTo(const fs::path& socket, const std::string& preset,
-                                               const RuntimePlanes& planes) {
-  if (!strata::testing::WaitForFile(socket, kBound)) {
-    return Status::Unavailable(socket.string() + " did not appear");
-  }
-  return AttachClient::Attach({.socket_path = socket.string()},
-                              {.runtime_id = "runtime at " + socket.string(),
-                               .model_identity = "synthetic/" + preset,
-                               .state_mode = StateMode::kOrdinary,
-                               .page_tokens = Geometry(preset).page_tokens},
-                              planes.Shared());
+std::unique_ptr<Child> StartInstance(const strata::testing::PoolInstanceSpec& spec) {
+  return std::make_unique<Child>(strata::testing::PoolInstanceArgs(Bin(), spec),
+                                 spec.log().string());
 }
 
 std::vector<Token> Tokens(uint64_t c) {
@@ -141,47 +123,6 @@ PublishedCheckpoint Checkpoint(uint64_t c) {
   return last << " (conversation " << c << ")";
 }
 
-// Whether a lookup of conversation c over `client` finds anything.
-::testing::AssertionResult Finds(AttachClient& client, uint64_t c) {
-  const std::vector<Token> tokens = Tokens(c);
-  if (!client.Lookup(tokens, 0, tokens.size()).ok()) return ::testing::AssertionFailure();
-  std::vector<AttachEvent> events;
-  if (!strata::testing::WaitAttachEvents(client, events, kBound,
-                                         [](const auto& e) { return !e.empty(); })) {
-    return ::testing::AssertionFailure() << "no lookup result";
-  }
-  const auto* result = std::get_if<LookupResult>(&events[0]);
-  return result != nullptr && result->hit ? ::testing::AssertionSuccess()
-                                          : ::testing::AssertionFailure();
-}
-
-// The body of GET `path` on 127.0.0.1:`port` (empty on any failure).
-std::string HttpGet(uint16_t port, const std::string& path) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string out;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
-    const std::string request = "GET " + path + " HTTP/1.0\r\nHost: localhost\r\n\r\n";
-    if (::write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
-      char buf[4096];
-      ssize_t n = 0;
-      while ((n = ::read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
-    }
-  }
-  ::close(fd);
-  return out;
-}
-
-// The value of the sample line starting with `sample` in a /metrics body.
-uint64_t Sample(const std::string& metrics, const std::string& sample) {
-  const size_t at = metrics.find("\n" + sample + " ");
-  if (at == std::string::npos) return ~0ull;
-  return std::stoull(metrics.substr(at + sample.size() + 2));
-}
-
 TEST(PoolInstancesTest, InstancesShareEvictedRecordsThroughTheManager) {
   ASSERT_NE(std::getenv("STRATA_BIN"), nullptr) << "set STRATA_BIN to the strata binary";
   const fs::path dir = fs::temp_directory_path() / ("strata-pool-" + std::to_string(::getpid()));
@@ -196,19 +137,21 @@ TEST(PoolInstancesTest, InstancesShareEvictedRecordsThroughTheManager) {
   ASSERT_TRUE(strata::testing::WaitForFile(dir / "pool.sock", kBound)) << manager.Log();
 
   // A stores every conversation; its memory tier evicts the oldest to the pool.
-  auto a = StartInstance(dir, "a", "tiny", base + 1);
+  const auto a_spec = Spec(dir, "a", "tiny", base + 1);
+  auto a = StartInstance(a_spec);
   RuntimePlanes a_planes(AllocationsOf(Geometry("tiny").ranks[0]));
   Fill(a_planes);
-  auto a_client = AttachTo(dir / "a.sock", "tiny", a_planes);
+  auto a_client = strata::testing::AttachRuntime(a_spec, a_planes, kBound);
   ASSERT_TRUE(a_client.ok()) << a_client.status().ToString() << "\n" << a->Log();
   for (uint64_t c = 0; c < kConversations; ++c) {
     ASSERT_TRUE(strata::testing::StoreAndAwait(**a_client, Checkpoint(c), kBound)) << a->Log();
   }
 
   // B never saw them: conversation 0 comes from the pool, byte-exact.
-  auto b = StartInstance(dir, "b", "tiny", base + 2);
+  const auto b_spec = Spec(dir, "b", "tiny", base + 2);
+  auto b = StartInstance(b_spec);
   RuntimePlanes b_planes(AllocationsOf(Geometry("tiny").ranks[0]));
-  auto b_client = AttachTo(dir / "b.sock", "tiny", b_planes);
+  auto b_client = strata::testing::AttachRuntime(b_spec, b_planes, kBound);
   ASSERT_TRUE(b_client.ok()) << b_client.status().ToString() << "\n" << b->Log();
   EXPECT_NE(Mismatches(b_planes, 0), 0u);  // nothing there yet
   ASSERT_TRUE(Restore(**b_client, 0)) << b->Log() << manager.Log();
@@ -221,17 +164,19 @@ TEST(PoolInstancesTest, InstancesShareEvictedRecordsThroughTheManager) {
   EXPECT_EQ(Mismatches(b_planes, 1), 0u);
 
   // Another preset: another layout fingerprint and scope; nothing shared.
-  auto c = StartInstance(dir, "c", "small-planes", base + 3);
+  const auto c_spec = Spec(dir, "c", "small-planes", base + 3);
+  auto c = StartInstance(c_spec);
   RuntimePlanes c_planes(AllocationsOf(Geometry("small-planes").ranks[0]));
-  auto c_client = AttachTo(dir / "c.sock", "small-planes", c_planes);
+  auto c_client = strata::testing::AttachRuntime(c_spec, c_planes, kBound);
   ASSERT_TRUE(c_client.ok()) << c_client.status().ToString() << "\n" << c->Log();
-  EXPECT_FALSE(Finds(**c_client, 2)) << c->Log();
+  EXPECT_FALSE(strata::testing::Finds(**c_client, Tokens(2), kBound)) << c->Log();
 
-  const std::string metrics = HttpGet(base, "/metrics");
-  EXPECT_GE(Sample(metrics, "strata_pool_claims_total"), 2u) << metrics;
-  EXPECT_GE(Sample(metrics, "strata_pool_puts_total{stage=\"committed\"}"), 3u) << metrics;
-  EXPECT_GE(Sample(metrics, "strata_pool_records"), 3u) << metrics;
-  EXPECT_NE(HttpGet(base, "/healthz").find("200 OK"), std::string::npos);
+  using strata::testing::MetricSample;
+  const std::string metrics = strata::testing::HttpGet(base, "/metrics");
+  EXPECT_GE(MetricSample(metrics, "strata_pool_claims_total"), 2u) << metrics;
+  EXPECT_GE(MetricSample(metrics, "strata_pool_puts_total{stage=\"committed\"}"), 3u) << metrics;
+  EXPECT_GE(MetricSample(metrics, "strata_pool_records"), 3u) << metrics;
+  EXPECT_NE(strata::testing::HttpGet(base, "/healthz").find("200 OK"), std::string::npos);
 
   EXPECT_TRUE((*b_client)->Close(kBound).ok());
   EXPECT_TRUE((*c_client)->Close(kBound).ok());
