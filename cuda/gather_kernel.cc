@@ -76,11 +76,22 @@ Status GatherKernel::Upload(uint32_t buffer, uint64_t count, CudaStream stream) 
 Status GatherKernel::Run(uint32_t buffer, uint64_t first, uint64_t count, CudaStream stream) {
   STRATA_ASSERT(buffer < kPieceBuffers && first + count <= shape_.pieces_per_buffer,
                 "gather kernel launch out of range");
+  return LaunchOver(
+      device_pieces_ + (buffer * shape_.pieces_per_buffer + first) * sizeof(KernelPiece), count,
+      stream);
+}
+
+Status GatherKernel::RunFromHost(uint32_t buffer, uint64_t first, uint64_t count,
+                                 CudaStream stream) {
+  STRATA_ASSERT(buffer < kPieceBuffers && first + count <= shape_.pieces_per_buffer,
+                "gather kernel launch out of range");
+  return LaunchOver(reinterpret_cast<uint64_t>(pieces(buffer) + first), count, stream);
+}
+
+Status GatherKernel::LaunchOver(uint64_t list, uint64_t count, CudaStream stream) {
   if (count == 0) return Status::Ok();
-  uint64_t device_pieces =
-      device_pieces_ + (buffer * shape_.pieces_per_buffer + first) * sizeof(KernelPiece);
   auto n = static_cast<uint32_t>(count);
-  void* params[] = {&device_pieces, &n};
+  void* params[] = {&list, &n};
   const uint32_t warps_per_block = shape_.threads_per_block / 32;
   const uint32_t grid =
       std::min<uint32_t>(shape_.blocks, (n + warps_per_block - 1) / warps_per_block);

@@ -66,6 +66,10 @@ class GatherKernel {
   Status Upload(uint32_t buffer, uint64_t count, CudaStream stream);
   // Queues one launch over uploaded pieces [first, first + count) of `buffer`.
   Status Run(uint32_t buffer, uint64_t first, uint64_t count, CudaStream stream);
+  // The same launch reading the pieces from the pinned list itself, by its
+  // host pointer (no upload; the device must address pinned host memory,
+  // as every UVA device does). The list must stay unchanged until it ends.
+  Status RunFromHost(uint32_t buffer, uint64_t first, uint64_t count, CudaStream stream);
 
   // kKernel: fills `buffer` from 1-D `ops` (at most capacity()), uploads and
   // launches once. The buffer stays in use until the launch finishes: the
@@ -74,6 +78,8 @@ class GatherKernel {
                 CudaStream stream);
 
  private:
+  // One launch over `count` pieces listed at `list` (a device address).
+  Status LaunchOver(uint64_t list, uint64_t count, CudaStream stream);
   GatherKernel(std::shared_ptr<const CudaDriver> driver, const KernelShape& shape)
       : driver_(std::move(driver)), shape_(shape) {}
   std::shared_ptr<const CudaDriver> driver_;

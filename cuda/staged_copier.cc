@@ -89,7 +89,7 @@ Status StagedCopier::DirectDma(TransferDirection direction, CudaCopyArrays& arra
   return driver_->BatchCopyAsync(direction, ordinal_, dma_ops_, arrays, dma_stream_);
 }
 
-Status StagedCopier::RunStage(uint32_t slot, const StagingStage& stage) {
+Status StagedCopier::RunStage(uint32_t slot, const StagingStage& stage, RestorePieceList list) {
   const std::vector<StagedPiece>& pieces = planner_.pieces();
   const uint32_t end = stage.first_piece + stage.piece_count;
   for (uint32_t first = stage.first_piece; first < end;) {
@@ -99,7 +99,9 @@ Status StagedCopier::RunStage(uint32_t slot, const StagingStage& stage) {
       bytes += pieces[next].bytes;
       ++next;
     }
-    STRATA_RETURN_IF_ERROR(kernel_->Run(slot, first, next - first, kernel_stream_));
+    STRATA_RETURN_IF_ERROR(list == RestorePieceList::kMappedHost
+                               ? kernel_->RunFromHost(slot, first, next - first, kernel_stream_)
+                               : kernel_->Run(slot, first, next - first, kernel_stream_));
     first = next;
   }
   return Status::Ok();
@@ -134,7 +136,7 @@ Result<CudaStream> StagedCopier::Issue(TransferDirection direction,
   if (out) {
     STRATA_RETURN_IF_ERROR(kernel_->Upload(slot, pieces.size(), kernel_stream_));
     for (size_t k = 0; k < stages.size(); ++k) {
-      STRATA_RETURN_IF_ERROR(RunStage(slot, stages[k]));
+      STRATA_RETURN_IF_ERROR(RunStage(slot, stages[k], RestorePieceList::kUploaded));
       STRATA_RETURN_IF_ERROR(d.RecordEvent(handoff(slot, k), kernel_stream_));
     }
     for (size_t k = 0; k < stages.size(); ++k) {
@@ -147,14 +149,18 @@ Result<CudaStream> StagedCopier::Issue(TransferDirection direction,
   // kernel stream, behind the previous batch's scatters, the small upload
   // would wait for this batch's extents on the host-to-device copy engine and
   // no scatter could overlap them (measured: restores at 0.63 of PCIe).
-  STRATA_RETURN_IF_ERROR(kernel_->Upload(slot, pieces.size(), dma_stream_));
+  // (A stream of its own for the upload was measured worse: docs/performance.md.)
+  const RestorePieceList source = options_.restore_piece_list;
+  if (source == RestorePieceList::kUploaded) {
+    STRATA_RETURN_IF_ERROR(kernel_->Upload(slot, pieces.size(), dma_stream_));
+  }
   for (size_t k = 0; k < stages.size(); ++k) {
     STRATA_RETURN_IF_ERROR(Dma(direction, stages[k], window, arrays));
     STRATA_RETURN_IF_ERROR(d.RecordEvent(handoff(slot, k), dma_stream_));
   }
   for (size_t k = 0; k < stages.size(); ++k) {
     STRATA_RETURN_IF_ERROR(d.StreamWaitEvent(kernel_stream_, handoff(slot, k)));
-    STRATA_RETURN_IF_ERROR(RunStage(slot, stages[k]));
+    STRATA_RETURN_IF_ERROR(RunStage(slot, stages[k], source));
   }
   return kernel_stream_;
 }

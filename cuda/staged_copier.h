@@ -32,6 +32,8 @@
 
 namespace strata {
 
+enum class RestorePieceList : unsigned char { kUploaded, kMappedHost };
+
 struct StagedCopierOptions {
   uint32_t blocks = 2;  // SMs the kernel may hold (one block per SM)
   uint32_t threads_per_block = 1024;
@@ -53,6 +55,11 @@ struct StagedCopierOptions {
   // creates): kLeast shares the SMs with a runtime's default streams on equal
   // terms; kGreatest lets the bounded kernel's blocks go first.
   StreamPriority kernel_priority = StreamPriority::kLeast;
+  // Where a restore's scatter reads its piece list: kUploaded copies it to
+  // device memory on the DMA stream ahead of the batch's extents; kMappedHost
+  // has the kernel read the pinned list by its host pointer (no upload: the
+  // list's small copy never sits between two batches' extents).
+  RestorePieceList restore_piece_list = RestorePieceList::kUploaded;
 };
 
 class StagedCopier {
@@ -87,7 +94,7 @@ class StagedCopier {
   Status DirectDma(TransferDirection direction, CudaCopyArrays& arrays);
   // Queues the kernel over a stage's pieces in launches of at most
   // launch_bytes each, on the kernel stream.
-  Status RunStage(uint32_t slot, const StagingStage& stage);
+  Status RunStage(uint32_t slot, const StagingStage& stage, RestorePieceList list);
   CudaEvent& handoff(uint32_t slot, size_t stage) {
     return handoff_[slot * stages_per_window_ + stage];
   }

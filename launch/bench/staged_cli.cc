@@ -21,6 +21,11 @@ void AddStagedCli(CLI::App& cmd, StagedCli& cli) {
                  "Stream priority of the staged copy kernel: least or greatest")
       ->capture_default_str()
       ->check(CLI::IsMember({"least", "greatest"}));
+  cmd.add_option("--staged-restore-list", cli.restore_list,
+                 "Where a restore's scatter reads its piece list: device (uploaded ahead of the "
+                 "batch) or host (the pinned list, by its host pointer)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"device", "host"}));
 }
 
 StagedCopierOptions ToStagedOptions(const StagedCli& cli) {
@@ -31,15 +36,15 @@ StagedCopierOptions ToStagedOptions(const StagedCli& cli) {
   o.direct_piece_bytes = cli.direct_kib << 10;
   o.kernel_priority =
       cli.priority == "greatest" ? StreamPriority::kGreatest : StreamPriority::kLeast;
+  o.restore_piece_list =
+      cli.restore_list == "host" ? RestorePieceList::kMappedHost : RestorePieceList::kUploaded;
   return o;
 }
 
 nlohmann::json StagedJson(const StagedCli& cli) {
-  return {{"blocks", cli.blocks},
-          {"stage_kib", cli.stage_kib},
-          {"launch_kib", cli.launch_kib},
-          {"direct_kib", cli.direct_kib},
-          {"priority", cli.priority}};
+  return {{"blocks", cli.blocks},         {"stage_kib", cli.stage_kib},
+          {"launch_kib", cli.launch_kib}, {"direct_kib", cli.direct_kib},
+          {"priority", cli.priority},     {"restore_list", cli.restore_list}};
 }
 
 }  // namespace strata

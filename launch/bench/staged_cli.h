@@ -18,14 +18,17 @@ struct StagedCli {
   uint64_t direct_kib = StagedCopierOptions{}.direct_piece_bytes >> 10;
   std::string priority =
       StagedCopierOptions{}.kernel_priority == StreamPriority::kGreatest ? "greatest" : "least";
+  std::string restore_list =
+      StagedCopierOptions{}.restore_piece_list == RestorePieceList::kMappedHost ? "host" : "device";
 };
 
 // Adds --staged-blocks, --stage-kib, --launch-kib, --staged-direct-kib,
-// --staged-priority.
+// --staged-priority, --staged-restore-list.
 void AddStagedCli(CLI::App& cmd, StagedCli& cli);
 // The options the flags name (the CLI has already checked their ranges).
 StagedCopierOptions ToStagedOptions(const StagedCli& cli);
-// {"blocks", "stage_kib", "launch_kib", "direct_kib", "priority"}, for a report.
+// {"blocks", "stage_kib", "launch_kib", "direct_kib", "priority",
+// "restore_list"}, for a report.
 nlohmann::json StagedJson(const StagedCli& cli);
 
 }  // namespace strata

@@ -139,7 +139,8 @@ CUresult CUDAAPI FakeModuleGetFunction(CUfunction* fn, CUmodule, const char* nam
 }
 
 // Runs strata_copy_pieces(const PieceCopy* pieces, unsigned count) on the
-// host; the piece list must be in device memory.
+// host; the piece list must be in device memory or pinned host memory (which
+// a UVA device addresses by its host pointer).
 CUresult CUDAAPI FakeLaunchKernel(CUfunction fn, unsigned grid_x, unsigned grid_y, unsigned grid_z,
                                   unsigned block_x, unsigned block_y, unsigned block_z, unsigned,
                                   CUstream stream, void** params, void** extra) {
@@ -160,7 +161,8 @@ CUresult CUDAAPI FakeLaunchKernel(CUfunction fn, unsigned grid_x, unsigned grid_
   };
   const PieceCopy* pieces = *static_cast<const PieceCopy* const*>(params[0]);
   const unsigned count = *static_cast<const unsigned*>(params[1]);
-  if (!IsDevice(reinterpret_cast<uint64_t>(pieces), sizeof(PieceCopy) * count)) {
+  if (!IsDevice(reinterpret_cast<uint64_t>(pieces), sizeof(PieceCopy) * count) &&
+      !IsPinned(reinterpret_cast<uint64_t>(pieces), sizeof(PieceCopy) * count)) {
     return CUDA_ERROR_ILLEGAL_ADDRESS;
   }
   long long bytes = 0;

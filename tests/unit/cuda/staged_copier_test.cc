@@ -28,12 +28,14 @@ class StagedEngineTest : public ::testing::Test {
     o.staged.stage_bytes = 256 << 10;  // several stages per batch
     o.staged.direct_piece_bytes = direct_piece_bytes;
     o.staged.launch_bytes = launch_bytes;
+    o.staged.restore_piece_list = restore_list_;
     driver_ = fake.driver();
     engine_ = std::make_unique<CudaCopyEngine>(driver_, o);
     ASSERT_TRUE(engine_->Start().ok());
     host_ = static_cast<uint8_t*>(*driver_->MemAllocHost(2 * kBytes));
     device_ = *driver_->MemAlloc(kBytes);
   }
+  RestorePieceList restore_list_ = RestorePieceList::kUploaded;  // read by StartEngine
   // Frees what StartEngine allocated (LeakSanitizer reports the fake's memory).
   void TearDown() override {
     if (engine_ != nullptr) engine_->Stop();
@@ -131,6 +133,20 @@ TEST_F(StagedEngineTest, LargePiecesBypassTheWindowAndTheRoundTripStaysExact) {
   }
   ASSERT_GT(staged, 0);
   EXPECT_EQ(fake.Value("kernel_bytes"), 2 * staged);
+}
+
+TEST_F(StagedEngineTest, RestoresReadingThePinnedPieceListStayExact) {
+  STRATA_USE_FAKE_CUDA(fake);
+  if (!GatherKernelBuilt()) GTEST_SKIP() << "gather kernel not built";
+  restore_list_ = RestorePieceList::kMappedHost;
+  StartEngine(fake, 2);
+  std::vector<CopyDescriptor> pieces;
+  RoundTrip(pieces);
+  // Every piece went through the kernel once each way; the restores' kernels
+  // read their lists from pinned host memory (the fake refuses any other).
+  long long total = 0;
+  for (const CopyDescriptor& d : pieces) total += static_cast<long long>(d.bytes);
+  EXPECT_EQ(fake.Value("kernel_bytes"), 2 * total);
 }
 
 TEST_F(StagedEngineTest, KernelFailureIsReportedAfterBothStreamsDrained) {
