@@ -264,14 +264,21 @@ void AttachServer::BeginDetach(uint64_t now_ms, const std::string& why) {
   session_->StopIssuing();
   if (gate_ != nullptr) gate_->Shut();
   session_->drain_deadline_ms = now_ms + options_.drain_bound_ms;
-  spdlog::info("runtime \"{}\" detaching ({}): {} copies in flight", session_->runtime_id, why,
-               InFlight());
+  const size_t abandoned = session_->dispatch ? session_->dispatch->abandoned().size() : 0;
+  spdlog::info(
+      "runtime \"{}\" detaching ({}): {} copies or jobs in flight, {} jobs abandoned by "
+      "the stopped store",
+      session_->runtime_id, why, InFlight(), abandoned);
   FinishDetachIfDrained(now_ms);
 }
 
 size_t AttachServer::InFlight() const {
   size_t n = gate_ != nullptr ? gate_->in_flight() : 0;
-  if (session_ != nullptr && session_->dispatch) n += session_->dispatch->in_flight();
+  if (session_ == nullptr || !session_->dispatch) return n;
+  n += session_->dispatch->in_flight();
+  // Without a gate only the store's events say a copy finished, and a
+  // stopped store sends none: its abandoned jobs may still be copying.
+  if (gate_ == nullptr) n += session_->dispatch->abandoned().size();
   return n;
 }
 
@@ -287,8 +294,10 @@ void AttachServer::FinishDetachIfDrained(uint64_t now_ms) {
     return;
   }
   planes_.Release();
-  if (s.close_requested) (void)s.channel.Send(CloseDone{Status::Ok()});
-  spdlog::info("runtime \"{}\" detached; its planes are unmapped", s.runtime_id);
+  const Status outcome = s.dispatch ? s.dispatch->DetachStatus() : Status::Ok();
+  if (s.close_requested) (void)s.channel.Send(CloseDone{outcome});
+  spdlog::info("runtime \"{}\" detached; its planes are unmapped{}", s.runtime_id,
+               outcome.ok() ? "" : "; " + outcome.message());
   session_.reset();
 }
 

@@ -15,6 +15,10 @@
 // issued after that; the planes stay mapped until every copy in flight into
 // or out of them has finished, then are released; the store and its tiers
 // outlive the runtime, so a runtime that re-attaches finds its prefixes.
+// "Finished" is the gate's count (AttachTargets::gate) plus the store jobs
+// still to be reported, so a Close answers CloseDone once those events went
+// out; jobs a stopped store abandoned are not waited for when a gate counts
+// the copies, and CloseDone names them (StoreDispatch::DetachStatus).
 //
 // Thread: the store's owner thread calls everything (Step drives the store).
 #pragma once
@@ -62,9 +66,14 @@ struct AttachTargets {
   // The planes this rank's transfers address (required): memfd host memory
   // or CUDA VMM allocations (store/transfer/plane_importer.h).
   PlaneImporter* planes = nullptr;
-  // The transfers over `planes` when copies are issued by something other
-  // than `store` (a peer's rank agent): opened when a runtime attaches, shut
-  // on detach, and the planes released only once it has nothing in flight.
+  // The transfers over `planes`, counting every copy into or out of them:
+  // opened when a runtime attaches, shut on detach, and the planes released
+  // only once it has nothing in flight. Required when copies are issued by
+  // something other than `store` (a peer's rank agent). With a store, it is
+  // what lets a detach finish after the store stopped (kStopped: it reports
+  // none of its outstanding jobs again); without one, those abandoned jobs
+  // count as in flight until drain_bound_ms. Null: the store issues every
+  // copy and its events are the only count.
   GatedTransfers* gate = nullptr;
 };
 
@@ -108,7 +117,8 @@ class AttachServer {
   void Send(const AttachMessage& message);
   void BeginDetach(uint64_t now_ms, const std::string& why);
   void FinishDetachIfDrained(uint64_t now_ms);
-  // Copies into or out of the attached runtime's planes not yet finished.
+  // What the detach waits for: copies into or out of the attached
+  // runtime's planes not yet finished, and store jobs still to be reported.
   size_t InFlight() const;
 
   AttachServerOptions options_;

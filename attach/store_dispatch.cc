@@ -3,8 +3,23 @@
 #include <variant>
 
 namespace strata::attach {
+namespace {
+
+std::string JoinIds(const std::set<uint64_t>& ids) {
+  std::string out;
+  for (uint64_t id : ids) out += (out.empty() ? "" : ", ") + std::to_string(id);
+  return out;
+}
+
+}  // namespace
+
+Status StoreDispatch::NotIssuingReason() const {
+  if (store_stopped()) return Status::Aborted("the store stopped: " + stop_reason_.message());
+  return Status::Aborted("the runtime is detaching");
+}
 
 Status StoreDispatch::Handle(const AttachMessage& request, std::vector<AttachMessage>& replies) {
+  const bool issuing = issuing_ && !store_stopped();
   if (const auto* lookup = std::get_if<LookupRequest>(&request)) {
     if (lookup->resident_tokens > lookup->tokens.size()) {
       return Status::InvalidArgument("Lookup: resident tokens beyond the history");
@@ -18,11 +33,10 @@ Status StoreDispatch::Handle(const AttachMessage& request, std::vector<AttachMes
   }
   if (const auto* fetch = std::get_if<FetchRequest>(&request)) {
     const uint64_t ticket = fetch->ticket.ticket.value;
-    if (tickets_.contains(ticket)) {
+    if (tickets_.contains(ticket) || abandoned_.tickets.contains(ticket)) {
       return Status::InvalidArgument("Fetch: ticket " + std::to_string(ticket) + " in use");
     }
-    Status started = issuing_ ? store_.Fetch(fetch->hit, fetch->ticket)
-                              : Status::Aborted("the runtime is detaching");
+    Status started = issuing ? store_.Fetch(fetch->hit, fetch->ticket) : NotIssuingReason();
     if (started.ok()) {
       tickets_.insert(ticket);
     } else {
@@ -35,11 +49,12 @@ Status StoreDispatch::Handle(const AttachMessage& request, std::vector<AttachMes
   }
   if (const auto* store = std::get_if<StoreRequest>(&request)) {
     const PublishedCheckpoint& c = store->checkpoint;
-    if (checkpoints_.contains(c.checkpoint_id)) {
+    if (checkpoints_.contains(c.checkpoint_id) ||
+        abandoned_.checkpoints.contains(c.checkpoint_id)) {
       return Status::InvalidArgument("Store: checkpoint " + std::to_string(c.checkpoint_id) +
                                      " already queued");
     }
-    const StoreOutcome outcome = issuing_ ? store_.Store(c) : StoreOutcome::kDisabled;
+    const StoreOutcome outcome = issuing ? store_.Store(c) : StoreOutcome::kDisabled;
     if (outcome == StoreOutcome::kQueued) checkpoints_.insert(c.checkpoint_id);
     replies.emplace_back(StoreAnswer{.checkpoint_id = c.checkpoint_id, .outcome = outcome});
     return Status::Ok();
@@ -52,13 +67,42 @@ void StoreDispatch::OnEvents(const std::vector<StoreEvent>& events,
   for (const StoreEvent& e : events) {
     switch (e.kind) {
       case StoreEvent::Kind::kStored:
-      case StoreEvent::Kind::kStoreFailed: checkpoints_.erase(e.checkpoint_id); break;
+      case StoreEvent::Kind::kStoreFailed:
+        checkpoints_.erase(e.checkpoint_id);
+        abandoned_.checkpoints.erase(e.checkpoint_id);
+        break;
       case StoreEvent::Kind::kFetched:
-      case StoreEvent::Kind::kFetchFailed: tickets_.erase(e.ticket.value); break;
-      case StoreEvent::Kind::kStopped: break;
+      case StoreEvent::Kind::kFetchFailed:
+        tickets_.erase(e.ticket.value);
+        abandoned_.tickets.erase(e.ticket.value);
+        break;
+      case StoreEvent::Kind::kStopped:
+        if (!store_stopped()) {
+          stop_reason_ = e.status.ok() ? Status::Unavailable("no reason given") : e.status;
+        }
+        abandoned_.checkpoints.insert(checkpoints_.begin(), checkpoints_.end());
+        abandoned_.tickets.insert(tickets_.begin(), tickets_.end());
+        checkpoints_.clear();
+        tickets_.clear();
+        break;
     }
     out.emplace_back(e);
   }
+}
+
+Status StoreDispatch::DetachStatus() const {
+  if (abandoned_.empty()) return Status::Ok();
+  std::string jobs;
+  if (!abandoned_.checkpoints.empty()) jobs = "checkpoint(s) " + JoinIds(abandoned_.checkpoints);
+  if (!abandoned_.tickets.empty()) {
+    jobs +=
+        (jobs.empty() ? "" : "; ") + std::string("fetch ticket(s) ") + JoinIds(abandoned_.tickets);
+  }
+  return Status::Aborted(
+      "the store stopped (" + stop_reason_.message() + ") before reporting " +
+      std::to_string(abandoned_.size()) + " job(s): " + jobs +
+      "; the detach is complete and no copy into this rank's planes runs any more, but on other "
+      "ranks the same ids may still be written until their runtimes detach");
 }
 
 }  // namespace strata::attach

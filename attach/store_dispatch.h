@@ -1,12 +1,18 @@
 // StoreDispatch: turns one attached runtime's requests into HostStore calls
 // and the store's events into messages for it, tracking which of its
-// checkpoints and tickets still have copies in flight. Pure: no sockets, no
+// checkpoints and tickets still await their event. Pure: no sockets, no
 // clocks, no threads; the server (attach_server.h) does the I/O.
+//
+// A store that reports kStopped reports no job from then on (a sharded
+// store whose peer was lost, store/tier/host_store.h): the jobs still
+// awaiting an event at that moment are abandoned, not in flight, and no
+// further request reaches the store.
 //
 // Thread: the store's owner thread.
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <unordered_set>
 #include <vector>
 
@@ -15,30 +21,52 @@
 
 namespace strata::attach {
 
+// Jobs the store will never report: awaiting their event when it stopped.
+struct AbandonedJobs {
+  std::set<uint64_t> checkpoints;  // Store requests answered kQueued
+  std::set<uint64_t> tickets;      // Fetch requests started
+  bool empty() const { return checkpoints.empty() && tickets.empty(); }
+  size_t size() const { return checkpoints.size() + tickets.size(); }
+};
+
 class StoreDispatch {
  public:
   explicit StoreDispatch(HostStore& store) : store_(store) {}
 
   // Handles one request (Lookup, Fetch, Store) and appends the replies.
   // Anything else is refused with kInvalidArgument (the server detaches).
-  // After StopIssuing, nothing reaches the store: Fetch answers
-  // kFetchFailed, Store answers kDisabled.
+  // After StopIssuing or the store's kStopped, nothing reaches the store:
+  // Fetch answers kFetchFailed, Store answers kDisabled.
   Status Handle(const AttachMessage& request, std::vector<AttachMessage>& replies);
 
   // Takes the store's events: forgets finished work and appends the events
-  // for the runtime. kStopped is always forwarded.
+  // for the runtime. kStopped is always forwarded, and abandons every job
+  // still awaiting its event.
   void OnEvents(const std::vector<StoreEvent>& events, std::vector<AttachMessage>& out);
 
   // The runtime detached or asked to close: no further copy is issued.
   void StopIssuing() { issuing_ = false; }
-  // Copies into or out of the runtime's planes not yet reported finished.
+  // Jobs the store will still report (accepted, no event yet); 0 once stopped.
   size_t in_flight() const { return checkpoints_.size() + tickets_.size(); }
+  // Jobs the store will never report (empty unless it stopped).
+  const AbandonedJobs& abandoned() const { return abandoned_; }
+  // The store reported kStopped; its status says why (OK before).
+  bool store_stopped() const { return !stop_reason_.ok(); }
+
+  // CloseDone's status once the runtime's planes are released: OK, or
+  // kAborted naming the abandoned jobs and why the store stopped.
+  Status DetachStatus() const;
 
  private:
+  // The Fetch / Store refusal while nothing may reach the store.
+  Status NotIssuingReason() const;
+
   HostStore& store_;
   bool issuing_ = true;
+  Status stop_reason_;                        // the kStopped event's status
   std::unordered_set<uint64_t> checkpoints_;  // kQueued, no kStored / kStoreFailed yet
   std::unordered_set<uint64_t> tickets_;      // fetch started, no kFetched / kFetchFailed yet
+  AbandonedJobs abandoned_;
 };
 
 }  // namespace strata::attach

@@ -83,7 +83,10 @@ class AttachClient {
   // one kStopped event and returns kUnavailable from then on.
   Status Poll(std::vector<AttachEvent>& events);
   // Asks strata to detach and waits up to `bound` for its answer: every copy
-  // into or out of the planes has finished and strata unmapped them.
+  // into or out of the planes has finished and strata unmapped them. OK, or
+  // kAborted when the store had stopped (kStopped) before reporting some
+  // jobs, whose checkpoint ids and tickets the message names: the planes are
+  // unmapped all the same. Any other error: copies may still run.
   Status Close(std::chrono::milliseconds bound);
 
   // Readable when Poll has something to return: for the runtime's own event

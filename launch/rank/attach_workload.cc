@@ -52,11 +52,13 @@ attach::AttachServerOptions AttachServerOptionsFor(const RankConfig& config,
 }
 
 Result<std::unique_ptr<attach::AttachServer>> AdmitRuntimeBeforeJoin(
-    const RankConfig& config, PlaneImporter& planes, const attach::AttachRendezvous& announce) {
+    const RankConfig& config, PlaneImporter& planes, GatedTransfers& gate,
+    const attach::AttachRendezvous& announce) {
   attach::AttachServerOptions options = AttachServerOptionsFor(config, planes);
   options.announce = announce;
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<attach::AttachServer> server,
-                          attach::AttachServer::Listen(options, {.planes = &planes}));
+  STRATA_ASSIGN_OR_RETURN(
+      std::unique_ptr<attach::AttachServer> server,
+      attach::AttachServer::Listen(options, {.planes = &planes, .gate = &gate}));
   spdlog::info(
       "serving the runtime of rank 0 at {}: waiting up to {} s for it to attach and carry the "
       "rendezvous address {} to the peers",
@@ -80,13 +82,15 @@ int ServeAttach(RuntimeDriver& driver, const RankConfig& config, const StopReque
     spdlog::error("attach.socket: no store to serve (configure prefix_cache.memory or .disk)");
     return 1;
   }
-  // With cluster.rendezvous = "attach" the runtime attached before the join.
+  // With cluster.rendezvous = "attach" the runtime attached before the join
+  // (its server already holds the gate).
   std::unique_ptr<attach::AttachServer> server = driver.TakeAttachServer();
   if (server != nullptr) {
     server->SetStore(*driver.store());
   } else {
     server =
-        ListenFor(config, {.store = driver.store(), .planes = planes}, "store calls and planes");
+        ListenFor(config, {.store = driver.store(), .planes = planes, .gate = driver.attach_gate()},
+                  "store calls and planes");
   }
   if (server == nullptr) return 1;
   auto published = std::chrono::steady_clock::now();

@@ -18,11 +18,12 @@ attach::AttachServerOptions AttachServerOptionsFor(const RankConfig& config,
 
 // Rank zero with cluster.rendezvous = "attach": the peers learn the
 // rendezvous only from rank zero's runtime, so before the join this admits
-// that runtime (planes only: no store exists yet) and tells it `announce` in
-// its HelloAccept. Waits up to cluster.connect_timeout for it (kUnavailable
-// past that). ServeAttach later gives the server its store.
+// that runtime (planes and their gate only: no store exists yet) and tells
+// it `announce` in its HelloAccept. Waits up to cluster.connect_timeout for
+// it (kUnavailable past that). ServeAttach later gives the server its store.
 Result<std::unique_ptr<attach::AttachServer>> AdmitRuntimeBeforeJoin(
-    const RankConfig& config, PlaneImporter& planes, const attach::AttachRendezvous& announce);
+    const RankConfig& config, PlaneImporter& planes, GatedTransfers& gate,
+    const attach::AttachRendezvous& announce);
 
 // Serves `*config.attach.socket` over `driver`'s store and attach planes;
 // returns the exit code (1 when the socket cannot be served).

@@ -5,8 +5,9 @@
 //
 // Every rank serves attach.socket: its planes are its attached runtime's
 // memory (attach/; `strata runtime` or an embedding runtime), rank zero's
-// runtime makes the store calls, and a peer's agent copies through transfers
-// gated on its runtime being attached (launch/rank/attach_workload.h).
+// runtime makes the store calls, and every rank copies through transfers
+// gated on its runtime being attached (launch/rank/attach_workload.h): a
+// peer's agent, and rank zero's own share of the store's jobs.
 // With cluster.rendezvous = "attach", rank zero admits its runtime
 // before the join and tells it the rendezvous address and job secret, and a
 // peer joins only once its runtime's Hello handed them over
@@ -92,6 +93,13 @@ class RankZeroStores final : public RuntimeDriver {
     STRATA_ASSIGN_OR_RETURN(tls_, LinkTls(config));
     world_ = cl.world_size;
     STRATA_ASSIGN_OR_RETURN(attached_, AttachPlanes::Open(me.own, config.runtime.gpus));
+    // Every copy over the runtime's planes passes the gate, so a detach waits
+    // for exactly those: once a lost peer stopped the sharded transport its
+    // jobs are never reported, but rank zero's own copies still finish (the
+    // transport keeps polling its local one) and count down here.
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> inner, attached_->MakeTransfers());
+    auto gated = std::make_unique<GatedTransfers>(std::move(inner));
+    gate_ = gated.get();
     STRATA_ASSIGN_OR_RETURN(
         rendezvous_,
         TcpRendezvousServer::Listen(
@@ -103,7 +111,7 @@ class RankZeroStores final : public RuntimeDriver {
     if (cl.rendezvous == RendezvousSource::kAttach) {
       STRATA_ASSIGN_OR_RETURN(
           early_attach_, AdmitRuntimeBeforeJoin(
-                             config, attached_->importer(),
+                             config, attached_->importer(), *gate_,
                              {.address = FormatRendezvousAddress(
                                   {.host = rendezvous_->address(), .port = rendezvous_->port()}),
                               .secret = secret_bytes}));
@@ -126,9 +134,8 @@ class RankZeroStores final : public RuntimeDriver {
     o.link.tls = tls_;
     o.link.liveness = RecordLinkLiveness(cl);
     o.store.latencies = latencies_;
-    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> t, attached_->MakeTransfers());
     STRATA_ASSIGN_OR_RETURN(coordinator_,
-                            Coordinator::Start(std::move(o), *rendezvous_, std::move(t)));
+                            Coordinator::Start(std::move(o), *rendezvous_, std::move(gated)));
     const JoinStats& j = coordinator_->join_stats();
     summary_ = "coordinator for " + std::to_string(cl.world_size) + " ranks, disk store at " +
                coordinator_->record_dir() + ", limit " + std::to_string(j.disk_limit_bytes >> 20) +
@@ -148,6 +155,7 @@ class RankZeroStores final : public RuntimeDriver {
   SyntheticRuntime& runtime() override { NoSyntheticRuntime(); }
   Qualification MakeQualification() override { NoSyntheticRuntime(); }
   PlaneImporter* attach_planes() override { return &attached_->importer(); }
+  GatedTransfers* attach_gate() override { return gate_; }
   std::string Summary() const override { return summary_; }
   std::string LinkSecurity() const override { return LinkSecurityOf(tls_); }
 
@@ -204,6 +212,7 @@ class RankZeroStores final : public RuntimeDriver {
   std::shared_ptr<const wire::TlsContext> tls_;  // null: plaintext
   uint32_t world_ = 0;
   std::unique_ptr<AttachPlanes> attached_;
+  GatedTransfers* gate_ = nullptr;  // owned by coordinator_ once it started
   std::unique_ptr<TcpRendezvousServer> rendezvous_;
   std::unique_ptr<attach::AttachServer> early_attach_;  // cluster.rendezvous = "attach"
   std::unique_ptr<Coordinator> coordinator_;

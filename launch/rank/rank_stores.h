@@ -56,6 +56,11 @@ class RankServices {
   // With attach.socket: the planes this rank's copies address, mapped from
   // its attached runtime's memory; null otherwise.
   virtual PlaneImporter* attach_planes() { return nullptr; }
+  // With attach.socket: the gate over every transfer into attach_planes()
+  // (open while a runtime is attached), when this rank has one: a peer's and
+  // rank zero's in separate processes; null otherwise (the store's events
+  // are then the only count of its copies).
+  virtual GatedTransfers* attach_gate() { return nullptr; }
 
   // Disk operation latencies by kind ("store", "fetch", "truncate",
   // "unlink"), start to completion on every rank, for /metrics.
@@ -96,9 +101,6 @@ class PeerRank : public RankServices {
   virtual bool Joining() const = 0;
   // Waits until the agent ended or `deadline` passes; true when it ended.
   virtual bool WaitEnded(std::chrono::steady_clock::time_point deadline) = 0;
-  // With attach.socket: the gate over the agent's transfers into
-  // attach_planes() (open while a runtime is attached); null otherwise.
-  virtual GatedTransfers* attach_gate() { return nullptr; }
   // cluster.rendezvous = "attach": what takes rank zero's rendezvous from its
   // runtime's Hello (AttachServerOptions::take_rendezvous); unset otherwise.
   virtual std::function<Status(const attach::AttachRendezvous&)> attach_rendezvous_sink() {

@@ -11,7 +11,11 @@
 #       its runtime are SIGKILLed once every runtime is in lockstep: within
 #       20 s rank zero's runtime reports its failed phase (or had finished),
 #       rank 1's runtime ends (no wait runs out its minute-long bound), and
-#       rank zero's /healthz answers 503 naming rank 2.
+#       rank zero's /healthz answers 503 naming rank 2. Within 20 s of the
+#       kill rank zero has also unmapped its runtime's planes (its detach
+#       waits for its own copies, not for the jobs the stopped store
+#       abandoned: the old 30 s drain bound is never reached) and that
+#       runtime has exited; no runtime restored a byte that differs.
 #   rank_cluster_test.sh STRATA peer-alone  a peer whose rank zero never
 #       comes: SIGTERM stops it and its runtime within 5 s (its rendezvous
 #       join is cancelled, its runtime's attach retries end) and both exit 0.
@@ -57,6 +61,7 @@ case $MODE in
     # PIDS and RUNTIMES: rank 1, rank 2, rank 0; each a timeout(1) whose child is the process.
     pkill -KILL -P "${PIDS[1]}" || fail "rank 2 was not running"
     pkill -KILL -P "${RUNTIMES[1]}" || true  # its runtime: the whole node is gone
+    detach_by=$((SECONDS + 20))  # well under the 30 s drain bound and the runtime's 60 s Close
     # Runtime 1 ends (rank zero's runtime ends the lockstep); rank zero's
     # runtime reports its failed phase (or had finished every phase).
     zero_done() {
@@ -75,7 +80,22 @@ case $MODE in
       sleep 0.1
     done
     [[ $answer == 503*"rank 2"* ]] || fail "rank zero's /healthz does not name the lost rank 2: ${answer:-nothing}"
-    echo "PASS: with rank 2 killed, rank zero's runtime failed its phase and rank 1's ended within 20 s; rank zero answers $answer"
+    # Rank zero's runtime detaches (or died with the test's kill): its rank
+    # unmaps the planes once its own copies ended and the runtime exits.
+    while ((SECONDS < detach_by)); do
+      ! kill -0 "${RUNTIMES[2]}" 2>/dev/null && grep -q "detached; its planes are unmapped" \
+        "$DIR/rank0.qualify.log" && break
+      sleep 0.1
+    done
+    grep -q "detached; its planes are unmapped" "$DIR/rank0.qualify.log" ||
+      fail "rank zero did not unmap its runtime's planes within 20 s of the kill"
+    kill -0 "${RUNTIMES[2]}" 2>/dev/null && fail "rank zero's runtime still runs 20 s after the kill"
+    grep -q "did not finish within the drain bound" "$DIR/rank0.qualify.log" &&
+      fail "rank zero's detach ran out its drain bound"
+    if grep -E "differs at byte|restored bytes differed" "$DIR"/runtime*.qualify.log; then
+      fail "a runtime restored bytes that differ from what was stored"
+    fi
+    echo "PASS: with rank 2 killed, rank zero's runtime failed its phase and rank 1's ended within 20 s; rank zero answers $answer, and unmapped its runtime's planes and saw it exit within 20 s"
     ;;
   peer-alone)
     start_rank 1 2 serve

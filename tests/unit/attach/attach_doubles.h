@@ -1,0 +1,117 @@
+// Test doubles for driving an AttachServer in the test's own thread:
+// a store that reports what the test scripts, transfers whose copies finish
+// when the test says, and planes that only record Import and Release.
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "store/tier/host_store.h"
+#include "store/transfer/plane_importer.h"
+#include "store/transfer/transfers.h"
+
+namespace strata::attach::testing {
+
+// Accepts every job; the next Poll reports `finished` of them.
+class ManualTransfers final : public Transfers {
+ public:
+  Status Submit(TransferJob job) override {
+    accepted.push_back(job.id);
+    return Status::Ok();
+  }
+  void Poll(std::vector<TransferCompletion>& out) override {
+    for (; finished > 0 && !accepted.empty(); --finished) {
+      out.push_back({accepted.front(), Status::Ok(), 1});
+      accepted.pop_front();
+    }
+  }
+  bool WaitForCompletion(std::chrono::milliseconds /*timeout*/) override { return finished > 0; }
+  void NotifyOnCompletion(std::shared_ptr<WakeSignal> /*signal*/) override {}
+  Status Close(std::chrono::milliseconds /*deadline*/) override { return Status::Ok(); }
+  uint32_t rank_count() const override { return 1; }
+
+  std::deque<JobId> accepted;
+  size_t finished = 0;
+};
+
+// Queues every Store (kQueued) and starts every Fetch; Poll first polls
+// `copies` (as a real store's transport polls its transfers, so a gate
+// around them counts down), then reports the events the test queued.
+class ScriptedStore final : public HostStore {
+ public:
+  std::optional<HostHit> Lookup(const PrefixHistory& /*history*/, uint64_t /*resident_tokens*/,
+                                uint64_t /*before*/) override {
+    return std::nullopt;
+  }
+  StoreOutcome Store(const PublishedCheckpoint& /*checkpoint*/) override {
+    ++stores;
+    return StoreOutcome::kQueued;
+  }
+  Status Fetch(const HostHit& /*hit*/, const InboundTicket& /*ticket*/) override {
+    ++fetches;
+    return Status::Ok();
+  }
+  void Poll(uint64_t /*now_ms*/, std::vector<StoreEvent>& events) override {
+    if (copies != nullptr) {
+      std::vector<TransferCompletion> done;
+      copies->Poll(done);
+    }
+    for (StoreEvent& e : queued) events.push_back(std::move(e));
+    queued.clear();
+  }
+  void NotifyOnProgress(std::shared_ptr<WakeSignal> /*signal*/) override {}
+  StoreStats Stats() const override { return {}; }
+  Status Close() override { return Status::Ok(); }
+
+  Transfers* copies = nullptr;     // polled by Poll; null: none
+  std::vector<StoreEvent> queued;  // reported by the next Poll
+  int stores = 0;
+  int fetches = 0;
+};
+
+// A store's event about checkpoint `id` (kStored / kStoreFailed) or ticket `id`.
+inline StoreEvent EventFor(StoreEvent::Kind kind, uint64_t id) {
+  StoreEvent e;
+  e.kind = kind;
+  if (kind == StoreEvent::Kind::kStored || kind == StoreEvent::Kind::kStoreFailed) {
+    e.checkpoint_id = id;
+  } else {
+    e.ticket = JobId(id);
+  }
+  return e;
+}
+
+// The store stopped for good: a sharded store that lost rank 2.
+inline StoreEvent StoppedEvent() {
+  StoreEvent e;
+  e.kind = StoreEvent::Kind::kStopped;
+  e.status = Status::Unavailable("lost rank 2: its record link closed");
+  return e;
+}
+
+// Records Import and Release; maps nothing.
+class RecordingImporter final : public PlaneImporter {
+ public:
+  explicit RecordingImporter(CacheGeometry g) : geometry_(std::move(g)) {}
+  const CacheGeometry& shared_geometry() const override { return geometry_; }
+  PlaneHandleKind handle_kind() const override { return PlaneHandleKind::kMemfd; }
+  Status Import(std::span<const PlaneFd> /*fds*/) override {
+    imported_ = true;
+    return Status::Ok();
+  }
+  void Release() override {
+    imported_ = false;
+    ++releases;
+  }
+  bool imported() const override { return imported_; }
+
+  int releases = 0;
+
+ private:
+  CacheGeometry geometry_;
+  bool imported_ = false;
+};
+
+}  // namespace strata::attach::testing
