@@ -74,7 +74,7 @@ struct PutRequest {
   parent @2 :Key;           # absent: a root record
   bucket @3 :Data;          # 16 bytes
   bytes @4 :UInt64;
-  checksum @5 :UInt64;      # XXH3-64 of the record's bytes
+  obsoleteChecksum @5 :UInt64;  # protocol 1 only; since 2 zero, ignored (the commit carries it)
   kind @6 :PutKind;
 }
 
@@ -87,6 +87,7 @@ struct PutAnswer {
 struct CommitRequest {
   requestId @0 :UInt64;
   put @1 :UInt64;
+  checksum @2 :UInt64;      # XXH3-64 of the record's bytes as written into its slots
 }
 
 struct AbortRequest {

@@ -117,7 +117,6 @@ Result<PutGrant> PoolCatalog::BeginPut(SessionId session, const PutRequest& put,
                                           .owner = s->instance,
                                           .kind = put.kind,
                                           .bytes = put.bytes,
-                                          .checksum = put.checksum,
                                           .slots = taken});
   const PutId id(next_id_++);
   s->puts.emplace(id, PendingPut{.key = put.key, .location = location});
@@ -125,7 +124,7 @@ Result<PutGrant> PoolCatalog::BeginPut(SessionId session, const PutRequest& put,
   return PutGrant{.put = id, .slots = std::move(taken)};
 }
 
-Status PoolCatalog::CommitPut(SessionId session, PutId put, uint64_t now_ms) {
+Status PoolCatalog::CommitPut(SessionId session, PutId put, uint64_t checksum, uint64_t now_ms) {
   STRATA_ASSIGN_OR_RETURN(Session * s, FindSession(session));
   auto it = s->puts.find(put);
   if (it == s->puts.end()) return Status::NotFound("pool put " + std::to_string(put.value));
@@ -140,6 +139,7 @@ Status PoolCatalog::CommitPut(SessionId session, PutId put, uint64_t now_ms) {
   }
   // The page-only rule may drop the parent's row from lookups; its bytes stay
   // in its slots until the record goes.
+  records_.at(pending.location.value).checksum = checksum;
   STRATA_RETURN_IF_ERROR(scope.index.SetState(key, TransferState::kReady).status());
   STRATA_RETURN_IF_ERROR(scope.index.Unpin(key).status());
   STRATA_RETURN_IF_ERROR(scope.index.Touch(key, now_ms));

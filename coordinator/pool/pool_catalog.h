@@ -62,7 +62,6 @@ struct PutRequest {
   std::optional<PrefixKey> parent;  // its nearest ancestor in the same scope
   Digest128 bucket_digest{};        // history.bucket_digest(key.consumed)
   uint64_t bytes = 0;               // the whole record, > 0
-  uint64_t checksum = 0;            // XXH3-64 of those bytes, checked by claims
   PutKind kind = PutKind::kCascade;
 };
 
@@ -118,8 +117,9 @@ class PoolCatalog {
   // bytes, more bytes than the arena holds, or what PrefixIndex::Insert
   // refuses), kBusy (no room even after eviction), kNotFound (session).
   Result<PutGrant> BeginPut(SessionId session, const PutRequest& put, uint64_t now_ms);
-  // The bytes are in the slots: the record becomes claimable.
-  Status CommitPut(SessionId session, PutId put, uint64_t now_ms);
+  // The bytes are in the slots, `checksum` their XXH3-64 (claims check it):
+  // the record becomes claimable.
+  Status CommitPut(SessionId session, PutId put, uint64_t checksum, uint64_t now_ms);
   // The put failed: its record and slots go.
   Status AbortPut(SessionId session, PutId put);
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "store/record/checksum.h"
+#include "coordinator/pool/hashed_copy.h"
 
 namespace strata::pool {
 
@@ -89,68 +89,75 @@ Status PoolClient::Put(const PrefixKey& key, const std::optional<PrefixKey>& par
                                     .parent = parent,
                                     .bucket_digest = bucket_digest,
                                     .bytes = bytes.size(),
-                                    .checksum = Xxh3(bytes),
                                     .kind = kind}};
   STRATA_ASSIGN_OR_RETURN(PoolPutAnswer grant, Ask<PoolPutAnswer>(request, id));
   STRATA_RETURN_IF_ERROR(grant.status);
-  const uint64_t need = (bytes.size() + arena_->slot_bytes() - 1) / arena_->slot_bytes();
-  const bool slots_fit = grant.slots.size() == need &&
-                         std::all_of(grant.slots.begin(), grant.slots.end(),
-                                     [&](SlotId s) { return s.value < arena_->slot_count(); });
   const uint64_t end_id = next_request_++;
-  if (!slots_fit) {
+  if (Status fit =
+          CheckSlotsFit(grant.slots, bytes.size(), arena_->slot_bytes(), arena_->slot_count());
+      !fit.ok()) {
     (void)Ask<PoolDone>(PoolAbort{.request_id = end_id, .put = grant.put}, end_id);
-    return Status::Corruption("the pool granted slots that do not fit the record");
+    return Status::Corruption("the pool granted slots that do not fit the record: " +
+                              fit.message());
   }
+  // One pass: the checksum the commit carries is over the arena's bytes.
+  hash_.Reset();
   uint64_t at = 0;
   for (SlotId slot : grant.slots) {
     const uint64_t n = std::min<uint64_t>(arena_->slot_bytes(), bytes.size() - at);
-    std::memcpy(arena_->Slot(slot).data(), bytes.data() + at, n);
+    CopyHashed(arena_->Slot(slot).first(n), bytes.subspan(at, n), hash_);
     at += n;
   }
   STRATA_ASSIGN_OR_RETURN(
-      PoolDone done, Ask<PoolDone>(PoolCommit{.request_id = end_id, .put = grant.put}, end_id));
+      PoolDone done,
+      Ask<PoolDone>(PoolCommit{.request_id = end_id, .put = grant.put, .checksum = hash_.Digest()},
+                    end_id));
   return done.status;
 }
 
-Result<std::vector<std::vector<std::byte>>> PoolClient::ClaimCopy(
-    std::span<const PrefixKey> chain) {
+Status PoolClient::CopyOut(const ClaimedRecord& r, std::vector<std::byte>& out) {
+  STRATA_RETURN_IF_ERROR(
+      CheckSlotsFit(r.slots, r.bytes, arena_->slot_bytes(), arena_->slot_count()));
+  // A buffer already this size keeps its bytes: they are all overwritten.
+  out.resize(r.bytes);
+  hash_.Reset();
+  uint64_t at = 0;
+  for (SlotId slot : r.slots) {
+    const uint64_t n = std::min<uint64_t>(arena_->slot_bytes(), r.bytes - at);
+    CopyHashed(std::span<std::byte>(out).subspan(at, n), arena_->Slot(slot).first(n), hash_);
+    at += n;
+  }
+  if (hash_.Digest() != r.checksum) {
+    return Status::Corruption("pooled record " + r.key.ToFileStem() + " fails its checksum");
+  }
+  return Status::Ok();
+}
+
+Status PoolClient::ClaimInto(std::span<const PrefixKey> chain,
+                             std::vector<std::vector<std::byte>>& records) {
   const uint64_t id = next_request_++;
   PoolClaim request{.request_id = id, .chain = std::vector<PrefixKey>(chain.begin(), chain.end())};
   STRATA_ASSIGN_OR_RETURN(PoolClaimAnswer grant, Ask<PoolClaimAnswer>(request, id));
   STRATA_RETURN_IF_ERROR(grant.status);
-  std::vector<std::vector<std::byte>> out;
+  records.resize(grant.records.size());
   Status copied = Status::Ok();
-  for (const ClaimedRecord& r : grant.records) {
-    const uint64_t capacity = r.slots.size() * arena_->slot_bytes();
-    if (r.bytes > capacity) {
-      copied = Status::Corruption("claimed record " + r.key.ToFileStem() + " exceeds its slots");
-      break;
-    }
-    std::vector<std::byte> bytes(r.bytes);
-    uint64_t at = 0;
-    for (SlotId slot : r.slots) {
-      if (slot.value >= arena_->slot_count()) {
-        copied = Status::Corruption("claimed slot out of the arena");
-        break;
-      }
-      const uint64_t n = std::min<uint64_t>(arena_->slot_bytes(), r.bytes - at);
-      std::memcpy(bytes.data() + at, arena_->Slot(slot).data(), n);
-      at += n;
-    }
-    if (!copied.ok()) break;
-    if (Xxh3(bytes) != r.checksum) {
-      copied = Status::Corruption("pooled record " + r.key.ToFileStem() + " fails its checksum");
-      break;
-    }
-    out.push_back(std::move(bytes));
+  for (size_t i = 0; i < grant.records.size() && copied.ok(); ++i) {
+    copied = CopyOut(grant.records[i], records[i]);
   }
+  // Every copy from the slots has ended: only now may the manager reuse them.
   const uint64_t release_id = next_request_++;
   STRATA_ASSIGN_OR_RETURN(
       PoolDone done,
       Ask<PoolDone>(PoolRelease{.request_id = release_id, .claim = grant.claim}, release_id));
   STRATA_RETURN_IF_ERROR(copied);
   STRATA_RETURN_IF_ERROR(done.status);
+  return Status::Ok();
+}
+
+Result<std::vector<std::vector<std::byte>>> PoolClient::ClaimCopy(
+    std::span<const PrefixKey> chain) {
+  std::vector<std::vector<std::byte>> out;
+  STRATA_RETURN_IF_ERROR(ClaimInto(chain, out));
   return out;
 }
 

@@ -1,7 +1,9 @@
 // PoolClient: an instance's connection to a manager on its host — Hello, the
 // arena mapped from the fd the manager sends, and synchronous lookups, puts
-// and claims. Puts copy the record into the granted slots before the commit;
-// claims copy out, check each record against its checksum, and always release.
+// and claims. Puts copy the record into the granted slots, hashing as they
+// copy, and commit with that checksum; claims copy out, hashing as they copy,
+// check each record against its checksum, and always release, after the last
+// copy from the slots has ended.
 // This is the protocol's reference client; the instance side proper (HostStore
 // integration, tickets, the cascade) is not built yet (docs/pool.md).
 //
@@ -19,6 +21,7 @@
 #include "coordinator/pool/arena.h"
 #include "coordinator/pool/pool_messages.h"
 #include "coordinator/pool/pool_socket.h"
+#include "store/record/checksum.h"
 
 namespace strata::pool {
 
@@ -46,14 +49,23 @@ class PoolClient {
   Result<std::optional<std::vector<PrefixKey>>> Lookup(std::span<const Token> tokens,
                                                        uint64_t resident_tokens, uint64_t before);
 
-  // Puts one record: slots from the manager, the bytes copied in, then commit
-  // (or abort if the copy could not be made). The manager's refusals come back
+  // Puts one record: slots from the manager, the bytes copied in with their
+  // XXH3-64 computed in the same pass, then commit with it (or abort if the
+  // granted slots do not fit the record). The manager's refusals come back
   // as they are (kBusy, kAlreadyExists, kInvalidArgument).
   Status Put(const PrefixKey& key, const std::optional<PrefixKey>& parent,
              const Digest128& bucket_digest, std::span<const std::byte> bytes, PutKind kind);
 
-  // Claims `chain` and returns each record's bytes, in chain order.
-  // kCorruption when a record's bytes do not match its checksum.
+  // Claims `chain` and copies each record's bytes into `records[i]`, in
+  // chain order, checking each against its checksum in the same pass; the
+  // claim is released after the copies, whatever happens. `records` is
+  // resized to the chain's length and each buffer to its record's size:
+  // buffers reused from an earlier claim, already of that size, are neither
+  // reallocated nor zero-filled (their pages stay faulted in). kCorruption
+  // when a record's bytes do not match its checksum or its slots do not fit
+  // it; then the buffers hold unchecked bytes and must not be used.
+  Status ClaimInto(std::span<const PrefixKey> chain, std::vector<std::vector<std::byte>>& records);
+  // ClaimInto fresh buffers.
   Result<std::vector<std::vector<std::byte>>> ClaimCopy(std::span<const PrefixKey> chain);
 
  private:
@@ -68,12 +80,16 @@ class PoolClient {
     return Ask<Answer>(request, request_id, answer_bound_);
   }
 
+  // One record out of its slots into `out`, hashed as it is copied.
+  Status CopyOut(const ClaimedRecord& r, std::vector<std::byte>& out);
+
   PoolSocket socket_;
   PoolHelloAccept accepted_;
   std::unique_ptr<Arena> arena_;
   std::chrono::milliseconds answer_bound_;
   std::chrono::milliseconds lookup_bound_;
   uint64_t next_request_ = 1;
+  Xxh3Stream hash_;  // reused by every put and claim
 };
 
 }  // namespace strata::pool

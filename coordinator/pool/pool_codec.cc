@@ -102,7 +102,6 @@ Status Put(s::Envelope::Builder env, const PoolPut& m) {
   if (m.put.parent) PutKey(out.initParent(), *m.put.parent);
   out.setBucket(AsData(m.put.bucket_digest));
   out.setBytes(m.put.bytes);
-  out.setChecksum(m.put.checksum);
   out.setKind(m.put.kind == PutKind::kOwn ? s::PutKind::OWN : s::PutKind::CASCADE);
   return Status::Ok();
 }
@@ -120,6 +119,7 @@ Status Put(s::Envelope::Builder env, const PoolCommit& m) {
   auto out = env.initCommit();
   out.setRequestId(m.request_id);
   out.setPut(m.put.value);
+  out.setChecksum(m.checksum);
   return Status::Ok();
 }
 

@@ -115,7 +115,6 @@ Result<PoolMessage> GetPut(s::PutRequest::Reader in) {
   }
   STRATA_RETURN_IF_ERROR(GetDigest(in.getBucket(), "Put.bucket", &m.put.bucket_digest));
   m.put.bytes = in.getBytes();
-  m.put.checksum = in.getChecksum();
   switch (in.getKind()) {
     case s::PutKind::CASCADE: m.put.kind = PutKind::kCascade; break;
     case s::PutKind::OWN: m.put.kind = PutKind::kOwn; break;
@@ -171,8 +170,9 @@ Result<PoolMessage> Get(s::Envelope::Reader env) {
       return PoolMessage(std::move(m));
     }
     case W::COMMIT:
-      return PoolMessage(
-          PoolCommit{env.getCommit().getRequestId(), PutId(env.getCommit().getPut())});
+      return PoolMessage(PoolCommit{.request_id = env.getCommit().getRequestId(),
+                                    .put = PutId(env.getCommit().getPut()),
+                                    .checksum = env.getCommit().getChecksum()});
     case W::ABORT:
       return PoolMessage(PoolAbort{env.getAbort().getRequestId(), PutId(env.getAbort().getPut())});
     case W::CLAIM: {

@@ -50,7 +50,8 @@ PoolMessage Answer(PoolCatalog& catalog, SessionId session, const PoolPut& m, ui
 }
 
 PoolMessage Answer(PoolCatalog& catalog, SessionId session, const PoolCommit& m, uint64_t now_ms) {
-  return PoolDone{.request_id = m.request_id, .status = catalog.CommitPut(session, m.put, now_ms)};
+  return PoolDone{.request_id = m.request_id,
+                  .status = catalog.CommitPut(session, m.put, m.checksum, now_ms)};
 }
 
 PoolMessage Answer(PoolCatalog& catalog, SessionId session, const PoolAbort& m,

@@ -16,7 +16,8 @@
 
 namespace strata::pool {
 
-inline constexpr uint32_t kPoolProtocolVersion = 1;
+// 2: the commit carries the checksum (computed while the bytes are copied).
+inline constexpr uint32_t kPoolProtocolVersion = 2;
 inline constexpr size_t kPoolFrameBytesMax = size_t{32} << 20;
 inline constexpr size_t kPoolTextBytesMax = 4096;
 inline constexpr size_t kPoolSourcesMax = 64;  // GPU UUIDs of one instance
@@ -78,6 +79,7 @@ struct PoolPutAnswer {
 struct PoolCommit {
   uint64_t request_id = 0;
   PutId put;
+  uint64_t checksum = 0;  // XXH3-64 of the record's bytes as written into its slots
 };
 
 struct PoolAbort {

@@ -168,21 +168,20 @@ Status PooledStore::Close() {
 Status PooledStore::ClaimAndImport(const std::vector<PrefixKey>& chain) {
   PoolClient* client = link_->client();
   if (client == nullptr) return Status::Unavailable("no pool connection");
-  // ClaimCopy checks each record against the manager's checksum and releases
-  // the claim whatever happens.
-  Result<std::vector<std::vector<std::byte>>> claimed = client->ClaimCopy(chain);
-  if (!claimed.ok()) {
-    if (ConnectionLost(claimed.status()) && claimed.status().code() != StatusCode::kCorruption) {
-      link_->Lost(claimed.status());
+  // ClaimInto checks each record against the manager's checksum as it
+  // copies it and releases the claim whatever happens.
+  if (Status claimed = client->ClaimInto(chain, claimed_); !claimed.ok()) {
+    if (ConnectionLost(claimed) && claimed.code() != StatusCode::kCorruption) {
+      link_->Lost(claimed);
     }
-    return claimed.status();
+    return claimed;
   }
-  if (claimed->size() != chain.size()) {
-    return Status::Corruption("the pool claimed " + std::to_string(claimed->size()) +
+  if (claimed_.size() != chain.size()) {
+    return Status::Corruption("the pool claimed " + std::to_string(claimed_.size()) +
                               " records of a chain of " + std::to_string(chain.size()));
   }
   for (size_t i = 0; i < chain.size(); ++i) {
-    STRATA_ASSIGN_OR_RETURN(RecordView view, DecodeRecordImage((*claimed)[i]));
+    STRATA_ASSIGN_OR_RETURN(RecordView view, DecodeRecordImage(claimed_[i]));
     if (view.key != chain[i]) {
       return Status::Corruption("pooled record " + chain[i].ToFileStem() + " holds the image of " +
                                 view.key.ToFileStem());
@@ -190,7 +189,7 @@ Status PooledStore::ClaimAndImport(const std::vector<PrefixKey>& chain) {
     Status s = tiers_.intake->Import(view, now_ms_);
     if (!s.ok() && s.code() != StatusCode::kAlreadyExists) return s;
     ++stats_.claimed_records;
-    stats_.claimed_bytes += (*claimed)[i].size();
+    stats_.claimed_bytes += claimed_[i].size();
   }
   return Status::Ok();
 }

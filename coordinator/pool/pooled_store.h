@@ -126,6 +126,9 @@ class PooledStore final : public HostStore, public EvictionSink {
   std::unique_ptr<PoolLink> link_;
   uint64_t now_ms_ = 0;
   PoolInstanceStats stats_;
+  // What ClaimAndImport copies out of the arena: reused claim after claim,
+  // so a restore neither allocates nor page-faults its buffers again.
+  std::vector<std::vector<std::byte>> claimed_;
 };
 
 }  // namespace strata::pool

@@ -3,10 +3,11 @@
 // same run. One process: the manager (PoolServer, its own thread, on its real
 // Unix socket) and two instances (PoolClient, the calls PooledStore makes):
 // instance A puts every record of a round (PoolClient::Put: a grant, the
-// bytes copied into the slots, a commit), instance B claims every chain of it
-// (PoolClient::ClaimCopy: a claim, the bytes copied out and checked, a
-// release). Records are record images of a preset's pages (header + page
-// records + row), in chains whose records name their parents, as an
+// bytes copied into the slots and hashed in the same pass, a commit with the
+// checksum), instance B claims every chain of it (PoolClient::ClaimInto, as
+// PooledStore calls it: a claim, the bytes copied out into buffers reused
+// from claim to claim and checked in the same pass, a release). Records are record images of a
+// preset's pages (header + page records + row), in chains whose records name their parents, as an
 // instance's cascade puts them.
 //
 // Each round puts and claims fresh keys; the manager evicts the oldest
@@ -164,11 +165,13 @@ Result<Sample> PutRound(const PoolBenchOptions& o, const Setup& s, pool::PoolCli
   return sample;
 }
 
-// Instance B claims every chain of round `round`; `mismatches` counts the
-// claimed bytes that differ from what was put (compared outside the timing).
+// Instance B claims every chain of round `round` into `claimed`, buffers
+// reused from claim to claim and round to round, as PooledStore reuses its
+// own; `mismatches` counts the claimed bytes that differ from what was put
+// (compared outside the timing).
 Result<Sample> ClaimRound(const PoolBenchOptions& o, const Setup& s, pool::PoolClient& b,
                           const std::vector<std::vector<std::byte>>& sources, uint32_t round,
-                          uint64_t& mismatches) {
+                          std::vector<std::vector<std::byte>>& claimed, uint64_t& mismatches) {
   Sample sample;
   Status status;
   double compare_cpu_seconds = 0;
@@ -177,23 +180,20 @@ Result<Sample> ClaimRound(const PoolBenchOptions& o, const Setup& s, pool::PoolC
     for (uint32_t c = 0; c < s.chains && status.ok(); ++c) {
       const ChainKeys chain = KeysOf(o, s, round, c);
       const auto t0 = Clock::now();
-      Result<std::vector<std::vector<std::byte>>> claimed = b.ClaimCopy(chain.keys);
+      status = b.ClaimInto(chain.keys, claimed);
       const double seconds = Seconds(Clock::now() - t0);
       sample.seconds += seconds;
       sample.latency_ms.push_back(seconds * 1e3);
-      if (!claimed.ok()) {
-        status = claimed.status();
-        break;
-      }
-      if (claimed->size() != o.chain_records) {
-        status = Status::Internal("a claim returned " + std::to_string(claimed->size()) +
+      if (!status.ok()) break;
+      if (claimed.size() != o.chain_records) {
+        status = Status::Internal("a claim returned " + std::to_string(claimed.size()) +
                                   " records of a chain of " + std::to_string(o.chain_records));
         break;
       }
       const double compare_before = ProcessCpuSeconds();
       for (uint32_t k = 0; k < o.chain_records; ++k) {
         const std::vector<std::byte>& want = sources[c * o.chain_records + k];
-        const std::vector<std::byte>& got = (*claimed)[k];
+        const std::vector<std::byte>& got = claimed[k];
         sample.bytes += got.size();
         if (got.size() != want.size()) {
           mismatches += want.size();
@@ -240,6 +240,7 @@ Result<nlohmann::json> Run(const PoolBenchOptions& o) {
   const uint64_t round_bytes = uint64_t{o.records} * s.record_bytes;
   HandWork hand(round_bytes, server_options.slot_bytes, kInstanceNice);
   uint64_t mismatches = 0;
+  std::vector<std::vector<std::byte>> claimed;  // instance B's buffers
   Phase put, claim;
   for (uint32_t round = 0; round < o.warmup_rounds + o.rounds; ++round) {
     STRATA_ASSIGN_OR_RETURN(Sample p, PutRound(o, s, *instances.putter, sources, round));
@@ -247,8 +248,8 @@ Result<nlohmann::json> Run(const PoolBenchOptions& o) {
       put.pool.push_back(std::move(p));
       Baselines(hand, round_bytes, put);
     }
-    STRATA_ASSIGN_OR_RETURN(Sample c,
-                            ClaimRound(o, s, *instances.claimer, sources, round, mismatches));
+    STRATA_ASSIGN_OR_RETURN(
+        Sample c, ClaimRound(o, s, *instances.claimer, sources, round, claimed, mismatches));
     if (round >= o.warmup_rounds) {
       claim.pool.push_back(std::move(c));
       Baselines(hand, round_bytes, claim);

@@ -60,7 +60,6 @@ class PoolCatalogTest : public ::testing::Test {
     put.key = history.key_at(consumed);
     put.bucket_digest = history.bucket_digest(consumed);
     put.bytes = bytes;
-    put.checksum = Xxh3(data);
     put.kind = kind;
     STRATA_ASSIGN_OR_RETURN(PutGrant grant, catalog_.BeginPut(session, put, now_ms_));
     uint64_t at = 0;
@@ -69,7 +68,7 @@ class PoolCatalogTest : public ::testing::Test {
       std::memcpy(arena_->Slot(slot).data(), data.data() + at, n);
       at += n;
     }
-    return catalog_.CommitPut(session, grant.put, now_ms_);
+    return catalog_.CommitPut(session, grant.put, Xxh3(data), now_ms_);
   }
 
   // Looks up and claims; copies the endpoint record out of the arena.

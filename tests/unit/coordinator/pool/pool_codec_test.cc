@@ -60,14 +60,17 @@ TEST(PoolCodecTest, PutAndClaimRoundTrip) {
                                 .parent = Key(64, 2),
                                 .bucket_digest = {},
                                 .bytes = 999,
-                                .checksum = 0xabcdef,
                                 .kind = PutKind::kOwn}};
   const PoolPut put_back = RoundTrip(put);
   EXPECT_EQ(put_back.request_id, 7u);
   EXPECT_EQ(put_back.put.key, put.put.key);
   EXPECT_EQ(put_back.put.parent, put.put.parent);
   EXPECT_EQ(put_back.put.kind, PutKind::kOwn);
-  EXPECT_EQ(put_back.put.checksum, 0xabcdefu);
+
+  const PoolCommit commit_back =
+      RoundTrip(PoolCommit{.request_id = 9, .put = PutId(4), .checksum = 0xabcdef});
+  EXPECT_EQ(commit_back.put, PutId(4));
+  EXPECT_EQ(commit_back.checksum, 0xabcdefu) << "the commit carries the checksum";
 
   PoolPut root = put;
   root.put.parent.reset();

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -97,6 +98,45 @@ TEST_F(PoolServerTest, OneClientPutsAnotherClaimsByteExact) {
   ASSERT_TRUE(copied.ok()) << copied.status().ToString();
   ASSERT_EQ(copied->size(), 1u);
   EXPECT_EQ(copied->front(), record);
+}
+
+TEST_F(PoolServerTest, ClaimIntoReusesBuffersAndChecksEveryByte) {
+  auto a = Connect("GPU-a");
+  auto b = Connect("GPU-b");
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  const std::vector<Token> tokens = Tokens(128, 21);
+  const PrefixHistory history(tokens);
+  const std::vector<std::byte> record = Pattern(2 * kSlotBytes + 77, 9);
+  ASSERT_TRUE(a->Put(history.key_at(128), std::nullopt, history.bucket_digest(128), record,
+                     PutKind::kCascade)
+                  .ok());
+  const std::vector<PrefixKey> chain{history.key_at(128)};
+  std::vector<std::vector<std::byte>> buffers;
+  ASSERT_TRUE(b->ClaimInto(chain, buffers).ok());
+  ASSERT_EQ(buffers.size(), 1u);
+  EXPECT_EQ(buffers[0], record);
+  const std::byte* first = buffers[0].data();
+  buffers[0][5] = std::byte{0};  // the next claim overwrites every byte
+  ASSERT_TRUE(b->ClaimInto(chain, buffers).ok());
+  EXPECT_EQ(buffers[0].data(), first) << "a buffer of the record's size is reused";
+  EXPECT_EQ(buffers[0], record);
+
+  // One byte flipped in one of the record's slots (the only bytes in the
+  // arena that start like its tail): the fused check sees it, and the claim
+  // is still released (the next one is admitted).
+  bool flipped = false;
+  for (uint32_t s = 0; s < b->arena().slot_count() && !flipped; ++s) {
+    std::span<std::byte> slot = b->arena().Slot(SlotId(s));
+    if (std::equal(record.begin() + 2 * kSlotBytes, record.end(), slot.begin())) {
+      slot[76] ^= std::byte{1};
+      flipped = true;
+    }
+  }
+  ASSERT_TRUE(flipped) << "the record's last slot was found";
+  EXPECT_EQ(b->ClaimInto(chain, buffers).code(), StatusCode::kCorruption);
+  EXPECT_EQ(b->ClaimCopy(chain).status().code(), StatusCode::kCorruption)
+      << "the failed claim was released: the next one is admitted and checked too";
 }
 
 TEST_F(PoolServerTest, ADifferentScopeSharesNothing) {

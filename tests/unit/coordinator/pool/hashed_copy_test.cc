@@ -1,0 +1,67 @@
+// CopyHashed: every byte copied and the digest equal to XXH3-64 over the
+// whole, at sizes around the chunk; CheckSlotsFit: one rejection per way a
+// grant can fail to hold its record.
+#include "coordinator/pool/hashed_copy.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "tests/unit/coordinator/pool/pool_test_data.h"
+
+namespace strata::pool {
+namespace {
+
+using testing::Pattern;
+
+TEST(HashedCopyTest, CopiesEveryByteAndHashesTheWhole) {
+  constexpr size_t kChunk = kHashedCopyChunkBytes;
+  for (size_t bytes : {size_t{0}, size_t{1}, kChunk - 1, kChunk, kChunk + 1, 3 * kChunk + 17}) {
+    const std::vector<std::byte> src = Pattern(bytes, 3);
+    std::vector<std::byte> dst(bytes, std::byte{0xee});
+    Xxh3Stream hash;
+    CopyHashed(dst, src, hash);
+    EXPECT_EQ(dst, src) << bytes << " bytes";
+    EXPECT_EQ(hash.Digest(), Xxh3(src)) << bytes << " bytes";
+  }
+}
+
+TEST(HashedCopyTest, PiecesHashLikeTheirConcatenation) {
+  // A record across slots: one stream over several copies.
+  const std::vector<std::byte> src = Pattern(2 * kHashedCopyChunkBytes + 999, 8);
+  std::vector<std::byte> dst(src.size());
+  Xxh3Stream hash;
+  const size_t cut = kHashedCopyChunkBytes + 5;
+  CopyHashed(std::span(dst).first(cut), std::span(src).first(cut), hash);
+  CopyHashed(std::span(dst).subspan(cut), std::span(src).subspan(cut), hash);
+  EXPECT_EQ(dst, src);
+  EXPECT_EQ(hash.Digest(), Xxh3(src));
+}
+
+TEST(HashedCopyTest, SlotsThatFit) {
+  const std::vector<SlotId> two{SlotId(3), SlotId(0)};
+  EXPECT_TRUE(CheckSlotsFit(two, 101, 100, 4).ok());
+  EXPECT_TRUE(CheckSlotsFit(two, 200, 100, 4).ok());
+}
+
+TEST(HashedCopyTest, RejectsTooFewSlots) {
+  const std::vector<SlotId> two{SlotId(3), SlotId(0)};
+  EXPECT_EQ(CheckSlotsFit(two, 201, 100, 4).code(), StatusCode::kCorruption);
+}
+
+TEST(HashedCopyTest, RejectsSurplusSlots) {
+  const std::vector<SlotId> two{SlotId(3), SlotId(0)};
+  EXPECT_EQ(CheckSlotsFit(two, 100, 100, 4).code(), StatusCode::kCorruption);
+}
+
+TEST(HashedCopyTest, RejectsASlotOutsideTheArena) {
+  const std::vector<SlotId> two{SlotId(4), SlotId(0)};
+  EXPECT_EQ(CheckSlotsFit(two, 150, 100, 4).code(), StatusCode::kCorruption);
+}
+
+TEST(HashedCopyTest, RejectsZeroByteSlots) {
+  EXPECT_EQ(CheckSlotsFit({}, 0, 0, 4).code(), StatusCode::kCorruption);
+}
+
+}  // namespace
+}  // namespace strata::pool
