@@ -140,9 +140,12 @@ struct DiskThread::State final : RequestSink, std::enable_shared_from_this<DiskT
   void OnCompletion(const BlockCompletion& c) {
     const auto index = static_cast<uint32_t>(c.tag);
     Slot& s = slots[index];
-    const std::string where = std::string(OpName(s.op)) + " at offset " + std::to_string(s.offset);
+    // Built only for errors: a successful completion allocates nothing.
+    auto where = [&s] {
+      return std::string(OpName(s.op)) + " at offset " + std::to_string(s.offset);
+    };
     if (c.result < 0) {
-      Finish(index, Status::FromErrno(static_cast<int>(-c.result), where));
+      Finish(index, Status::FromErrno(static_cast<int>(-c.result), where()));
       return;
     }
     if (s.op == BlockOp::kSyncData || s.op == BlockOp::kSync) {
@@ -159,11 +162,11 @@ struct DiskThread::State final : RequestSink, std::enable_shared_from_this<DiskT
     if (moved == 0) {
       Finish(index, s.op == BlockOp::kRead
                         ? Status::Corruption("file ends before offset " + std::to_string(s.offset))
-                        : Status::IoError(where + " made no progress"));
+                        : Status::IoError(where() + " made no progress"));
       return;
     }
     if (++s.retries > kShortIoRetryLimit) {
-      Finish(index, Status::IoError(where + ": still short after " +
+      Finish(index, Status::IoError(where() + ": still short after " +
                                     std::to_string(kShortIoRetryLimit) + " resubmissions"));
       return;
     }
