@@ -117,8 +117,8 @@ TEST(DirectTransportWiringTest, ChoiceForEveryVerdictConfigAndSwitch) {
 
 TEST(DirectTransportWiringTest, NoDiskTierIsStagedWithoutProbing) {
   int probes = 0;
-  Result<TransportDecision> d = DecideRankTransport(
-      {.choice = kDirect, .disk = DiskTier::kAbsent, .compat = kOn}, [&] {
+  Result<TransportDecision> d =
+      DecideRankTransport({.choice = kDirect, .disk = DiskTier::kAbsent, .compat = kOn}, [&] {
         ++probes;
         return FactsFor(Verdict::kAccepted);
       });
