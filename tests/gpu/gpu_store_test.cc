@@ -49,7 +49,8 @@ class GpuStoreTest : public ::testing::TestWithParam<StoreCase> {
     config_.cluster.world_size = 2;
     config_.cluster.single_process = true;
     config_.runtime.preset = GetParam().preset;
-    config_.runtime.gpus = {device != nullptr ? std::atoi(device) : 0};
+    config_.runtime.gpus = {device != nullptr ? static_cast<int>(std::strtol(device, nullptr, 10))
+                                              : 0};
     if (GetParam().memory) config_.prefix_cache.memory_bytes = uint64_t{256} << 20;
     if (GetParam().disk) {
       config_.prefix_cache.disk_dir = dir_;
