@@ -1,31 +1,49 @@
 #include "launch/rank/rank_transport.h"
 
+#include <cstdlib>
+#include <string_view>
+
 #include "cuda/gds_host_facts.h"
 
 namespace strata {
 
-Result<TransportDecision> ChooseRankTransport(const RankConfig& config,
-                                              const std::string& record_dir) {
-  const TransportChoice choice = config.prefix_cache.transport;
-  if (choice == TransportChoice::kStaged || !config.prefix_cache.disk_dir) {
+CompatMode TestCompatModeFrom(const char* value) {
+  return value != nullptr && std::string_view(value) == "1" ? CompatMode::kAllowedForTests
+                                                            : CompatMode::kRefused;
+}
+
+CompatMode TestCompatModeFromEnvironment() {
+  return TestCompatModeFrom(std::getenv(kTestCompatSwitch));
+}
+
+Result<TransportDecision> DecideRankTransport(const RankTransportInputs& inputs,
+                                              const std::function<GdsFacts()>& probe) {
+  if (inputs.choice == TransportChoice::kStaged || inputs.disk == DiskTier::kAbsent) {
     return TransportDecision{.kind = TransportKind::kStaged, .reason = "configured"};
   }
-  PosixFileSystem fs;
-  GdsProbeInputs inputs;
-  inputs.record_dir = record_dir;
-  GdsProbeResult probe = ProbeGdsHost(fs, inputs);
-  probe.facts.planes_on_gpu = !config.runtime.gpus.empty();
-  STRATA_ASSIGN_OR_RETURN(TransportDecision decision,
-                          DecideTransport(choice, CompatMode::kRefused, probe.facts));
-  if (decision.kind == TransportKind::kStaged) return decision;
-  // The probe accepted the direct path; the DirectTransport that would run
-  // it is not part of this build yet (docs/operations.md, GPUDirect Storage).
-  const std::string why = "the probe accepts the direct path (" + decision.reason +
-                          ") but this build has no DirectTransport yet";
-  if (choice == TransportChoice::kDirect) {
-    return Status::FailedPrecondition("transport = \"direct\": " + why);
-  }
-  return TransportDecision{.kind = TransportKind::kStaged, .reason = why};
+  return DecideTransport(inputs.choice, inputs.compat, probe());
+}
+
+Result<RankTransportChoice> ChooseRankTransport(const RankConfig& config,
+                                                const std::string& record_dir) {
+  const RankTransportInputs inputs{
+      .choice = config.prefix_cache.transport,
+      .disk = config.prefix_cache.disk_dir ? DiskTier::kPresent : DiskTier::kAbsent,
+      .compat = TestCompatModeFromEnvironment()};
+  std::shared_ptr<CuFileLibrary> library;
+  auto probe = [&] {
+    PosixFileSystem fs;
+    GdsProbeInputs probe_inputs;
+    probe_inputs.record_dir = record_dir;
+    probe_inputs.policy.compat = inputs.compat;
+    GdsProbeResult result = ProbeGdsHost(fs, probe_inputs);
+    result.facts.planes_on_gpu = !config.runtime.gpus.empty();
+    library = std::move(result.library);
+    return result.facts;
+  };
+  STRATA_ASSIGN_OR_RETURN(TransportDecision decision, DecideRankTransport(inputs, probe));
+  if (decision.kind == TransportKind::kStaged) library.reset();
+  return RankTransportChoice{.decision = std::move(decision), .library = std::move(library)};
 }
 
 std::string TransportSummary(const TransportDecision& decision) {

@@ -3,6 +3,7 @@
 #include "launch/rank/single_process_stores.h"
 
 #include "launch/pool_metrics.h"
+#include "launch/rank/rank_disk_transport.h"
 #include "launch/rank/rank_pool.h"
 #include "launch/rank/rank_transport.h"
 
@@ -221,10 +222,16 @@ class SingleProcessStores final : public RuntimeDriver {
         LocalDisk::Open(geometry_,
                         ComputeNamespaceIdentity(RankModelIdentity(config_), StateMode::kOrdinary),
                         ComputeLayoutFingerprint(geometry_), o));
-    STRATA_ASSIGN_OR_RETURN(transport_, ChooseRankTransport(config_, local_->path()));
+    STRATA_ASSIGN_OR_RETURN(RankTransportChoice chosen,
+                            ChooseRankTransport(config_, local_->path()));
+    transport_ = chosen.decision;
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> t, MakeTransfers());
-    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<StagedTransport> staged,
-                            local_->MakeTransport(std::move(t)));
+    STRATA_ASSIGN_OR_RETURN(
+        std::unique_ptr<DiskTransport> staged,
+        // With attach.socket the planes are host memory (runtime.gpus "none"):
+        // the probe refuses direct, so planes_ is only used for direct.
+        OpenRankDiskTransport(transport_, *local_, planes_->planes(), std::move(t),
+                              CuFileSeams(std::move(chosen.library))));
     const std::string scanned = std::to_string(local_->scan().records.size()) +
                                 " records scanned, " + TransportSummary(transport_);
     if (warm > 0) {

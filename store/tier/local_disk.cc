@@ -63,4 +63,15 @@ Result<std::unique_ptr<StagedTransport>> LocalDisk::MakeTransport(
   return t;
 }
 
+std::unique_ptr<DirectTransport> LocalDisk::MakeDirectTransport(
+    std::vector<RankPlanes> planes, std::unique_ptr<DirectFileIo> io,
+    std::unique_ptr<DeviceRecordChecksums> checksums, DirectOptions options) {
+  options.durability = options_.durability;
+  auto t = std::make_unique<DirectTransport>(geometry_, identity_, fingerprint_, *fs_, dir_->fd(),
+                                             std::move(planes), std::move(io), std::move(checksums),
+                                             std::move(options));
+  t->Seed(scan_);
+  return t;
+}
+
 }  // namespace strata

@@ -19,6 +19,7 @@
 #include "store/record/record_dir.h"
 #include "store/record/record_file.h"
 #include "store/record/record_scan.h"
+#include "store/tier/direct_transport.h"
 #include "store/tier/staged_transport.h"
 #include "store/transfer/slab_pool.h"
 
@@ -58,6 +59,14 @@ class LocalDisk {
   // The staged transport over `transfers` (this process's ranks); once.
   Result<std::unique_ptr<StagedTransport>> MakeTransport(std::unique_ptr<Transfers> transfers,
                                                          StagedOptions options = {});
+
+  // The direct transport (seed 2.6) over `planes` (one RankPlanes per rank,
+  // addresses `io` and `checksums` accept), on this record directory, with
+  // its durability, seeded with the startup scan. The directory and the
+  // filesystem must outlive it.
+  std::unique_ptr<DirectTransport> MakeDirectTransport(
+      std::vector<RankPlanes> planes, std::unique_ptr<DirectFileIo> io,
+      std::unique_ptr<DeviceRecordChecksums> checksums, DirectOptions options = {});
 
   const std::string& path() const { return dir_->path(); }
   const ScanReport& scan() const { return scan_; }

@@ -7,7 +7,10 @@
 //
 // Opt-in like the other GPU tests: STRATA_GPU_TESTS=1 (STRATA_GPU_DEVICE picks
 // the device, default 0; STRATA_GPU_TEST_DIR the record directory's parent,
-// default /var/tmp).
+// default /var/tmp). The disk and composite cases are repeated over the direct
+// transport (transport = "direct") when the test-only switch
+// STRATA_TEST_CUFILE_COMPAT=1 lets cuFile run in compatibility mode; they
+// skip, naming error 5027, where cuFile cannot register this host's files.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -18,6 +21,7 @@
 
 #include "launch/presets.h"
 #include "launch/rank/rank_stores.h"
+#include "tests/gpu/cufile_gpu_support.h"
 
 namespace strata {
 namespace {
@@ -27,6 +31,7 @@ struct StoreCase {
   bool memory;
   bool disk;
   const char* preset;
+  TransportChoice transport = TransportChoice::kStaged;
 };
 
 class GpuStoreTest : public ::testing::TestWithParam<StoreCase> {
@@ -44,12 +49,24 @@ class GpuStoreTest : public ::testing::TestWithParam<StoreCase> {
     config_.cluster.world_size = 2;
     config_.cluster.single_process = true;
     config_.runtime.preset = GetParam().preset;
-    config_.runtime.gpus = {device != nullptr ? std::atoi(device) : 0};
+    config_.runtime.gpus = {device != nullptr ? static_cast<int>(std::strtol(device, nullptr, 10))
+                                              : 0};
     if (GetParam().memory) config_.prefix_cache.memory_bytes = uint64_t{256} << 20;
     if (GetParam().disk) {
       config_.prefix_cache.disk_dir = dir_;
       config_.prefix_cache.disk_limit_bytes = uint64_t{8} << 30;
       config_.prefix_cache.drain_on_shutdown.mode = DrainMode::kUntilDone;
+    }
+    config_.prefix_cache.transport = GetParam().transport;
+    if (GetParam().transport == TransportChoice::kDirect) {
+      if (auto missing = testing::CuFileCompatSwitchMissing()) GTEST_SKIP() << *missing;
+      std::error_code ec;
+      std::filesystem::create_directories(dir_, ec);
+      ASSERT_FALSE(ec) << dir_ << ": " << ec.message();
+      if (auto why = testing::CuFileCannotRegisterFiles(dir_)) {
+        ASSERT_EQ(why->rfind("cuFile failed:", 0), std::string::npos) << *why;
+        GTEST_SKIP() << *why;
+      }
     }
   }
   void TearDown() override {
@@ -68,6 +85,10 @@ TEST_P(GpuStoreTest, QualificationRestoresEveryByteThroughTheStoreOnTheGpu) {
     RuntimeDriver* stores = DriverOf(*opened);
     ASSERT_NE(stores, nullptr);
     std::fprintf(stderr, "%s\n", stores->Summary().c_str());
+    if (GetParam().transport == TransportChoice::kDirect) {
+      // Compatibility mode here; kDirect on a host with nvidia-fs.
+      EXPECT_NE(stores->Transport().kind, TransportKind::kStaged) << stores->Transport().reason;
+    }
     Qualification q = stores->MakeQualification();
     const PhaseReport gpu = q.GpuHit();
     ASSERT_TRUE(gpu.ok) << gpu.detail;
@@ -100,7 +121,13 @@ INSTANTIATE_TEST_SUITE_P(
                       StoreCase{"disk", false, true, "tiny"},
                       StoreCase{"composite", true, true, "tiny"},
                       StoreCase{"disk_qwen", false, true, "qwen-like"},
-                      StoreCase{"composite_deepseek", true, true, "deepseek-like"}),
+                      StoreCase{"composite_deepseek", true, true, "deepseek-like"},
+                      StoreCase{"disk_direct", false, true, "tiny", TransportChoice::kDirect},
+                      StoreCase{"composite_direct", true, true, "tiny", TransportChoice::kDirect},
+                      StoreCase{"disk_qwen_direct", false, true, "qwen-like",
+                                TransportChoice::kDirect},
+                      StoreCase{"composite_deepseek_direct", true, true, "deepseek-like",
+                                TransportChoice::kDirect}),
     [](const ::testing::TestParamInfo<StoreCase>& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -1,0 +1,92 @@
+#include "launch/rank/rank_disk_transport.h"
+
+#include "cuda/cuda_planes.h"
+#include "cuda/cufile_io.h"
+#include "cuda/device_record_checksums_kernel.h"
+
+namespace strata {
+
+namespace {
+
+std::vector<RankPlanes> PlanesOf(const DevicePlanes& planes) {
+  std::vector<RankPlanes> out;
+  for (uint32_t r = 0; r < planes.geometry().rank_count(); ++r) out.push_back(planes.planes(r));
+  return out;
+}
+
+// Every page plane and the row plane of every rank, whole.
+std::vector<CuFileBuffer> BuffersOf(const DevicePlanes& planes) {
+  std::vector<CuFileBuffer> out;
+  const CacheGeometry& g = planes.geometry();
+  for (uint32_t r = 0; r < g.rank_count(); ++r) {
+    const RankGeometry& rank = g.ranks[r];
+    const RankPlanes p = planes.planes(r);
+    for (size_t k = 0; k < rank.page_planes.size(); ++k) {
+      out.push_back({p.page_plane_base[k], rank.page_planes[k].unit_bytes * rank.page_count});
+    }
+    out.push_back({p.row_base, rank.row.unit_bytes * rank.row_count});
+  }
+  return out;
+}
+
+Result<DirectSeams> MakeCuFileSeams(const std::shared_ptr<CuFileLibrary>& library,
+                                    const DevicePlanes& planes) {
+  if (library == nullptr) return Status::FailedPrecondition("the cuFile driver is not open");
+  const auto* cuda = dynamic_cast<const CudaPlanes*>(&planes);
+  if (cuda == nullptr) {
+    return Status::FailedPrecondition("the direct transport needs the planes in GPU memory");
+  }
+  const std::vector<int>& ordinals = cuda->device_ordinals();
+  for (int o : ordinals) {
+    if (o != ordinals.front()) {
+      return Status::FailedPrecondition(
+          "the direct transport runs this process's ranks on one GPU; runtime.gpus names "
+          "several");
+    }
+  }
+  if (!RecordChecksumKernelBuilt()) {
+    return Status::FailedPrecondition(
+        "this build has no GPU record checksum kernel (built without nvcc)");
+  }
+  const std::shared_ptr<const CudaDriver>& driver = cuda->driver();
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<PrimaryContext> owned,
+                          PrimaryContext::Retain(driver, ordinals.front()));
+  std::shared_ptr<PrimaryContext> context = std::move(owned);
+  DirectSeams seams;
+  STRATA_ASSIGN_OR_RETURN(seams.checksums,
+                          GpuRecordChecksums::Load(driver, context->get(), ordinals.front()));
+  STRATA_ASSIGN_OR_RETURN(
+      seams.io, CuFileDirectIo::Create(library, driver, context->get(), BuffersOf(planes)));
+  seams.keep_alive = {library, context};
+  return seams;
+}
+
+}  // namespace
+
+DirectSeamsFactory CuFileSeams(std::shared_ptr<CuFileLibrary> library) {
+  return [library = std::move(library)](const DevicePlanes& planes) {
+    return MakeCuFileSeams(library, planes);
+  };
+}
+
+Result<std::unique_ptr<DiskTransport>> OpenRankDiskTransport(const TransportDecision& decision,
+                                                             LocalDisk& disk,
+                                                             const DevicePlanes& planes,
+                                                             std::unique_ptr<Transfers> transfers,
+                                                             const DirectSeamsFactory& seams) {
+  if (decision.kind == TransportKind::kStaged) {
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<StagedTransport> staged,
+                            disk.MakeTransport(std::move(transfers)));
+    return std::unique_ptr<DiskTransport>(std::move(staged));
+  }
+  Result<DirectSeams> made = seams(planes);
+  if (!made.ok()) return made.status().WithContext("direct transport");
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<StagedTransport> staged,
+                          disk.MakeTransport(std::move(transfers)));
+  std::unique_ptr<DirectTransport> direct =
+      disk.MakeDirectTransport(PlanesOf(planes), std::move(made->io), std::move(made->checksums));
+  return std::unique_ptr<DiskTransport>(std::make_unique<SplitDiskTransport>(
+      std::move(direct), std::move(staged), std::move(made->keep_alive)));
+}
+
+}  // namespace strata
