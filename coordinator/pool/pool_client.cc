@@ -39,6 +39,11 @@ template <typename Answer>
 Result<Answer> PoolClient::Ask(const PoolMessage& request, uint64_t request_id,
                                std::chrono::milliseconds bound) {
   STRATA_RETURN_IF_ERROR(socket_.Send(request));
+  return Await<Answer>(request_id, bound);
+}
+
+template <typename Answer>
+Result<Answer> PoolClient::Await(uint64_t request_id, std::chrono::milliseconds bound) {
   // Answers to earlier requests that missed their bound (a late lookup) are
   // skipped; anything else out of turn is an error.
   for (;;) {
@@ -83,36 +88,127 @@ Result<std::optional<std::vector<PrefixKey>>> PoolClient::Lookup(std::span<const
 Status PoolClient::Put(const PrefixKey& key, const std::optional<PrefixKey>& parent,
                        const Digest128& bucket_digest, std::span<const std::byte> bytes,
                        PutKind kind) {
+  const PutItem item{
+      .key = key, .parent = parent, .bucket_digest = bucket_digest, .bytes = bytes, .kind = kind};
+  std::vector<Status> outcomes = PutChain(std::span<const PutItem>(&item, 1));
+  return outcomes.back();
+}
+
+// Chain puts are pipelined. The manager answers one connection's requests in
+// the order they were sent, and PutChain always reads the oldest answer owed:
+// the requests go out as grant(0), grant(1), commit(0), grant(2), commit(1),
+// ..., so grant(i+1) is answered while record i is copied and commit(i)
+// while record i+1 is copied.
+Result<uint64_t> PoolClient::SendPut(const PutItem& item) {
   const uint64_t id = next_request_++;
-  PoolPut request{.request_id = id,
-                  .put = PutRequest{.key = key,
-                                    .parent = parent,
-                                    .bucket_digest = bucket_digest,
-                                    .bytes = bytes.size(),
-                                    .kind = kind}};
-  STRATA_ASSIGN_OR_RETURN(PoolPutAnswer grant, Ask<PoolPutAnswer>(request, id));
-  STRATA_RETURN_IF_ERROR(grant.status);
-  const uint64_t end_id = next_request_++;
-  if (Status fit =
-          CheckSlotsFit(grant.slots, bytes.size(), arena_->slot_bytes(), arena_->slot_count());
-      !fit.ok()) {
-    (void)Ask<PoolDone>(PoolAbort{.request_id = end_id, .put = grant.put}, end_id);
-    return Status::Corruption("the pool granted slots that do not fit the record: " +
-                              fit.message());
-  }
+  STRATA_RETURN_IF_ERROR(socket_.Send(PoolPut{.request_id = id,
+                                              .put = PutRequest{.key = item.key,
+                                                                .parent = item.parent,
+                                                                .bucket_digest = item.bucket_digest,
+                                                                .bytes = item.bytes.size(),
+                                                                .kind = item.kind}}));
+  return id;
+}
+
+uint64_t PoolClient::CopyIn(std::span<const SlotId> slots, std::span<const std::byte> bytes) {
   // One pass: the checksum the commit carries is over the arena's bytes.
   hash_.Reset();
   uint64_t at = 0;
-  for (SlotId slot : grant.slots) {
+  for (SlotId slot : slots) {
     const uint64_t n = std::min<uint64_t>(arena_->slot_bytes(), bytes.size() - at);
     CopyHashed(arena_->Slot(slot).first(n), bytes.subspan(at, n), hash_);
     at += n;
   }
-  STRATA_ASSIGN_OR_RETURN(
-      PoolDone done,
-      Ask<PoolDone>(PoolCommit{.request_id = end_id, .put = grant.put, .checksum = hash_.Digest()},
-                    end_id));
-  return done.status;
+  return hash_.Digest();
+}
+
+void PoolClient::AbortPut(PutId put) {
+  const uint64_t id = next_request_++;
+  // NotFound: it went with its parent's abort. A lost connection ends the
+  // session, and with it every put still pending.
+  (void)Ask<PoolDone>(PoolAbort{.request_id = id, .put = put}, id);
+}
+
+std::vector<Status> PoolClient::PutChain(std::span<const PutItem> items) {
+  std::vector<Status> out;
+  if (items.empty()) return out;
+  Result<uint64_t> sent = SendPut(items[0]);
+  if (!sent.ok()) return {sent.status()};
+  uint64_t grant_id = *sent;          // the grant owed for items[i]
+  std::optional<uint64_t> commit_id;  // the commit owed for items[i - 1], sent after grant_id
+  // Reads the commit owed (if any) into `out`.
+  enum class Settled { kAccepted, kRefused, kLost };
+  auto settle_commit = [&]() -> Settled {
+    if (!commit_id) return Settled::kAccepted;
+    Result<PoolDone> done = Await<PoolDone>(*commit_id, answer_bound_);
+    commit_id.reset();
+    out.push_back(done.ok() ? done->status : done.status());
+    if (!done.ok()) return Settled::kLost;
+    return done->status.ok() ? Settled::kAccepted : Settled::kRefused;
+  };
+  for (size_t i = 0; i < items.size(); ++i) {
+    Result<PoolPutAnswer> grant = Await<PoolPutAnswer>(grant_id, answer_bound_);
+    if (!grant.ok()) {
+      out.push_back(grant.status());  // the connection is gone: the oldest record unsettled fails
+      return out;
+    }
+    const bool has_next = i + 1 < items.size();
+    if (!grant->status.ok()) {
+      if (settle_commit() != Settled::kAccepted) return out;
+      out.push_back(grant->status);
+      if (grant->status.code() != StatusCode::kAlreadyExists || !has_next) return out;
+      if (sent = SendPut(items[i + 1]); !sent.ok()) {
+        out.push_back(sent.status());
+        return out;
+      }
+      grant_id = *sent;
+      continue;
+    }
+    const std::span<const std::byte> bytes = items[i].bytes;
+    if (Status fit =
+            CheckSlotsFit(grant->slots, bytes.size(), arena_->slot_bytes(), arena_->slot_count());
+        !fit.ok()) {
+      const Settled parent = settle_commit();
+      if (parent == Settled::kLost) return out;
+      AbortPut(grant->put);
+      if (parent == Settled::kAccepted) {
+        out.push_back(Status::Corruption("the pool granted slots that do not fit the record: " +
+                                         fit.message()));
+      }
+      return out;
+    }
+    std::optional<uint64_t> next_grant;
+    if (has_next) {
+      if (sent = SendPut(items[i + 1]); !sent.ok()) {
+        out.push_back(sent.status());
+        return out;
+      }
+      next_grant = *sent;
+    }
+    const uint64_t checksum = CopyIn(grant->slots, bytes);
+    // The parent's commit, answered during the copy: a record is committed
+    // only after its parent was.
+    if (const Settled parent = settle_commit(); parent != Settled::kAccepted) {
+      if (parent == Settled::kLost) return out;
+      if (next_grant) {
+        Result<PoolPutAnswer> next = Await<PoolPutAnswer>(*next_grant, answer_bound_);
+        if (next.ok() && next->status.ok()) AbortPut(next->put);
+      }
+      AbortPut(grant->put);
+      return out;
+    }
+    const uint64_t id = next_request_++;
+    if (Status s =
+            socket_.Send(PoolCommit{.request_id = id, .put = grant->put, .checksum = checksum});
+        !s.ok()) {
+      out.push_back(s);
+      return out;
+    }
+    commit_id = id;
+    if (next_grant) grant_id = *next_grant;
+  }
+  (void)settle_commit();
+  return out;
 }
 
 Status PoolClient::CopyOut(const ClaimedRecord& r, std::vector<std::byte>& out) {

@@ -1,7 +1,10 @@
 // PoolClient: an instance's connection to a manager on its host — Hello, the
 // arena mapped from the fd the manager sends, and synchronous lookups, puts
 // and claims. Puts copy the record into the granted slots, hashing as they
-// copy, and commit with that checksum; claims copy out, hashing as they copy,
+// copy, and commit with that checksum; a chain's puts are pipelined (the
+// next record's grant is asked for before the current record is copied, and
+// a commit's answer is read after the next record is copied), so the copies
+// do not wait on the manager's thread; claims copy out, hashing as they copy,
 // check each record against its checksum, and always release, after the last
 // copy from the slots has ended.
 // This is the protocol's reference client; the instance side proper (HostStore
@@ -49,10 +52,29 @@ class PoolClient {
   Result<std::optional<std::vector<PrefixKey>>> Lookup(std::span<const Token> tokens,
                                                        uint64_t resident_tokens, uint64_t before);
 
-  // Puts one record: slots from the manager, the bytes copied in with their
-  // XXH3-64 computed in the same pass, then commit with it (or abort if the
-  // granted slots do not fit the record). The manager's refusals come back
-  // as they are (kBusy, kAlreadyExists, kInvalidArgument).
+  // One record of a chain put. `bytes` must stay valid (and unchanged) until
+  // PutChain returns: the caller keeps the source until the manager accepts.
+  struct PutItem {
+    PrefixKey key;
+    std::optional<PrefixKey> parent;  // none: a root record
+    Digest128 bucket_digest;
+    std::span<const std::byte> bytes;
+    PutKind kind = PutKind::kCascade;
+  };
+
+  // Puts `items` in order (parents first). Each record: slots from the
+  // manager, the bytes copied in with their XXH3-64 computed in the same
+  // pass, then a commit with it (or an abort if the granted slots do not fit
+  // the record). Pipelined: the grant of record i+1 is asked for before
+  // record i is copied, and the commit of record i is answered while record
+  // i+1 is copied; a record is never committed before its parent's commit
+  // was accepted. Returns one status per record tried, in order: OK
+  // (committed), or what the manager answered (kBusy, kAlreadyExists,
+  // kInvalidArgument, kNotFound), or the connection's error. It stops after
+  // the first status other than OK and kAlreadyExists (the last one
+  // returned); a later record already granted then is aborted.
+  std::vector<Status> PutChain(std::span<const PutItem> items);
+  // PutChain of one record: its status.
   Status Put(const PrefixKey& key, const std::optional<PrefixKey>& parent,
              const Digest128& bucket_digest, std::span<const std::byte> bytes, PutKind kind);
 
@@ -75,10 +97,20 @@ class PoolClient {
   template <typename Answer>
   Result<Answer> Ask(const PoolMessage& request, uint64_t request_id,
                      std::chrono::milliseconds bound);
+  // Waits, at most `bound`, for the answer to the request sent with `request_id`.
+  template <typename Answer>
+  Result<Answer> Await(uint64_t request_id, std::chrono::milliseconds bound);
   template <typename Answer>
   Result<Answer> Ask(const PoolMessage& request, uint64_t request_id) {
     return Ask<Answer>(request, request_id, answer_bound_);
   }
+
+  // Sends the grant request of `item` under a fresh request id; that id.
+  Result<uint64_t> SendPut(const PutItem& item);
+  // Copies `bytes` into the granted slots, hashing as it copies; the checksum.
+  uint64_t CopyIn(std::span<const SlotId> slots, std::span<const std::byte> bytes);
+  // Aborts a granted put and waits for the answer (whatever it is).
+  void AbortPut(PutId put);
 
   // One record out of its slots into `out`, hashed as it is copied.
   Status CopyOut(const ClaimedRecord& r, std::vector<std::byte>& out);

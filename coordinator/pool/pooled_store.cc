@@ -200,14 +200,25 @@ void PooledStore::Poll(uint64_t now_ms, std::vector<StoreEvent>& events) {
   if (own_landing()) tiers_.landing->Poll(now_ms, events);
 }
 
-Status PooledStore::PutOne(PoolClient& client, const RecordView& record) {
-  const std::vector<std::byte> image = EncodeRecordImage(record);
-  Status s = client.Put(record.key, record.parent, record.bucket, image, PutKind::kCascade);
-  if (s.ok()) {
-    ++stats_.puts;
-    stats_.put_bytes += image.size();
+Status PooledStore::PutChain(PoolClient& client, std::span<const RecordView> chain) {
+  // The images live until the manager has answered every put of the chain.
+  put_images_.resize(chain.size());
+  put_items_.clear();
+  for (size_t i = 0; i < chain.size(); ++i) {
+    put_images_[i] = EncodeRecordImage(chain[i]);
+    put_items_.push_back(PoolClient::PutItem{.key = chain[i].key,
+                                             .parent = chain[i].parent,
+                                             .bucket_digest = chain[i].bucket,
+                                             .bytes = put_images_[i],
+                                             .kind = PutKind::kCascade});
   }
-  return s;
+  const std::vector<Status> outcomes = client.PutChain(put_items_);
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    if (!outcomes[i].ok()) continue;
+    ++stats_.puts;
+    stats_.put_bytes += put_images_[i].size();
+  }
+  return outcomes.empty() ? Status::Ok() : outcomes.back();
 }
 
 void PooledStore::OnEvicted(std::span<const RecordView> chain) {
@@ -215,11 +226,10 @@ void PooledStore::OnEvicted(std::span<const RecordView> chain) {
   // manager, and whatever the manager answers the tier then discards it.
   const PutDecision at_end = DecidePut(PutEvent::kEndOfChainEvict, 0);
   PoolClient* client = link_->client();
-  Status s = client == nullptr ? Status::Unavailable("no pool connection") : Status::Ok();
-  for (const RecordView& record : chain) {
-    if (!s.ok() && s.code() != StatusCode::kAlreadyExists) break;
-    s = PutOne(*client, record);
-  }
+  // PutChain stops at the first record neither accepted nor already pooled:
+  // its status is the chain's.
+  const Status s =
+      client == nullptr ? Status::Unavailable("no pool connection") : PutChain(*client, chain);
   // Already pooled (put before, or by another instance) is as good as accepted.
   const bool pooled = s.ok() || s.code() == StatusCode::kAlreadyExists;
   const PutEvent event = pooled              ? PutEvent::kAccepted

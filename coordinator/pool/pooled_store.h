@@ -101,8 +101,9 @@ class PooledStore final : public HostStore, public EvictionSink {
   // Claims `chain` and imports it; an error leaves the local tier as it was
   // apart from records already imported (they are whole and checked).
   Status ClaimAndImport(const std::vector<PrefixKey>& chain);
-  // Puts one record; what the manager answered (kAlreadyExists: held).
-  Status PutOne(PoolClient& client, const RecordView& record);
+  // Puts the chain's records in one pipelined PutChain; the status of the
+  // last record tried (kAlreadyExists: held).
+  Status PutChain(PoolClient& client, std::span<const RecordView> chain);
   // Whether `s` from the client means the connection is gone (vs a refusal).
   static bool ConnectionLost(const Status& s);
 
@@ -129,6 +130,9 @@ class PooledStore final : public HostStore, public EvictionSink {
   // What ClaimAndImport copies out of the arena: reused claim after claim,
   // so a restore neither allocates nor page-faults its buffers again.
   std::vector<std::vector<std::byte>> claimed_;
+  // What PutChain sends: the chain's record images and the items naming them.
+  std::vector<std::vector<std::byte>> put_images_;
+  std::vector<PoolClient::PutItem> put_items_;
 };
 
 }  // namespace strata::pool

@@ -2,12 +2,13 @@
 // arena (docs/pool.md), next to a memcpy of the same bytes measured in the
 // same run. One process: the manager (PoolServer, its own thread, on its real
 // Unix socket) and two instances (PoolClient, the calls PooledStore makes):
-// instance A puts every record of a round (PoolClient::Put: a grant, the
-// bytes copied into the slots and hashed in the same pass, a commit with the
-// checksum), instance B claims every chain of it (PoolClient::ClaimInto, as
-// PooledStore calls it: a claim, the bytes copied out into buffers reused
-// from claim to claim and checked in the same pass, a release). Records are record images of a
-// preset's pages (header + page records + row), in chains whose records name their parents, as an
+// instance A puts every chain of a round (PoolClient::PutChain, as
+// PooledStore calls it: per record a grant, the bytes copied into the slots
+// and hashed in the same pass, a commit with the checksum, pipelined so the
+// next grant and the last commit are answered during a copy), instance B claims every chain of it
+// (PoolClient::ClaimInto, as PooledStore calls it: a claim, the bytes copied out into buffers
+// reused from claim to claim and checked in the same pass, a release). Records are record images of
+// a preset's pages (header + page records + row), in chains whose records name their parents, as an
 // instance's cascade puts them.
 //
 // Each round puts and claims fresh keys; the manager evicts the oldest
@@ -138,25 +139,38 @@ Result<Instances> Connect(const Setup& s, const std::string& socket) {
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-// Instance A puts every record of round `round`, parents first.
+// Instance A puts every chain of round `round`, parents first; one latency
+// sample per chain.
 Result<Sample> PutRound(const PoolBenchOptions& o, const Setup& s, pool::PoolClient& a,
                         const std::vector<std::vector<std::byte>>& sources, uint32_t round) {
   Sample sample;
   Status status;
   RunLikeWorkerThreads(kInstanceNice, [&] {
     const double cpu_before = ProcessCpuSeconds();
+    std::vector<pool::PoolClient::PutItem> items;
     for (uint32_t c = 0; c < s.chains && status.ok(); ++c) {
       const ChainKeys chain = KeysOf(o, s, round, c);
-      for (uint32_t k = 0; k < o.chain_records && status.ok(); ++k) {
-        const std::optional<PrefixKey> parent =
-            k == 0 ? std::nullopt : std::optional<PrefixKey>(chain.keys[k - 1]);
-        const auto t0 = Clock::now();
-        status = a.Put(chain.keys[k], parent, chain.buckets[k], sources[c * o.chain_records + k],
-                       pool::PutKind::kCascade);
-        const double seconds = Seconds(Clock::now() - t0);
-        sample.seconds += seconds;
-        sample.latency_ms.push_back(seconds * 1e3);
-        sample.bytes += s.record_bytes;
+      items.clear();
+      for (uint32_t k = 0; k < o.chain_records; ++k) {
+        items.push_back(pool::PoolClient::PutItem{
+            .key = chain.keys[k],
+            .parent = k == 0 ? std::nullopt : std::optional<PrefixKey>(chain.keys[k - 1]),
+            .bucket_digest = chain.buckets[k],
+            .bytes = sources[c * o.chain_records + k],
+            .kind = pool::PutKind::kCascade});
+      }
+      const auto t0 = Clock::now();
+      const std::vector<Status> outcomes = a.PutChain(items);
+      const double seconds = Seconds(Clock::now() - t0);
+      sample.seconds += seconds;
+      sample.latency_ms.push_back(seconds * 1e3);
+      sample.bytes += uint64_t{o.chain_records} * s.record_bytes;
+      // Every record is fresh: anything but OK (kAlreadyExists included) fails the run.
+      for (const Status& outcome : outcomes) {
+        if (!outcome.ok()) status = outcome;
+      }
+      if (status.ok() && outcomes.size() != items.size()) {
+        status = Status::Internal("a chain put stopped early");
       }
     }
     sample.cpu_seconds = ProcessCpuSeconds() - cpu_before;

@@ -1,6 +1,8 @@
 // The manager's service in-process, over its real Unix socket: one client puts
-// a record into the arena and another claims it byte-exact; a client with a
-// different scope shares nothing; a bad Hello is rejected with its reason.
+// a record into the arena and another claims it byte-exact; a chain put
+// (pipelined) commits every record, skips one already pooled and stops at a
+// refusal; a client with a different scope shares nothing; a bad Hello is
+// rejected with its reason.
 #include "coordinator/pool/pool_server.h"
 #include "tests/unit/coordinator/pool/pool_test_data.h"
 
@@ -137,6 +139,87 @@ TEST_F(PoolServerTest, ClaimIntoReusesBuffersAndChecksEveryByte) {
   EXPECT_EQ(b->ClaimInto(chain, buffers).code(), StatusCode::kCorruption);
   EXPECT_EQ(b->ClaimCopy(chain).status().code(), StatusCode::kCorruption)
       << "the failed claim was released: the next one is admitted and checked too";
+}
+
+// A chain of `n` records of 64 tokens each (the fixture's page), parents
+// first, over `bytes[k]`.
+std::vector<PoolClient::PutItem> ChainItems(const PrefixHistory& history,
+                                            const std::vector<std::vector<std::byte>>& bytes) {
+  std::vector<PoolClient::PutItem> items;
+  for (size_t k = 0; k < bytes.size(); ++k) {
+    const uint64_t end = (k + 1) * 64;
+    items.push_back(PoolClient::PutItem{
+        .key = history.key_at(end),
+        .parent = k == 0 ? std::nullopt : std::optional<PrefixKey>(history.key_at(end - 64)),
+        .bucket_digest = history.bucket_digest(end),
+        .bytes = bytes[k],
+        .kind = PutKind::kCascade});
+  }
+  return items;
+}
+
+TEST_F(PoolServerTest, AChainPutCommitsEveryRecordAndSkipsOnePooledAlready) {
+  auto a = Connect("GPU-a");
+  auto b = Connect("GPU-b");
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  const std::vector<Token> tokens = Tokens(256, 31);
+  const PrefixHistory history(tokens);
+  const std::vector<std::vector<std::byte>> bytes{Pattern(2 * kSlotBytes + 5, 1),
+                                                  Pattern(kSlotBytes, 2),
+                                                  Pattern(3 * kSlotBytes - 9, 3), Pattern(100, 4)};
+  const std::vector<PoolClient::PutItem> items = ChainItems(history, bytes);
+  // B pools the first two records itself: A's chain put finds them there.
+  const std::vector<Status> first = b->PutChain(std::span(items).first(2));
+  ASSERT_EQ(first.size(), 2u);
+  EXPECT_TRUE(first[0].ok() && first[1].ok()) << first[0].ToString() << first[1].ToString();
+
+  const std::vector<Status> outcomes = a->PutChain(items);
+  ASSERT_EQ(outcomes.size(), 4u);
+  EXPECT_EQ(outcomes[0].code(), StatusCode::kAlreadyExists);
+  EXPECT_EQ(outcomes[1].code(), StatusCode::kAlreadyExists);
+  EXPECT_TRUE(outcomes[2].ok()) << outcomes[2].ToString();
+  EXPECT_TRUE(outcomes[3].ok()) << outcomes[3].ToString();
+  auto chain = b->Lookup(tokens, 0, tokens.size());
+  ASSERT_TRUE(chain.ok()) << chain.status().ToString();
+  ASSERT_TRUE(chain->has_value());
+  ASSERT_EQ((*chain)->size(), 4u);
+  auto copied = b->ClaimCopy(**chain);
+  ASSERT_TRUE(copied.ok()) << copied.status().ToString();
+  EXPECT_EQ(*copied, bytes) << "every record byte-exact, in chain order";
+  EXPECT_EQ(server_->Stats().slots_free, 32u - 8u) << "3 + 1 + 3 + 1 slots, none leaked";
+}
+
+TEST_F(PoolServerTest, AChainPutStopsAtARefusalAndKeepsTheRecordsBeforeIt) {
+  auto a = Connect("GPU-a");
+  ASSERT_NE(a, nullptr);
+  const std::vector<Token> tokens = Tokens(256, 41);
+  const PrefixHistory history(tokens);
+  // The third record needs 33 slots of an arena of 32: refused at its grant,
+  // while the second is being copied (its grant was asked for first).
+  const std::vector<std::vector<std::byte>> bytes{Pattern(kSlotBytes + 1, 1),
+                                                  Pattern(2 * kSlotBytes, 2),
+                                                  Pattern(32 * kSlotBytes + 1, 3), Pattern(100, 4)};
+  const std::vector<PoolClient::PutItem> items = ChainItems(history, bytes);
+  const std::vector<Status> outcomes = a->PutChain(items);
+  ASSERT_EQ(outcomes.size(), 3u) << "the record after the refusal is not tried";
+  EXPECT_TRUE(outcomes[0].ok()) << outcomes[0].ToString();
+  EXPECT_TRUE(outcomes[1].ok()) << outcomes[1].ToString();
+  EXPECT_EQ(outcomes[2].code(), StatusCode::kInvalidArgument);
+  auto chain = a->Lookup(tokens, 0, tokens.size());
+  ASSERT_TRUE(chain.ok()) << chain.status().ToString();
+  ASSERT_TRUE(chain->has_value());
+  const std::vector<PrefixKey> want{history.key_at(64), history.key_at(128)};
+  EXPECT_EQ(**chain, want) << "the committed records stay pooled";
+  auto copied = a->ClaimCopy(**chain);
+  ASSERT_TRUE(copied.ok()) << copied.status().ToString();
+  ASSERT_EQ(copied->size(), 2u);
+  EXPECT_EQ((*copied)[1], bytes[1]);
+  EXPECT_EQ(server_->Stats().slots_free, 32u - 4u) << "2 + 2 slots, none leaked";
+  // The connection is still usable: the refused record's suffix goes alone.
+  const std::vector<Status> rest = a->PutChain(std::span(items).last(1));
+  ASSERT_EQ(rest.size(), 1u);
+  EXPECT_TRUE(rest[0].ok()) << rest[0].ToString();
 }
 
 TEST_F(PoolServerTest, ADifferentScopeSharesNothing) {
