@@ -1,6 +1,8 @@
 // PoolSimWorld: the invariants checked after every step (pool_sim.h).
 #include <string>
 
+#include "coordinator/pool/claim_rules.h"
+
 #include "tests/sim/pool/pool_sim_world.h"
 
 namespace strata::pool::sim {
@@ -101,6 +103,11 @@ void PoolSimWorld::CheckStep() {
           if (now_ms_ > c.deadline_ms + kStepMs) {
             Violation("claim " + std::to_string(c.claim.value) + " still runs " +
                       std::to_string(now_ms_ - c.deadline_ms) + " ms past its deadline");
+            return;
+          }
+          if (now_ms_ > c.last_progress_ms + kNoProgressTimeoutMs + kStepMs) {
+            Violation("claim " + std::to_string(c.claim.value) + " made no progress for " +
+                      std::to_string(now_ms_ - c.last_progress_ms) + " ms and still runs");
             return;
           }
         }

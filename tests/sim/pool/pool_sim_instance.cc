@@ -95,7 +95,9 @@ void PoolSimWorld::AdvanceClaims(SimInstance& inst) {
     }
     if (c.pace == CopyPace::kStalled) continue;
     if (--c.steps_left > 0) {
-      if (c.registered) (void)catalog_->ClaimProgress(*inst.session, c.claim, now_ms_);
+      if (c.registered && catalog_->ClaimProgress(*inst.session, c.claim, now_ms_).ok()) {
+        c.last_progress_ms = now_ms_;
+      }
       continue;
     }
     FinishCopy(inst, c);
@@ -264,6 +266,7 @@ void PoolSimWorld::StartClaim(SimInstance& inst) {
   SimClaim c{.session = *inst.session,
              .claim = a->claim,
              .deadline_ms = now_ms_ + a->budget_ms,
+             .last_progress_ms = now_ms_,
              .records = a->records,
              .expected = {},
              .pace = CopyPace::kNormal,

@@ -41,6 +41,7 @@ struct SimClaim {
   SessionId session;
   ClaimId claim;
   uint64_t deadline_ms = 0;
+  uint64_t last_progress_ms = 0;  // the grant, or the last progress reported
   std::vector<ClaimedRecord> records;
   std::vector<std::vector<std::byte>> expected;  // the oracle's bytes, per record
   CopyPace pace = CopyPace::kNormal;
