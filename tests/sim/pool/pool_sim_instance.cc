@@ -216,6 +216,9 @@ void PoolSimWorld::StartPut(SimInstance& inst) {
     Violation("a put answered with another message");
     return;
   }
+  // A put may evict, a refused one too (what it freed stays free).
+  Reconcile();
+  if (!violation_.ok()) return;
   if (a->status.code() == StatusCode::kBusy) {
     ++counts_.puts_refused;
     inst.gate =
@@ -232,7 +235,6 @@ void PoolSimWorld::StartPut(SimInstance& inst) {
   p.slots = a->slots;
   Event(Name(inst) + " put of " + Subject(subject) + " granted " + std::to_string(p.slots.size()) +
         " slots");
-  Reconcile();  // the put may have evicted
   CheckPutSlots(p.slots, inst);
   inst.puts.push_back(std::move(p));
 }
