@@ -1,0 +1,144 @@
+// PoolSimWorld: the state of one seed of the pool simulation (pool_sim.h):
+// the manager (catalog, arena, generation), two instances with their claims
+// and puts in flight, the oracle of committed records, and the checks.
+// Single-threaded; time is the virtual now_ms_.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "coordinator/pool/arena.h"
+#include "coordinator/pool/pool_catalog.h"
+#include "coordinator/pool/pool_dispatch.h"
+#include "coordinator/pool/put_rules.h"
+#include "store/base/prefix_history.h"
+#include "store/base/splitmix.h"
+#include "tests/sim/pool/pool_sim.h"
+
+namespace strata::pool::sim {
+
+inline constexpr uint64_t kStepMs = 500;
+inline constexpr uint64_t kSlotBytes = 4096;
+inline constexpr uint32_t kSlotCount = 12;
+inline constexpr uint32_t kPageTokens = 64;
+inline constexpr uint32_t kSubjects = 10;  // records the instances put and claim
+inline constexpr uint32_t kInstances = 2;
+
+// How a claim's copy behaves, drawn when it is granted.
+enum class CopyPace : uint8_t {
+  kNormal,   // progresses every step, done in 1-4 steps
+  kStalled,  // never progresses: the manager's no-progress timeout fails it
+  kSlow,     // progresses every step but outlasts its deadline
+};
+
+struct SimClaim {
+  SessionId session;
+  ClaimId claim;
+  uint64_t deadline_ms = 0;
+  uint64_t last_progress_ms = 0;  // the grant, or the last progress reported
+  std::vector<ClaimedRecord> records;
+  std::vector<std::vector<std::byte>> expected;  // the oracle's bytes, per record
+  CopyPace pace = CopyPace::kNormal;
+  uint32_t steps_left = 0;
+  bool registered = true;  // the manager still counts it (not released)
+  bool failed = false;     // failed by ExpireClaims
+};
+
+struct SimPut {
+  SessionId session;
+  PutId put;
+  uint32_t subject = 0;
+  PutKind kind = PutKind::kCascade;
+  std::vector<SlotId> slots;
+  std::vector<std::byte> bytes;
+  uint32_t steps_left = 0;
+};
+
+struct SimInstance {
+  std::vector<std::string> sources;  // the same across restarts: the same id
+  InstanceId id{};
+  bool up = true;
+  uint32_t restart_in = 0;  // steps until a crashed instance starts again
+  std::optional<SessionId> session;
+  std::vector<SimClaim> claims;
+  std::vector<SimPut> puts;
+  // A crash the manager did not see: the old session's claims and puts stay
+  // until the restart's Hello replaces it (no copy runs for them).
+  std::optional<SessionId> zombie_session;
+  std::vector<SimClaim> zombie_claims;
+  size_t zombie_puts = 0;
+  RetryGate gate;
+};
+
+struct OracleRecord {
+  std::vector<std::byte> bytes;
+  std::vector<SlotId> slots;
+  InstanceId owner{};
+  PutKind kind = PutKind::kCascade;
+};
+
+class PoolSimWorld {
+ public:
+  explicit PoolSimWorld(const PoolSimOptions& options);
+  PoolSimReport Run();
+
+ private:
+  // pool_sim_world.cc: the manager and the faults.
+  void Step(bool faults);
+  void StartManager();
+  void CrashManager();
+  void CrashInstance(SimInstance& inst);
+  void DamageSlot();
+  void ExpireClaims();
+  // pool_sim_instance.cc: one instance's turn, following the client's protocol.
+  void InstanceTurn(SimInstance& inst, bool new_work);
+  void Attach(SimInstance& inst);
+  void AdvanceClaims(SimInstance& inst);
+  void FinishCopy(SimInstance& inst, SimClaim& claim);
+  void AdvancePuts(SimInstance& inst);
+  void StartPut(SimInstance& inst);
+  void StartClaim(SimInstance& inst);
+  void Release(SimInstance& inst, SimClaim& claim);
+  PoolMessage Ask(SessionId session, const PoolMessage& request);
+  // pool_sim_checks.cc: the invariants.
+  void CheckStep();
+  // Matches the oracle with what the catalog lets a claim see; records that
+  // vanished must be the manager's evictions.
+  void Reconcile();
+  void CheckPutSlots(const std::vector<SlotId>& granted, const SimInstance& putter);
+  bool Quiet() const;
+  void Violation(const std::string& what);
+  void Event(const std::string& what);
+  std::string Name(const SimInstance& inst) const;
+
+  PoolSimOptions options_;
+  SplitMixRandom rng_;
+  uint64_t now_ms_ = 1'000;
+  uint64_t step_ = 0;
+  uint64_t next_request_ = 1;
+  std::vector<PrefixHistory> subjects_;
+  std::vector<PrefixKey> subject_keys_;
+  std::vector<SimInstance> instances_;
+
+  // The manager; null while it is down.
+  std::unique_ptr<PoolCatalog> catalog_;
+  std::unique_ptr<Arena> arena_;
+  ManagerIdentity identity_;
+  uint32_t manager_restart_in_ = 0;
+  uint64_t evicted_seen_ = 0;
+
+  std::map<uint32_t, OracleRecord> oracle_;  // by subject: committed records
+  std::set<uint32_t> damaged_slots_;         // a byte flipped since the slot was last written
+
+  Status violation_;
+  PoolSimCounts counts_;
+  std::deque<std::string> tail_;
+};
+
+}  // namespace strata::pool::sim
