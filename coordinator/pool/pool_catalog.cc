@@ -139,9 +139,10 @@ Status PoolCatalog::CommitPut(SessionId session, PutId put, uint64_t checksum, u
   }
   // The page-only rule may drop the parent's row from lookups; its bytes stay
   // in its slots until the record goes.
+  // Unpin first: a commit that fails leaves the record pending, never ready.
+  STRATA_RETURN_IF_ERROR(scope.index.Unpin(key).status());
   records_.at(pending.location.value).checksum = checksum;
   STRATA_RETURN_IF_ERROR(scope.index.SetState(key, TransferState::kReady).status());
-  STRATA_RETURN_IF_ERROR(scope.index.Unpin(key).status());
   STRATA_RETURN_IF_ERROR(scope.index.Touch(key, now_ms));
   ++progress_epoch_;
   return Status::Ok();

@@ -161,6 +161,8 @@ class PoolCatalog {
   // Forgets removed records: their slots retire (now, or at their last hold).
   void Forget(std::span<const RemovedRecord> removed);
   void EndClaim(Session& session, ClaimId claim);
+  // Unpins the claim's records that are still the ones it pinned.
+  static void UnpinClaimed(ScopeState& scope, const OpenClaim& claim);
   // Removes a pending put's record if it is still the one the put made.
   void DropPending(ScopeState& scope, const PendingPut& put);
   // Aborts a session's puts and ends its claims; its records stay.

@@ -52,6 +52,7 @@ Result<ClaimGrant> PoolCatalog::Claim(SessionId session, std::span<const PrefixK
     const Status pinned = scope.index.Pin(chain[i]);
     STRATA_ASSERT(pinned.ok(), pinned.ToString());
     claim.keys.push_back(chain[i]);
+    claim.locations.push_back(scope.index.Find(chain[i])->location);
     for (SlotId slot : records[i]->slots) {
       const Status held = slots_.Hold(slot);
       STRATA_ASSERT(held.ok(), held.ToString());
@@ -95,13 +96,21 @@ Status PoolCatalog::ReleaseClaim(SessionId session, ClaimId claim) {
 void PoolCatalog::EndClaim(Session& session, ClaimId id) {
   auto it = session.claims.find(id);
   ScopeState& scope = *scopes_.at(session.scope);
-  // Records removed meanwhile (their owner's session ended) took their pins.
-  for (const PrefixKey& key : it->second.keys) (void)scope.index.Unpin(key);
+  UnpinClaimed(scope, it->second);
   for (SlotId slot : it->second.held) {
     Status unheld = slots_.Unhold(slot);
     STRATA_ASSERT(unheld.ok(), unheld.ToString());
   }
   session.claims.erase(it);
+}
+
+void PoolCatalog::UnpinClaimed(ScopeState& scope, const OpenClaim& claim) {
+  for (size_t i = 0; i < claim.keys.size(); ++i) {
+    const std::optional<IndexEntry> entry = scope.index.Find(claim.keys[i]);
+    if (entry.has_value() && entry->location == claim.locations[i]) {
+      (void)scope.index.Unpin(claim.keys[i]);
+    }
+  }
 }
 
 std::vector<FailedClaim> PoolCatalog::ExpireClaims(uint64_t now_ms) {
@@ -113,8 +122,9 @@ std::vector<FailedClaim> PoolCatalog::ExpireClaims(uint64_t now_ms) {
       const ClaimHealth health = CheckClaim(claim.clock, now_ms);
       if (health == ClaimHealth::kRunning) continue;
       claim.failed = true;
-      for (const PrefixKey& key : claim.keys) (void)scope.index.Unpin(key);
+      UnpinClaimed(scope, claim);
       claim.keys.clear();  // unpinned now; the slot holds stay until release
+      claim.locations.clear();
       failed.push_back(FailedClaim{.session = id, .claim = claim_id, .why = health});
     }
   }

@@ -26,8 +26,13 @@ struct PoolCatalog::ScopeState {
 };
 
 struct PoolCatalog::OpenClaim {
-  std::vector<PrefixKey> keys;  // pinned while the claim runs
-  std::vector<SlotId> held;     // held until release, even after a failure
+  // The records pinned while the claim runs: a key and the record it named
+  // when claimed. A record removed meanwhile (its owner's session ended) took
+  // its pin with it, and a later record of the same key is not this claim's
+  // to unpin (the pool simulation found a claim's end taking a new put's pin).
+  std::vector<PrefixKey> keys;
+  std::vector<NodeLocation> locations;
+  std::vector<SlotId> held;  // held until release, even after a failure
   ClaimClock clock;
   bool failed = false;  // failed by ExpireClaims: unpinned, not counted in flight
 };

@@ -50,20 +50,10 @@ enum class PoolPlantedBug : uint8_t {
 };
 std::string_view PoolPlantedBugName(PoolPlantedBug bug);
 
-// A defect of the catalog the simulation found and the pool code has not
-// fixed yet (docs/pool.md, "Not built yet"): a claim pins and unpins its
-// records by key, so a claim that ends after its record was removed (its
-// owner's session ended) and put again under the same key takes the new put's
-// pin; that put's commit then answers kFailedPrecondition ("not pinned")
-// although the record became claimable. kTolerate counts it (the record is
-// taken as committed, as the catalog left it); kReport makes it a violation.
-enum class KnownDefects : uint8_t { kTolerate, kReport };
-
 struct PoolSimOptions {
   uint64_t seed = 1;
   uint32_t steps = 400;  // then a drain without faults until every claim ends
   PoolPlantedBug planted_bug = PoolPlantedBug::kNone;
-  KnownDefects known_defects = KnownDefects::kTolerate;
   bool trace = false;  // print every event to stderr as it happens
 };
 
@@ -80,7 +70,6 @@ struct PoolSimCounts {
   uint64_t manager_restarts = 0;
   uint64_t slots_damaged = 0;
   uint64_t evictions = 0;
-  uint64_t commits_unpinned = 0;  // the known defect above, tolerated
 
   void Add(const PoolSimCounts& o);
 };

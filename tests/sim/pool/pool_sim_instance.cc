@@ -170,15 +170,7 @@ void PoolSimWorld::AdvancePuts(SimInstance& inst) {
     PoolMessage answer =
         Ask(*inst.session, PoolCommit{.request_id = id, .put = p.put, .checksum = hash.Digest()});
     const auto* done = std::get_if<PoolDone>(&answer);
-    const bool unpinned = done != nullptr &&
-                          done->status.code() == StatusCode::kFailedPrecondition &&
-                          options_.known_defects == KnownDefects::kTolerate;
-    if (unpinned) {
-      // The known defect (pool_sim.h): the record is committed all the same.
-      ++counts_.commits_unpinned;
-      Event(Name(inst) + " commit of " + Subject(p.subject) +
-            " answered 'not pinned' (known defect: a claim's pin taken by key)");
-    } else if (done == nullptr || !done->status.ok()) {
+    if (done == nullptr || !done->status.ok()) {
       Violation("commit of a live put refused: " +
                 (done != nullptr ? done->status.ToString() : std::string("no answer")));
       return;

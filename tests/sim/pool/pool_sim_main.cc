@@ -23,12 +23,11 @@ void PrintSummary(const strata::pool::sim::PoolSimCounts& c, double seconds, uin
       "  steps %llu, puts %llu committed (%llu refused busy), claims %llu granted\n"
       "  restores %llu checked equal, %llu refused by their checksum, %llu claims failed by the "
       "manager\n"
-      "  faults: instance crashes %llu, manager restarts %llu, damaged slots %llu; evictions %llu\n"
-      "  commits answered 'not pinned' (known defect, tolerated) %llu\n",
+      "  faults: instance crashes %llu, manager restarts %llu, damaged slots %llu; evictions "
+      "%llu\n",
       U(c.seeds), U(failures), seconds, U(c.steps), U(c.puts_committed), U(c.puts_refused),
       U(c.claims_granted), U(c.restores_ok), U(c.restores_refused), U(c.claims_failed),
-      U(c.instance_crashes), U(c.manager_restarts), U(c.slots_damaged), U(c.evictions),
-      U(c.commits_unpinned));
+      U(c.instance_crashes), U(c.manager_restarts), U(c.slots_damaged), U(c.evictions));
 }
 
 }  // namespace
@@ -52,11 +51,7 @@ int main(int argc, char** argv) {
                  "Run deliberately wrong instance rules (shows the checks catch them)")
       ->check(CLI::IsMember({"none", "release-before-copy", "skip-checksum"}))
       ->capture_default_str();
-  bool report_defects = false;
-  app.add_flag("--report-known-defects", report_defects,
-               "Fail on the catalog defect the simulation tolerates by default (pool_sim.h)");
   CLI11_PARSE(app, argc, argv);
-  if (report_defects) options.known_defects = strata::pool::sim::KnownDefects::kReport;
   for (PoolPlantedBug bug : {PoolPlantedBug::kReleaseBeforeCopy, PoolPlantedBug::kSkipChecksum}) {
     if (planted == strata::pool::sim::PoolPlantedBugName(bug)) options.planted_bug = bug;
   }

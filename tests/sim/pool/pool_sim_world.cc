@@ -43,7 +43,6 @@ void PoolSimCounts::Add(const PoolSimCounts& o) {
   manager_restarts += o.manager_restarts;
   slots_damaged += o.slots_damaged;
   evictions += o.evictions;
-  commits_unpinned += o.commits_unpinned;
 }
 
 PoolSimWorld::PoolSimWorld(const PoolSimOptions& options) : options_(options), rng_(options.seed) {

@@ -189,6 +189,33 @@ TEST_F(PoolCatalogTest, SlotNotReusedWhileAClaimCopyHoldsIt) {
   EXPECT_TRUE(Put(c, other, 128, kSlotBytes, 9).ok());
 }
 
+// Found by the pool simulation (seed 356): a claim whose record was removed
+// and put again under the same key must not take the new put's pin when it
+// ends, so the put's commit succeeds and the record is claimable.
+TEST_F(PoolCatalogTest, AClaimEndingAfterItsKeyWasPutAgainLeavesTheNewPinAlone) {
+  const SessionId a = Open("GPU-a");
+  const SessionId b = Open("GPU-b");
+  const PrefixHistory own(Tokens(128, 100));
+  ASSERT_TRUE(Put(a, own, 128, kSlotBytes, 1, PutKind::kOwn).ok());
+  ClaimId claim;
+  ASSERT_TRUE(Restore(b, own, &claim).ok());
+  ASSERT_TRUE(catalog_.EndSession(a).ok()) << "A's own record leaves the index";
+  const SessionId c = Open("GPU-c");
+  PutRequest put;
+  put.key = own.key_at(128);
+  put.bucket_digest = own.bucket_digest(128);
+  put.bytes = kSlotBytes;
+  auto grant = catalog_.BeginPut(c, put, now_ms_);
+  ASSERT_TRUE(grant.ok()) << grant.status().ToString();
+  const std::vector<std::byte> data = Pattern(kSlotBytes, 5);
+  std::memcpy(arena_->Slot(grant->slots[0]).data(), data.data(), kSlotBytes);
+  ASSERT_TRUE(catalog_.ReleaseClaim(b, claim).ok());
+  ASSERT_TRUE(catalog_.CommitPut(c, grant->put, Xxh3(data), now_ms_).ok());
+  auto restored = Restore(b, own);
+  ASSERT_TRUE(restored.ok()) << restored.status().ToString();
+  EXPECT_EQ(*restored, data);
+}
+
 TEST_F(PoolCatalogTest, CascadedRecordsOutliveTheirSession) {
   const SessionId a = Open("GPU-a");
   const PrefixHistory cascaded(Tokens(128, 100));
