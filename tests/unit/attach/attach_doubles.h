@@ -11,30 +11,11 @@
 #include "store/tier/host_store.h"
 #include "store/transfer/plane_importer.h"
 #include "store/transfer/transfers.h"
+#include "tests/support/manual_transfers.h"
 
 namespace strata::attach::testing {
 
-// Accepts every job; the next Poll reports `finished` of them.
-class ManualTransfers final : public Transfers {
- public:
-  Status Submit(TransferJob job) override {
-    accepted.push_back(job.id);
-    return Status::Ok();
-  }
-  void Poll(std::vector<TransferCompletion>& out) override {
-    for (; finished > 0 && !accepted.empty(); --finished) {
-      out.push_back({accepted.front(), Status::Ok(), 1});
-      accepted.pop_front();
-    }
-  }
-  bool WaitForCompletion(std::chrono::milliseconds /*timeout*/) override { return finished > 0; }
-  void NotifyOnCompletion(std::shared_ptr<WakeSignal> /*signal*/) override {}
-  Status Close(std::chrono::milliseconds /*deadline*/) override { return Status::Ok(); }
-  uint32_t rank_count() const override { return 1; }
-
-  std::deque<JobId> accepted;
-  size_t finished = 0;
-};
+using strata::testing::ManualTransfers;
 
 // Queues every Store (kQueued) and starts every Fetch; Poll first polls
 // `copies` (as a real store's transport polls its transfers, so a gate

@@ -4,30 +4,12 @@
 
 #include <deque>
 
+#include "tests/support/manual_transfers.h"
+
 namespace strata {
 namespace {
 
-// A test double: accepts every job and finishes them when the test says.
-class ManualTransfers final : public Transfers {
- public:
-  Status Submit(TransferJob job) override {
-    accepted.push_back(job.id);
-    return Status::Ok();
-  }
-  void Poll(std::vector<TransferCompletion>& out) override {
-    for (; finished > 0 && !accepted.empty(); --finished) {
-      out.push_back({accepted.front(), Status::Ok(), 1});
-      accepted.pop_front();
-    }
-  }
-  bool WaitForCompletion(std::chrono::milliseconds /*timeout*/) override { return finished > 0; }
-  void NotifyOnCompletion(std::shared_ptr<WakeSignal> /*signal*/) override {}
-  Status Close(std::chrono::milliseconds /*deadline*/) override { return Status::Ok(); }
-  uint32_t rank_count() const override { return 1; }
-
-  std::deque<JobId> accepted;
-  size_t finished = 0;  // how many of the accepted jobs the next Poll reports
-};
+using testing::ManualTransfers;
 
 TransferJob Job(uint64_t id) {
   TransferJob j;
