@@ -15,6 +15,7 @@
 
 #include "launch/bench/bench.h"
 #include "launch/bench/bench_baseline.h"
+#include "launch/bench/disk_bench_report.h"
 #include "launch/config/human_units.h"
 #include "store/base/aligned_buffer.h"
 #include "store/disk/disk_thread.h"
@@ -421,32 +422,6 @@ Status DiskBench::Run(nlohmann::json& out) {
   return Status::Ok();
 }
 
-void PrintTable(const nlohmann::json& j) {
-  std::printf(
-      "strata bench disk: %u rounds of %u records of %s (%u pages x %u planes x %s + %s "
-      "row) in %s, durability %s; medians\n",
-      j["rounds"].get<uint32_t>(), j["records"].get<uint32_t>(),
-      HumanBytes(j["record_bytes"].get<uint64_t>()).c_str(), j["pages"].get<uint32_t>(),
-      j["planes"].get<uint32_t>(), HumanBytes(j["plane_bytes"].get<uint64_t>()).c_str(),
-      HumanBytes(j["row_bytes"].get<uint64_t>()).c_str(), j["dir"].get<std::string>().c_str(),
-      j["durability"].get<std::string>().c_str());
-  std::printf("%-6s %11s %14s %7s %11s %11s %10s %15s\n", "phase", "store GB/s", "baseline GB/s",
-              "ratio", "rec p50 ms", "rec p99 ms", "CPU s/GB", "checksum share");
-  for (const char* phase : {"write", "read"}) {
-    const nlohmann::json& p = j[phase];
-    std::printf("%-6s %11.2f %14.2f %7.2f %11.1f %11.1f %10.3f %14.1f%%\n", phase,
-                p["store_gbps"].get<double>(), p["baseline_gbps"].get<double>(),
-                p["ratio"].get<double>(), p["store_p50_ms"].get<double>(),
-                p["store_p99_ms"].get<double>(), p["store_cpu_s_per_gb"].get<double>(),
-                100 * p["checksum_share"].get<double>());
-  }
-  const bool met = j["write_ratio"].get<double>() >= 0.90 &&
-                   j["read_ratio"].get<double>() >= 0.90 &&
-                   j["checksum_share"].get<double>() <= 0.10;
-  std::printf("goal (both ratios >= 0.90, write checksum share <= 10%%): %s\n",
-              met ? "met" : "NOT met");
-}
-
 }  // namespace
 
 void AddDiskBenchmark(CLI::App& bench) {
@@ -495,7 +470,7 @@ void AddDiskBenchmark(CLI::App& bench) {
     nlohmann::json result;
     DiskBench bench_run(*o);
     const Status s = bench_run.Run(result);
-    PrintBenchResult("disk", s, result, o->json, PrintTable);
+    PrintBenchResult("disk", s, result, o->json, PrintDiskBenchTable);
   });
 }
 
