@@ -48,6 +48,14 @@ Status ValidateJob(const DiskJobBody& body) {
                                      std::to_string(w->header.tail_page_count) + " tail pages");
     }
     STRATA_RETURN_IF_ERROR(CheckPieces(w->pages, "page", e.page_record_bytes, std::nullopt));
+    if (!w->page_sums.empty() && w->page_sums.size() != w->pages.size()) {
+      return Status::InvalidArgument("write has " + std::to_string(w->page_sums.size()) +
+                                     " page checksums for " + std::to_string(w->pages.size()) +
+                                     " pages");
+    }
+    if (w->row_sum && w->row.empty()) {
+      return Status::InvalidArgument("write has a row checksum but no row");
+    }
     return CheckPieces(w->row, "row", 0, e.row_segment_bytes);
   }
   if (const auto* r = std::get_if<ReadRecordJob>(&body)) {

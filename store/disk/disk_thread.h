@@ -15,8 +15,8 @@
 // completion is polled; if Shutdown reports that the drain missed its
 // deadline, the buffers must be kept alive for good (the kernel may still
 // write into them). Writes compute one xxh3 per stored page record and one
-// over the row; reads check the file's header against the expected one before
-// any payload I/O and verify every page and row they read.
+// over the row (unless the job brings them); reads check the file's header against the expected one
+// before any payload I/O and verify every page and row they read.
 #pragma once
 
 #include <chrono>
@@ -48,11 +48,19 @@ struct IoPiece {
 // `row` covers the stored row segment in order, or is empty to write the
 // record without its row. The thread fills in the checksums; the caller's
 // header supplies everything else (including created_unix_ns).
+//
+// A caller that already hashed the bytes while they were in its cache (the
+// staged transport's copy-out, issue 18) passes the sums: then the thread
+// writes them instead of hashing again. They must be XXH3 (Xxh3) of exactly
+// the bytes the pieces hold from Submit on, or the record is written with
+// wrong checksums and every later read of it fails as corrupt.
 struct WriteRecordJob {
   RecordHeader header;
   std::vector<IoPiece> pages;
   std::vector<IoPiece> row;
   Durability durability = Durability::kNone;
+  std::vector<uint64_t> page_sums = {};            // empty, or one per piece of `pages`
+  std::optional<uint64_t> row_sum = std::nullopt;  // only with a row
 };
 
 // Reads pages [first_page, tail_page_count) into `pages` (one piece per page

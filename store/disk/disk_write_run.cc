@@ -1,9 +1,8 @@
 // The write state machine: open a temporary file and preallocate it, stream
 // the page and row chunks (hashing each page and the row just before its
-// bytes are issued), write the header and checksum segment, optionally
-// fdatasync, rename into place and optionally fsync the directory. On any
-// failure it stops issuing, waits for its in-flight requests, and removes
-// the temporary file.
+// bytes are issued, unless the job brought their sums), write the header and checksum segment,
+// optionally fdatasync, rename into place and optionally fsync the directory. On any failure it
+// stops issuing, waits for its in-flight requests, and removes the temporary file.
 #include <time.h>
 
 #include "store/base/aligned_buffer.h"
@@ -111,7 +110,9 @@ class WriteRun final : public JobRun {
     }
     fd_ = *fd;
     temporary_exists_ = true;
-    page_sums_.assign(job_.header.tail_page_count, 0);
+    page_sums_ = std::move(job_.page_sums);  // brought by the caller: not hashed here
+    if (!page_sums_.empty()) next_unhashed_page_ = static_cast<uint32_t>(page_sums_.size());
+    page_sums_.resize(job_.header.tail_page_count, 0);
     // The row segment follows the last page: one run of requests covers both.
     pieces_ = job_.pages;
     pieces_.insert(pieces_.end(), job_.row.begin(), job_.row.end());
@@ -121,7 +122,7 @@ class WriteRun final : public JobRun {
 
   // Hashes the pages and row bytes a chunk is about to write. A page is
   // hashed whole, with the first chunk that touches it; row bytes stream
-  // through row_sum_ in file order.
+  // through row_sum_ in file order. Sums the job brought are not recomputed.
   void HashChunk(const Chunk& c) {
     const uint64_t start = NowNs();
     const size_t pages = job_.pages.size();
@@ -131,7 +132,7 @@ class WriteRun final : public JobRun {
         if (p < next_unhashed_page_) continue;
         page_sums_[p] = Xxh3({job_.pages[p].data, job_.pages[p].bytes});
         next_unhashed_page_ = p + 1;
-      } else {
+      } else if (!job_.row_sum) {
         row_sum_.Update({static_cast<const std::byte*>(c.iov[i].iov_base), c.iov[i].iov_len});
       }
     }
@@ -151,7 +152,9 @@ class WriteRun final : public JobRun {
   }
 
   void IssueHeader(RequestSink& sink) {
-    job_.header.row_checksum = job_.row.empty() ? 0 : row_sum_.Digest();
+    job_.header.row_checksum = job_.row.empty() ? 0
+                               : job_.row_sum   ? *job_.row_sum
+                                                : row_sum_.Digest();
     header_buffer_ = AlignedBuffer(extents_.page_segment_offset);
     Status encoded =
         EncodeRecordHeader(job_.header, header_buffer_.span().first(kRecordHeaderBytes));

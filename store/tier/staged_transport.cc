@@ -216,9 +216,13 @@ bool StagedTransport::Begin(Active& a) {
   }
   std::optional<HostRowSource> row;
   if (job.row_slot) row = RowSource(row_pieces, kPerRankShares);
-  Status s = tracker_.Start(job.id.value, PlanTransfers(TransferDirection::kDeviceToHost,
-                                                        Sources(page_pieces, kPerRankShares),
-                                                        job.page_ids, row, job.row_slot));
+  std::vector<TransferJob> copies =
+      PlanTransfers(TransferDirection::kDeviceToHost, Sources(page_pieces, kPerRankShares),
+                    job.page_ids, row, job.row_slot);
+  // Hash each page while the copy has it in cache; the disk write then skips
+  // its own pass over the staging slots (Poll).
+  for (TransferJob& t : copies) t.hash_records = true;
+  Status s = tracker_.Start(job.id.value, std::move(copies));
   if (s.code() == StatusCode::kBusy) {
     pool_->Free(a.slots);
     a.slots.clear();
@@ -283,13 +287,16 @@ void StagedTransport::Poll(std::vector<RecordJobDone>& out) {
       Finish(f.op, Status::Ok());
       continue;
     }
-    // Copy-out landed: write the file from the staging slots.
+    // Copy-out landed: write the file from the staging slots, with the sums
+    // the copy computed over them when it could (every page, and the row).
     a.bytes += f.bytes;
-    std::vector<IoPiece> rows;
-    if (a.job.row_slot) rows = RowPieces(a, a.job.tail_pages, layout_.row_segment_bytes());
-    SubmitDisk(a,
-               WriteRecordJob{a.header, PagePieces(a, a.job.tail_pages), rows, options_.durability},
-               Phase::kWrite);
+    WriteRecordJob write{a.header, PagePieces(a, a.job.tail_pages), {}, options_.durability};
+    if (a.job.row_slot) write.row = RowPieces(a, a.job.tail_pages, layout_.row_segment_bytes());
+    if (f.page_sums.size() == a.job.tail_pages && f.row_sum.has_value() == !write.row.empty()) {
+      write.page_sums = f.page_sums;
+      write.row_sum = f.row_sum;
+    }
+    SubmitDisk(a, std::move(write), Phase::kWrite);
   }
   while (!disk_backlog_.empty()) {
     Status s = disk_->Submit(disk_backlog_.front().second);

@@ -39,6 +39,12 @@ class CopyEngine {
   // completes it then, without a Drain, while the next job's batches are
   // issued). An engine that finishes each batch within CopyBatch has none.
   virtual uint64_t batches_in_flight() const { return 0; }
+  // True when every byte of a batch is in host memory (copy-out) or device
+  // memory (restore) once CopyBatch returns, copied by the calling thread:
+  // ThreadedTransfers may then hash copy-out bytes right after each copy,
+  // while they are in this core's cache. False (the default): copies may
+  // still be in flight, or were made by a DMA engine.
+  virtual bool copies_on_calling_thread() const { return false; }
   // Called once on the rank thread after the last copy.
   virtual void Stop() = 0;
 };
@@ -53,6 +59,7 @@ class HostCopyEngine final : public CopyEngine {
  public:
   Status Start() override { return Status::Ok(); }
   Status CopyBatch(TransferDirection direction, std::span<const CopyDescriptor> batch) override;
+  bool copies_on_calling_thread() const override { return true; }
   void Stop() override {}
 };
 

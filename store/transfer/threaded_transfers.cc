@@ -8,6 +8,8 @@
 #include <cstring>
 #include <future>
 
+#include "store/transfer/hashed_copy_out.h"
+
 namespace strata {
 
 namespace {
@@ -269,7 +271,7 @@ bool ThreadedTransfers::AllRanksExited() {
 
 struct ThreadedTransfers::Issued {
   JobId id;
-  uint64_t bytes = 0;
+  RankResult result;
   uint64_t last_batch = 0;  // batches the rank had issued after this job's last
 };
 
@@ -294,9 +296,9 @@ void ThreadedTransfers::RunRank(uint32_t rank) {
       CompleteIssued(r, issued, issued.size(), drained);
       continue;
     }
-    uint64_t bytes = 0;
-    const Status s = RunJob(rank, *job, bytes, batches);
-    issued.push_back({job->id, bytes, batches});
+    RankResult result;
+    const Status s = RunJob(rank, *job, result, batches);
+    issued.push_back({job->id, std::move(result), batches});
     if (!s.ok()) {  // the engine drained: what it held in flight settles with the error
       CompleteIssued(r, issued, issued.size(), s);
       continue;
@@ -311,23 +313,32 @@ void ThreadedTransfers::RunRank(uint32_t rank) {
 void ThreadedTransfers::CompleteIssued(Rank& r, std::deque<Issued>& issued, size_t count,
                                        const Status& status) {
   for (size_t i = 0; i < count; ++i) {
-    const Issued done = issued.front();
+    Issued done = std::move(issued.front());
     issued.pop_front();
     {
       MutexLock lock(mu_);
       r.queue.pop_front();
     }
-    Finish(done.id, status, done.bytes);
+    Finish(done.id, status, std::move(done.result));
   }
 }
 
-Status ThreadedTransfers::RunJob(uint32_t rank, const TransferJob& job, uint64_t& bytes,
+Status ThreadedTransfers::RunJob(uint32_t rank, const TransferJob& job, RankResult& result,
                                  uint64_t& batches) {
   const RankGeometry& g = geometry_.ranks[rank];
   const RankPlanes& planes = ranks_[rank]->planes;
   const bool out = job.direction == TransferDirection::kDeviceToHost;
+  CopyEngine& engine = *ranks_[rank]->engine;
+  if (out && job.hash_records && engine.copies_on_calling_thread() && CanHashCopyOut(layout_)) {
+    HashedCopyOut h = CopyOutHashed(engine, g, planes, layout_, job);
+    result.bytes = h.bytes;
+    result.page_sums = std::move(h.page_sums);
+    result.row_sum = h.row_sum;
+    batches += h.batches;
+    return h.status;
+  }
   const uint32_t page_share_rank = job.replicated_pages ? 0 : rank;
-  Batcher batch(*ranks_[rank]->engine, job.direction);
+  Batcher batch(engine, job.direction);
   for (size_t i = 0; i < job.page_ids.size(); ++i) {
     for (uint32_t p = 0; p < g.page_planes.size(); ++p) {
       const uint64_t unit = g.page_planes[p].unit_bytes;
@@ -350,12 +361,12 @@ Status ThreadedTransfers::RunJob(uint32_t rank, const TransferJob& job, uint64_t
     }
   }
   Status s = batch.Finish();
-  bytes = batch.moved();
+  result.bytes = batch.moved();
   batches += batch.batches();
   return s;
 }
 
-void ThreadedTransfers::Finish(JobId id, const Status& status, uint64_t bytes) {
+void ThreadedTransfers::Finish(JobId id, const Status& status, RankResult result) {
   std::shared_ptr<WakeSignal> owner;
   {
     MutexLock lock(mu_);
@@ -363,9 +374,15 @@ void ThreadedTransfers::Finish(JobId id, const Status& status, uint64_t bytes) {
     STRATA_ASSERT(it != pending_.end(), "completion for an unknown transfer job");
     Pending& p = it->second;
     if (!status.ok() && p.status.ok()) p.status = status;
-    p.bytes += bytes;
+    p.bytes += result.bytes;
     if (--p.ranks_left != 0) return;
-    done_.push_back({id, p.status, p.bytes});
+    TransferCompletion c{id, p.status, p.bytes};
+    // Sums come only from a single rank (CanHashCopyOut), so this rank's are the job's.
+    if (p.status.ok() && (!result.page_sums.empty() || result.row_sum)) {
+      c.page_sums = std::move(result.page_sums);
+      c.row_sum = result.row_sum;
+    }
+    done_.push_back(std::move(c));
     pending_.erase(it);
     done_cv_.NotifyAll();
     owner = signal_;

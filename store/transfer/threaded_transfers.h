@@ -54,14 +54,20 @@ class ThreadedTransfers final : public Transfers {
     Status status;
     uint64_t bytes = 0;
   };
+  // What one rank's run of a job produced.
+  struct RankResult {
+    uint64_t bytes = 0;
+    std::vector<uint64_t> page_sums;  // hash_records jobs hashed on this rank
+    std::optional<uint64_t> row_sum;
+  };
   ThreadedTransfers(const CacheGeometry& geometry, ThreadedTransfersOptions options);
   struct Issued;  // a job whose batches are issued (threaded_transfers.cc)
   void RunRank(uint32_t rank);
   // Issues `job`'s batches on the rank's engine, counting them in `batches`.
-  Status RunJob(uint32_t rank, const TransferJob& job, uint64_t& bytes, uint64_t& batches);
+  Status RunJob(uint32_t rank, const TransferJob& job, RankResult& result, uint64_t& batches);
   // Completes the first `count` of `issued` with `status` (OK: each one's own).
   void CompleteIssued(Rank& r, std::deque<Issued>& issued, size_t count, const Status& status);
-  void Finish(JobId id, const Status& status, uint64_t bytes);
+  void Finish(JobId id, const Status& status, RankResult result);
   bool AllRanksExited() REQUIRES(mu_);
 
   CacheGeometry geometry_;

@@ -9,6 +9,7 @@
 
 #include <deque>
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -20,6 +21,11 @@ struct FinishedOperation {
   uint64_t op = 0;
   Status status;       // the first failure, or OK
   uint64_t bytes = 0;  // bytes moved by its completed jobs
+  // Copy-out with hash_records jobs: the record checksums, set only when every
+  // job of the operation came back hashed (TransferCompletion::page_sums):
+  // one per page in the order the jobs listed them, and the row's, if any.
+  std::vector<uint64_t> page_sums = {};
+  std::optional<uint64_t> row_sum = std::nullopt;
 };
 
 class TransferTracker {
@@ -41,10 +47,22 @@ class TransferTracker {
     uint32_t outstanding = 0;
     Status status;
     uint64_t bytes = 0;
+    // Per job, in job order: its sums, once it came back hashed.
+    std::vector<std::optional<std::vector<uint64_t>>> job_sums;
+    std::optional<uint64_t> row_sum;
   };
+  struct JobRef {
+    uint64_t op = 0;
+    uint32_t index = 0;  // in the operation's job order
+    size_t pages = 0;
+    bool row = false;
+  };
+  // Records `c`'s sums in `o` when they cover the whole job.
+  static void TakeSums(Operation& o, const JobRef& ref, TransferCompletion& c);
+  static FinishedOperation Finished(uint64_t op, Operation& o);
   Transfers& transfers_;
   std::map<uint64_t, Operation> ops_;  // ordered: older operations submit first
-  std::unordered_map<JobId, uint64_t> job_op_;
+  std::unordered_map<JobId, JobRef> job_op_;
   uint64_t next_job_ = 1;
   std::vector<TransferCompletion> completions_;
 };

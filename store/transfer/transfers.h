@@ -53,12 +53,24 @@ struct TransferJob {
   // restore; copy-out always writes the per-rank layout.
   bool replicated_pages = false;
   bool replicated_row = false;
+  // Copy-out only: also compute the record checksums (XXH3, docs/formats.md)
+  // of the host page records and row segment while copying, when the
+  // transfers can (one rank, an engine that copies on its own thread); the
+  // completion then carries them. A staged disk write passes them on so the
+  // disk thread skips its own pass over the staging bytes.
+  bool hash_records = false;
 };
 
 struct TransferCompletion {
   JobId id;
   Status status;       // first rank's error; reported only after every rank drained
   uint64_t bytes = 0;  // unpadded bytes moved, all ranks
+  // Set only for a successful hash_records job the transfers could hash:
+  // XXH3 of each page record (page_records order, page_record_bytes each)
+  // and, when the job has a row, of the row segment (row_segment_bytes), over
+  // the host bytes as they were left, padding included.
+  std::vector<uint64_t> page_sums = {};
+  std::optional<uint64_t> row_sum = std::nullopt;
 };
 
 class Transfers {
