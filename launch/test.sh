@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The README's test command: install what is missing, build, run every test
-# through ctest (a skipped test must be on tests/skip-allowlist.txt): the unit
-# tests under ASan + UBSan (their own build, build-asan; the plain build leaves
-# them out so they compile once), every other test in the plain build; then a
+# (a skipped test must be on tests/skip-allowlist.txt): the unit tests under
+# ASan + UBSan (their own build, build-asan, in gtest shards; the plain build
+# leaves them out so they compile once), every other test through ctest in the
+# plain build; then a
 # bounded fuzz run (launch/fuzz.sh --smoke), the format and lint checks. Exits
 # non-zero on any failure.
 #
@@ -31,8 +32,10 @@ ctest --test-dir "$BUILD_DIR" --output-on-failure -j"$(nproc)" --timeout 600 | t
 stage "skipped tests (tests/skip-allowlist.txt)"
 ./launch/check-skips.sh "$ctest_log"
 
-# ~900 unit tests, one process each, with every LeakSanitizer / ASan / UBSan
-# report fatal; docs/reliability.md (Sanitizers) has the measured times.
+# ~900 unit tests in a few gtest shards (launch/run-unit-shards.sh: one
+# process per test cost half a second each under ASan), with every
+# LeakSanitizer / ASan / UBSan report fatal; docs/reliability.md (Sanitizers)
+# has the measured times.
 SAN_DIR=${STRATA_SANITIZE_BUILD_DIR:-build-asan}
 if [[ "${STRATA_SANITIZE:-0}" == 1 ]]; then
   echo "== unit tests under ASan + UBSan: ran above (STRATA_SANITIZE=1)"
@@ -43,9 +46,7 @@ else
   [[ -f "$SAN_DIR/build.ninja" ]] || cmake -G Ninja -S . -B "$SAN_DIR" -DSTRATA_SANITIZE=ON >/dev/null
   nice cmake --build "$SAN_DIR" --target strata_unit_tests -- -j"$(nproc)" |
     { grep -vE '^\[[0-9]+/[0-9]+\] ' || true; }
-  UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir "$SAN_DIR" -L '^unit$' --output-on-failure \
-    -j"$(nproc)" --timeout 600 | tee "$SAN_DIR/ctest.log"
-  ./launch/check-skips.sh "$SAN_DIR/ctest.log"
+  UBSAN_OPTIONS=print_stacktrace=1 ./launch/run-unit-shards.sh "$SAN_DIR"
 fi
 
 stage "fuzz smoke (libFuzzer)"

@@ -2,13 +2,22 @@
 through ctest's GpuPythonTest.DevicePlanes): planes in device memory
 allocated by Strata's CUDA module (strata.DeviceBuffer; Debian's torch has no
 CUDA), stored to host memory and to disk and restored byte-exact into other
-page ids and a different state slot."""
-import os
+page ids and a different state slot.
+
+It needs no torch and no pytest: `python3 gpu_planes_check.py` runs both
+tiers as a script (launch/gpu-bundle.sh ships it with an interpreter to the
+GPU machine, whose Python has neither)."""
+import pathlib
 import random
+import sys
+import tempfile
 
-import pytest
+try:
+    import pytest
+except ImportError:  # run as a script
+    pytest = None
 
-import runtime_model as rm
+import runtime_shape as rm
 import strata
 
 SHAPE = rm.EMBEDDED
@@ -34,8 +43,7 @@ def fill(buffers):
     return originals
 
 
-@pytest.mark.parametrize("tier", ["memory", "disk"])
-def test_device_planes_restore_byte_exact(tier, tmp_path):
+def check_device_planes(tier, tmp_path):
     assert strata.cuda_device_count() > 0
     buffers, units, geo = device_planes()
     originals = fill(buffers)
@@ -57,3 +65,19 @@ def test_device_planes_restore_byte_exact(tier, tmp_path):
             continue
         for src, dst in zip(rm.CHAIN, [20, 21, 22, 23]):
             assert b.read(dst * u, u) == originals[name][src * u:(src + 1) * u], (name, dst)
+
+
+TIERS = ["memory", "disk"]
+
+if pytest is not None:
+    @pytest.mark.parametrize("tier", TIERS)
+    def test_device_planes_restore_byte_exact(tier, tmp_path):
+        check_device_planes(tier, tmp_path)
+
+
+if __name__ == "__main__":
+    for t in TIERS:
+        with tempfile.TemporaryDirectory() as d:
+            check_device_planes(t, pathlib.Path(d))
+        print(f"gpu_planes_check: {t} tier restored byte-exact into device planes")
+    sys.exit(0)

@@ -1,35 +1,11 @@
 """The small runtime both test modes drive: its KV planes, the bytes it
 writes into them, the checkpoint it publishes and how it checks a restore.
 Shared by the worker processes (embedded_rank.py, attached_runtime.py)."""
-import time
-
 import torch
 
 import strata
-
-
-class Shape:
-    """A runtime's KV layout: page planes (name -> bytes per page) and one
-    state-row allocation."""
-
-    def __init__(self, page_tokens, pages, rows, planes, row_bytes):
-        self.page_tokens, self.pages, self.rows = page_tokens, pages, rows
-        self.planes, self.row_bytes = planes, row_bytes
-        self.tokens = list(range(1000, 1000 + 4 * page_tokens))  # four pages
-
-
-# The embedded tests' own layout.
-EMBEDDED = Shape(16, 32, 8, {"layer00.key": 1024, "layer00.value": 1024, "layer01.key": 512}, 768)
-# `strata rank --preset tiny --pages 32 --rows 8` (launch/presets.cc).
-TINY = Shape(64, 32, 8, {f"layer0{l}.{k}": 4096 for l in (0, 1) for k in ("key", "value")}, 8192)
-TINY_MODEL = "synthetic/tiny"
-
-PAGE_TOKENS = EMBEDDED.page_tokens
-TOKENS = EMBEDDED.tokens
-CHAIN = [3, 7, 9, 11]             # where the runtime keeps the four pages
-ROW_SLOT = 2
-MODEL = "python-test/model"
-POLL_BOUND_S = 30.0
+from runtime_shape import (CHAIN, EMBEDDED, MODEL, PAGE_TOKENS, POLL_BOUND_S, ROW_SLOT, TINY,  # noqa: F401
+                           TINY_MODEL, TOKENS, Shape, poll_until)
 
 
 def pattern(rank, name, shape):
@@ -77,28 +53,3 @@ def check_restored(tensors, rank, page_ids, row_slot):
             if not torch.equal(t[dst], original[src]):
                 return f"rank {rank}: {name} page {dst} (from {src}) differs"
     return None
-
-
-# Events a poll returned after the one a caller waited for, kept for the
-# next wait on the same store (one poll may return several at once).
-_pending = {}
-
-
-def poll_until(store, want, bound_s=POLL_BOUND_S):
-    """Polls as a runtime's loop does until an event of kind `want` (or a
-    failure) arrives; raises after `bound_s`. Events that arrive with it stay
-    pending for the next call."""
-    pending = _pending.setdefault(id(store), [])
-    deadline = time.monotonic() + bound_s
-    while True:
-        while pending:
-            e = pending.pop(0)
-            if e.kind == want:
-                return e
-            if e.kind in ("store_failed", "fetch_failed", "stopped"):
-                raise AssertionError(f"unexpected {e!r}")
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"no {want} event within {bound_s} s")
-        pending.extend(store.poll())
-        if not pending:
-            time.sleep(0.002)  # a runtime's loop period; the bound above ends the wait
