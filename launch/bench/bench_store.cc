@@ -130,11 +130,6 @@ Status StoreBench::Setup() {
   identity_ = ComputeNamespaceIdentity("strata-bench/store", StateMode::kOrdinary);
   fingerprint_ = ComputeLayoutFingerprint(geometry_);
   record_dir_ = RecordDirPath(o_.dir, identity_, fingerprint_);
-  STRATA_ASSIGN_OR_RETURN(BenchTransport requested, ParseBenchTransport(o_.transport));
-  STRATA_ASSIGN_OR_RETURN(
-      transport_,
-      StoreBenchTransport::Choose(
-          requested, o_.gpu >= 0 ? PlanesPlacement::kGpu : PlanesPlacement::kHost, record_dir_));
   {
     PosixFileSystem fs;
     STRATA_ASSIGN_OR_RETURN(int dir_fd, fs.OpenDirectory(o_.dir, DirectoryMissing::kCreate));
@@ -145,6 +140,12 @@ Status StoreBench::Setup() {
   STRATA_ASSIGN_OR_RETURN(
       planes_,
       ProcessPlanes::Open(geometry_, o_.gpu >= 0 ? std::vector<int>{o_.gpu} : std::vector<int>{}));
+  // After the planes, as `strata rank` probes (the CUDA context exists).
+  STRATA_ASSIGN_OR_RETURN(BenchTransport requested, ParseBenchTransport(o_.transport));
+  STRATA_ASSIGN_OR_RETURN(
+      transport_,
+      StoreBenchTransport::Choose(
+          requested, o_.gpu >= 0 ? PlanesPlacement::kGpu : PlanesPlacement::kHost, record_dir_));
   const RankGeometry& g = geometry_.ranks[0];
   uint64_t x = 0x2545f4914f6cdd1dULL;
   std::vector<uint8_t> unit;
