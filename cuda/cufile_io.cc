@@ -37,11 +37,11 @@ Result<int> ReopenForCuFile(int fd, TransferDirection direction) {
 }  // namespace
 
 Result<std::unique_ptr<CuFileDirectIo>> CuFileDirectIo::Create(
-    std::shared_ptr<CuFileLibrary> library, std::shared_ptr<const CudaDriver> driver,
-    CudaContext context, const std::vector<CuFileBuffer>& buffers, CuFileDirectIoOptions options) {
+    std::shared_ptr<CuFileLibrary> library, std::shared_ptr<const PrimaryContext> context,
+    const std::vector<CuFileBuffer>& buffers, CuFileDirectIoOptions options) {
   std::unique_ptr<CuFileDirectIo> io(
-      new CuFileDirectIo(std::move(library), std::move(driver), context, options));
-  ContextGuard guard(*io->driver_, context);
+      new CuFileDirectIo(std::move(library), std::move(context), options));
+  ContextGuard guard(io->context_->driver(), io->context_->get());
   if (!guard.status().ok()) return guard.status();
   Result<CuFileProperties> properties = io->library_->Properties();
   if (properties.ok() && properties->max_batch_io_entries > 0) {
@@ -52,14 +52,14 @@ Result<std::unique_ptr<CuFileDirectIo>> CuFileDirectIo::Create(
     if (!s.ok()) {
       return s.WithContext("register " + std::to_string(b.bytes) + " device bytes for GPUDirect");
     }
-    io->registered_.push_back(b);  // the destructor deregisters what was registered
+    io->registered_.push_back(b);  // `io`'s destructor deregisters these on any return
   }
   return io;
 }
 
 CuFileDirectIo::~CuFileDirectIo() {
   if (registered_.empty()) return;
-  ContextGuard guard(*driver_, context_);
+  ContextGuard guard(context_->driver(), context_->get());
   for (const CuFileBuffer& b : registered_) (void)library_->BufDeregister(b.device);
 }
 
@@ -80,7 +80,7 @@ std::vector<Status> CuFileDirectIo::Run(int fd, TransferDirection direction,
     while (out.size() < total) out.push_back(why);
     return out;
   };
-  ContextGuard guard(*driver_, context_);
+  ContextGuard guard(context_->driver(), context_->get());
   if (!guard.status().ok()) return fail_all(guard.status());
   Result<int> own = ReopenForCuFile(fd, direction);
   if (!own.ok()) return fail_all(own.status());

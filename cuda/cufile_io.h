@@ -39,13 +39,16 @@ struct CuFileDirectIoOptions {
 
 class CuFileDirectIo final : public DirectFileIo {
  public:
-  // `library`'s driver is open. Registers every buffer, or none (the error
-  // names the buffer).
-  static Result<std::unique_ptr<CuFileDirectIo>> Create(std::shared_ptr<CuFileLibrary> library,
-                                                        std::shared_ptr<const CudaDriver> driver,
-                                                        CudaContext context,
-                                                        const std::vector<CuFileBuffer>& buffers,
-                                                        CuFileDirectIoOptions options = {});
+  // `library`'s driver is open; `context` holds the buffers. Registers every
+  // buffer, or none: a failed registration deregisters those before it (the
+  // error names the buffer). The object keeps `library` and `context` alive,
+  // so whoever holds it last (the direct transport's worker) can always
+  // deregister.
+  static Result<std::unique_ptr<CuFileDirectIo>> Create(
+      std::shared_ptr<CuFileLibrary> library, std::shared_ptr<const PrimaryContext> context,
+      const std::vector<CuFileBuffer>& buffers, CuFileDirectIoOptions options = {});
+  // Deregisters every buffer Create registered (cuFile refuses a second
+  // registration of a registered pointer, error 5023, until then).
   ~CuFileDirectIo() override;
   CuFileDirectIo(const CuFileDirectIo&) = delete;
   CuFileDirectIo& operator=(const CuFileDirectIo&) = delete;
@@ -54,20 +57,16 @@ class CuFileDirectIo final : public DirectFileIo {
                           std::span<const std::vector<DirectIoEntry>> batches) override;
 
  private:
-  CuFileDirectIo(std::shared_ptr<CuFileLibrary> library, std::shared_ptr<const CudaDriver> driver,
-                 CudaContext context, CuFileDirectIoOptions options)
-      : library_(std::move(library)),
-        driver_(std::move(driver)),
-        context_(context),
-        options_(options) {}
+  CuFileDirectIo(std::shared_ptr<CuFileLibrary> library,
+                 std::shared_ptr<const PrimaryContext> context, CuFileDirectIoOptions options)
+      : library_(std::move(library)), context_(std::move(context)), options_(options) {}
   // The registered buffer holding [device, + bytes), or none.
   const CuFileBuffer* BufferOf(uint64_t device, uint64_t bytes) const;
   void RunBatch(CuFileHandle file, CuFileOp op, std::span<const DirectIoEntry> batch,
                 std::vector<Status>& out) const;
 
   std::shared_ptr<CuFileLibrary> library_;
-  std::shared_ptr<const CudaDriver> driver_;
-  CudaContext context_;
+  std::shared_ptr<const PrimaryContext> context_;
   CuFileDirectIoOptions options_;
   uint32_t max_batch_entries_ = kCuFileMaxBatchEntries;  // the driver's, from its properties
   std::vector<CuFileBuffer> registered_;

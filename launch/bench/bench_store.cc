@@ -1,10 +1,13 @@
-// `strata bench store [--json] [--dir DIR]`: store and restore throughput of
+// `strata bench store [--json] [--dir DIR] [--gpu N [--transport staged|direct]]`:
+// store and restore throughput of
 // the memory, disk and composite stores with host transfers ("device" planes
 // in host memory), each next to its baseline measured in the same run:
 //
 //   memory     copy-out / restore through MemoryStore
 //   disk       DiskStore over the staged transport (copy into staging,
-//              checksum, write the record; read, verify, copy out)
+//              checksum, write the record; read, verify, copy out), or with
+//              --transport direct the one `strata rank` opens for "direct"
+//              (store_bench_transport.h; the composite's disk too)
 //   composite  publish into memory and restore from it; the shutdown drain
 //              writing every record from its slabs; after a restart, restores
 //              read through memory from disk
@@ -31,13 +34,16 @@
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "launch/bench/bench.h"
 #include "launch/bench/bench_baseline.h"
 #include "launch/bench/gpu_copy_baseline.h"
 #include "launch/bench/store_bench_driver.h"
 #include "launch/bench/store_bench_hand_work.h"
+#include "launch/bench/store_bench_phases.h"
 #include "launch/bench/store_bench_report.h"
+#include "launch/bench/store_bench_transport.h"
 #include "launch/presets.h"
 #include "launch/runtime/process_planes.h"
 #include "store/base/aligned_buffer.h"
@@ -62,8 +68,9 @@ struct StoreBenchOptions {
   uint32_t records = 16;
   uint32_t pages = 64;
   uint32_t rounds = 3;
-  uint32_t depth = 4;  // restores in flight
-  int gpu = -1;        // CUDA device for the planes; -1: host memory
+  uint32_t depth = 4;                // restores in flight
+  int gpu = -1;                      // CUDA device for the planes; -1: host memory
+  std::string transport = "staged";  // the disk transport (BenchTransport)
 };
 
 Sample FromDrive(const DriveResult& d, uint64_t bytes) {
@@ -72,34 +79,6 @@ Sample FromDrive(const DriveResult& d, uint64_t bytes) {
 Sample FromIo(const SequentialIoResult& d) {
   return {d.bytes, d.seconds, d.cpu_seconds, d.latency_ms};
 }
-
-// The phases of the run, each a store path and its baseline, per round.
-enum Phase : size_t {
-  kMemoryStore,
-  kMemoryFetch,
-  kDiskStore,
-  kDiskFetch,
-  kCompositeStore,
-  kCompositeFetch,
-  kCompositeDrain,
-  kCompositeDiskFetch,
-  kPhases
-};
-constexpr const char* kPhaseNames[kPhases] = {
-    "memory_store",    "memory_fetch",    "disk_store",      "disk_fetch",
-    "composite_store", "composite_fetch", "composite_drain", "composite_disk_fetch"};
-// With host planes: the work each phase's store path does, by hand.
-using Steps = std::vector<HandStep>;
-const std::vector<Steps> kHandSteps = {
-    {HandStep::kMemcpy},                                           // memory_store
-    {HandStep::kMemcpy},                                           // memory_fetch
-    {HandStep::kMemcpy, HandStep::kXxh3, HandStep::kDirectWrite},  // disk_store
-    {HandStep::kDirectRead, HandStep::kXxh3, HandStep::kMemcpy},   // disk_fetch
-    {HandStep::kMemcpy},                                           // composite_store
-    {HandStep::kMemcpy},                                           // composite_fetch
-    {HandStep::kXxh3, HandStep::kDirectWrite},                     // composite_drain
-    {HandStep::kDirectRead, HandStep::kXxh3, HandStep::kMemcpy}};  // composite_disk_fetch
-bool IsDiskPhase(size_t p) { return p == kDiskStore || p >= kCompositeDrain || p == kDiskFetch; }
 
 class StoreBench {
  public:
@@ -141,6 +120,7 @@ class StoreBench {
   std::unique_ptr<HandWork> hand_;                 // with host planes
   std::unique_ptr<GpuCopyBaseline> gpu_baseline_;  // with --gpu
   std::string record_dir_;
+  std::optional<StoreBenchTransport> transport_;  // what the disk phases run over
   std::vector<std::vector<Sample>> store_, base_;
 };
 
@@ -160,6 +140,12 @@ Status StoreBench::Setup() {
   STRATA_ASSIGN_OR_RETURN(
       planes_,
       ProcessPlanes::Open(geometry_, o_.gpu >= 0 ? std::vector<int>{o_.gpu} : std::vector<int>{}));
+  // After the planes, as `strata rank` probes (the CUDA context exists).
+  STRATA_ASSIGN_OR_RETURN(BenchTransport requested, ParseBenchTransport(o_.transport));
+  STRATA_ASSIGN_OR_RETURN(
+      transport_,
+      StoreBenchTransport::Choose(
+          requested, o_.gpu >= 0 ? PlanesPlacement::kGpu : PlanesPlacement::kHost, record_dir_));
   const RankGeometry& g = geometry_.ranks[0];
   uint64_t x = 0x2545f4914f6cdd1dULL;
   std::vector<uint8_t> unit;
@@ -329,8 +315,8 @@ Status StoreBench::Disk(uint32_t round) {
   STRATA_RETURN_IF_ERROR(RemoveRecords());
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<LocalDisk> disk, OpenDisk(0));
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> transfers, planes_->MakeTransfers());
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<StagedTransport> transport,
-                          disk->MakeTransport(std::move(transfers)));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<DiskTransport> transport,
+                          transport_->Open(*disk, planes_->planes(), std::move(transfers)));
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<DiskStore> store,
                           DiskStore::Open(geometry_, std::move(transport), disk->scan().records,
                                           {.disk_limit_bytes = 4 * file_bytes_}));
@@ -362,8 +348,8 @@ Status StoreBench::Composite(uint32_t round) {
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<LocalDisk> disk,
                             OpenDisk(record_slots_ * o_.records + 2 * intake.slots));
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> staged, planes_->MakeTransfers());
-    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<StagedTransport> transport,
-                            disk->MakeTransport(std::move(staged)));
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<DiskTransport> transport,
+                            transport_->Open(*disk, planes_->planes(), std::move(staged)));
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> memory, planes_->MakeTransfers());
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<CompositeStore> store,
                             CompositeStore::Open(geometry_, disk->pool(), std::move(memory),
@@ -434,6 +420,7 @@ Status StoreBench::Run(nlohmann::json& out) {
          {"byte_check",
           "restore windows zeroed before every fetch phase; every window it filled, then every "
           "record restored alone (untimed), compared with the published bytes"}};
+  transport_->Describe(out);
   for (size_t p = 0; p < kPhases; ++p) {
     nlohmann::json j = StorePhaseJson(store_[p], base_[p]);
     j["baseline"] = BaselineName(p);
@@ -474,6 +461,13 @@ void AddStoreBenchmark(CLI::App& bench) {
                   "CUDA device whose memory holds the planes (CudaTransfers under every store, "
                   "registered slabs); -1: host memory")
       ->capture_default_str();
+  cmd->add_option("--transport", o->transport,
+                  "Disk transport of the disk and composite stores: staged, or direct (with "
+                  "--gpu; as `strata rank` with transport = \"direct\": fails with the "
+                  "GPUDirect probe's reason where it refuses; reported as direct-compat under "
+                  "STRATA_TEST_CUFILE_COMPAT=1)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"staged", "direct"}));
   cmd->callback([o] {
     nlohmann::json result;
     StoreBench run(*o);

@@ -38,6 +38,13 @@ void PrintStoreTable(const nlohmann::json& j, std::span<const char* const> phase
               j["rounds"].get<uint32_t>(), j["records"].get<uint32_t>(), j["pages"].get<uint32_t>(),
               j["preset"].get<std::string>().c_str(), j["dir"].get<std::string>().c_str(),
               j["planes"].get<std::string>().c_str());
+  std::printf("disk transport: %s (%s)\n", j["transport"].get<std::string>().c_str(),
+              j["transport_reason"].get<std::string>().c_str());
+  if (j["transport"] == "direct-compat") {
+    std::printf(
+        "note: cuFile compatibility mode (test only): the disk figures are cuFile's host bounce "
+        "buffers, not GPUDirect\n");
+  }
   std::printf("baselines: %s\n", j["baseline_work"].get<std::string>().c_str());
   std::printf("%-21s %8s %-30s %9s %7s %8s %8s %9s\n", "path", "GB/s", "baseline", "GB/s", "ratio",
               "p50 ms", "p99 ms", "CPU s/GB");

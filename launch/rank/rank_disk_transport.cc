@@ -55,8 +55,9 @@ Result<DirectSeams> MakeCuFileSeams(const std::shared_ptr<CuFileLibrary>& librar
   DirectSeams seams;
   STRATA_ASSIGN_OR_RETURN(seams.checksums,
                           GpuRecordChecksums::Load(driver, context->get(), ordinals.front()));
-  STRATA_ASSIGN_OR_RETURN(
-      seams.io, CuFileDirectIo::Create(library, driver, context->get(), BuffersOf(planes)));
+  // The io keeps the library and context alive itself: its registrations
+  // end with it, wherever its last owner lets go.
+  STRATA_ASSIGN_OR_RETURN(seams.io, CuFileDirectIo::Create(library, context, BuffersOf(planes)));
   seams.keep_alive = {library, context};
   return seams;
 }

@@ -24,12 +24,9 @@ Result<TransportDecision> DecideRankTransport(const RankTransportInputs& inputs,
   return DecideTransport(inputs.choice, inputs.compat, probe());
 }
 
-Result<RankTransportChoice> ChooseRankTransport(const RankConfig& config,
+Result<RankTransportChoice> ChooseHostTransport(const RankTransportInputs& inputs,
+                                                PlanesPlacement planes,
                                                 const std::string& record_dir) {
-  const RankTransportInputs inputs{
-      .choice = config.prefix_cache.transport,
-      .disk = config.prefix_cache.disk_dir ? DiskTier::kPresent : DiskTier::kAbsent,
-      .compat = TestCompatModeFromEnvironment()};
   std::shared_ptr<CuFileLibrary> library;
   auto probe = [&] {
     PosixFileSystem fs;
@@ -37,13 +34,24 @@ Result<RankTransportChoice> ChooseRankTransport(const RankConfig& config,
     probe_inputs.record_dir = record_dir;
     probe_inputs.policy.compat = inputs.compat;
     GdsProbeResult result = ProbeGdsHost(fs, probe_inputs);
-    result.facts.planes_on_gpu = !config.runtime.gpus.empty();
+    result.facts.planes_on_gpu = planes == PlanesPlacement::kGpu;
     library = std::move(result.library);
     return result.facts;
   };
   STRATA_ASSIGN_OR_RETURN(TransportDecision decision, DecideRankTransport(inputs, probe));
   if (decision.kind == TransportKind::kStaged) library.reset();
   return RankTransportChoice{.decision = std::move(decision), .library = std::move(library)};
+}
+
+Result<RankTransportChoice> ChooseRankTransport(const RankConfig& config,
+                                                const std::string& record_dir) {
+  const RankTransportInputs inputs{
+      .choice = config.prefix_cache.transport,
+      .disk = config.prefix_cache.disk_dir ? DiskTier::kPresent : DiskTier::kAbsent,
+      .compat = TestCompatModeFromEnvironment()};
+  return ChooseHostTransport(
+      inputs, config.runtime.gpus.empty() ? PlanesPlacement::kHost : PlanesPlacement::kGpu,
+      record_dir);
 }
 
 std::string TransportSummary(const TransportDecision& decision) {

@@ -47,9 +47,19 @@ struct RankTransportChoice {
   std::shared_ptr<CuFileLibrary> library;
 };
 
+// Where the page planes and rows live (the probe's planes_on_gpu fact).
+enum class PlanesPlacement : unsigned char { kHost, kGpu };
+
 // DecideRankTransport over this host's probe (ProbeGdsHost on `record_dir`,
-// with Strata's cufile.json; compatibility mode allowed only under the
-// test-only switch) and the configuration's planes (runtime.gpus).
+// with Strata's cufile.json; compatibility mode as `inputs.compat` says) and
+// `planes`. Shared by `strata rank` and `strata bench store --transport`.
+Result<RankTransportChoice> ChooseHostTransport(const RankTransportInputs& inputs,
+                                                PlanesPlacement planes,
+                                                const std::string& record_dir);
+
+// ChooseHostTransport for a rank's configuration: [prefix_cache] transport
+// and disk, the test-only switch from the environment, and the planes that
+// runtime.gpus places.
 Result<RankTransportChoice> ChooseRankTransport(const RankConfig& config,
                                                 const std::string& record_dir);
 

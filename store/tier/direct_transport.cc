@@ -22,7 +22,12 @@ struct DirectTransport::Worker {
         checksums(std::move(sums)),
         options(std::move(opts)) {}
 
+  // Runs jobs until stopped and drained (or abandoned), then releases the
+  // seams: their cuFile registrations end with the worker, not with the
+  // last reference to it (a transport whose Close failed is leaked on
+  // purpose by its owner, DiskFiles::Close).
   void Loop();
+  void RunJobs();
   RecordJobDone Run(const RecordJob& job);
   Status Store(const RecordJob& job, uint64_t& bytes);
   Status Fetch(const RecordJob& job, uint64_t& bytes);
@@ -41,8 +46,9 @@ struct DirectTransport::Worker {
   FileSystem& fs;
   const int dir_fd;
   const std::vector<RankPlanes> planes;
-  const std::unique_ptr<DirectFileIo> io;
-  const std::unique_ptr<DeviceRecordChecksums> checksums;
+  // Reset by Loop when it ends (worker only).
+  std::unique_ptr<DirectFileIo> io;
+  std::unique_ptr<DeviceRecordChecksums> checksums;
   const DirectOptions options;
 
   Mutex mu;
@@ -51,6 +57,8 @@ struct DirectTransport::Worker {
   std::deque<RecordJob> queue GUARDED_BY(mu);
   bool running GUARDED_BY(mu) = false;
   bool stop GUARDED_BY(mu) = false;
+  // Close's deadline passed: queued jobs fail with kAborted, unrun.
+  bool abandon GUARDED_BY(mu) = false;
   std::vector<RecordJobDone> done GUARDED_BY(mu);
   std::shared_ptr<WakeSignal> signal GUARDED_BY(mu) = std::make_shared<WakeSignal>();
   std::unordered_map<PrefixKey, uint64_t> row_checksums GUARDED_BY(mu);
@@ -143,6 +151,7 @@ Status DirectTransport::Close(std::chrono::milliseconds deadline) {
     }
     if (!w.queue.empty() || w.running) {
       const size_t left = w.queue.size() + (w.running ? 1 : 0);
+      w.abandon = true;  // the worker ends after its current job
       lock.Unlock();
       thread_.detach();  // keeps worker_'s state alive through its own reference
       return Status::Aborted(std::to_string(left) + " direct jobs did not drain");
@@ -158,8 +167,15 @@ DirectStats DirectTransport::stats() const {
 }
 
 void DirectTransport::Worker::Loop() {
+  RunJobs();
+  checksums.reset();
+  io.reset();  // deregisters the planes (CuFileDirectIo)
+}
+
+void DirectTransport::Worker::RunJobs() {
   for (;;) {
     RecordJob job;
+    bool abandoned = false;
     {
       MutexLock lock(mu);
       while (queue.empty() && !stop) work.Wait(lock);
@@ -167,8 +183,13 @@ void DirectTransport::Worker::Loop() {
       job = std::move(queue.front());
       queue.pop_front();
       running = true;
+      abandoned = abandon;
     }
-    RecordJobDone d = Run(job);
+    RecordJobDone d =
+        abandoned
+            ? RecordJobDone{.id = job.id,
+                            .status = Status::Aborted("the direct transport closed before it ran")}
+            : Run(job);
     std::shared_ptr<WakeSignal> wake;
     {
       MutexLock lock(mu);

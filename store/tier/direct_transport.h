@@ -81,8 +81,11 @@ class DirectTransport final : public DiskTransport {
   void NotifyOnCompletion(std::shared_ptr<WakeSignal> signal) override;
   Status stopped() const override { return Status::Ok(); }
   // Runs the accepted jobs within `deadline` and joins the worker. On
-  // timeout the worker is left running (with what it uses) and kAborted
-  // returned: device memory must stay alive.
+  // timeout kAborted is returned and the worker is left to finish the job it
+  // is running (with what it uses: device memory must stay alive); the jobs
+  // still queued fail with kAborted, unrun. Either way the worker releases
+  // the seams (the DirectFileIo's registrations) as it ends, whether or not
+  // the transport is ever destroyed.
   Status Close(std::chrono::milliseconds deadline) override;
 
   DirectStats stats() const;

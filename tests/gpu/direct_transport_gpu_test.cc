@@ -35,9 +35,10 @@ TEST(GpuDirectTransportTest, StoresVerifiesOnTheHostAndFetchesBack) {
   ASSERT_TRUE(driver.ok()) << driver.status().ToString();
   const char* device = std::getenv("STRATA_GPU_DEVICE");
   const int ordinal = device != nullptr ? static_cast<int>(std::strtol(device, nullptr, 10)) : 0;
-  auto context = PrimaryContext::Retain(*driver, ordinal);
-  ASSERT_TRUE(context.ok()) << context.status().ToString();
-  ContextGuard guard(**driver, (*context)->get());
+  auto retained = PrimaryContext::Retain(*driver, ordinal);
+  ASSERT_TRUE(retained.ok()) << retained.status().ToString();
+  std::shared_ptr<const PrimaryContext> context = std::move(*retained);
+  ContextGuard guard(**driver, context->get());
   ASSERT_TRUE(guard.status().ok());
 
   Result<CacheGeometry> g = PresetGeometry("tiny", 1, kPageCount, 8);
@@ -71,9 +72,9 @@ TEST(GpuDirectTransportTest, StoresVerifiesOnTheHostAndFetchesBack) {
   if (!library.ok()) GTEST_SKIP() << library.status().ToString();
   Status opened = (*library)->DriverOpen();
   ASSERT_TRUE(opened.ok()) << opened.ToString();
-  auto io = CuFileDirectIo::Create(*library, *driver, (*context)->get(), buffers);
+  auto io = CuFileDirectIo::Create(*library, context, buffers);
   ASSERT_TRUE(io.ok()) << io.status().ToString();
-  auto sums = GpuRecordChecksums::Load(*driver, (*context)->get(), ordinal);
+  auto sums = GpuRecordChecksums::Load(*driver, context->get(), ordinal);
   ASSERT_TRUE(sums.ok()) << sums.status().ToString();
 
   testing::ScratchDir dir;

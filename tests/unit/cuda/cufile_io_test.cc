@@ -1,0 +1,175 @@
+// CuFileDirectIo's registrations (cuda/cufile_io.h) against the fake cuFile
+// library (tests/fake_cufile), which refuses a second registration of a
+// registered pointer with 5023 as the real driver does: a Create that fails
+// halfway deregisters what it registered, and a direct transport whose Close
+// timed out (its owner then leaks it on purpose, as DiskFiles::Close does)
+// releases the registrations once its running job ends, without running the
+// jobs still queued, so the next Create over the same planes succeeds.
+#include "cuda/cufile_io.h"
+
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include "launch/presets.h"
+#include "launch/rank/rank_disk_transport.h"
+#include "store/base/deliberate_leak.h"
+#include "store/record/fingerprint.h"
+#include "store/tier/direct_transport_host_doubles.h"
+#include "store/transfer/host_planes.h"
+#include "tests/unit/cuda/fake_cuda.h"
+#include "tests/unit/store/record/record_test_support.h"
+
+namespace strata {
+namespace {
+
+constexpr uint32_t kBoundMs = 30'000;
+
+// The fake cuFile library, loaded as CuFileLibrary and reached for its controls.
+class FakeCuFile {
+ public:
+  FakeCuFile() {
+    handle_ = dlopen(STRATA_FAKE_CUFILE_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+    if (handle_ == nullptr) return;
+    Fn<void (*)()>("strata_fake_cufile_reset")();
+    Result<std::shared_ptr<CuFileLibrary>> lib = CuFileLibrary::Load(STRATA_FAKE_CUFILE_LIBRARY);
+    if (lib.ok() && (*lib)->DriverOpen().ok()) library_ = *lib;
+  }
+  ~FakeCuFile() {
+    if (handle_ != nullptr) {
+      Hold(false);
+      dlclose(handle_);
+    }
+  }
+  FakeCuFile(const FakeCuFile&) = delete;
+  FakeCuFile& operator=(const FakeCuFile&) = delete;
+
+  const std::shared_ptr<CuFileLibrary>& library() const { return library_; }
+  void FailRegister(uint64_t nth) const {
+    Fn<void (*)(uint64_t)>("strata_fake_cufile_fail_register")(nth);
+  }
+  uint64_t Registered() const { return Fn<uint64_t (*)()>("strata_fake_cufile_registered")(); }
+  uint64_t HandlesRegistered() const {
+    return Fn<uint64_t (*)()>("strata_fake_cufile_handles_registered")();
+  }
+  void Hold(bool on) const { Fn<void (*)(int)>("strata_fake_cufile_hold")(on ? 1 : 0); }
+  bool WaitHeld() const { return Fn<int (*)(uint32_t)>("strata_fake_cufile_wait_held")(kBoundMs); }
+  bool WaitRegistered(uint64_t count) const {
+    return Fn<int (*)(uint64_t, uint32_t)>("strata_fake_cufile_wait_registered")(count, kBoundMs);
+  }
+
+ private:
+  template <typename F>
+  F Fn(const char* name) const {
+    return reinterpret_cast<F>(dlsym(handle_, name));
+  }
+  void* handle_ = nullptr;
+  std::shared_ptr<CuFileLibrary> library_;
+};
+
+// Three device ranges of the fake CUDA driver's context.
+struct IoRig {
+  explicit IoRig(const FakeCuda& cuda) {
+    Result<std::unique_ptr<PrimaryContext>> retained = PrimaryContext::Retain(cuda.driver(), 0);
+    EXPECT_TRUE(retained.ok()) << retained.status().ToString();
+    if (retained.ok()) context = std::move(*retained);
+  }
+  Result<std::unique_ptr<CuFileDirectIo>> Create() const {
+    return CuFileDirectIo::Create(cufile.library(), context, buffers);
+  }
+  FakeCuFile cufile;
+  std::shared_ptr<const PrimaryContext> context;
+  std::vector<CuFileBuffer> buffers = {{0x10000, 4096}, {0x20000, 4096}, {0x30000, 4096}};
+};
+
+#define STRATA_USE_IO_RIG(rig)              \
+  STRATA_USE_FAKE_CUDA(cuda);               \
+  IoRig rig(cuda);                          \
+  ASSERT_NE(rig.cufile.library(), nullptr); \
+  ASSERT_NE(rig.context, nullptr)
+
+TEST(CuFileDirectIoTest, TheFakeRefusesASecondRegistrationLikeTheDriver) {
+  STRATA_USE_IO_RIG(rig);
+  Result<std::unique_ptr<CuFileDirectIo>> first = rig.Create();
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(rig.cufile.Registered(), 3u);
+  Result<std::unique_ptr<CuFileDirectIo>> second = rig.Create();
+  ASSERT_FALSE(second.ok());
+  EXPECT_NE(second.status().message().find("5023"), std::string::npos)
+      << second.status().ToString();
+  EXPECT_EQ(rig.cufile.Registered(), 3u);  // the refused Create took none of the first's
+  first->reset();
+  EXPECT_EQ(rig.cufile.Registered(), 0u);
+  EXPECT_TRUE(rig.Create().ok());
+}
+
+TEST(CuFileDirectIoTest, AFailedRegistrationDeregistersTheOnesBeforeIt) {
+  STRATA_USE_IO_RIG(rig);
+  rig.cufile.FailRegister(3);
+  Result<std::unique_ptr<CuFileDirectIo>> failed = rig.Create();
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.status().message().find("register 4096 device bytes"), std::string::npos)
+      << failed.status().ToString();
+  EXPECT_EQ(rig.cufile.Registered(), 0u);
+  Result<std::unique_ptr<CuFileDirectIo>> again = rig.Create();
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(rig.cufile.Registered(), 3u);
+}
+
+// A direct transport as `strata rank` opens it (OpenRankDiskTransport), its
+// DirectFileIo a CuFileDirectIo over the fake registering the host planes.
+TEST(CuFileDirectIoTest, ATransportWhoseCloseTimedOutReleasesItsRegistrations) {
+  STRATA_USE_IO_RIG(rig);
+  const CacheGeometry geometry = *PresetGeometry("tiny", 1, 16, 2);
+  HostPlanes planes(geometry);
+  testing::ScratchDir dir;
+  LocalDiskOptions options;
+  options.base_dir = dir.path();
+  options.durability = Durability::kNone;
+  Result<std::unique_ptr<LocalDisk>> disk = LocalDisk::Open(
+      geometry, testing::TestIdentity(), ComputeLayoutFingerprint(geometry), options);
+  ASSERT_TRUE(disk.ok()) << disk.status().ToString();
+  std::vector<CuFileBuffer> buffers;
+  const RankPlanes p = planes.planes(0);
+  for (size_t k = 0; k < p.page_plane_base.size(); ++k) {
+    buffers.push_back({p.page_plane_base[k], geometry.ranks[0].page_planes[k].unit_bytes * 16});
+  }
+  auto seams = [&](const DevicePlanes&) -> Result<DirectSeams> {
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<CuFileDirectIo> io,
+                            CuFileDirectIo::Create(rig.cufile.library(), rig.context, buffers));
+    return DirectSeams{.io = std::move(io),
+                       .checksums = std::make_unique<HostRecordChecksums>(),
+                       .keep_alive = {}};
+  };
+  Result<std::unique_ptr<Transfers>> transfers = MakeHostTransfers(planes);
+  ASSERT_TRUE(transfers.ok());
+  Result<std::unique_ptr<DiskTransport>> t =
+      OpenRankDiskTransport({.kind = TransportKind::kDirectCompat, .reason = "test"}, **disk,
+                            planes, std::move(*transfers), seams);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ASSERT_EQ(rig.cufile.Registered(), buffers.size());
+
+  rig.cufile.Hold(true);  // the first store's batch stays in flight
+  for (uint64_t id : {1, 2}) {
+    RecordJob store;
+    store.id = JobId(id);
+    store.key = testing::KeyOf(geometry.page_tokens, static_cast<uint8_t>(id));
+    store.tail_pages = 1;
+    store.page_ids = {PageId(id)};
+    store.row_slot = StateSlot(0);
+    ASSERT_TRUE((*t)->Submit(store).ok());
+  }
+  ASSERT_TRUE(rig.cufile.WaitHeld());
+  EXPECT_FALSE((*t)->Close(std::chrono::milliseconds(1)).ok());
+  LeakOnPurpose(std::move(*t));                        // as DiskFiles::Close does when Close fails
+  EXPECT_EQ(rig.cufile.Registered(), buffers.size());  // the running job still uses them
+
+  rig.cufile.Hold(false);
+  EXPECT_TRUE(rig.cufile.WaitRegistered(0)) << rig.cufile.Registered() << " still registered";
+  EXPECT_EQ(rig.cufile.HandlesRegistered(), 1u) << "the queued store ran after Close gave up";
+  Result<std::unique_ptr<CuFileDirectIo>> again =
+      CuFileDirectIo::Create(rig.cufile.library(), rig.context, buffers);
+  EXPECT_TRUE(again.ok()) << again.status().ToString();
+}
+
+}  // namespace
+}  // namespace strata
