@@ -5,7 +5,7 @@
 namespace strata {
 
 Result<std::unique_ptr<ImportedIpcPlanes>> ImportedIpcPlanes::Create(
-    std::shared_ptr<const CudaDriver> driver, const CacheGeometry& geometry,
+    const std::shared_ptr<const CudaDriver>& driver, const CacheGeometry& geometry,
     std::vector<int> device_ordinals) {
   STRATA_RETURN_IF_ERROR(ValidateGeometry(geometry));
   if (device_ordinals.size() != geometry.ranks.size()) {

@@ -30,9 +30,9 @@ class ImportedIpcPlanes final : public PlaneImporter, public PlaneBaseSource {
  public:
   // Rank r's planes are opened on device `device_ordinals[r]`'s primary
   // context. Fails without legacy IPC in the driver.
-  static Result<std::unique_ptr<ImportedIpcPlanes>> Create(std::shared_ptr<const CudaDriver> driver,
-                                                           const CacheGeometry& geometry,
-                                                           std::vector<int> device_ordinals);
+  static Result<std::unique_ptr<ImportedIpcPlanes>> Create(
+      const std::shared_ptr<const CudaDriver>& driver, const CacheGeometry& geometry,
+      std::vector<int> device_ordinals);
   ~ImportedIpcPlanes() override;
   ImportedIpcPlanes(const ImportedIpcPlanes&) = delete;
   ImportedIpcPlanes& operator=(const ImportedIpcPlanes&) = delete;
