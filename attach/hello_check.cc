@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace strata::attach {
 namespace {
 
@@ -73,9 +75,21 @@ Status CheckHello(const AttachHello& hello, size_t fd_count, const AttachExpecta
     if (!declared.ok()) return declared.status().WithContext("rank " + std::to_string(r));
     STRATA_RETURN_IF_ERROR(CheckRank(r, *declared, g.ranks[r]));
   }
-  if (hello.plane_handle != expected.plane_handle) {
+  if (std::find(expected.plane_handles.begin(), expected.plane_handles.end(), hello.plane_handle) ==
+      expected.plane_handles.end()) {
     return Differs("plane memory", PlaneHandleKindName(hello.plane_handle),
-                   PlaneHandleKindName(expected.plane_handle));
+                   PlaneHandleKindsName(expected.plane_handles));
+  }
+  if (hello.plane_handle == PlaneHandleKind::kCudaIpc) {
+    if (fd_count != 0) return Differs("shared-memory fds", fd_count, "none (IPC handles)");
+    if (hello.ipc_planes.size() != AllocationCount(hello)) {
+      return Differs("IPC handles", hello.ipc_planes.size(),
+                     fmt::format("{} (one per allocation)", AllocationCount(hello)));
+    }
+    return Status::Ok();
+  }
+  if (!hello.ipc_planes.empty()) {
+    return Differs("IPC handles", hello.ipc_planes.size(), "none (planes shared by fd)");
   }
   if (fd_count != AllocationCount(hello)) {
     return Differs("shared-memory fds", fd_count,
@@ -91,7 +105,12 @@ std::vector<PlaneFd> PlaneFdsOf(const AttachHello& hello, std::span<const Unique
   for (uint32_t r = 0; r < hello.ranks.size(); ++r) {
     const RankGeometry& g = geometry.ranks[r];
     for (const SizedAllocation& a : hello.ranks[r]) {
-      PlaneFd p{.rank = r, .page_plane = std::nullopt, .fd = fds[next++].get()};
+      PlaneFd p{.rank = r, .page_plane = std::nullopt, .fd = -1, .ipc = std::nullopt};
+      if (hello.plane_handle == PlaneHandleKind::kCudaIpc) {
+        p.ipc = hello.ipc_planes[next++];
+      } else {
+        p.fd = fds[next++].get();
+      }
       if (a.group == AllocationGroup::kKvPages) {
         for (uint32_t i = 0; i < g.page_planes.size(); ++i) {
           if (g.page_planes[i].name == a.name) p.page_plane = i;

@@ -19,18 +19,20 @@ struct AttachExpectation {
   std::string model_identity;
   StateMode state_mode = StateMode::kOrdinary;
   CacheGeometry geometry;
-  PlaneHandleKind plane_handle = PlaneHandleKind::kMemfd;  // how its planes are shared
+  // How its planes may be shared (default memfd only).
+  std::vector<PlaneHandleKind> plane_handles{PlaneHandleKind::kMemfd};
 };
 
 // Ok, or kInvalidArgument whose message names the first difference, in this
 // order: protocol version, model identity, state mode, page tokens, rank
 // count, then per rank its allocations (RankGeometryFromAllocations' checks),
 // row plane, page planes (names and unit bytes, by name), page and row
-// counts; then how the planes are shared; finally the number of fds against
-// the allocations.
+// counts; then how the planes are shared; finally the number of fds (or of
+// IPC handles, kCudaIpc, which travels no fd) against the allocations.
 Status CheckHello(const AttachHello& hello, size_t fd_count, const AttachExpectation& expected);
 
-// Which plane each of the Hello's fds backs. Requires CheckHello to pass.
+// Which plane each of the Hello's fds (or IPC handles) backs. Requires
+// CheckHello to pass.
 std::vector<PlaneFd> PlaneFdsOf(const AttachHello& hello, std::span<const UniqueFd> fds,
                                 const CacheGeometry& geometry);
 

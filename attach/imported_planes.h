@@ -30,7 +30,7 @@ class ImportedPlanes final : public HostAddressPlanes, public PlaneImporter {
 
   // PlaneImporter (memfds).
   const CacheGeometry& shared_geometry() const override { return geometry(); }
-  PlaneHandleKind handle_kind() const override { return PlaneHandleKind::kMemfd; }
+  std::vector<PlaneHandleKind> handle_kinds() const override { return {PlaneHandleKind::kMemfd}; }
   Status Import(std::span<const PlaneFd> fds) override;
   void Release() override;
   bool imported() const override { return imported_; }

@@ -23,9 +23,12 @@ Result<std::vector<int>> AssignDevices(uint32_t rank_count, int device_count,
   return requested;
 }
 
-Result<std::unique_ptr<Transfers>> MakeCudaTransfers(
+namespace {
+
+// One CudaCopyEngine per rank of `geometry`, on its assigned device.
+Result<std::vector<std::unique_ptr<CopyEngine>>> MakeEngines(
     const std::shared_ptr<const CudaDriver>& driver, const CacheGeometry& geometry,
-    std::vector<RankPlanes> planes, const CudaTransfersOptions& options) {
+    const CudaTransfersOptions& options) {
   STRATA_ASSIGN_OR_RETURN(int device_count, driver->DeviceCount());
   STRATA_ASSIGN_OR_RETURN(
       std::vector<int> ordinals,
@@ -37,8 +40,26 @@ Result<std::unique_ptr<Transfers>> MakeCudaTransfers(
         driver, CudaEngineOptions{ordinal, options.method, options.batches_in_flight,
                                   options.kernel_blocks, options.staged}));
   }
+  return engines;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Transfers>> MakeCudaTransfers(
+    const std::shared_ptr<const CudaDriver>& driver, const CacheGeometry& geometry,
+    std::vector<RankPlanes> planes, const CudaTransfersOptions& options) {
+  STRATA_ASSIGN_OR_RETURN(auto engines, MakeEngines(driver, geometry, options));
   STRATA_ASSIGN_OR_RETURN(auto t, ThreadedTransfers::Create(geometry, std::move(planes),
                                                             std::move(engines), options.threads));
+  return std::unique_ptr<Transfers>(std::move(t));
+}
+
+Result<std::unique_ptr<Transfers>> MakeCudaTransfers(
+    const std::shared_ptr<const CudaDriver>& driver, const CacheGeometry& geometry,
+    const PlaneBaseSource& source, const CudaTransfersOptions& options) {
+  STRATA_ASSIGN_OR_RETURN(auto engines, MakeEngines(driver, geometry, options));
+  STRATA_ASSIGN_OR_RETURN(
+      auto t, ThreadedTransfers::Create(geometry, source, std::move(engines), options.threads));
   return std::unique_ptr<Transfers>(std::move(t));
 }
 

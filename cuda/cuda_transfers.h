@@ -40,6 +40,13 @@ Result<std::unique_ptr<Transfers>> MakeCudaTransfers(
     const std::shared_ptr<const CudaDriver>& driver, const CacheGeometry& geometry,
     std::vector<RankPlanes> planes, const CudaTransfersOptions& options = {});
 
+// Transfers over planes whose bases `source` gives per job (legacy CUDA IPC
+// planes, cuda/imported_ipc_planes.h; store/transfer/plane_bases.h), on the
+// devices options.device_ordinals name. `source` must outlive the transfers.
+Result<std::unique_ptr<Transfers>> MakeCudaTransfers(
+    const std::shared_ptr<const CudaDriver>& driver, const CacheGeometry& geometry,
+    const PlaneBaseSource& source, const CudaTransfersOptions& options = {});
+
 // Transfers over `planes`, on the devices they were allocated on (options'
 // device_ordinals are ignored). `planes` must outlive the transfers.
 Result<std::unique_ptr<Transfers>> MakeCudaTransfers(const CudaPlanes& planes,

@@ -50,7 +50,9 @@ class ImportedDevicePlanes final : public DevicePlanes, public PlaneImporter {
 
   // PlaneImporter (CUDA VMM file descriptors).
   const CacheGeometry& shared_geometry() const override { return geometry_; }
-  PlaneHandleKind handle_kind() const override { return PlaneHandleKind::kCudaVmmFd; }
+  std::vector<PlaneHandleKind> handle_kinds() const override {
+    return {PlaneHandleKind::kCudaVmmFd};
+  }
   Status Import(std::span<const PlaneFd> fds) override;
   void Release() override;
   bool imported() const override { return imported_; }

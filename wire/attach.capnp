@@ -21,12 +21,18 @@ enum AllocationGroup {
 
 # One of the runtime's sized allocations (store/record/geometry.h). Exactly
 # one memfd per allocation travels with the Hello frame (SCM_RIGHTS), in the
-# order the allocations are listed, ranks in order.
+# order the allocations are listed, ranks in order; with planeHandle =
+# cudaIpc no fd travels and each allocation carries its IPC handle instead.
 struct Allocation {
   name @0 :Text;
   group @1 :AllocationGroup;
   unitBytes @2 :UInt64;
   count @3 :UInt64;
+  # cudaIpc only: the cuIpcGetMemHandle bytes (exactly 64) of the cudaMalloc
+  # block holding the plane, and the plane's offset in that block. Empty / 0
+  # otherwise.
+  ipcHandle @4 :Data;
+  ipcOffset @5 :UInt64;
 }
 
 struct RankAllocations {
@@ -41,10 +47,12 @@ enum StateMode {
 
 # Runtime -> strata, first frame.
 # What each allocation's fd is: a memfd, or a CUDA VMM allocation exported
-# with cuMemExportToShareableHandle as a POSIX file descriptor.
+# with cuMemExportToShareableHandle as a POSIX file descriptor; or (cudaIpc)
+# no fd travels: each Allocation carries a legacy CUDA IPC handle.
 enum PlaneHandle {
   memfd @0;
   cudaVmmFd @1;
+  cudaIpc @2;
 }
 
 struct Hello {

@@ -70,7 +70,11 @@ Result<std::unique_ptr<AttachClient>> AttachClient::Attach(
     std::vector<SizedAllocation>& allocs = hello.ranks.emplace_back();
     for (const SharedAllocation& a : rank) {
       allocs.push_back(a.allocation);
-      fds.push_back(a.fd);
+      if (identity.plane_handle == PlaneHandleKind::kCudaIpc) {
+        hello.ipc_planes.push_back(a.ipc);
+      } else {
+        fds.push_back(a.fd);
+      }
     }
   }
   // A refusal may come before the Hello is read (another uid): read the

@@ -35,9 +35,19 @@ struct AttachOptions {
 // least unit_bytes * count bytes; the caller keeps the fd): a memfd, or a CUDA
 // VMM allocation exported as a POSIX file descriptor (AttachIdentity's
 // plane_handle says which, for every allocation).
+//
+// With PlaneHandleKind::kCudaIpc no fd is passed: `ipc` holds the legacy
+// CUDA IPC handle of the cudaMalloc block the plane lies in (the 64 bytes of
+// cudaIpcGetMemHandle / cuIpcGetMemHandle, memcpy'd) and the plane's offset in
+// that block (for PyTorch, a tensor's storage offset within the block that
+// `torch.cuda.caching_allocator` / `storage._share_cuda_()` reports). The
+// block must stay allocated (never freed back to the driver, and not reused
+// for anything else) until Close returns OK or the runtime exits: strata
+// copies into it until then and closes its mapping only after its copies end.
 struct SharedAllocation {
   SizedAllocation allocation;
   int fd = -1;
+  IpcPlane ipc{};  // kCudaIpc only
 };
 
 struct AttachIdentity {
@@ -46,7 +56,8 @@ struct AttachIdentity {
   StateMode state_mode = StateMode::kOrdinary;
   uint32_t page_tokens = 0;
   // How the allocations are shared: memfd host memory, or (a rank serving
-  // planes on a GPU) CUDA VMM allocations on that GPU.
+  // planes on a GPU) CUDA VMM allocations on that GPU or cudaMalloc'd memory
+  // by legacy IPC handle (kCudaIpc).
   PlaneHandleKind plane_handle = PlaneHandleKind::kMemfd;
 };
 

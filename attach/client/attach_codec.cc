@@ -64,6 +64,12 @@ Status Put(s::Envelope::Builder env, const AttachHello& m) {
   out.setStateMode(static_cast<s::StateMode>(m.state_mode));
   out.setPageTokens(m.page_tokens);
   out.setPlaneHandle(static_cast<s::PlaneHandle>(m.plane_handle));
+  const bool ipc = m.plane_handle == PlaneHandleKind::kCudaIpc;
+  if (m.ipc_planes.size() != (ipc ? AllocationCount(m) : 0)) {
+    return Invalid("Hello.ipc_planes", ipc ? "not one IPC handle per allocation"
+                                           : "IPC handles without plane_handle cudaIpc");
+  }
+  size_t next_ipc = 0;
   auto ranks = out.initRanks(static_cast<unsigned>(m.ranks.size()));
   for (unsigned r = 0; r < ranks.size(); ++r) {
     const auto& allocs = m.ranks[r];
@@ -79,6 +85,11 @@ Status Put(s::Envelope::Builder env, const AttachHello& m) {
                            : s::AllocationGroup::KV_PAGES);
       list[i].setUnitBytes(allocs[i].unit_bytes);
       list[i].setCount(allocs[i].count);
+      if (ipc) {
+        const IpcPlane& p = m.ipc_planes[next_ipc++];
+        list[i].setIpcHandle(capnp::Data::Reader(p.handle.data(), p.handle.size()));
+        list[i].setIpcOffset(p.offset);
+      }
     }
   }
   return Status::Ok();
@@ -230,6 +241,26 @@ Result<AttachRendezvous> GetRendezvous(Reader in, std::string_view field) {
   return r;
 }
 
+// An allocation's IPC handle: exactly kIpcMemHandleBytes with cudaIpc
+// (appended to `out`), none otherwise.
+Status GetIpcPlane(s::Allocation::Reader a, PlaneHandleKind kind, std::vector<IpcPlane>& out) {
+  const capnp::Data::Reader handle = a.getIpcHandle();
+  if (kind != PlaneHandleKind::kCudaIpc) {
+    if (handle.size() != 0 || a.getIpcOffset() != 0) {
+      return Invalid("Allocation.ipc_handle", "set, but the planes are not shared by IPC handle");
+    }
+    return Status::Ok();
+  }
+  if (handle.size() != kIpcMemHandleBytes) {
+    return Invalid("Allocation.ipc_handle",
+                   fmt::format("{} bytes, not {}", handle.size(), kIpcMemHandleBytes));
+  }
+  IpcPlane& p = out.emplace_back();
+  std::memcpy(p.handle.data(), handle.begin(), p.handle.size());
+  p.offset = a.getIpcOffset();
+  return Status::Ok();
+}
+
 Result<AttachMessage> GetHello(s::Hello::Reader in) {
   AttachHello m;
   STRATA_ASSIGN_OR_RETURN(m.rendezvous, GetRendezvous(in, "Hello.rendezvous"));
@@ -240,9 +271,9 @@ Result<AttachMessage> GetHello(s::Hello::Reader in) {
       m.state_mode,
       (GetEnum<StateMode>(in.getStateMode(), s::StateMode::COPY_SPECULATION, "Hello.state_mode")));
   m.page_tokens = in.getPageTokens();
-  STRATA_ASSIGN_OR_RETURN(
-      m.plane_handle, (GetEnum<PlaneHandleKind>(in.getPlaneHandle(), s::PlaneHandle::CUDA_VMM_FD,
-                                                "Hello.plane_handle")));
+  STRATA_ASSIGN_OR_RETURN(m.plane_handle,
+                          (GetEnum<PlaneHandleKind>(in.getPlaneHandle(), s::PlaneHandle::CUDA_IPC,
+                                                    "Hello.plane_handle")));
   auto ranks = in.getRanks();
   STRATA_RETURN_IF_ERROR(CheckCount(ranks.size(), kAttachRanksMax, "Hello.ranks"));
   for (auto rank : ranks) {
@@ -258,6 +289,7 @@ Result<AttachMessage> GetHello(s::Hello::Reader in) {
                                                "Allocation.group")));
       out.unit_bytes = a.getUnitBytes();
       out.count = a.getCount();
+      STRATA_RETURN_IF_ERROR(GetIpcPlane(a, m.plane_handle, m.ipc_planes));
     }
   }
   return AttachMessage(std::move(m));

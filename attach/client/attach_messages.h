@@ -39,7 +39,8 @@ struct AttachRendezvous {
 };
 
 // Runtime -> strata, first frame; one fd per allocation rides with it, ranks
-// in order, allocations in the listed order. Every allocation is the
+// in order, allocations in the listed order (or, for kCudaIpc, one IPC
+// handle per allocation in that order, and no fd). Every allocation is the
 // runtime's own (MemoryOwner::kLocal): a peer's memory is not shared here.
 struct AttachHello {
   uint32_t protocol_version = kAttachProtocolVersion;
@@ -49,7 +50,9 @@ struct AttachHello {
   uint32_t page_tokens = 0;
   std::vector<std::vector<SizedAllocation>> ranks;         // [rank] -> allocations
   PlaneHandleKind plane_handle = PlaneHandleKind::kMemfd;  // what every fd is
-  AttachRendezvous rendezvous{};                           // to a peer's rank only
+  // kCudaIpc only (no fd travels then): one per allocation, in the fds' order.
+  std::vector<IpcPlane> ipc_planes;
+  AttachRendezvous rendezvous{};  // to a peer's rank only
 };
 
 struct HelloAccept {

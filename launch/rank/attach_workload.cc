@@ -34,7 +34,7 @@ std::unique_ptr<attach::AttachServer> ListenFor(
   }
   spdlog::info("serving the runtime of rank {} at {} (model \"{}\", {}, planes as {})",
                config.cluster.rank, options.socket_path, options.expected.model_identity, role,
-               PlaneHandleKindName(options.expected.plane_handle));
+               PlaneHandleKindsName(options.expected.plane_handles));
   return std::move(*server);
 }
 
@@ -47,7 +47,7 @@ attach::AttachServerOptions AttachServerOptionsFor(const RankConfig& config,
   options.expected = {.model_identity = RankModelIdentity(config),
                       .state_mode = StateMode::kOrdinary,
                       .geometry = planes.shared_geometry(),
-                      .plane_handle = planes.handle_kind()};
+                      .plane_handles = planes.handle_kinds()};
   return options;
 }
 

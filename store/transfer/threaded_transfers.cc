@@ -87,10 +87,9 @@ void ForEachRowPart(const std::vector<HostPiece>& pieces, uint64_t offset, uint6
 
 struct ThreadedTransfers::Rank {
   std::unique_ptr<CopyEngine> engine;
-  RankPlanes planes;
   // Guarded by ThreadedTransfers::mu_ (a nested struct cannot name it in
   // GUARDED_BY; every access below holds it).
-  std::deque<std::shared_ptr<const TransferJob>> queue;
+  std::deque<std::shared_ptr<const BoundJob>> queue;
   CondVar cv;
   std::thread thread;
   bool exited = false;
@@ -103,23 +102,44 @@ ThreadedTransfers::ThreadedTransfers(const CacheGeometry& geometry,
 Result<std::unique_ptr<ThreadedTransfers>> ThreadedTransfers::Create(
     const CacheGeometry& geometry, std::vector<RankPlanes> planes,
     std::vector<std::unique_ptr<CopyEngine>> engines, ThreadedTransfersOptions options) {
-  STRATA_RETURN_IF_ERROR(ValidateGeometry(geometry));
-  const size_t n = geometry.ranks.size();
-  if (planes.size() != n || engines.size() != n) {
-    return Status::InvalidArgument("transfers need one plane set and one engine per rank");
+  auto fixed = std::make_shared<const PlaneBases>(std::move(planes));
+  return Start(geometry, std::move(engines), options, std::move(fixed), nullptr);
+}
+
+Result<std::unique_ptr<ThreadedTransfers>> ThreadedTransfers::Create(
+    const CacheGeometry& geometry, const PlaneBaseSource& source,
+    std::vector<std::unique_ptr<CopyEngine>> engines, ThreadedTransfersOptions options) {
+  return Start(geometry, std::move(engines), options, nullptr, &source);
+}
+
+Status ThreadedTransfers::CheckBases(const PlaneBases& bases) const {
+  if (bases.size() != geometry_.ranks.size()) {
+    return Status::InvalidArgument("transfers need one plane set per rank");
   }
-  for (size_t r = 0; r < n; ++r) {
-    if (planes[r].page_plane_base.size() != geometry.ranks[r].page_planes.size()) {
+  for (size_t r = 0; r < bases.size(); ++r) {
+    if (bases[r].page_plane_base.size() != geometry_.ranks[r].page_planes.size()) {
       return Status::InvalidArgument("rank " + std::to_string(r) + ": plane count mismatch");
     }
   }
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<ThreadedTransfers>> ThreadedTransfers::Start(
+    const CacheGeometry& geometry, std::vector<std::unique_ptr<CopyEngine>> engines,
+    ThreadedTransfersOptions options, std::shared_ptr<const PlaneBases> fixed,
+    const PlaneBaseSource* source) {
+  STRATA_RETURN_IF_ERROR(ValidateGeometry(geometry));
+  const size_t n = geometry.ranks.size();
+  if (engines.size() != n) return Status::InvalidArgument("transfers need one engine per rank");
   if (options.queue_depth == 0) return Status::InvalidArgument("transfer queue depth is zero");
   std::unique_ptr<ThreadedTransfers> t(new ThreadedTransfers(geometry, options));
+  if (fixed != nullptr) STRATA_RETURN_IF_ERROR(t->CheckBases(*fixed));
+  t->fixed_ = std::move(fixed);
+  t->source_ = source;
   std::vector<std::future<Status>> started;
   for (size_t r = 0; r < n; ++r) {
     auto rank = std::make_unique<Rank>();
     rank->engine = std::move(engines[r]);
-    rank->planes = std::move(planes[r]);
     t->ranks_.push_back(std::move(rank));
   }
   for (size_t r = 0; r < n; ++r) {
@@ -200,7 +220,14 @@ Status ThreadedTransfers::Submit(TransferJob job) {
           std::to_string(layout_.stored_row_segment_bytes(job.replicated_row)));
     }
   }
-  auto shared = std::make_shared<const TransferJob>(std::move(job));
+  // The bases this job copies through on every rank, whatever a later
+  // attachment maps (plane_bases.h).
+  std::shared_ptr<const PlaneBases> bases = source_ != nullptr ? source_->current_bases() : fixed_;
+  if (bases == nullptr) {
+    return Status::Unavailable("no planes are mapped: the copy was not issued");
+  }
+  if (source_ != nullptr) STRATA_RETURN_IF_ERROR(CheckBases(*bases));
+  auto shared = std::make_shared<const BoundJob>(BoundJob{std::move(job), std::move(bases)});
   {
     MutexLock lock(mu_);
     if (stopping_) return Status::Aborted("transfers are closed");
@@ -209,10 +236,11 @@ Status ThreadedTransfers::Submit(TransferJob job) {
         return Status::Busy("transfer queue full (" + std::to_string(options_.queue_depth) + ")");
       }
     }
-    if (pending_.count(shared->id) != 0) {
-      return Status::InvalidArgument("job id " + std::to_string(shared->id.value) + " in flight");
+    if (pending_.count(shared->job.id) != 0) {
+      return Status::InvalidArgument("job id " + std::to_string(shared->job.id.value) +
+                                     " in flight");
     }
-    pending_[shared->id] = Pending{static_cast<uint32_t>(ranks_.size()), Status::Ok(), 0};
+    pending_[shared->job.id] = Pending{static_cast<uint32_t>(ranks_.size()), Status::Ok(), 0};
     for (auto& r : ranks_) r->queue.push_back(shared);
   }
   for (auto& r : ranks_) r->cv.NotifyOne();
@@ -281,7 +309,7 @@ void ThreadedTransfers::RunRank(uint32_t rank) {
   std::deque<Issued> issued;  // the queue's first jobs, oldest first
   uint64_t batches = 0;       // issued by this thread
   for (;;) {
-    std::shared_ptr<const TransferJob> job;
+    std::shared_ptr<const BoundJob> job;
     {
       MutexLock lock(mu_);
       while (r.queue.size() == issued.size() && issued.empty() && !stopping_) r.cv.Wait(lock);
@@ -298,7 +326,7 @@ void ThreadedTransfers::RunRank(uint32_t rank) {
     }
     RankResult result;
     const Status s = RunJob(rank, *job, result, batches);
-    issued.push_back({job->id, std::move(result), batches});
+    issued.push_back({job->job.id, std::move(result), batches});
     if (!s.ok()) {  // the engine drained: what it held in flight settles with the error
       CompleteIssued(r, issued, issued.size(), s);
       continue;
@@ -323,10 +351,11 @@ void ThreadedTransfers::CompleteIssued(Rank& r, std::deque<Issued>& issued, size
   }
 }
 
-Status ThreadedTransfers::RunJob(uint32_t rank, const TransferJob& job, RankResult& result,
+Status ThreadedTransfers::RunJob(uint32_t rank, const BoundJob& bound, RankResult& result,
                                  uint64_t& batches) {
+  const TransferJob& job = bound.job;
   const RankGeometry& g = geometry_.ranks[rank];
-  const RankPlanes& planes = ranks_[rank]->planes;
+  const RankPlanes& planes = (*bound.bases)[rank];
   const bool out = job.direction == TransferDirection::kDeviceToHost;
   CopyEngine& engine = *ranks_[rank]->engine;
   if (out && job.hash_records && engine.copies_on_calling_thread() && CanHashCopyOut(layout_)) {

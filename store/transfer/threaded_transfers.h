@@ -11,6 +11,9 @@
 // submission order on the engine's streams, so a later job's copies never
 // overtake an earlier one's. After a failed batch the engine has drained, and
 // every job issued but not yet completed fails with that error.
+//
+// Plane addresses are fixed at Create, or (over a PlaneBaseSource) read once
+// per job in Submit and kept by the job on every rank (plane_bases.h).
 #pragma once
 
 #include <condition_variable>
@@ -22,6 +25,7 @@
 #include "store/record/geometry.h"
 #include "store/record/record_layout.h"
 #include "store/transfer/copy_engine.h"
+#include "store/transfer/plane_bases.h"
 #include "store/transfer/transfers.h"
 
 namespace strata {
@@ -38,6 +42,13 @@ class ThreadedTransfers final : public Transfers {
   static Result<std::unique_ptr<ThreadedTransfers>> Create(
       const CacheGeometry& geometry, std::vector<RankPlanes> planes,
       std::vector<std::unique_ptr<CopyEngine>> engines, ThreadedTransfersOptions options = {});
+  // Over planes that move per attachment: every job copies through the
+  // bases `source` gave when it was submitted; Submit is refused
+  // (kUnavailable) while the source has none. `source` must outlive the
+  // transfers.
+  static Result<std::unique_ptr<ThreadedTransfers>> Create(
+      const CacheGeometry& geometry, const PlaneBaseSource& source,
+      std::vector<std::unique_ptr<CopyEngine>> engines, ThreadedTransfersOptions options = {});
   ~ThreadedTransfers() override;
 
   Status Submit(TransferJob job) override;
@@ -49,6 +60,11 @@ class ThreadedTransfers final : public Transfers {
 
  private:
   struct Rank;
+  // A job and the plane bases it copies through (plane_bases.h).
+  struct BoundJob {
+    TransferJob job;
+    std::shared_ptr<const PlaneBases> bases;
+  };
   struct Pending {
     uint32_t ranks_left;
     Status status;
@@ -61,10 +77,16 @@ class ThreadedTransfers final : public Transfers {
     std::optional<uint64_t> row_sum;
   };
   ThreadedTransfers(const CacheGeometry& geometry, ThreadedTransfersOptions options);
+  static Result<std::unique_ptr<ThreadedTransfers>> Start(
+      const CacheGeometry& geometry, std::vector<std::unique_ptr<CopyEngine>> engines,
+      ThreadedTransfersOptions options, std::shared_ptr<const PlaneBases> fixed,
+      const PlaneBaseSource* source);
+  // Plane counts match the geometry's, one set per rank.
+  Status CheckBases(const PlaneBases& bases) const;
   struct Issued;  // a job whose batches are issued (threaded_transfers.cc)
   void RunRank(uint32_t rank);
   // Issues `job`'s batches on the rank's engine, counting them in `batches`.
-  Status RunJob(uint32_t rank, const TransferJob& job, RankResult& result, uint64_t& batches);
+  Status RunJob(uint32_t rank, const BoundJob& bound, RankResult& result, uint64_t& batches);
   // Completes the first `count` of `issued` with `status` (OK: each one's own).
   void CompleteIssued(Rank& r, std::deque<Issued>& issued, size_t count, const Status& status);
   void Finish(JobId id, const Status& status, RankResult result);
@@ -74,6 +96,8 @@ class ThreadedTransfers final : public Transfers {
   RecordLayout layout_;
   ThreadedTransfersOptions options_;
   std::vector<std::unique_ptr<Rank>> ranks_;
+  std::shared_ptr<const PlaneBases> fixed_;  // the bases when there is no source
+  const PlaneBaseSource* source_ = nullptr;  // null: fixed_
 
   // Also guards each Rank's queue and exited flag (threaded_transfers.cc).
   Mutex mu_;

@@ -1,4 +1,6 @@
 // The fake CUDA driver's memory, copy and kernel entry points (see fake_cuda.cc).
+#include <sys/mman.h>
+
 #include <algorithm>
 
 #include "tests/fake_cuda/fake_cuda_state.h"
@@ -39,12 +41,15 @@ CUresult CUDAAPI FakeMemcpyHtoD(CUdeviceptr dst, const void* src, size_t bytes) 
   return CUDA_SUCCESS;
 }
 
+// Device memory is shared anonymous host memory, so that an IPC open can
+// alias it at another address (fake_cuda_ipc.cc), as the real driver does.
 CUresult CUDAAPI FakeMemAlloc(CUdeviceptr* p, size_t bytes) {
   FAKE_ENTER("cuMemAlloc");
   if (!HasContext()) return CUDA_ERROR_INVALID_CONTEXT;
   if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
-  void* m = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
-  if (m == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
+  void* m = ::mmap(nullptr, MappedBytes(bytes), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                   -1, 0);
+  if (m == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
   std::lock_guard lock(S().mu);
   S().device[reinterpret_cast<uint64_t>(m)] = {bytes};
   *p = reinterpret_cast<CUdeviceptr>(m);
@@ -54,8 +59,10 @@ CUresult CUDAAPI FakeMemAlloc(CUdeviceptr* p, size_t bytes) {
 CUresult CUDAAPI FakeMemFree(CUdeviceptr p) {
   FAKE_ENTER("cuMemFree");
   std::lock_guard lock(S().mu);
-  if (S().device.erase(p) == 0) return CUDA_ERROR_INVALID_VALUE;
-  std::free(reinterpret_cast<void*>(p));
+  auto it = S().device.find(p);
+  if (it == S().device.end()) return CUDA_ERROR_INVALID_VALUE;
+  ::munmap(reinterpret_cast<void*>(p), MappedBytes(it->second.bytes));
+  S().device.erase(it);
   return CUDA_SUCCESS;
 }
 

@@ -60,6 +60,9 @@ inline CUresult Enter(const char* name) {
   return r;
 }
 
+// Host bytes behind a device allocation of `bytes` (whole pages).
+inline size_t MappedBytes(uint64_t bytes) { return (bytes + 4095) / 4096 * 4096; }
+
 inline bool HasContext() { return !context_stack.empty() && context_stack.back() != nullptr; }
 
 inline bool Within(const std::map<uint64_t, Region>& regions, uint64_t address, uint64_t bytes) {

@@ -77,7 +77,7 @@ class RecordingImporter final : public PlaneImporter {
  public:
   explicit RecordingImporter(CacheGeometry g) : geometry_(std::move(g)) {}
   const CacheGeometry& shared_geometry() const override { return geometry_; }
-  PlaneHandleKind handle_kind() const override { return PlaneHandleKind::kMemfd; }
+  std::vector<PlaneHandleKind> handle_kinds() const override { return {PlaneHandleKind::kMemfd}; }
   Status Import(std::span<const PlaneFd> /*fds*/) override {
     imported_ = true;
     return Status::Ok();

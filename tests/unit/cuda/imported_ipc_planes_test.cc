@@ -1,0 +1,172 @@
+// A runtime's cudaMalloc'd planes shared by legacy CUDA IPC handles, through
+// the fake driver (whose cuIpcOpenMemHandle maps the block at a new address,
+// as the real one does): the transfers built once over ImportedIpcPlanes copy
+// through the opened addresses, a re-import with a new runtime's handles
+// lands elsewhere and restores there byte-exact, nothing is submitted while
+// released, and Release closes every mapping.
+#include "cuda/imported_ipc_planes.h"
+
+#include <gtest/gtest.h>
+
+#include "cuda/cuda_registrar.h"
+#include "cuda/cuda_transfers.h"
+#include "launch/presets.h"
+#include "tests/support/cuda_round_trip.h"
+#include "tests/unit/cuda/fake_cuda.h"
+
+namespace strata {
+namespace {
+
+using test::AllocateSlabs;
+using test::CheckPatterns;
+using test::MoveWindows;
+using test::Slabs;
+using test::WritePatterns;
+
+constexpr uint64_t kPages = 64;
+
+CacheGeometry Geometry() { return *PresetGeometry("tiny", 1, kPages, 4); }
+
+// What a runtime sends: one handle per plane, offsets 0 (each plane its own block).
+std::vector<PlaneFd> HandlesOf(const CudaDriver& d, const CudaPlanes& runtime) {
+  std::vector<PlaneFd> out;
+  const RankGeometry& g = runtime.geometry().ranks[0];
+  ContextGuard guard(d, *d.RetainPrimaryContext(0));
+  auto share = [&](std::optional<uint32_t> plane, uint64_t base) {
+    IpcPlane ipc{.handle = *d.IpcHandleOf(base), .offset = 0};
+    out.push_back({.rank = 0, .page_plane = plane, .fd = -1, .ipc = ipc});
+  };
+  for (uint32_t p = 0; p < g.page_planes.size(); ++p) {
+    share(p, runtime.page_address(0, p, PageId(0)));
+  }
+  share(std::nullopt, runtime.row_address(0, StateSlot(0)));
+  return out;
+}
+
+struct Rig {
+  explicit Rig(const FakeCuda& fake) {
+    importer = *ImportedIpcPlanes::Create(fake.driver(), Geometry(), {0});
+    registrar = *CudaHostRegistrar::Create(fake.driver(), 0);
+    pool = *SlabPool::Create(RecordLayout(Geometry()).page_record_bytes(), kPages + 16, 0,
+                             registrar.get());
+    CudaTransfersOptions options;
+    options.method = CopyMethod::kBatched;
+    options.device_ordinals = {0};
+    transfers = *MakeCudaTransfers(fake.driver(), Geometry(), *importer, options);
+  }
+  std::unique_ptr<ImportedIpcPlanes> importer;
+  std::unique_ptr<CudaHostRegistrar> registrar;
+  std::unique_ptr<SlabPool> pool;
+  std::unique_ptr<Transfers> transfers;
+};
+
+std::vector<PageId> Ids(uint32_t first, uint32_t count) {
+  std::vector<PageId> ids;
+  for (uint32_t i = 0; i < count; ++i) ids.push_back(PageId(first + i));
+  return ids;
+}
+
+TEST(ImportedIpcPlanesTest, CopiesRunThroughTheOpenedAddressesByteExact) {
+  STRATA_USE_FAKE_CUDA(fake);
+  Rig rig(fake);
+  auto runtime = *CudaPlanes::Create(fake.driver(), Geometry(), {0});
+  ASSERT_TRUE(rig.importer->Import(HandlesOf(*fake.driver(), *runtime)).ok());
+  std::shared_ptr<const PlaneBases> bases = rig.importer->current_bases();
+  ASSERT_NE(bases, nullptr);
+  EXPECT_NE((*bases)[0].page_plane_base[0], runtime->page_address(0, 0, PageId(0)))
+      << "the fake must open at another address than the exporter's";
+  EXPECT_NE((*bases)[0].row_base, runtime->row_address(0, StateSlot(0)));
+
+  const std::vector<PageId> src = Ids(3, 20), dst = Ids(30, 20);
+  ASSERT_TRUE(WritePatterns(*runtime, src, StateSlot(1)).ok());
+  Slabs slabs = AllocateSlabs(*rig.pool, RecordLayout(Geometry()), src.size());
+  uint64_t job = 1;
+  Status out =
+      MoveWindows(*rig.transfers, TransferDirection::kDeviceToHost, src, StateSlot(1), slabs, job);
+  ASSERT_TRUE(out.ok()) << out.ToString();
+  ASSERT_TRUE(runtime->Fill(0xee).ok());
+  Status in =
+      MoveWindows(*rig.transfers, TransferDirection::kHostToDevice, dst, StateSlot(2), slabs, job);
+  ASSERT_TRUE(in.ok()) << in.ToString();
+  EXPECT_EQ(CheckPatterns(*runtime, dst, StateSlot(2)), "");
+
+  rig.importer->Release();
+  EXPECT_EQ(rig.importer->current_bases(), nullptr);
+  EXPECT_EQ(fake.Calls("cuIpcCloseMemHandle"), fake.Calls("cuIpcOpenMemHandle"));
+  EXPECT_EQ(fake.Value("ipc_opened"), 0);
+  ASSERT_TRUE(rig.transfers->Close(std::chrono::seconds(10)).ok());
+}
+
+TEST(ImportedIpcPlanesTest, AReattachedRuntimeRestoresIntoItsNewMapping) {
+  STRATA_USE_FAKE_CUDA(fake);
+  Rig rig(fake);
+  const std::vector<PageId> src = Ids(0, 10), dst = Ids(40, 10);
+  Slabs slabs = AllocateSlabs(*rig.pool, RecordLayout(Geometry()), src.size());
+  uint64_t job = 1;
+  uint64_t first_base = 0;
+  {
+    auto first = *CudaPlanes::Create(fake.driver(), Geometry(), {0});
+    ASSERT_TRUE(rig.importer->Import(HandlesOf(*fake.driver(), *first)).ok());
+    first_base = (*rig.importer->current_bases())[0].page_plane_base[0];
+    ASSERT_TRUE(WritePatterns(*first, src, StateSlot(0)).ok());
+    ASSERT_TRUE(
+        MoveWindows(*rig.transfers, TransferDirection::kDeviceToHost, src, StateSlot(0), slabs, job)
+            .ok());
+    rig.importer->Release();  // the runtime detached (its copies drained)
+  }
+  // Nothing is mapped: a job is refused, not copied into closed memory.
+  Status refused =
+      MoveWindows(*rig.transfers, TransferDirection::kHostToDevice, dst, StateSlot(1), slabs, job);
+  EXPECT_EQ(refused.code(), StatusCode::kUnavailable) << refused.ToString();
+
+  // The restarted runtime: new blocks, opened somewhere else.
+  auto second = *CudaPlanes::Create(fake.driver(), Geometry(), {0});
+  ASSERT_TRUE(second->Fill(0).ok());
+  ASSERT_TRUE(rig.importer->Import(HandlesOf(*fake.driver(), *second)).ok());
+  EXPECT_NE((*rig.importer->current_bases())[0].page_plane_base[0], first_base);
+  Status in =
+      MoveWindows(*rig.transfers, TransferDirection::kHostToDevice, dst, StateSlot(1), slabs, job);
+  ASSERT_TRUE(in.ok()) << in.ToString();
+  EXPECT_EQ(CheckPatterns(*second, dst, StateSlot(1)), "");
+  rig.importer->Release();
+  EXPECT_EQ(fake.Value("ipc_opened"), 0);
+  ASSERT_TRUE(rig.transfers->Close(std::chrono::seconds(10)).ok());
+}
+
+TEST(ImportedIpcPlanesTest, PlanesInOneBlockOpenItOnceAtTheirOffsets) {
+  STRATA_USE_FAKE_CUDA(fake);
+  Rig rig(fake);
+  const CudaDriver& d = *fake.driver();
+  auto runtime = *CudaPlanes::Create(fake.driver(), Geometry(), {0});
+  std::vector<PlaneFd> handles = HandlesOf(d, *runtime);
+  // Every plane claims to live in the first plane's block, at its own offset.
+  for (size_t i = 0; i < handles.size(); ++i) {
+    handles[i].ipc->handle = handles[0].ipc->handle;
+    handles[i].ipc->offset = 4096 * i;
+  }
+  ASSERT_TRUE(rig.importer->Import(handles).ok());
+  EXPECT_EQ(fake.Calls("cuIpcOpenMemHandle"), 1u);
+  const RankPlanes& bases = (*rig.importer->current_bases())[0];
+  EXPECT_EQ(bases.page_plane_base[1], bases.page_plane_base[0] + 4096);
+  rig.importer->Release();
+  EXPECT_EQ(fake.Calls("cuIpcCloseMemHandle"), 1u);
+  ASSERT_TRUE(rig.transfers->Close(std::chrono::seconds(10)).ok());
+}
+
+TEST(ImportedIpcPlanesTest, AFailedOpenLeavesNothingOpen) {
+  STRATA_USE_FAKE_CUDA(fake);
+  Rig rig(fake);
+  auto runtime = *CudaPlanes::Create(fake.driver(), Geometry(), {0});
+  std::vector<PlaneFd> handles = HandlesOf(*fake.driver(), *runtime);
+  handles.back().ipc->handle[0] ^= 0x40;  // a block that is no allocation
+  Status s = rig.importer->Import(handles);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("row plane"), std::string::npos) << s.ToString();
+  EXPECT_FALSE(rig.importer->imported());
+  EXPECT_EQ(rig.importer->current_bases(), nullptr);
+  EXPECT_EQ(fake.Value("ipc_opened"), 0);
+  ASSERT_TRUE(rig.transfers->Close(std::chrono::seconds(10)).ok());
+}
+
+}  // namespace
+}  // namespace strata
