@@ -85,6 +85,12 @@ void StoreDispatch::OnEvents(const std::vector<StoreEvent>& events,
         checkpoints_.clear();
         tickets_.clear();
         break;
+      case StoreEvent::Kind::kExportRequested:
+        // The attach channel does not carry exports yet: the runtime's
+        // checkpoints cannot be found through it.
+        store_.ExportRefused(e.export_id, ExportRefusal::kNotFound);
+        continue;
+      case StoreEvent::Kind::kExportEnded: continue;  // never pinned through this channel (above)
     }
     out.emplace_back(e);
   }

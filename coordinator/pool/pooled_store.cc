@@ -31,7 +31,7 @@ SourceTier TierOf(Tier tier) {
 }  // namespace
 
 PooledStore::PooledStore(PooledTiers tiers, std::unique_ptr<PoolLink> link)
-    : tiers_(std::move(tiers)), link_(std::move(link)) {
+    : tiers_(std::move(tiers)), link_(std::move(link)), exports_(tiers_.export_sizes) {
   STRATA_ASSERT(tiers_.landing != nullptr && tiers_.intake != nullptr,
                 "a pooled store needs a landing tier for claims");
 }
@@ -198,6 +198,7 @@ void PooledStore::Poll(uint64_t now_ms, std::vector<StoreEvent>& events) {
   now_ms_ = std::max(now_ms_, now_ms);
   if (tiers_.local != nullptr) tiers_.local->Poll(now_ms, events);
   if (own_landing()) tiers_.landing->Poll(now_ms, events);
+  exports_.TakeEvents(events);
 }
 
 Status PooledStore::PutChain(PoolClient& client, std::span<const RecordView> chain) {
@@ -246,6 +247,7 @@ PoolInstanceStats PooledStore::pool_stats() const {
   s.reconnects = link_->reconnects();
   s.attached = link_->sharing();
   s.end_of_chain_tier = tiers_.end_of_chain_tier;
+  s.exports = exports_.counts();
   return s;
 }
 

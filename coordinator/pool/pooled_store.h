@@ -17,6 +17,13 @@
 // (kind `cascade`); the tier keeps the source until the put returns and
 // drops it whatever the answer (put_rules: end-of-chain eviction discards).
 //
+// Exports (seed 2.15, "Exports"): RequestExport is the entry point the
+// manager relay will call (not built); it asks the runtime through Poll
+// (kExportRequested) and keeps the export in an ExportLedger. FinishExport is
+// the relay's word that the export's copies drained: the next Poll reports
+// kExportEnded. Eviction notices and EvictionsLost are counted; announcing
+// holdings to the manager is the relay's too.
+//
 // Not built: tickets begun on arrival (the lookup is synchronous, bounded by
 // the lookup grace), demotion before the tier fills, retries of refused puts,
 // claims straight into the planes, publishing into the pool with no local
@@ -32,6 +39,7 @@
 #include <string>
 #include <unordered_set>
 
+#include "coordinator/pool/export_ledger.h"
 #include "coordinator/pool/pool_link.h"
 #include "store/tier/host_store.h"
 #include "store/tier/record_handover.h"
@@ -53,6 +61,9 @@ struct PoolInstanceStats {
   std::string end_of_chain_tier = "memory";      // the tier they were dropped from
   uint64_t reconnects = 0;
   bool attached = false;
+  ExportLedgerCounts exports;     // requests, pins, refusals and ends
+  uint64_t eviction_notices = 0;  // checkpoints the runtime reported retired
+  uint64_t evictions_lost = 0;    // times the runtime's notice queue overflowed
 };
 
 // The tiers a PooledStore joins to the pool; all outlive it.
@@ -65,6 +76,9 @@ struct PooledTiers {
   // Label of strata_host_cache_dropped_total{tier} for records the end of
   // the local chain dropped after the manager did not take them.
   std::string end_of_chain_tier = "memory";
+  // What an export moves per page and for the row (the local record
+  // layout); unknown (zeros) rejects every pinned export.
+  ExportRecordSizes export_sizes{};
 };
 
 class PooledStore final : public HostStore, public EvictionSink {
@@ -83,6 +97,7 @@ class PooledStore final : public HostStore, public EvictionSink {
   // nothing: exports from GPU caches are not built).
   StoreOutcome Store(const PublishedCheckpoint& checkpoint) override;
   Status Fetch(const HostHit& hit, const InboundTicket& ticket) override;
+  // The local tiers' events, then the exports' (requests and ends).
   void Poll(uint64_t now_ms, std::vector<StoreEvent>& events) override;
   void NotifyOnProgress(std::shared_ptr<WakeSignal> signal) override;
   // The local chain's, with the landing tier's memory counters, lookups,
@@ -93,6 +108,23 @@ class PooledStore final : public HostStore, public EvictionSink {
   // Puts the chain's held ancestors (root first; one the manager holds
   // already answers kAlreadyExists without bytes), then the evicted record.
   void OnEvicted(std::span<const RecordView> chain) override;
+
+  void ExportPinned(ExportId export_id, const ExportDescription& description) override;
+  void ExportRefused(ExportId export_id, ExportRefusal reason) override;
+  void Evicted(std::span<const EvictionNotice> notices) override;
+  void EvictionsLost() override;
+
+  // The relay's entry points (seed 2.15: the manager asks an instance to
+  // export a checkpoint it announced). RequestExport reports
+  // kExportRequested from the next Poll; FinishExport, once the export's
+  // copies drained, reports kExportEnded (kNotFound: the export is not open,
+  // e.g. a second end).
+  ExportId RequestExport(const ExportAsk& ask);
+  Status FinishExport(ExportId export_id);
+  // An open export's pinned chain; null when it is not open.
+  const ExportDescription* open_export(ExportId export_id) const {
+    return exports_.description(export_id);
+  }
 
   PoolInstanceStats pool_stats() const;
   const PoolLink& link() const { return *link_; }
@@ -133,6 +165,7 @@ class PooledStore final : public HostStore, public EvictionSink {
   // What PutChain sends: the chain's record images and the items naming them.
   std::vector<std::vector<std::byte>> put_images_;
   std::vector<PoolClient::PutItem> put_items_;
+  ExportLedger exports_;
 };
 
 }  // namespace strata::pool

@@ -37,6 +37,12 @@ pool::PoolLinkOptions LinkOptions(const RankConfig& config, const CacheGeometry&
   return o;
 }
 
+ExportRecordSizes ExportSizes(const CacheGeometry& geometry) {
+  const RecordLayout layout(geometry);
+  return {.page_record_bytes = layout.page_record_bytes(),
+          .row_segment_bytes = layout.row_segment_bytes()};
+}
+
 }  // namespace
 
 std::unique_ptr<pool::PooledStore> AttachRankPool(const RankConfig& config,
@@ -44,7 +50,11 @@ std::unique_ptr<pool::PooledStore> AttachRankPool(const RankConfig& config,
                                                   MemoryStore& memory) {
   if (!config.prefix_cache.pool) return nullptr;
   auto pooled = std::make_unique<pool::PooledStore>(
-      memory, memory, pool::PoolLink::AttachAtStartup(LinkOptions(config, geometry)));
+      pool::PooledTiers{.local = &memory,
+                        .landing = &memory,
+                        .intake = &memory,
+                        .export_sizes = ExportSizes(geometry)},
+      pool::PoolLink::AttachAtStartup(LinkOptions(config, geometry)));
   memory.SetEvictionSink(pooled.get());
   return pooled;
 }
@@ -65,6 +75,7 @@ Result<std::unique_ptr<RankPool>> AttachRankPoolWithDisk(const RankConfig& confi
   if (auto* disk = std::get_if<DiskStore*>(&end)) tiers.local = *disk;
   if (auto* composite = std::get_if<CompositeStore*>(&end)) tiers.local = *composite;
   tiers.end_of_chain_tier = "disk";
+  tiers.export_sizes = ExportSizes(geometry);
   out->store = std::make_unique<pool::PooledStore>(
       std::move(tiers), pool::PoolLink::AttachAtStartup(LinkOptions(config, geometry)));
   if (auto* disk = std::get_if<DiskStore*>(&end)) (*disk)->SetEvictionSink(out->store.get());

@@ -31,6 +31,7 @@ SyntheticRuntime::SyntheticRuntime(DevicePlanes& planes, HostStore* store,
       store_(store),
       options_(options),
       page_tokens_(planes.geometry().page_tokens),
+      evictions_(options.eviction_notices_max),
       start_(std::chrono::steady_clock::now()) {
   const RankGeometry& g = planes.geometry().ranks[0];
   for (uint64_t i = g.page_count; i-- > 0;) free_pages_.push_back(PageId(static_cast<uint32_t>(i)));
@@ -87,6 +88,9 @@ bool SyntheticRuntime::EvictOne() {
     if (victim == nodes_.end() || it->second.last_use < victim->second.last_use) victim = it;
   }
   if (victim == nodes_.end()) return false;
+  if (store_ != nullptr) {
+    evictions_.Push({.key = victim->first, .generation = victim->second.generation});
+  }
   Release(victim->first);
   ++stats_.gpu_evictions;
   return true;
@@ -138,6 +142,7 @@ void SyntheticRuntime::AddNode(const PrefixKey& key, std::optional<PrefixKey> pa
   n.tail = std::move(tail);
   n.row = row;
   n.last_use = ++tick_;
+  n.generation = next_generation_++;
   nodes_[key] = std::move(n);
 }
 
@@ -193,8 +198,16 @@ void SyntheticRuntime::PollStore() {
                                 std::chrono::system_clock::now().time_since_epoch())
                                 .count());
   std::vector<StoreEvent> fresh;
-  store_->Poll(now_ms, fresh);
+  StoreCall().Poll(now_ms, fresh);
   for (StoreEvent& e : fresh) {
+    if (e.kind == StoreEvent::Kind::kExportRequested) {
+      AnswerExport(e);
+      continue;
+    }
+    if (e.kind == StoreEvent::Kind::kExportEnded) {
+      EndExport(e.export_id);
+      continue;
+    }
     if (e.kind == StoreEvent::Kind::kStored || e.kind == StoreEvent::Kind::kStoreFailed) {
       auto it = in_flight_.find(e.checkpoint_id);
       if (it == in_flight_.end()) continue;
@@ -212,7 +225,7 @@ Status SyntheticRuntime::Restore(const PrefixHistory& h, std::optional<PrefixKey
                                  TurnReport& report) {
   const uint64_t a = resident ? resident->consumed : 0;
   ++stats_.host_lookups;
-  std::optional<HostHit> hit = store_->Lookup(h, a, h.size());
+  std::optional<HostHit> hit = StoreCall().Lookup(h, a, h.size());
   if (!hit || (options_.use_policy && !policy_.ShouldFetch(*hit))) return Status::Ok();
   if (nodes_.count(hit->endpoint) != 0) {  // resident already, through another conversation
     resident = hit->endpoint;
@@ -234,7 +247,7 @@ Status SyntheticRuntime::Restore(const PrefixHistory& h, std::optional<PrefixKey
     unpin();
   };
   const auto started = std::chrono::steady_clock::now();
-  if (Status s = store_->Fetch(*hit, ticket); !s.ok()) {
+  if (Status s = StoreCall().Fetch(*hit, ticket); !s.ok()) {
     give_back();
     return Status::Ok();
   }
@@ -294,6 +307,7 @@ void SyntheticRuntime::Publish(const PrefixHistory& h, const PrefixKey& key, Tur
   cp.bucket = h.bucket_digest(key.consumed);
   cp.chain = Chain(key);
   cp.row_slot = nodes_.at(key).row;
+  cp.generation = nodes_.at(key).generation;
   uint64_t parent_consumed = 0;
   for (std::optional<PrefixKey> p = nodes_.at(key).parent; p; p = nodes_.at(*p).parent) {
     if (nodes_.at(*p).offered) {
@@ -306,13 +320,13 @@ void SyntheticRuntime::Publish(const PrefixHistory& h, const PrefixKey& key, Tur
       static_cast<uint32_t>(key.consumed / page_tokens_ - parent_consumed / page_tokens_);
   // Deferred and retry outcomes wait for store progress (an eviction's unlink,
   // a free transfer queue); a bounded number of re-offers, then give up.
-  StoreOutcome outcome = store_->Store(cp);
+  StoreOutcome outcome = StoreCall().Store(cp);
   for (int i = 0;
        i < kMaxReoffers && (outcome == StoreOutcome::kDeferred || outcome == StoreOutcome::kRetry);
        ++i) {
     std::this_thread::sleep_for(kPollPause);
     PollStore();
-    outcome = store_->Store(cp);
+    outcome = StoreCall().Store(cp);
   }
   ++stats_.published;
   report.publish = outcome;
@@ -350,6 +364,7 @@ Result<TurnReport> SyntheticRuntime::Turn(uint32_t conversation, uint64_t new_to
   const uint64_t a = resident ? resident->consumed : 0;
   const uint64_t first_page = a / page_tokens_;
   const uint64_t pages = endpoint.consumed / page_tokens_ - first_page;
+  next_step_pages_ = std::max(next_step_pages_, pages);
   if (resident) ++nodes_.at(*resident).pins;
   std::vector<PageId> ids;
   StateSlot row;

@@ -6,12 +6,16 @@
 // "GPU cache" of checkpoints with LRU leaf eviction, publishes a checkpoint per
 // turn whose bytes are derived from (prefix, page, plane, rank), restores host
 // hits into different free ids through the store, and checks every restored
-// byte against what it published.
+// byte against what it published. It answers a pooled store's export
+// requests for real (synthetic_runtime_exports.cc: launch/runtime/export_rules.h
+// decides, export_pins.h keeps the export map) and tells the store what it
+// evicts through a bounded notice queue (eviction_notices.h).
 //
 // Thread: single-threaded, like a model worker. The store is only called
 // from here, and every wait is bounded.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -20,6 +24,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "launch/runtime/eviction_notices.h"
+#include "launch/runtime/export_pins.h"
+#include "launch/runtime/export_rules.h"
 #include "launch/runtime/page_work.h"
 #include "store/tier/host_store.h"
 #include "store/tier/inbound_policy.h"
@@ -31,6 +38,7 @@ struct SyntheticRuntimeOptions {
   uint64_t seed = 1;                             // token streams derive from it
   bool use_policy = false;                       // false: fetch every host hit (qualification)
   std::chrono::milliseconds wait_bound{60'000};  // bound on one fetch or drain
+  size_t eviction_notices_max = 1024;            // bound of the eviction-notice queue
 };
 
 struct TurnReport {
@@ -56,6 +64,18 @@ struct RuntimeStats {
   uint64_t store_failed = 0;
   uint64_t gpu_evictions = 0;
   double restore_seconds = 0;  // wall time of restores, fetch to event
+  uint64_t exports_pinned = 0;
+  uint64_t exports_ended = 0;                                   // pins released by kExportEnded
+  std::array<uint64_t, kExportRefusalCount> exports_refused{};  // by ExportRefusal
+  uint64_t evictions_lost = 0;  // EvictionsLost calls (notice queue overflows)
+};
+
+// A GPU checkpoint as tests and tools see it.
+struct GpuCheckpointInfo {
+  PrefixKey key;
+  uint64_t generation = 0;
+  uint64_t chain_pages = 0;  // pages from the root to its endpoint
+  uint32_t pins = 0;         // publications, restores and exports holding it
 };
 
 class SyntheticRuntime {
@@ -73,6 +93,10 @@ class SyntheticRuntime {
   Result<TurnReport> Turn(uint32_t conversation, uint64_t new_tokens);
   // Drops every unpinned GPU checkpoint, as heavy pressure or a restart would.
   void EvictGpu();
+  // One loop iteration's store work: hands the queued eviction notices over,
+  // polls, answers export requests and releases ended exports. Turn and the
+  // waits do it too; a runtime idle between turns calls it.
+  void PollOnce() { PollStore(); }
   // Polls the store until every publication has its event, within the bound;
   // a stopped store ends the wait at once with its reason.
   Status WaitForStores();
@@ -89,6 +113,9 @@ class SyntheticRuntime {
   const RuntimeStats& stats() const { return stats_; }
   uint64_t conversation_tokens(uint32_t conversation) const;
   uint64_t gpu_checkpoints() const { return nodes_.size(); }
+  std::vector<GpuCheckpointInfo> ListGpuCheckpoints() const;
+  // Exports pinned and not yet ended.
+  size_t export_pins() const { return export_pins_.size(); }
 
   // The bytes the runtime publishes, exposed so tests can check stored data.
   static void PageBytes(const Digest128& page_prefix, uint32_t plane, uint32_t rank,
@@ -103,6 +130,7 @@ class SyntheticRuntime {
     uint32_t children = 0;
     uint32_t pins = 0;
     uint64_t last_use = 0;
+    uint64_t generation = 0;  // unique per checkpoint made, never reused
     bool offered = false;
   };
   struct Conversation {
@@ -130,6 +158,16 @@ class SyntheticRuntime {
                        const PrefixKey& endpoint);
   void Publish(const PrefixHistory& h, const PrefixKey& key, TurnReport& report);
   void PollStore();
+  // The store, after handing it the queued eviction notices (and
+  // EvictionsLost after an overflow): every store call goes through it.
+  HostStore& StoreCall();
+  // Answers a kExportRequested in this loop iteration: pins and calls
+  // ExportPinned, or calls ExportRefused.
+  void AnswerExport(const StoreEvent& request);
+  // Releases the pin of an ended export, once; a second end finds nothing.
+  void EndExport(ExportId export_id);
+  // The headroom rule's inputs with `key` pinned (export_rules.h).
+  HeadroomInputs Headroom(const PrefixKey& key) const;
   void AddNode(const PrefixKey& key, std::optional<PrefixKey> parent, std::vector<PageId> tail,
                StateSlot row);
 
@@ -147,6 +185,10 @@ class SyntheticRuntime {
   std::unordered_map<PrefixKey, Node> nodes_;
   std::vector<Conversation> conversations_;
   std::unordered_map<uint64_t, PrefixKey> in_flight_;  // checkpoint id -> pinned key
+  ExportPins export_pins_;
+  EvictionNoticeQueue evictions_;
+  uint64_t next_generation_ = 1;
+  uint64_t next_step_pages_ = 0;  // the largest reservation a turn made: its next step
   std::vector<StoreEvent> events_;
   uint64_t tick_ = 0;
   uint64_t next_checkpoint_id_ = 1;

@@ -20,6 +20,8 @@ std::string EventKindName(StoreEvent::Kind kind) {
     case StoreEvent::Kind::kFetched: return "fetched";
     case StoreEvent::Kind::kFetchFailed: return "fetch_failed";
     case StoreEvent::Kind::kStopped: return "stopped";
+    case StoreEvent::Kind::kExportRequested: return "export_requested";
+    case StoreEvent::Kind::kExportEnded: return "export_ended";
   }
   return "unknown";
 }

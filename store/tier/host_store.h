@@ -1,6 +1,7 @@
 // HostStore: what an inference runtime's model thread calls to offload and
 // restore prefix checkpoints (seed 2.2). MemoryStore, DiskStore and
-// CompositeStore implement it.
+// CompositeStore implement it; PooledStore also requests exports (the hooks
+// of store/tier/export_hooks.h, docs/embedding.md section 5).
 //
 // Thread: one owner thread (the model worker). Every call returns without
 // waiting for I/O or copies; completions and failures arrive through Poll.
@@ -9,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -18,6 +20,7 @@
 #include "store/base/status.h"
 #include "store/base/wake_signal.h"
 #include "store/index/index_types.h"
+#include "store/tier/export_hooks.h"
 #include "store/tier/store_stats.h"
 
 namespace strata {
@@ -33,6 +36,10 @@ struct PublishedCheckpoint {
   std::vector<PageId> chain;        // every page of the chain from the root
   uint32_t tail_pages = 0;          // pages since `parent` (all of chain if none)
   StateSlot row_slot;               // the snapshot row
+  // The runtime's generation of this checkpoint: a checkpoint made again at
+  // the same key (after an eviction) has a later one. Export requests and
+  // eviction notices name it. Not carried over the attach channel (0 there).
+  uint64_t generation = 0;
 };
 
 enum class Tier : unsigned char { kMemory, kDisk };
@@ -77,13 +84,24 @@ struct StoreEvent {
     kFetched,      // ticket's ids and slot hold the endpoint's bytes
     kFetchFailed,  // ticket's ids and slot are quiescent and may be freed
     kStopped,      // the store stopped (e.g. a peer was lost): stop the worker
+    // Pin checkpoint `key` at `generation` for export `export_id` from chain
+    // page `start_page` on (`bytes`: the staging reserved for it); answer in
+    // this loop iteration with ExportPinned or ExportRefused. Only stores
+    // with a pool report it.
+    kExportRequested,
+    // Export `export_id`'s copies drained (or the store rejected it): unpin
+    // it. The only release; a second end for the same export finds nothing.
+    kExportEnded,
   };
   Kind kind = Kind::kStored;
   uint64_t checkpoint_id = 0;  // kStored / kStoreFailed
   JobId ticket;                // kFetched / kFetchFailed
   PrefixKey key;
-  Status status;  // why, for failures
+  Status status;  // why, for failures (kExportEnded: why a pinned export was rejected)
   uint64_t bytes = 0;
+  ExportId export_id{};     // kExportRequested / kExportEnded
+  uint64_t generation = 0;  // kExportRequested
+  uint64_t start_page = 0;  // kExportRequested
 };
 
 class HostStore {
@@ -111,6 +129,27 @@ class HostStore {
   // within the store's deadline. An error means copies may still run: the
   // caller must keep GPU memory and the store alive.
   virtual Status Close() = 0;
+
+  // Export and eviction hooks (docs/embedding.md section 5). Stores without
+  // a pool never report kExportRequested, so the defaults refuse or ignore.
+  //
+  // The runtime pinned the checkpoint of `export_id` (a kExportRequested this
+  // store reported, not yet answered) as `description` says. The pin is the
+  // store's until it reports kExportEnded for `export_id`; a store that
+  // rejects the export (e.g. larger than its reserved staging) reports that
+  // end from its next Poll, with the reason as its status. An export whose
+  // copies never drain is never ended, so its pin stays. Default: an export
+  // this store never requested; nothing to do.
+  virtual void ExportPinned(ExportId /*export_id*/, const ExportDescription& /*description*/) {}
+  // The runtime did not pin `export_id`, for `reason`; no end follows.
+  virtual void ExportRefused(ExportId /*export_id*/, ExportRefusal /*reason*/) {}
+  // Checkpoints the runtime retired since its last store call, oldest first;
+  // passed before the runtime's next other store call.
+  virtual void Evicted(std::span<const EvictionNotice> /*notices*/) {}
+  // The runtime's bounded notice queue dropped notices since its last
+  // Evicted: what the store believes the runtime holds may be stale (a
+  // pooled store announces its holdings again).
+  virtual void EvictionsLost() {}
 };
 
 }  // namespace strata
