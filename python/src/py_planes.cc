@@ -43,8 +43,9 @@ class CudaRuntimePlanes final : public RuntimePlanes {
     return Status::Ok();
   }
   Result<std::unique_ptr<Transfers>> MakeTransfers() override {
-    return MakeCudaTransfers(driver_, geometry_, {addresses_},
-                             CudaTransfersOptions{.device_ordinals = {device_.cuda_ordinal}});
+    CudaTransfersOptions options;
+    options.device_ordinals = {device_.cuda_ordinal};
+    return MakeCudaTransfers(driver_, geometry_, {addresses_}, options);
   }
   HostRegistrar* registrar() override { return registrar_.get(); }
 
