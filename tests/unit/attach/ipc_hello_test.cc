@@ -2,13 +2,19 @@
 // (PlaneHandleKind::kCudaIpc): the handles and offsets travel with no fd,
 // the codec refuses a handle of the wrong size or one without kCudaIpc, and
 // the check pairs one handle with each plane.
+#include <capnp/message.h>
+#include <capnp/serialize.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
+
+#include <cstring>
+#include <functional>
 
 #include "attach/client/attach_codec.h"
 #include "attach/client/unix_channel.h"
 #include "attach/hello_check.h"
 #include "tests/unit/attach/attach_test_support.h"
+#include "wire/attach.capnp.h"
 
 namespace strata::attach {
 namespace {
@@ -69,6 +75,44 @@ TEST(AttachIpcHelloTest, EncodeRefusesHandlesThatDoNotMatchTheKind) {
   AttachHello stray = IpcHello();
   stray.plane_handle = PlaneHandleKind::kCudaVmmFd;
   EXPECT_EQ(EncodeAttachFrame(stray).status().code(), StatusCode::kInvalidArgument);
+}
+
+// A valid IPC Hello's frame, re-encoded after `edit` changed its first
+// allocation as a hostile or broken runtime could: the decoder's check, not
+// the encoder's, must refuse it.
+Result<AttachMessage> DecodeEdited(
+    const std::function<void(wire::attach_schema::Hello::Builder)>& edit) {
+  Result<wire::Frame> frame = EncodeAttachFrame(IpcHello());
+  EXPECT_TRUE(frame.ok()) << frame.status().ToString();
+  capnp::FlatArrayMessageReader reader(
+      kj::arrayPtr(reinterpret_cast<const capnp::word*>(frame->words.data()), frame->words.size()));
+  capnp::MallocMessageBuilder builder;
+  builder.setRoot(reader.getRoot<wire::attach_schema::Envelope>());
+  edit(builder.getRoot<wire::attach_schema::Envelope>().getHello());
+  kj::Array<capnp::word> flat = capnp::messageToFlatArray(builder);
+  std::vector<uint64_t> words(flat.size());
+  std::memcpy(words.data(), flat.begin(), flat.asBytes().size());
+  return DecodeAttachFrame(words);
+}
+
+TEST(AttachIpcHelloTest, DecodeRefusesAHandleOfTheWrongSizeOrWithoutTheKind) {
+  // Unchanged, the re-encoded frame decodes: the edits below are what fail.
+  ASSERT_TRUE(DecodeEdited([](wire::attach_schema::Hello::Builder) {}).ok());
+  const uint8_t short_handle[63] = {};
+  Result<AttachMessage> wrong_size = DecodeEdited([&](wire::attach_schema::Hello::Builder h) {
+    h.getRanks()[0].getAllocations()[0].setIpcHandle(
+        capnp::Data::Reader(short_handle, sizeof(short_handle)));
+  });
+  ASSERT_FALSE(wrong_size.ok());
+  EXPECT_EQ(wrong_size.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(wrong_size.status().message().find("63 bytes"), std::string::npos)
+      << wrong_size.status().ToString();
+  Result<AttachMessage> stray = DecodeEdited([](wire::attach_schema::Hello::Builder h) {
+    h.setPlaneHandle(wire::attach_schema::PlaneHandle::CUDA_VMM_FD);
+  });
+  ASSERT_FALSE(stray.ok());
+  EXPECT_NE(stray.status().message().find("not shared by IPC handle"), std::string::npos)
+      << stray.status().ToString();
 }
 
 TEST(AttachIpcHelloTest, CheckRefusesFdsOrAMissingKind) {
