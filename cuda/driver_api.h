@@ -194,6 +194,16 @@ class CudaDriver {
   Result<uint64_t> IpcOpen(const CudaIpcHandle& handle) const;
   // cuIpcCloseMemHandle of an address IpcOpen returned.
   Status IpcClose(uint64_t device) const;
+  // The allocation that holds `device` (a cudaMalloc'd plane's address, an
+  // opened IPC block's): its base and bytes (cuMemGetAddressRange) and the
+  // device whose memory it is (CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL), which
+  // for a block opened on another device's context is not the opener's.
+  struct DeviceBlock {
+    uint64_t base = 0;
+    uint64_t bytes = 0;
+    int ordinal = -1;
+  };
+  Result<DeviceBlock> BlockOf(uint64_t device) const;
 
   // Modules and kernel launches (the optional gather kernel).
   Result<CudaModule> LoadModule(const char* image) const;

@@ -92,7 +92,8 @@ static_assert(sizeof(CUipcMemHandle) == kCudaIpcHandleBytes);
 
 bool CudaDriver::has_legacy_ipc() const {
   return api_->cuIpcGetMemHandle_ != nullptr && api_->cuIpcOpenMemHandle_ != nullptr &&
-         api_->cuIpcCloseMemHandle_ != nullptr;
+         api_->cuIpcCloseMemHandle_ != nullptr && api_->cuMemGetAddressRange_ != nullptr &&
+         api_->cuPointerGetAttribute_ != nullptr;
 }
 
 Result<CudaIpcHandle> CudaDriver::IpcHandleOf(uint64_t device) const {
@@ -118,6 +119,19 @@ Result<uint64_t> CudaDriver::IpcOpen(const CudaIpcHandle& handle) const {
 Status CudaDriver::IpcClose(uint64_t device) const {
   if (!has_legacy_ipc()) return Missing("cuIpcCloseMemHandle");
   return Check(api_->cuIpcCloseMemHandle_(device), "cuIpcCloseMemHandle");
+}
+
+Result<CudaDriver::DeviceBlock> CudaDriver::BlockOf(uint64_t device) const {
+  if (!has_legacy_ipc()) return Missing("cuMemGetAddressRange");
+  CUdeviceptr base = 0;
+  size_t bytes = 0;
+  STRATA_RETURN_IF_ERROR(
+      Check(api_->cuMemGetAddressRange_(&base, &bytes, device), "cuMemGetAddressRange"));
+  int ordinal = -1;
+  STRATA_RETURN_IF_ERROR(
+      Check(api_->cuPointerGetAttribute_(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, device),
+            "cuPointerGetAttribute"));
+  return DeviceBlock{.base = base, .bytes = bytes, .ordinal = ordinal};
 }
 
 #else  // !STRATA_HAVE_CUDA_HEADERS
@@ -147,6 +161,9 @@ Result<CudaIpcHandle> CudaDriver::IpcHandleOf(uint64_t) const {
 }
 Result<uint64_t> CudaDriver::IpcOpen(const CudaIpcHandle&) const {
   return Missing("cuIpcOpenMemHandle");
+}
+Result<CudaDriver::DeviceBlock> CudaDriver::BlockOf(uint64_t) const {
+  return Missing("cuMemGetAddressRange");
 }
 Status CudaDriver::IpcClose(uint64_t) const { return Missing("cuIpcCloseMemHandle"); }
 

@@ -76,7 +76,9 @@
 #define STRATA_CUDA_IPC_ENTRY_POINTS(X) \
   X(cuIpcGetMemHandle, 4010)            \
   X(cuIpcOpenMemHandle, 11000)          \
-  X(cuIpcCloseMemHandle, 4010)
+  X(cuIpcCloseMemHandle, 4010)          \
+  X(cuMemGetAddressRange, 3020)         \
+  X(cuPointerGetAttribute, 4000)
 
 // Resolved only from a driver of at least kCudaBatchCopyDriverVersion: an
 // older driver would hand out its 12.8 variant, whose signature differs.

@@ -26,15 +26,24 @@ Result<std::unique_ptr<ImportedIpcPlanes>> ImportedIpcPlanes::Create(
 
 ImportedIpcPlanes::~ImportedIpcPlanes() { Release(); }
 
-Result<uint64_t> ImportedIpcPlanes::Open(uint32_t rank, const IpcMemHandle& handle) {
+Result<ImportedIpcPlanes::Opened> ImportedIpcPlanes::Open(uint32_t rank,
+                                                          const IpcMemHandle& handle) {
   for (const Opened& o : opened_) {
-    if (o.rank == rank && o.handle == handle) return o.base;
+    if (o.rank == rank && o.handle == handle) return o;
   }
   ContextGuard guard(*driver_, contexts_[rank]->get());
   STRATA_RETURN_IF_ERROR(guard.status());
   STRATA_ASSIGN_OR_RETURN(uint64_t base, driver_->IpcOpen(handle));
-  opened_.push_back({rank, handle, base});
-  return base;
+  opened_.push_back({rank, handle, base, 0});
+  // Kept open (and closed by CloseAll) even when refused below.
+  STRATA_ASSIGN_OR_RETURN(CudaDriver::DeviceBlock block, driver_->BlockOf(base));
+  if (block.ordinal != ordinals_[rank]) {
+    return Status::InvalidArgument("the shared block is memory of device " +
+                                   std::to_string(block.ordinal) + ", not of this rank's device " +
+                                   std::to_string(ordinals_[rank]));
+  }
+  opened_.back().bytes = block.base + block.bytes - base;  // base: the block's own
+  return opened_.back();
 }
 
 Status ImportedIpcPlanes::Import(std::span<const PlaneFd> fds) {
@@ -55,16 +64,25 @@ Status ImportedIpcPlanes::Import(std::span<const PlaneFd> fds) {
       return Status::InvalidArgument("a plane without an IPC handle, or of an unknown rank");
     }
     const RankGeometry& g = geometry_.ranks[fd.rank];
-    Result<uint64_t> base = Open(fd.rank, fd.ipc->handle);
-    if (!base.ok()) {
+    const std::string plane = "rank " + std::to_string(fd.rank) + " " +
+                              (fd.page_plane ? "page plane " + g.page_planes[*fd.page_plane].name
+                                             : "row plane " + g.row.name);
+    Result<Opened> block = Open(fd.rank, fd.ipc->handle);
+    if (!block.ok()) {
       CloseAll();
-      return base.status().WithContext("rank " + std::to_string(fd.rank) + " " +
-                                       (fd.page_plane
-                                            ? "page plane " + g.page_planes[*fd.page_plane].name
-                                            : "row plane " + g.row.name));
+      return block.status().WithContext(plane);
+    }
+    const uint64_t bytes = fd.page_plane ? g.page_planes[*fd.page_plane].unit_bytes * g.page_count
+                                         : g.row.unit_bytes * g.row_count;
+    if (fd.ipc->offset > block->bytes || block->bytes - fd.ipc->offset < bytes) {
+      CloseAll();
+      return Status::InvalidArgument(plane + ": " + std::to_string(bytes) + " bytes at offset " +
+                                     std::to_string(fd.ipc->offset) +
+                                     " run past the end of its shared block of " +
+                                     std::to_string(block->bytes) + " bytes");
     }
     RankPlanes& r = (*bases)[fd.rank];
-    (fd.page_plane ? r.page_plane_base[*fd.page_plane] : r.row_base) = *base + fd.ipc->offset;
+    (fd.page_plane ? r.page_plane_base[*fd.page_plane] : r.row_base) = block->base + fd.ipc->offset;
   }
   imported_ = true;
   MutexLock lock(mu_);

@@ -8,6 +8,9 @@
 // bases per job, and each job keeps the bases of the attachment it was
 // submitted under.
 //
+// Import refuses a block of another device than the rank's (copies would
+// cross the peer link) and a plane that would run past its block's end.
+//
 // Contract: Release (cuIpcCloseMemHandle of every opened block) only once
 // no copy uses the planes: the attach session shuts the gate and drains
 // first, exactly as for VMM planes, and a job is refused while nothing is
@@ -54,13 +57,15 @@ class ImportedIpcPlanes final : public PlaneImporter, public PlaneBaseSource {
   struct Opened {
     uint32_t rank = 0;
     IpcMemHandle handle{};
-    uint64_t base = 0;  // where cuIpcOpenMemHandle mapped the block
+    uint64_t base = 0;   // where cuIpcOpenMemHandle mapped the block
+    uint64_t bytes = 0;  // the block's size
   };
 
   ImportedIpcPlanes(std::shared_ptr<const CudaDriver> driver, const CacheGeometry& geometry)
       : driver_(std::move(driver)), geometry_(geometry) {}
-  // The block's opened base in `rank`'s context, opening it on first use.
-  Result<uint64_t> Open(uint32_t rank, const IpcMemHandle& handle);
+  // The block opened in `rank`'s context, opening it on first use; refused
+  // when it is not memory of the rank's device.
+  Result<Opened> Open(uint32_t rank, const IpcMemHandle& handle);
   void CloseAll();
 
   std::shared_ptr<const CudaDriver> driver_;

@@ -43,6 +43,7 @@ if [[ -n "$module" ]]; then
 here=\$(cd "\$(dirname "\$0")" && pwd)
 source "\$here/env"
 export PYTHONHOME="\$here/python" PYTHONPATH="\$here/python" PYTHONDONTWRITEBYTECODE=1
+export STRATA_BINARY="\$here/strata"
 exec "\$here/python/bin/python$version" "\$here/python/gpu_planes_check.py" "\$@"
 CHECK
   chmod +x "$OUT/python-gpu-check"

@@ -1,9 +1,9 @@
 #include "launch/runtime/attach_planes.h"
 
 #include "attach/imported_planes.h"
+#include "cuda/attached_device_planes.h"
 #include "cuda/cuda_registrar.h"
 #include "cuda/cuda_transfers.h"
-#include "cuda/imported_device_planes.h"
 #include "launch/runtime/process_planes.h"
 
 namespace strata {
@@ -32,28 +32,28 @@ class DeviceAttachPlanes final : public AttachPlanes {
   Status Open(const CacheGeometry& geometry, const std::vector<int>& gpus) {
     STRATA_ASSIGN_OR_RETURN(driver_, CudaDriver::Load());
     STRATA_ASSIGN_OR_RETURN(std::vector<int> ordinals, RankDevices(*driver_, geometry, gpus));
-    STRATA_ASSIGN_OR_RETURN(planes_, ImportedDevicePlanes::Reserve(driver_, geometry, ordinals));
+    STRATA_ASSIGN_OR_RETURN(planes_, AttachedDevicePlanes::Create(driver_, geometry, ordinals));
     STRATA_ASSIGN_OR_RETURN(registrar_, CudaHostRegistrar::Create(driver_, ordinals.front()));
-    describe_ = "planes shared by an attached runtime (CUDA VMM allocations on " +
+    describe_ = "planes shared by an attached runtime (" +
+                PlaneHandleKindsName(planes_->handle_kinds()) + " on " +
                 DescribeDevices(*driver_, ordinals) + ")";
     return Status::Ok();
   }
   PlaneImporter& importer() override { return *planes_; }
+  // Over the importer as a PlaneBaseSource: each job copies through the
+  // planes of the attachment it was submitted under (VMM planes stay at
+  // their reserved addresses; IPC blocks open anywhere on each attach).
   Result<std::unique_ptr<Transfers>> MakeTransfers() override {
-    std::vector<RankPlanes> planes;
-    for (uint32_t r = 0; r < planes_->geometry().rank_count(); ++r) {
-      planes.push_back(planes_->planes(r));
-    }
     CudaTransfersOptions options;
     options.device_ordinals = planes_->device_ordinals();
-    return MakeCudaTransfers(driver_, planes_->geometry(), std::move(planes), options);
+    return MakeCudaTransfers(driver_, planes_->shared_geometry(), *planes_, options);
   }
   HostRegistrar* registrar() override { return registrar_.get(); }
   std::string Describe() const override { return describe_; }
 
  private:
   std::shared_ptr<const CudaDriver> driver_;
-  std::unique_ptr<ImportedDevicePlanes> planes_;
+  std::unique_ptr<AttachedDevicePlanes> planes_;
   std::unique_ptr<CudaHostRegistrar> registrar_;
   std::string describe_;
 };

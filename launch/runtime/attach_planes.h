@@ -1,9 +1,9 @@
 // AttachPlanes for `strata rank --attach-socket`: the planes an attached
 // runtime shares with this process's ranks (docs/embedding.md) — memfd host
-// memory when runtime.gpus is none, CUDA VMM allocations on each rank's GPU
-// otherwise — with the Transfers over them and the registrar that pins the
-// store's slabs for those devices. The counterpart of ProcessPlanes, whose
-// planes the synthetic runtime owns.
+// memory when runtime.gpus is none; on each rank's GPU otherwise, as CUDA
+// VMM allocations or cudaMalloc'd blocks by legacy IPC handle — with the Transfers over them and
+// the registrar that pins the store's slabs for those devices. The counterpart of ProcessPlanes,
+// whose planes the synthetic runtime owns.
 #pragma once
 
 #include <memory>

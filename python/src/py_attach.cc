@@ -1,9 +1,11 @@
 // The attach channel's client (attach/client/attach_client.h) for a Python
 // runtime: memfd regions its tensors live in (torch.frombuffer over the
-// region's buffer), attach / lookup / store / fetch / poll / close.
+// region's buffer), or GPU planes shared by legacy IPC handle; attach /
+// lookup / store / fetch / poll / close.
 #include <pybind11/chrono.h>
 #include <pybind11/stl.h>
 
+#include <cstring>
 #include <mutex>
 
 #include "attach/client/attach_client.h"
@@ -132,15 +134,23 @@ class AttachHandle {
   py::object keep_alive_;
 };
 
+// One allocation's legacy IPC share, as strata._cuda_ipc_plane gives it.
+using IpcIn = std::pair<py::bytes, uint64_t>;
+
+// Either every allocation's memfd region, or (GPU planes) every
+// allocation's IPC handle and offset.
 std::unique_ptr<AttachHandle> Attach(const std::string& socket_path, const std::string& runtime_id,
                                      const std::string& model_identity, uint32_t page_tokens,
                                      const std::vector<AllocationIn>& allocations,
                                      const std::vector<MemfdRegion*>& regions,
                                      std::chrono::milliseconds hello_bound, py::object keep_alive,
                                      const std::string& rendezvous_address,
-                                     const std::string& job_secret) {
-  if (allocations.size() != regions.size()) {
-    throw StatusError(Status::InvalidArgument("one memfd region per allocation"));
+                                     const std::string& job_secret, const std::vector<IpcIn>& ipc) {
+  const bool by_ipc = !ipc.empty();
+  if (allocations.size() != (by_ipc ? ipc.size() : regions.size()) ||
+      (by_ipc && !regions.empty())) {
+    throw StatusError(Status::InvalidArgument(
+        "one memfd region, or one IPC handle, per allocation (never both)"));
   }
   std::vector<attach::SharedAllocation> shared;
   for (size_t i = 0; i < allocations.size(); ++i) {
@@ -149,22 +159,38 @@ std::unique_ptr<AttachHandle> Attach(const std::string& socket_path, const std::
       throw StatusError(Status::InvalidArgument("allocation '" + a.name +
                                                 "': a peer's memory is not shared at attach"));
     }
+    const SizedAllocation sized{a.name, a.group, a.unit_bytes, a.count, a.owner};
+    if (by_ipc) {
+      const std::string handle = ipc[i].first;
+      if (handle.size() != kIpcMemHandleBytes) {
+        throw StatusError(Status::InvalidArgument("allocation '" + a.name + "': an IPC handle is " +
+                                                  std::to_string(kIpcMemHandleBytes) +
+                                                  " bytes, not " + std::to_string(handle.size())));
+      }
+      attach::SharedAllocation s{.allocation = sized, .fd = -1};
+      std::memcpy(s.ipc.handle.data(), handle.data(), handle.size());
+      s.ipc.offset = ipc[i].second;
+      shared.push_back(s);
+      continue;
+    }
     if (a.count == 0 || a.unit_bytes > regions[i]->bytes() / a.count) {
       throw StatusError(Status::InvalidArgument(
           "allocation '" + a.name + "' declares " + std::to_string(a.count) + " x " +
           std::to_string(a.unit_bytes) + " bytes but its memfd region holds " +
           std::to_string(regions[i]->bytes())));
     }
-    shared.push_back({{a.name, a.group, a.unit_bytes, a.count, a.owner}, regions[i]->fd()});
+    shared.push_back({sized, regions[i]->fd()});
   }
   attach::AttachOptions options{
       .socket_path = socket_path,
       .hello_bound = hello_bound,
       .rendezvous = {.address = rendezvous_address, .secret = job_secret}};
-  attach::AttachIdentity identity{.runtime_id = runtime_id,
-                                  .model_identity = model_identity,
-                                  .state_mode = StateMode::kOrdinary,
-                                  .page_tokens = page_tokens};
+  attach::AttachIdentity identity{
+      .runtime_id = runtime_id,
+      .model_identity = model_identity,
+      .state_mode = StateMode::kOrdinary,
+      .page_tokens = page_tokens,
+      .plane_handle = by_ipc ? PlaneHandleKind::kCudaIpc : PlaneHandleKind::kMemfd};
   Result<std::unique_ptr<AttachClient>> client = Status::Internal("unset");
   {
     py::gil_scoped_release release;
@@ -213,7 +239,8 @@ void RegisterAttach(py::module_& m) {
   m.def("_attach", &Attach, py::arg("socket_path"), py::arg("runtime_id"),
         py::arg("model_identity"), py::arg("page_tokens"), py::arg("allocations"),
         py::arg("regions"), py::arg("hello_bound"), py::arg("keep_alive"),
-        py::arg("rendezvous_address") = "", py::arg("job_secret") = py::bytes());
+        py::arg("rendezvous_address") = "", py::arg("job_secret") = py::bytes(),
+        py::arg("ipc") = std::vector<IpcIn>{});
 }
 
 }  // namespace strata::python

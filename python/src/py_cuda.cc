@@ -96,6 +96,34 @@ void RegisterCuda(py::module_& m) {
       .def("read", &DeviceBuffer::Read, py::arg("offset"), py::arg("count"))
       .def("write", &DeviceBuffer::Write, py::arg("offset"), py::arg("data"))
       .def("fill", &DeviceBuffer::Fill, py::arg("value"));
+  // (handle bytes, offset) sharing the cudaMalloc'd memory at `address` on
+  // `device` by legacy IPC: the handle of the block that holds it and the
+  // address's offset in that block (attach, docs/python.md).
+  m.def(
+      "_cuda_ipc_plane",
+      [](int device, uint64_t address) {
+        std::string handle;
+        uint64_t offset = 0;
+        {
+          py::gil_scoped_release release;
+          std::shared_ptr<const CudaDriver> driver = ValueOrThrow(CudaDriver::Load());
+          std::unique_ptr<PrimaryContext> context =
+              ValueOrThrow(PrimaryContext::Retain(driver, device));
+          ContextGuard guard(*driver, context->get());
+          ThrowIfError(guard.status());
+          const CudaDriver::DeviceBlock block = ValueOrThrow(driver->BlockOf(address));
+          if (block.ordinal != device) {
+            ThrowIfError(Status::InvalidArgument("the memory at that address is device " +
+                                                 std::to_string(block.ordinal) + "'s, not device " +
+                                                 std::to_string(device) + "'s"));
+          }
+          const CudaIpcHandle h = ValueOrThrow(driver->IpcHandleOf(block.base));
+          handle.assign(reinterpret_cast<const char*>(h.data()), h.size());
+          offset = address - block.base;
+        }
+        return py::make_tuple(py::bytes(handle), offset);
+      },
+      py::arg("device"), py::arg("address"));
   m.def("cuda_device_count", [] {
     Result<std::shared_ptr<const CudaDriver>> d = CudaDriver::Load();
     if (!d.ok()) return 0;

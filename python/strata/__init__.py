@@ -282,25 +282,42 @@ class AttachedStore:
 def attach(socket_path, geometry, model_identity, runtime_id="python", hello_timeout_s=10.0,
            rendezvous=None):
     """Attaches to the `strata rank` serving `socket_path`. Every allocation's
-    memory must be a MemfdRegion (or a tensor made from one with
-    torch.frombuffer, given as Allocation(..., memory=region)).
+    memory is either
+      - a MemfdRegion (or a tensor made from one with torch.frombuffer,
+        given as Allocation(..., memory=region)): host memory, for a rank
+        started without --gpus; or
+      - GPU memory from cudaMalloc (a CUDA tensor from torch's caching
+        allocator, a strata.DeviceBuffer, anything with
+        __cuda_array_interface__) on the rank's --gpus device: each plane is
+        shared by the legacy IPC handle of the block it lies in and its
+        offset there. Keep that memory allocated and unused for anything
+        else until close() returned (strata copies into it until then).
+        Memory from torch's expandable segments is not cudaMalloc'd and is
+        refused by the driver.
 
     rendezvous: on a peer whose `strata rank` runs with --rendezvous attach,
     rank zero's (address, job secret bytes) as read_rendezvous returns them;
     the rank joins rank zero through them. Rank zero's own attach returns
     them as `.rendezvous` (publish_rendezvous writes them)."""
     address, secret = rendezvous if rendezvous is not None else ("", b"")
-    regions = []
+    regions, ipc = [], []
     for a in geometry.allocations:
-        if not isinstance(a.memory, MemfdRegion):
+        if isinstance(a.memory, MemfdRegion):
+            regions.append(a.memory)
+        elif a.kind != PEER and a.device >= 0:
+            ipc.append(_strata._cuda_ipc_plane(a.device, a._spec.address))
+        else:
             raise StrataError("invalid_argument",
-                              f"allocation '{a.name}': attach shares host memory by memfd; "
-                              "allocate it with strata.MemfdRegion")
-        regions.append(a.memory)
+                              f"allocation '{a.name}': attach shares host memory by memfd "
+                              "(allocate it with strata.MemfdRegion) or GPU memory by IPC handle")
+    if regions and ipc:
+        raise StrataError("invalid_argument",
+                          "attach shares every plane one way: all in memfd regions or all in "
+                          "GPU memory")
     client = _strata._attach(socket_path, runtime_id, model_identity, geometry.page_tokens,
                              [a._spec for a in geometry.allocations], regions,
                              _datetime.timedelta(seconds=hello_timeout_s), geometry,
-                             address, bytes(secret))
+                             address, bytes(secret), ipc)
     return AttachedStore(client, geometry)
 
 

@@ -229,6 +229,8 @@ void* Lookup(const char* symbol) {
       {"cuIpcGetMemHandle", reinterpret_cast<void*>(&FakeIpcGetMemHandle)},
       {"cuIpcOpenMemHandle", reinterpret_cast<void*>(&FakeIpcOpenMemHandle)},
       {"cuIpcCloseMemHandle", reinterpret_cast<void*>(&FakeIpcCloseMemHandle)},
+      {"cuMemGetAddressRange", reinterpret_cast<void*>(&FakeMemGetAddressRange)},
+      {"cuPointerGetAttribute", reinterpret_cast<void*>(&FakePointerGetAttribute)},
       {"cuMemHostRegister", reinterpret_cast<void*>(&FakeMemHostRegister)},
       {"cuMemHostUnregister", reinterpret_cast<void*>(&FakeMemHostUnregister)},
       {"cuModuleLoadData", reinterpret_cast<void*>(&FakeModuleLoadData)},

@@ -78,4 +78,26 @@ CUresult CUDAAPI FakeIpcCloseMemHandle(CUdeviceptr device) {
   return CUDA_SUCCESS;
 }
 
+CUresult CUDAAPI FakeMemGetAddressRange(CUdeviceptr* base, size_t* bytes, CUdeviceptr device) {
+  FAKE_ENTER("cuMemGetAddressRange");
+  if (!HasContext()) return CUDA_ERROR_INVALID_CONTEXT;
+  std::lock_guard lock(S().mu);
+  auto it = S().device.upper_bound(device);
+  if (it == S().device.begin()) return CUDA_ERROR_NOT_FOUND;
+  --it;
+  if (device >= it->first + it->second.bytes) return CUDA_ERROR_NOT_FOUND;
+  if (base != nullptr) *base = it->first;
+  if (bytes != nullptr) *bytes = it->second.bytes;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI FakePointerGetAttribute(void* data, CUpointer_attribute attribute,
+                                         CUdeviceptr device) {
+  FAKE_ENTER("cuPointerGetAttribute");
+  if (attribute != CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL) return CUDA_ERROR_NOT_SUPPORTED;
+  if (!IsDevice(device, 1)) return CUDA_ERROR_INVALID_VALUE;
+  *static_cast<int*>(data) = 0;
+  return CUDA_SUCCESS;
+}
+
 }  // namespace fake_cuda

@@ -121,6 +121,9 @@ CUresult CUDAAPI FakeIpcGetMemHandle(CUipcMemHandle* handle, CUdeviceptr device)
 CUresult CUDAAPI FakeIpcOpenMemHandle(CUdeviceptr* device, CUipcMemHandle handle,
                                       unsigned int flags);
 CUresult CUDAAPI FakeIpcCloseMemHandle(CUdeviceptr device);
+CUresult CUDAAPI FakeMemGetAddressRange(CUdeviceptr* base, size_t* bytes, CUdeviceptr device);
+CUresult CUDAAPI FakePointerGetAttribute(void* data, CUpointer_attribute attribute,
+                                         CUdeviceptr device);
 CUresult CUDAAPI FakeMemHostRegister(void* p, size_t bytes, unsigned int flags);
 CUresult CUDAAPI FakeMemHostUnregister(void* p);
 CUresult CUDAAPI FakeModuleLoadData(CUmodule* module, const void* image);

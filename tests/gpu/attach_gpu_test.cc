@@ -1,7 +1,11 @@
 // A runtime whose planes live in GPU memory attaches to a real `strata rank
-// --attach-socket --gpus N`: its page and row planes are CUDA VMM allocations
-// (cuMemCreate with POSIX-fd handles) that it exports, and strata imports and
-// maps them at addresses reserved at startup (cuda/imported_device_planes.h).
+// --attach-socket --gpus N`, in both forms a runtime shares them:
+//  - vmm: each page and row plane a CUDA VMM allocation (cuMemCreate with
+//    POSIX-fd handles) that it exports, and strata imports and maps at
+//    addresses reserved at startup (cuda/imported_device_planes.h);
+//  - ipc: every plane in one cudaMalloc block at its own offset, shared by a
+//    legacy IPC handle that strata opens where the driver picks
+//    (cuda/imported_ipc_planes.h).
 // Stores and restores into other page ids are byte-exact; a runtime killed
 // right after asking for a restore is drained and unmapped, and the next
 // runtime restores byte-exact.
@@ -59,12 +63,22 @@ uint8_t Byte(uint64_t conversation, size_t allocation, uint64_t unit, uint64_t o
                               (offset >> 8));
 }
 
-// A runtime's planes: one exportable VMM allocation per page plane and one
-// for the rows, mapped into this process too.
-class VmmPlanes {
+// How the test runtime allocates and shares its planes.
+enum class Form {
+  kVmm,  // one exportable VMM allocation per plane (cuMemCreate), by fd
+  kIpc,  // every plane in one cudaMalloc block, as a caching allocator
+         // hands them out, by legacy IPC handle and offset
+};
+
+Form FormOf(const std::string& name) { return name == "ipc" ? Form::kIpc : Form::kVmm; }
+const char* NameOf(Form f) { return f == Form::kIpc ? "ipc" : "vmm"; }
+
+// A runtime's planes on the GPU, mapped into this process too.
+class RuntimePlanes {
  public:
-  static Result<std::unique_ptr<VmmPlanes>> Create(int ordinal) {
-    auto p = std::unique_ptr<VmmPlanes>(new VmmPlanes());
+  static Result<std::unique_ptr<RuntimePlanes>> Create(int ordinal, Form form) {
+    auto p = std::unique_ptr<RuntimePlanes>(new RuntimePlanes());
+    p->form_ = form;
     STRATA_ASSIGN_OR_RETURN(p->driver_, CudaDriver::Load());
     STRATA_ASSIGN_OR_RETURN(p->context_, PrimaryContext::Retain(p->driver_, ordinal));
     ContextGuard guard(*p->driver_, p->context_->get());
@@ -72,15 +86,35 @@ class VmmPlanes {
     STRATA_ASSIGN_OR_RETURN(uint64_t gran, p->driver_->DeviceGranularity(ordinal));
     const CacheGeometry geometry = Geometry();
     const RankGeometry& g = geometry.ranks[0];
-    auto add = [&](const std::string& name, AllocationGroup group, uint64_t unit,
-                   uint64_t count) -> Status {
-      Plane plane;
-      plane.allocation = {name, group, unit, count};
-      plane.bytes = (unit * count + gran - 1) / gran * gran;
+    std::vector<SizedAllocation> allocations;
+    for (const PlaneSpec& s : g.page_planes) {
+      allocations.push_back({s.name, AllocationGroup::kKvPages, s.unit_bytes, g.page_count});
+    }
+    allocations.push_back({g.row.name, AllocationGroup::kStateRows, g.row.unit_bytes, g.row_count});
+    if (form == Form::kIpc) {
+      // One block; planes back to back from a 4 KiB offset, so no plane
+      // starts at the block's base.
+      uint64_t total = 4096;
+      for (const SizedAllocation& a : allocations) total += a.unit_bytes * a.count;
+      STRATA_ASSIGN_OR_RETURN(p->block_, p->driver_->MemAlloc(total));
+      STRATA_RETURN_IF_ERROR(p->driver_->MemsetD8(p->block_, 0, total));
+      STRATA_ASSIGN_OR_RETURN(CudaIpcHandle handle, p->driver_->IpcHandleOf(p->block_));
+      uint64_t offset = 4096;
+      for (const SizedAllocation& a : allocations) {
+        Plane plane{.allocation = a, .address = p->block_ + offset};
+        plane.ipc = {.handle = handle, .offset = offset};
+        offset += a.unit_bytes * a.count;
+        p->planes_.push_back(plane);
+      }
+      return p;
+    }
+    for (const SizedAllocation& a : allocations) {
+      Plane plane{.allocation = a};
+      plane.bytes = (a.unit_bytes * a.count + gran - 1) / gran * gran;
       Result<CudaAllocationHandle> handle =
           p->driver_->CreateShareableDeviceAllocation(ordinal, plane.bytes);
       if (!handle.ok()) {
-        return handle.status().WithContext(name + ", " + std::to_string(plane.bytes) +
+        return handle.status().WithContext(a.name + ", " + std::to_string(plane.bytes) +
                                            " bytes (granularity " + std::to_string(gran) + ")");
       }
       plane.handle = *handle;
@@ -90,18 +124,14 @@ class VmmPlanes {
       STRATA_ASSIGN_OR_RETURN(plane.fd, p->driver_->ExportToFd(plane.handle));
       STRATA_RETURN_IF_ERROR(p->driver_->MemsetD8(plane.address, 0, plane.bytes));
       p->planes_.push_back(plane);
-      return Status::Ok();
-    };
-    for (const PlaneSpec& s : g.page_planes) {
-      STRATA_RETURN_IF_ERROR(add(s.name, AllocationGroup::kKvPages, s.unit_bytes, g.page_count));
     }
-    STRATA_RETURN_IF_ERROR(
-        add(g.row.name, AllocationGroup::kStateRows, g.row.unit_bytes, g.row_count));
     return p;
   }
-  ~VmmPlanes() {
+  ~RuntimePlanes() {
     ContextGuard guard(*driver_, context_->get());
+    if (block_ != 0) (void)driver_->MemFree(block_);
     for (const Plane& p : planes_) {
+      if (form_ == Form::kIpc) continue;
       (void)driver_->Unmap(p.address, p.bytes);
       (void)driver_->ReleaseAllocation(p.handle);
       (void)driver_->FreeAddress(p.address, p.bytes);
@@ -109,9 +139,12 @@ class VmmPlanes {
     }
   }
 
+  PlaneHandleKind handle_kind() const {
+    return form_ == Form::kIpc ? PlaneHandleKind::kCudaIpc : PlaneHandleKind::kCudaVmmFd;
+  }
   std::vector<std::vector<SharedAllocation>> Shared() const {
     std::vector<SharedAllocation> rank;
-    for (const Plane& p : planes_) rank.push_back({p.allocation, p.fd});
+    for (const Plane& p : planes_) rank.push_back({p.allocation, p.fd, p.ipc});
     return {rank};
   }
 
@@ -127,12 +160,13 @@ class VmmPlanes {
  private:
   struct Plane {
     SizedAllocation allocation;
-    CudaAllocationHandle handle = 0;
     uint64_t address = 0;
-    uint64_t bytes = 0;
+    CudaAllocationHandle handle = 0;  // kVmm: the allocation, its mapped
+    uint64_t bytes = 0;               // bytes and exported fd
     int fd = -1;
+    IpcPlane ipc{};  // kIpc: the block's handle and the plane's offset
   };
-  VmmPlanes() = default;
+  RuntimePlanes() = default;
 
   Status Visit(uint64_t c, uint32_t first, uint32_t row, uint64_t* mismatches) {
     ContextGuard guard(*driver_, context_->get());
@@ -161,17 +195,19 @@ class VmmPlanes {
     return Status::Ok();
   }
 
+  Form form_ = Form::kVmm;
   std::shared_ptr<const CudaDriver> driver_;
   std::unique_ptr<PrimaryContext> context_;
+  uint64_t block_ = 0;  // kIpc: the cudaMalloc block every plane lies in
   std::vector<Plane> planes_;
 };
 
-AttachIdentity Identity() {
+AttachIdentity Identity(const RuntimePlanes& planes) {
   return {.runtime_id = "gpu runtime",
           .model_identity = std::string("synthetic/") + kPreset,
           .state_mode = StateMode::kOrdinary,
           .page_tokens = Geometry().page_tokens,
-          .plane_handle = PlaneHandleKind::kCudaVmmFd};
+          .plane_handle = planes.handle_kind()};
 }
 
 std::vector<Token> Tokens(uint64_t c) {
@@ -212,9 +248,11 @@ bool OptedIn() {
 TEST(GpuAttachChildTest, AsksForARestoreThenWaitsToBeKilled) {
   const char* socket = std::getenv("STRATA_ATTACH_GPU_CHILD_SOCKET");
   if (socket == nullptr || !OptedIn()) GTEST_SKIP() << "the child of GpuAttachTest only";
-  auto planes = VmmPlanes::Create(Device());
+  const char* form = std::getenv("STRATA_ATTACH_GPU_CHILD_FORM");
+  auto planes = RuntimePlanes::Create(Device(), FormOf(form != nullptr ? form : "vmm"));
   ASSERT_TRUE(planes.ok()) << planes.status().ToString();
-  auto client = AttachClient::Attach({.socket_path = socket}, Identity(), (*planes)->Shared());
+  auto client =
+      AttachClient::Attach({.socket_path = socket}, Identity(**planes), (*planes)->Shared());
   ASSERT_TRUE(client.ok()) << client.status().ToString();
   ASSERT_TRUE(Restore(**client, 0, 128, 4, Await::kRequestOnly));
   ASSERT_EQ(::write(3, "f", 1), 1);
@@ -240,18 +278,22 @@ class StrataRank {
   strata::testing::ChildProcess process_;
 };
 
-TEST(GpuAttachTest, VmmPlanesRestoreByteExactAndAKilledRuntimeIsDrainedBeforeTheNext) {
+class GpuAttachTest : public ::testing::TestWithParam<Form> {};
+
+TEST_P(GpuAttachTest, PlanesRestoreByteExactAndAKilledRuntimeIsDrainedBeforeTheNext) {
   if (!OptedIn()) GTEST_SKIP() << "GPU tests are opt-in: set STRATA_GPU_TESTS=1";
+  const Form form = GetParam();
   const fs::path dir =
-      fs::temp_directory_path() / ("strata-attach-gpu-" + std::to_string(::getpid()));
+      fs::temp_directory_path() /
+      ("strata-attach-gpu-" + std::string(NameOf(form)) + "-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   const std::string self = fs::read_symlink("/proc/self/exe").string();
   StrataRank rank(dir);
   ASSERT_TRUE(strata::testing::WaitForFile(rank.socket(), kBound)) << rank.Log();
   {
-    auto planes = VmmPlanes::Create(Device());
+    auto planes = RuntimePlanes::Create(Device(), form);
     ASSERT_TRUE(planes.ok()) << planes.status().ToString();
-    auto client = AttachClient::Attach({.socket_path = rank.socket().string()}, Identity(),
+    auto client = AttachClient::Attach({.socket_path = rank.socket().string()}, Identity(**planes),
                                        (*planes)->Shared());
     ASSERT_TRUE(client.ok()) << client.status().ToString() << "\n" << rank.Log();
     for (uint64_t c = 0; c < 2; ++c) {
@@ -274,6 +316,7 @@ TEST(GpuAttachTest, VmmPlanesRestoreByteExactAndAKilledRuntimeIsDrainedBeforeThe
   if (child == 0) {
     ::dup2(ready[1], 3);
     ::setenv("STRATA_ATTACH_GPU_CHILD_SOCKET", rank.socket().c_str(), 1);
+    ::setenv("STRATA_ATTACH_GPU_CHILD_FORM", NameOf(form), 1);
     ::execl(self.c_str(), self.c_str(),
             "--gtest_filter=GpuAttachChildTest.AsksForARestoreThenWaitsToBeKilled", nullptr);
     ::_exit(127);
@@ -287,9 +330,9 @@ TEST(GpuAttachTest, VmmPlanesRestoreByteExactAndAKilledRuntimeIsDrainedBeforeThe
   ASSERT_TRUE(asked) << rank.Log();
   // The next runtime waits until the killed one's planes are drained and
   // unmapped, then restores byte-exact into fresh planes.
-  auto planes = VmmPlanes::Create(Device());
+  auto planes = RuntimePlanes::Create(Device(), form);
   ASSERT_TRUE(planes.ok()) << planes.status().ToString();
-  auto client = AttachClient::Attach({.socket_path = rank.socket().string()}, Identity(),
+  auto client = AttachClient::Attach({.socket_path = rank.socket().string()}, Identity(**planes),
                                      (*planes)->Shared());
   ASSERT_TRUE(client.ok()) << client.status().ToString() << "\n" << rank.Log();
   ASSERT_TRUE(Restore(**client, 0, 64, 6, Await::kFetched)) << rank.Log();
@@ -303,6 +346,9 @@ TEST(GpuAttachTest, VmmPlanesRestoreByteExactAndAKilledRuntimeIsDrainedBeforeThe
   std::fprintf(stderr, "%s\n", log.c_str());
   fs::remove_all(dir);
 }
+
+INSTANTIATE_TEST_SUITE_P(Forms, GpuAttachTest, ::testing::Values(Form::kVmm, Form::kIpc),
+                         [](const auto& info) { return std::string(NameOf(info.param)); });
 
 }  // namespace
 }  // namespace strata::attach

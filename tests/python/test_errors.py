@@ -127,3 +127,15 @@ def test_the_gil_is_released_while_rank_zero_waits_for_its_peer(tcp_store, scrat
     t.join(timeout=30)
     assert peer_ran.is_set()
     assert tcp_store.get("gil/ticket/1").startswith(b"ok ")
+
+
+def test_attach_refuses_host_memory_outside_a_memfd_region():
+    # Plain host memory cannot be shared with another process: attach names
+    # the two ways it can share planes, before it connects anywhere.
+    geo = strata.Geometry(16, [strata.Allocation("k", torch.zeros((8, 256), dtype=torch.uint8)),
+                               strata.Allocation("rows", torch.zeros((4, 64), dtype=torch.uint8),
+                                                 strata.STATE_ROWS)])
+    with pytest.raises(strata.StrataError) as e:
+        strata.attach("/nonexistent/strata.sock", geo, "m")
+    assert e.value.kind == "invalid_argument"
+    assert "memfd" in e.value.message and "IPC handle" in e.value.message

@@ -3,7 +3,8 @@
 // as the real one does): the transfers built once over ImportedIpcPlanes copy
 // through the opened addresses, a re-import with a new runtime's handles
 // lands elsewhere and restores there byte-exact, nothing is submitted while
-// released, and Release closes every mapping.
+// released, Release closes every mapping, and a plane past its block's end
+// or a block of another device than the rank's is refused.
 #include "cuda/imported_ipc_planes.h"
 
 #include <gtest/gtest.h>
@@ -133,24 +134,82 @@ TEST(ImportedIpcPlanesTest, AReattachedRuntimeRestoresIntoItsNewMapping) {
   ASSERT_TRUE(rig.transfers->Close(std::chrono::seconds(10)).ok());
 }
 
+// The bytes of each plane of Geometry()'s rank, pages first, then the row.
+std::vector<uint64_t> PlaneBytes() {
+  const RankGeometry& g = Geometry().ranks[0];
+  std::vector<uint64_t> out;
+  for (const PlaneSpec& p : g.page_planes) out.push_back(p.unit_bytes * g.page_count);
+  out.push_back(g.row.unit_bytes * g.row_count);
+  return out;
+}
+
+// What a caching allocator sends: every plane in one cudaMalloc block of
+// `block_bytes`, back to back from offset 0.
+std::vector<PlaneFd> OneBlock(const CudaDriver& d, uint64_t block_bytes) {
+  ContextGuard guard(d, *d.RetainPrimaryContext(0));
+  const uint64_t block = *d.MemAlloc(block_bytes);
+  const IpcMemHandle handle = *d.IpcHandleOf(block);
+  std::vector<PlaneFd> out;
+  const std::vector<uint64_t> bytes = PlaneBytes();
+  uint64_t offset = 0;
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    const bool row = i + 1 == bytes.size();
+    out.push_back({.rank = 0,
+                   .page_plane = row ? std::nullopt : std::optional<uint32_t>(i),
+                   .fd = -1,
+                   .ipc = IpcPlane{.handle = handle, .offset = offset}});
+    offset += bytes[i];
+  }
+  return out;
+}
+
+uint64_t Sum(const std::vector<uint64_t>& v) {
+  uint64_t s = 0;
+  for (uint64_t x : v) s += x;
+  return s;
+}
+
 TEST(ImportedIpcPlanesTest, PlanesInOneBlockOpenItOnceAtTheirOffsets) {
   STRATA_USE_FAKE_CUDA(fake);
   Rig rig(fake);
-  const CudaDriver& d = *fake.driver();
-  auto runtime = *CudaPlanes::Create(fake.driver(), Geometry(), {0});
-  std::vector<PlaneFd> handles = HandlesOf(d, *runtime);
-  // Every plane claims to live in the first plane's block, at its own offset.
-  for (size_t i = 0; i < handles.size(); ++i) {
-    handles[i].ipc->handle = handles[0].ipc->handle;
-    handles[i].ipc->offset = 4096 * i;
-  }
+  const std::vector<PlaneFd> handles = OneBlock(*fake.driver(), Sum(PlaneBytes()));
   ASSERT_TRUE(rig.importer->Import(handles).ok());
   EXPECT_EQ(fake.Calls("cuIpcOpenMemHandle"), 1u);
   const RankPlanes& bases = (*rig.importer->current_bases())[0];
-  EXPECT_EQ(bases.page_plane_base[1], bases.page_plane_base[0] + 4096);
+  EXPECT_EQ(bases.page_plane_base[1], bases.page_plane_base[0] + PlaneBytes()[0]);
   rig.importer->Release();
   EXPECT_EQ(fake.Calls("cuIpcCloseMemHandle"), 1u);
   ASSERT_TRUE(rig.transfers->Close(std::chrono::seconds(10)).ok());
+}
+
+TEST(ImportedIpcPlanesTest, APlaneRunningPastItsBlockIsRefusedAndNothingStaysOpen) {
+  STRATA_USE_FAKE_CUDA(fake);
+  Rig rig(fake);
+  // One byte short: the row plane, last in the block, runs past its end.
+  const std::vector<PlaneFd> handles = OneBlock(*fake.driver(), Sum(PlaneBytes()) - 1);
+  Status s = rig.importer->Import(handles);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  EXPECT_NE(s.message().find("row plane"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("past the end of its shared block"), std::string::npos)
+      << s.ToString();
+  EXPECT_FALSE(rig.importer->imported());
+  EXPECT_EQ(rig.importer->current_bases(), nullptr);
+  EXPECT_EQ(fake.Value("ipc_opened"), 0);
+  ASSERT_TRUE(rig.transfers->Close(std::chrono::seconds(10)).ok());
+}
+
+TEST(ImportedIpcPlanesTest, ABlockOfAnotherDeviceIsRefused) {
+  STRATA_USE_FAKE_CUDA(fake);
+  fake.SetDeviceCount(2);
+  // The rank's planes belong on device 1; the fake's memory is device 0's.
+  auto importer = *ImportedIpcPlanes::Create(fake.driver(), Geometry(), {1});
+  const std::vector<PlaneFd> handles = OneBlock(*fake.driver(), Sum(PlaneBytes()));
+  Status s = importer->Import(handles);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  EXPECT_NE(s.message().find("memory of device 0, not of this rank's device 1"), std::string::npos)
+      << s.ToString();
+  EXPECT_FALSE(importer->imported());
+  EXPECT_EQ(fake.Value("ipc_opened"), 0);
 }
 
 TEST(ImportedIpcPlanesTest, AFailedOpenLeavesNothingOpen) {

@@ -1,0 +1,141 @@
+// The GPU planes `strata rank --gpus` offers an attached runtime
+// (cuda/attached_device_planes.h), through the fake driver, which has legacy
+// IPC but no VMM sharing: the rank offers only the forms its driver can
+// import; transfers built once over it copy through each attachment's
+// mapping byte-exact; a release withdraws the bases before the next attach;
+// and a form the driver lacks, or a mix of forms, is refused with nothing
+// imported.
+#include "cuda/attached_device_planes.h"
+
+#include <gtest/gtest.h>
+
+#include "cuda/cuda_registrar.h"
+#include "cuda/cuda_transfers.h"
+#include "launch/presets.h"
+#include "tests/support/cuda_round_trip.h"
+#include "tests/unit/cuda/fake_cuda.h"
+
+namespace strata {
+namespace {
+
+using test::AllocateSlabs;
+using test::CheckPatterns;
+using test::MoveWindows;
+using test::Slabs;
+using test::WritePatterns;
+
+constexpr uint64_t kPages = 64;
+
+CacheGeometry Geometry() { return *PresetGeometry("tiny", 1, kPages, 4); }
+
+// One IPC handle per plane of `runtime`'s rank 0 (each its own block).
+std::vector<PlaneFd> IpcHandlesOf(const CudaDriver& d, const CudaPlanes& runtime) {
+  std::vector<PlaneFd> out;
+  const RankGeometry& g = runtime.geometry().ranks[0];
+  ContextGuard guard(d, *d.RetainPrimaryContext(0));
+  auto share = [&](std::optional<uint32_t> plane, uint64_t base) {
+    out.push_back({.rank = 0,
+                   .page_plane = plane,
+                   .fd = -1,
+                   .ipc = IpcPlane{.handle = *d.IpcHandleOf(base), .offset = 0}});
+  };
+  for (uint32_t p = 0; p < g.page_planes.size(); ++p) {
+    share(p, runtime.page_address(0, p, PageId(0)));
+  }
+  share(std::nullopt, runtime.row_address(0, StateSlot(0)));
+  return out;
+}
+
+std::vector<PageId> Ids(uint32_t first, uint32_t count) {
+  std::vector<PageId> ids;
+  for (uint32_t i = 0; i < count; ++i) ids.push_back(PageId(first + i));
+  return ids;
+}
+
+struct Rig {
+  explicit Rig(const FakeCuda& fake) {
+    planes = *AttachedDevicePlanes::Create(fake.driver(), Geometry(), {0});
+    registrar = *CudaHostRegistrar::Create(fake.driver(), 0);
+    pool = *SlabPool::Create(RecordLayout(Geometry()).page_record_bytes(), kPages + 16, 0,
+                             registrar.get());
+    CudaTransfersOptions options;
+    options.method = CopyMethod::kBatched;
+    options.device_ordinals = planes->device_ordinals();
+    transfers = *MakeCudaTransfers(fake.driver(), Geometry(), *planes, options);
+  }
+  std::unique_ptr<AttachedDevicePlanes> planes;
+  std::unique_ptr<CudaHostRegistrar> registrar;
+  std::unique_ptr<SlabPool> pool;
+  std::unique_ptr<Transfers> transfers;
+};
+
+TEST(AttachedDevicePlanesTest, OffersOnlyTheFormsTheDriverCanImport) {
+  STRATA_USE_FAKE_CUDA(fake);
+  ASSERT_FALSE(fake.driver()->has_shareable_handles());
+  ASSERT_TRUE(fake.driver()->has_legacy_ipc());
+  Rig rig(fake);
+  EXPECT_EQ(rig.planes->handle_kinds(), std::vector<PlaneHandleKind>{PlaneHandleKind::kCudaIpc});
+  // A Hello sharing VMM fds is refused by kind; nothing is imported.
+  std::vector<PlaneFd> fds = {{.rank = 0, .page_plane = 0, .fd = 7, .ipc = std::nullopt}};
+  Status s = rig.planes->Import(fds);
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
+  EXPECT_NE(s.message().find("CUDA VMM"), std::string::npos) << s.ToString();
+  EXPECT_FALSE(rig.planes->imported());
+  EXPECT_EQ(rig.planes->current_bases(), nullptr);
+  ASSERT_TRUE(rig.transfers->Close(std::chrono::seconds(10)).ok());
+}
+
+TEST(AttachedDevicePlanesTest, EachAttachmentRestoresByteExactThroughItsOwnMapping) {
+  STRATA_USE_FAKE_CUDA(fake);
+  Rig rig(fake);
+  const CudaDriver& d = *fake.driver();
+  const std::vector<PageId> src = Ids(3, 20), dst = Ids(30, 20);
+  Slabs slabs = AllocateSlabs(*rig.pool, RecordLayout(Geometry()), src.size());
+  uint64_t job = 1;
+
+  auto first = *CudaPlanes::Create(fake.driver(), Geometry(), {0});
+  ASSERT_TRUE(rig.planes->Import(IpcHandlesOf(d, *first)).ok());
+  ASSERT_TRUE(rig.planes->imported());
+  const uint64_t first_base = (*rig.planes->current_bases())[0].page_plane_base[0];
+  ASSERT_TRUE(WritePatterns(*first, src, StateSlot(1)).ok());
+  Status out =
+      MoveWindows(*rig.transfers, TransferDirection::kDeviceToHost, src, StateSlot(1), slabs, job);
+  ASSERT_TRUE(out.ok()) << out.ToString();
+  rig.planes->Release();
+  EXPECT_FALSE(rig.planes->imported());
+  EXPECT_EQ(rig.planes->current_bases(), nullptr);
+  EXPECT_EQ(fake.Value("ipc_opened"), 0);
+  // Nothing is imported: a job is refused, not copied through the old mapping.
+  EXPECT_FALSE(
+      MoveWindows(*rig.transfers, TransferDirection::kHostToDevice, dst, StateSlot(2), slabs, job)
+          .ok());
+
+  // A restarted runtime's new planes: restored there, byte-exact.
+  auto second = *CudaPlanes::Create(fake.driver(), Geometry(), {0});
+  ASSERT_TRUE(rig.planes->Import(IpcHandlesOf(d, *second)).ok());
+  EXPECT_NE((*rig.planes->current_bases())[0].page_plane_base[0], first_base);
+  Status in =
+      MoveWindows(*rig.transfers, TransferDirection::kHostToDevice, dst, StateSlot(2), slabs, job);
+  ASSERT_TRUE(in.ok()) << in.ToString();
+  EXPECT_EQ(CheckPatterns(*second, dst, StateSlot(2)), "");
+  rig.planes->Release();
+  EXPECT_EQ(fake.Calls("cuIpcCloseMemHandle"), fake.Calls("cuIpcOpenMemHandle"));
+  ASSERT_TRUE(rig.transfers->Close(std::chrono::seconds(10)).ok());
+}
+
+TEST(AttachedDevicePlanesTest, PlanesSharedPartlyByHandleAndPartlyByFdAreRefused) {
+  STRATA_USE_FAKE_CUDA(fake);
+  Rig rig(fake);
+  auto runtime = *CudaPlanes::Create(fake.driver(), Geometry(), {0});
+  std::vector<PlaneFd> handles = IpcHandlesOf(*fake.driver(), *runtime);
+  handles.back().ipc.reset();
+  handles.back().fd = 9;
+  Status s = rig.planes->Import(handles);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  EXPECT_FALSE(rig.planes->imported());
+  EXPECT_EQ(fake.Calls("cuIpcOpenMemHandle"), 0u);
+  ASSERT_TRUE(rig.transfers->Close(std::chrono::seconds(10)).ok());
+}
+
+}  // namespace
+}  // namespace strata
