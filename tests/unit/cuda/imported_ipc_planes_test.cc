@@ -136,7 +136,8 @@ TEST(ImportedIpcPlanesTest, AReattachedRuntimeRestoresIntoItsNewMapping) {
 
 // The bytes of each plane of Geometry()'s rank, pages first, then the row.
 std::vector<uint64_t> PlaneBytes() {
-  const RankGeometry& g = Geometry().ranks[0];
+  const CacheGeometry geometry = Geometry();
+  const RankGeometry& g = geometry.ranks[0];
   std::vector<uint64_t> out;
   for (const PlaneSpec& p : g.page_planes) out.push_back(p.unit_bytes * g.page_count);
   out.push_back(g.row.unit_bytes * g.row_count);
