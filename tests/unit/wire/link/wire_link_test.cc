@@ -198,7 +198,9 @@ TEST(WireLink, PostedFunctionsRunInOrderOnTheThreadThatRunsTheHandlers) {
   std::unique_ptr<Link> dialer = std::move(*dialed);
   EventQueue<std::thread::id> handler_thread;
   EventQueue<std::pair<int, std::thread::id>> posted;
-  dialer->Start({.on_message = [&](Message) { handler_thread.Push(std::this_thread::get_id()); }});
+  LinkHandlers handlers;
+  handlers.on_message = [&](Message) { handler_thread.Push(std::this_thread::get_id()); };
+  dialer->Start(std::move(handlers));
   std::unique_ptr<Link> acceptor = listener.NextLink();
   ASSERT_NE(acceptor, nullptr);
   acceptor->Start({});
