@@ -14,6 +14,12 @@ using Clock = std::chrono::steady_clock;
 constexpr uint64_t kCleanupIdBit = uint64_t{1} << 63;
 std::string RankName(RankId rank) { return "rank " + std::to_string(rank.value); }
 
+std::map<uint64_t, RankId> RankByTag(const std::vector<ShardedPeer>& peers) {
+  std::map<uint64_t, RankId> out;
+  for (const ShardedPeer& p : peers) out[p.tag] = p.rank;
+  return out;
+}
+
 std::string Join(const std::vector<RankId>& ranks) {
   std::string out;
   for (RankId r : ranks) out += (out.empty() ? "" : ", ") + std::to_string(r.value);
@@ -38,7 +44,8 @@ ShardedTransport::ShardedTransport(std::unique_ptr<DiskTransport> local,
       signal_(std::make_shared<WakeSignal>()),
       clock_(std::move(clock)),
       options_(options),
-      tracker_(static_cast<uint32_t>(peers.size()) + 1) {
+      tracker_(static_cast<uint32_t>(peers.size()) + 1),
+      gate_(RankByTag(peers)) {
   std::sort(peers.begin(), peers.end(),
             [](const ShardedPeer& a, const ShardedPeer& b) { return a.rank < b.rank; });
   all_ranks_.push_back(RankId(0));
@@ -52,18 +59,28 @@ ShardedTransport::ShardedTransport(std::unique_ptr<DiskTransport> local,
     peers_.push_back(std::move(p));
   }
   local_->NotifyOnCompletion(signal_);
-  inbox_->NotifyOnEvent(signal_);
+  WatchInbox();
+}
+
+void ShardedTransport::WatchInbox() {
+  inbox_->NotifyOnEvent(signal_, [this](const wire::LinkEvent& e) {
+    MutexLock lock(gate_mu_);
+    return gate_.Wakes(e);
+  });
 }
 
 void ShardedTransport::NotifyOnCompletion(std::shared_ptr<WakeSignal> signal) {
   signal_ = signal ? std::move(signal) : std::make_shared<WakeSignal>();
   local_->NotifyOnCompletion(signal_);
-  inbox_->NotifyOnEvent(signal_);
+  WatchInbox();
   if (!ready_.empty()) signal_->Notify();
 }
 
 ShardedTransport::~ShardedTransport() {
   if (!closed_) (void)Close(options_.job_timeout);
+  // Links the coordinator still holds (strangers) may queue events: none
+  // may reach this transport's gate from now on.
+  inbox_->NotifyOnEvent(nullptr);
 }
 
 ShardedTransport::Peer* ShardedTransport::PeerOf(RankId rank) {
@@ -107,6 +124,12 @@ Status ShardedTransport::Submit(RecordJob job) {
 }
 
 void ShardedTransport::SendToPeers(const RecordJob& job, const std::vector<RankId>& ranks) {
+  if (!stopped_.ok()) return;
+  {
+    // Before the first send: an answer may arrive before the last send.
+    MutexLock lock(gate_mu_);
+    gate_.Expect(job.id, ranks);
+  }
   const wire::Message message = wire::Job{job};
   for (RankId rank : ranks) {
     Peer* peer = PeerOf(rank);
@@ -120,6 +143,13 @@ void ShardedTransport::SendToPeers(const RecordJob& job, const std::vector<RankI
     if (sent.code() == StatusCode::kBusy) {
       // The peer is not reading: fail the job on that rank instead of waiting.
       ++peer->errors["send_queue_full"];
+      bool settled = false;
+      {
+        MutexLock lock(gate_mu_);
+        settled = gate_.Settle(job.id, rank);
+      }
+      // Other peers' answers may be queued unannounced: look before sleeping.
+      if (settled) signal_->Notify();
       HandleOutcome(job.id,
                     {.rank = rank,
                      .status = Status::Busy(RankName(rank) +
@@ -289,6 +319,10 @@ void ShardedTransport::Stop(Peer* peer, const std::string& reason, const std::st
   }
   if (!stopped_.ok()) return;
   stopped_ = Status::Unavailable(reason);
+  {
+    MutexLock lock(gate_mu_);
+    gate_.Clear();
+  }
   spdlog::error("sharded transport stopped: {}", reason);
   ready_.clear();  // nothing is reported once stopped
 }

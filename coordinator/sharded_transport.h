@@ -17,7 +17,7 @@
 //     written by a peer and must never be reused), and Submit refuses.
 //
 // Thread: the owner's (the disk store's). Link I/O threads only feed the
-// inbox.
+// inbox and ask the completion gate whether to wake the owner.
 #pragma once
 
 #include <chrono>
@@ -30,8 +30,10 @@
 #include <string>
 #include <vector>
 
+#include "coordinator/completion_gate.h"
 #include "coordinator/completion_tracker.h"
 #include "coordinator/peer_link_report.h"
+#include "store/base/mutex.h"
 #include "store/tier/disk_transport.h"
 #include "wire/link/link.h"
 #include "wire/link/link_inbox.h"
@@ -75,6 +77,10 @@ class ShardedTransport final : public DiskTransport {
   void Poll(std::vector<RecordJobDone>& out) override;
   // Sleeps on one signal that rank zero's transport and every peer's link
   // raise, so whichever finishes last wakes it at once.
+  // A peer's JobDone raises it only when it is the last answer its job
+  // awaits from the peers (coordinator/completion_gate.h): one wake-up per
+  // job for all the peers, plus rank zero's own completion when that comes
+  // first.
   bool WaitForCompletion(std::chrono::milliseconds timeout) override;
   void NotifyOnCompletion(std::shared_ptr<WakeSignal> signal) override;
   Status stopped() const override { return stopped_; }
@@ -117,7 +123,10 @@ class ShardedTransport final : public DiskTransport {
   };
 
   void Pump();
+  // Registers the peers' answers with the gate, then sends.
   void SendToPeers(const RecordJob& job, const std::vector<RankId>& ranks);
+  // (Re)installs the inbox's notification of signal_ through the gate.
+  void WatchInbox();
   void HandleOutcome(JobId id, RankOutcome outcome);
   // Logs a rank's fetch that failed its checksums (kCorruption), naming the
   // rank, the record and (in the status) the file and page or row.
@@ -138,6 +147,10 @@ class ShardedTransport final : public DiskTransport {
   ShardedClock clock_;
   ShardedOptions options_;
   CompletionTracker tracker_;
+  // Decides which queued link events raise signal_; read by the links' I/O
+  // threads through the inbox's filter.
+  Mutex gate_mu_;
+  CompletionGate gate_ GUARDED_BY(gate_mu_);
   std::vector<RankId> all_ranks_;
   std::map<JobId, JobInfo> jobs_;         // accepted, not yet reported
   std::map<JobId, Cleanup> cleanups_;     // by cleanup job id

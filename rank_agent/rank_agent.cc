@@ -16,8 +16,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The longest the serving loop sleeps without an event. A frame from rank
-// zero, a disk or copy completion and Stop all raise its one wake signal, so
+// The longest the agent's thread sleeps while the link's I/O thread serves.
+// A due drain, the session's end and Stop all raise its one wake signal, so
 // this only bounds the wait; nothing waits for it to pass.
 constexpr auto kServeWakeMax = std::chrono::milliseconds(500);
 // Between retries of a Send refused because the queue was full (join only).
@@ -153,7 +153,7 @@ Status RankAgent::Join() {
   Result<std::unique_ptr<wire::Link>> link = wire::Dial(ticket->record, link_options);
   if (!link.ok()) return link.status().WithContext("dialing rank zero");
   link_ = std::move(*link);
-  link_->Start(inbox_->HandlersFor(0));
+  link_->Start(RecordLinkHandlers());
 
   wire::Hello hello;
   hello.nonce = ticket->nonce;
@@ -271,32 +271,92 @@ Status RankAgent::SendPatiently(const wire::Message& message, Clock::time_point 
 
 // ---- serving ---------------------------------------------------------------
 
+wire::LinkHandlers RankAgent::RecordLinkHandlers() {
+  wire::LinkHandlers to_inbox = inbox_->HandlersFor(0);
+  wire::LinkHandlers h;
+  h.on_message = [this, forward = std::move(to_inbox.on_message)](wire::Message m) {
+    if (!serving_on_io_) return forward(std::move(m));
+    wire::LinkEvent e;
+    e.kind = wire::LinkEvent::Kind::kMessage;
+    e.message = std::move(m);
+    OnServingEvent(e);
+  };
+  h.on_closed = [this, forward = std::move(to_inbox.on_closed)](const wire::LinkState& state) {
+    if (!serving_on_io_) return forward(state);
+    wire::LinkEvent e;
+    e.kind = wire::LinkEvent::Kind::kClosed;
+    e.state = state;
+    OnServingEvent(e);
+  };
+  return h;
+}
+
 Status RankAgent::Serve() {
   state_ = AgentState::kServing;
-  StagedRunner runner(*staged_);
-  std::vector<wire::LinkEvent> fresh;
+  staged_wake_ = std::make_shared<WakeSignal>();
+  staged_wake_->AlsoRun([this] { PostPump(); });
+  staged_->NotifyOnCompletion(staged_wake_);
+  // From here on only the link's I/O thread calls staged_, until this
+  // thread takes it back (drain_handoff_, serve_end_, or the link closed).
+  link_->Post(
+      [this, leftovers = std::move(events_)]() mutable { BeginServing(std::move(leftovers)); });
+  events_.clear();
   for (;;) {
     if (stop_) return Status::Aborted(RankName(options_.rank) + " was stopped by its owner");
-    fresh.clear();
-    inbox_->Take(fresh);
-    for (wire::LinkEvent& e : fresh) events_.push_back(std::move(e));
-    while (!events_.empty()) {
-      const wire::LinkEvent e = std::move(events_.front());
-      events_.pop_front();
-      std::optional<Status> ended = Handle(e, runner);
-      STRATA_RETURN_IF_ERROR(SendAnswers());
-      if (ended) return *ended;
+    bool drain = false;
+    {
+      MutexLock lock(serve_mu_);
+      if (serve_end_) return *serve_end_;
+      drain = drain_handoff_ && !staged_closed_;
     }
-    Pump(runner);
-    STRATA_RETURN_IF_ERROR(SendAnswers());
-    if (rules_.DrainDue()) {
+    if (drain) {
+      // Nothing is held or active: Close stops the threads and returns.
       drain_status_ = staged_->Close(options_.drain_timeout);
       staged_closed_ = true;
+      MutexLock lock(serve_mu_);
       rules_.MarkDrained();
       STRATA_RETURN_IF_ERROR(link_->Send(wire::Drained{wire::FitForWire(drain_status_)}));
       if (!drain_status_.ok()) return drain_status_;
+      continue;
     }
     (void)wake_->WaitUntil(Clock::now() + kServeWakeMax);
+  }
+}
+
+void RankAgent::BeginServing(std::deque<wire::LinkEvent> leftovers) {
+  std::vector<wire::LinkEvent> queued;
+  inbox_->Take(queued);  // queued by this thread before now: after the leftovers
+  for (wire::LinkEvent& e : queued) leftovers.push_back(std::move(e));
+  serving_on_io_ = true;
+  MutexLock lock(serve_mu_);
+  for (const wire::LinkEvent& e : leftovers) ServeEvent(e);
+  ServePump();
+}
+
+void RankAgent::OnServingEvent(const wire::LinkEvent& event) {
+  MutexLock lock(serve_mu_);
+  ServeEvent(event);
+  ServePump();
+}
+
+void RankAgent::PostPump() {
+  if (pump_posted_.exchange(true)) return;
+  link_->Post([this] {
+    pump_posted_ = false;  // a completion from now on posts another pump
+    MutexLock lock(serve_mu_);
+    ServePump();
+  });
+}
+
+void RankAgent::ServeEvent(const wire::LinkEvent& e) {
+  if (serve_end_) return;
+  StagedRunner runner(*staged_);
+  std::optional<Status> ended = Handle(e, runner);
+  Status sent = SendAnswers();
+  if (!sent.ok()) {
+    EndServing(std::move(sent));
+  } else if (ended) {
+    EndServing(std::move(*ended));
   }
 }
 
@@ -306,16 +366,34 @@ std::optional<Status> RankAgent::Handle(const wire::LinkEvent& e, JobRunner& run
     case wire::LinkEvent::Kind::kOverflow: return rules_.OnOverflow();
     case wire::LinkEvent::Kind::kMessage: break;
   }
+  // Once draining, a Job is refused without reaching the runner.
   std::optional<Status> ended = rules_.OnMessage(e.message, runner, answers_);
   if (rules_.draining() && state_ == AgentState::kServing) state_ = AgentState::kDraining;
   return ended;
 }
 
-void RankAgent::Pump(JobRunner& runner) {
+void RankAgent::ServePump() {
+  if (serve_end_ || drain_handoff_) return;  // the agent's thread has the transport
+  StagedRunner runner(*staged_);
   rules_.SubmitHeld(runner, answers_);
   done_.clear();
   staged_->Poll(done_);
   for (const RecordJobDone& d : done_) rules_.OnFinished(d, answers_);
+  Status sent = SendAnswers();
+  if (!sent.ok()) {
+    EndServing(std::move(sent));
+    return;
+  }
+  if (rules_.DrainDue()) {
+    drain_handoff_ = true;
+    wake_->Notify();
+  }
+}
+
+void RankAgent::EndServing(Status outcome) {
+  if (serve_end_) return;
+  serve_end_ = std::move(outcome);
+  wake_->Notify();
 }
 
 Status RankAgent::SendAnswers() {
@@ -335,6 +413,9 @@ Status RankAgent::SendAnswers() {
 // ---- ending ----------------------------------------------------------------
 
 Status RankAgent::Finish(Status outcome) {
+  // No pump is posted to the link from now on (the disk thread may outlive
+  // it when the drain is not confirmed).
+  if (staged_wake_) staged_wake_->AlsoRun(nullptr);
   if (link_) {
     if (!outcome.ok()) {
       (void)link_->Send(wire::Close{wire::FitText(outcome.message())});

@@ -3,12 +3,21 @@
 // disk thread and staged transport (over the caller's transfer threads)
 // before it joins, so a rank that cannot open them fails here and never
 // joins. Then, on its own thread: the rendezvous, the record link to rank
-// zero, Hello, its scan summary, the agreement (delete / truncate, rescan),
-// and every Job rank zero sends, run on its own staged transport and
-// answered with JobDone. On Drain it finishes the jobs it accepted and
-// reports Drained; Close from rank zero ends the session. What it decides
-// while serving (hold, busy, drain, the answers) is ServingRules
+// zero, Hello, its scan summary and the agreement (delete / truncate,
+// rescan). Every Job rank zero sends then runs on its own staged transport
+// and is answered with JobDone. On Drain it finishes the jobs it accepted
+// and reports Drained; Close from rank zero ends the session. What it
+// decides while serving (hold, busy, drain, the answers) is ServingRules
 // (serving_rules.h); this class does the I/O around it.
+//
+// Serving runs on the record link's I/O thread, not the agent's: the thread
+// that read a Job submits it to the staged transport, and the transport's
+// completions post the serving pump to that thread, which answers with one
+// inline sendmsg (no hand-off to another thread either way; the handlers
+// never block, as the link requires). The agent's thread waits meanwhile and
+// does what may block: closing the staged transport when a drain is due or
+// the session ended. The serving state is guarded by one mutex, so the
+// transport has one caller at a time.
 //
 // When its drain is not confirmed (copies or disk I/O did not stop within
 // drain_timeout) it keeps its transport, transfer threads, disk thread and
@@ -138,12 +147,27 @@ class RankAgent {
   // Send, retrying a full queue (large scan summaries) until `deadline`.
   Status SendPatiently(const wire::Message& message,
                        std::chrono::steady_clock::time_point deadline);
+  // The record link's handlers: to the inbox while joining, to the serving
+  // loop once BeginServing ran (both on the link's I/O thread).
+  wire::LinkHandlers RecordLinkHandlers();
+  // I/O thread: serving starts with `leftovers` (events the join took but did
+  // not use) and then what the inbox still holds, in arrival order.
+  void BeginServing(std::deque<wire::LinkEvent> leftovers);
+  // I/O thread: one event from rank zero, then the pump.
+  void OnServingEvent(const wire::LinkEvent& event);
+  // Any thread (the staged transport's signal): posts one pump to the I/O
+  // thread unless one is already posted.
+  void PostPump();
   // Serving: one event from rank zero; how the session ended, if it did.
-  std::optional<Status> Handle(const wire::LinkEvent& event, JobRunner& runner);
-  // Submits held jobs and collects the transport's completions.
-  void Pump(JobRunner& runner);
+  std::optional<Status> Handle(const wire::LinkEvent& event, JobRunner& runner) REQUIRES(serve_mu_);
+  void ServeEvent(const wire::LinkEvent& event) REQUIRES(serve_mu_);
+  // Submits held jobs, collects the transport's completions, answers them,
+  // and hands the agent's thread a due drain.
+  void ServePump() REQUIRES(serve_mu_);
+  // Records how the session ended and wakes the agent's thread.
+  void EndServing(Status outcome) REQUIRES(serve_mu_);
   // Sends answers_ to rank zero (and counts them), then clears it.
-  Status SendAnswers();
+  Status SendAnswers() REQUIRES(serve_mu_);
 
   RankAgentOptions options_;
   RankJoin join_;
@@ -151,20 +175,40 @@ class RankAgent {
   // Declaration order is destruction order in reverse: the link (whose
   // thread feeds the inbox) goes first, the transport before the disk.
   std::unique_ptr<LocalDisk> disk_;
-  // Raised by the inbox (frames from rank zero, Stop) and by the staged
-  // transport (disk and copy completions): the serving loop's one wait.
+  // The agent thread's one wait. Raised by the inbox (frames from rank zero
+  // while joining, Stop), the staged transport outside serving, and the
+  // serving loop (a due drain, the session's end).
   std::shared_ptr<WakeSignal> wake_;
   std::unique_ptr<StagedTransport> staged_;
   std::shared_ptr<wire::LinkInbox> inbox_;
   std::unique_ptr<wire::Link> link_;
 
+  // Raised by the staged transport while serving; its hook posts the
+  // serving pump to the link's I/O thread (detached in Finish).
+  std::shared_ptr<WakeSignal> staged_wake_;
+  std::atomic<bool> pump_posted_{false};
+
   // Agent thread only.
-  std::deque<wire::LinkEvent> events_;
-  ServingRules rules_;
-  JobAnswers answers_;  // not yet sent
-  std::vector<RecordJobDone> done_;
-  bool staged_closed_ = false;  // staged_->Close ran
-  Status drain_status_;         // its result
+  std::deque<wire::LinkEvent> events_;  // taken from the inbox while joining
+  bool staged_closed_ = false;          // staged_->Close ran
+  Status drain_status_;                 // its result
+
+  // Link I/O thread only: BeginServing ran.
+  bool serving_on_io_ = false;
+
+  // Serving state: the link's I/O thread while serving; the agent's thread
+  // when it drains and after the link closed. Until the agent's thread takes
+  // the transport back (drain_handoff_, serve_end_, link closed), only the
+  // I/O thread calls staged_.
+  Mutex serve_mu_;
+  ServingRules rules_ GUARDED_BY(serve_mu_);
+  JobAnswers answers_ GUARDED_BY(serve_mu_);  // not yet sent
+  std::vector<RecordJobDone> done_ GUARDED_BY(serve_mu_);
+  // A drain is due: the agent's thread closes staged_ (the I/O thread no
+  // longer touches it), then sends Drained.
+  bool drain_handoff_ GUARDED_BY(serve_mu_) = false;
+  // How the session ended, decided on the I/O thread.
+  std::optional<Status> serve_end_ GUARDED_BY(serve_mu_);
 
   std::atomic<AgentState> state_{AgentState::kJoining};
   std::atomic<bool> stop_{false};

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <utility>
 
 namespace strata {
 
@@ -16,6 +17,7 @@ void WakeSignal::Notify() {
       // A full counter (EAGAIN) is still readable: the owner wakes anyway.
       (void)!::write(event_fd_, &one, sizeof one);
     }
+    if (hook_) hook_();
   }
   cv_.NotifyOne();
 }
@@ -23,6 +25,11 @@ void WakeSignal::Notify() {
 void WakeSignal::AlsoNotifyEventFd(int fd) {
   MutexLock lock(mu_);
   event_fd_ = fd;
+}
+
+void WakeSignal::AlsoRun(std::function<void()> hook) {
+  MutexLock lock(mu_);
+  hook_ = std::move(hook);
 }
 
 bool WakeSignal::WaitUntil(std::chrono::steady_clock::time_point deadline) {

@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 
 #include "store/base/mutex.h"
 
@@ -39,6 +40,12 @@ class WakeSignal {
   // owner that waits in poll() on sockets as well. The caller owns the fd,
   // keeps it open while set, and reads it to reset it.
   void AlsoNotifyEventFd(int fd);
+  // From now on Notify() also calls `hook` (empty: stop), for an owner that
+  // sleeps in another event loop (a link's I/O thread: RankAgent posts its
+  // serving pump there). The hook runs on the notifying thread under the
+  // signal's lock: it must be short, never block and never call this signal.
+  // Once AlsoRun returns, the hook it replaced is never called again.
+  void AlsoRun(std::function<void()> hook);
 
  private:
   mutable Mutex mu_;
@@ -46,6 +53,7 @@ class WakeSignal {
   bool raised_ GUARDED_BY(mu_) = false;
   uint64_t notifications_ GUARDED_BY(mu_) = 0;
   int event_fd_ GUARDED_BY(mu_) = -1;
+  std::function<void()> hook_ GUARDED_BY(mu_);
 };
 
 }  // namespace strata

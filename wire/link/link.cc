@@ -116,6 +116,12 @@ Status Link::Impl::Enqueue(Frame frame, std::string_view what) {
   return Status::Ok();
 }
 
+void Link::Impl::Post(std::function<void()> fn) {
+  asio::post(io_, [this, fn = std::move(fn)] {
+    if (!closing()) fn();
+  });
+}
+
 void Link::Impl::Close() {
   {
     MutexLock lock(mutex_);
@@ -205,6 +211,7 @@ Status Link::Send(const Message& message) {
   return impl_->Enqueue(std::move(frame), MessageName(message));
 }
 
+void Link::Post(std::function<void()> fn) { impl_->Post(std::move(fn)); }
 void Link::Close() { impl_->Close(); }
 void Link::AcceptHello() { impl_->AcceptHello(); }
 LinkState Link::state() const { return impl_->state(); }

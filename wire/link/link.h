@@ -179,6 +179,13 @@ class Link final : public MessageChannel {
   // close (the destructor joins).
   void Close() override;
 
+  // Runs `fn` on the I/O thread, after the handlers and posted functions
+  // already queued there (so in order with them). Like on_message, it is not
+  // called once Close() began, and never after Close() returns: a function
+  // still queued then is dropped. It may call Send() and Close(); it must not
+  // block or destroy the link. Any thread; never blocks.
+  void Post(std::function<void()> fn);
+
   // The owner accepted the peer's Hello (kAwaitHello links; a no-op on
   // others): lifts the frame limit to frame_bytes_max, cancels the Hello
   // deadline and starts heartbeats. Call before sending the answer, so the

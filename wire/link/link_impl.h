@@ -9,6 +9,7 @@
 #include <asio/steady_timer.hpp>
 #include <atomic>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string_view>
@@ -37,6 +38,7 @@ class Link::Impl {
 
   void Start(LinkHandlers handlers);
   Status Enqueue(Frame frame, std::string_view what);
+  void Post(std::function<void()> fn);
   void Close();
   void AcceptHello();
 

@@ -40,6 +40,7 @@ void LinkInbox::Push(LinkEvent event) {
         event.message = Message();
       } else {
         ++queued;
+        if (owner && wakes_ && !wakes_(event)) owner = nullptr;
       }
     }
     events_.push_back(std::move(event));
@@ -74,11 +75,12 @@ void LinkInbox::Interrupt() {
   if (owner) owner->Notify();
 }
 
-void LinkInbox::NotifyOnEvent(std::shared_ptr<WakeSignal> signal) {
+void LinkInbox::NotifyOnEvent(std::shared_ptr<WakeSignal> signal, WakeFilter wakes) {
   std::shared_ptr<WakeSignal> raise;  // set when events already wait
   {
     MutexLock lock(mu_);
     signal_ = std::move(signal);
+    wakes_ = std::move(wakes);
     if (!events_.empty()) raise = signal_;
   }
   if (raise) raise->Notify();

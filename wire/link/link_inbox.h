@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -62,10 +63,19 @@ class LinkInbox {
   // forgotten.
   bool WaitUntil(std::chrono::steady_clock::time_point deadline);
   void Interrupt();
+  // Whether a message just queued must wake the owner now. Runs on the
+  // pushing link's I/O thread under the inbox's lock: it must be short and
+  // must not call the inbox.
+  using WakeFilter = std::function<bool(const LinkEvent&)>;
+
   // From now on every queued event and every Interrupt() also notifies
   // `signal` (an owner that waits on the inbox and on other sources at
   // once); null stops that. Notifies at once when events are queued.
-  void NotifyOnEvent(std::shared_ptr<WakeSignal> signal);
+  // With `wakes`, a message for which it returns false is queued without
+  // notifying `signal`: the owner takes it with the next event that does
+  // notify, or at its next poll (its wait's bound). Closes, overflows and
+  // interrupts always notify. WaitUntil is not filtered.
+  void NotifyOnEvent(std::shared_ptr<WakeSignal> signal, WakeFilter wakes = nullptr);
 
   // Messages dropped because the inbox was full, over its life.
   uint64_t overflowed() const;
@@ -82,6 +92,7 @@ class LinkInbox {
   uint64_t dropped_ GUARDED_BY(mu_) = 0;
   bool interrupted_ GUARDED_BY(mu_) = false;
   std::shared_ptr<WakeSignal> signal_ GUARDED_BY(mu_);
+  WakeFilter wakes_ GUARDED_BY(mu_);
 };
 
 }  // namespace strata::wire

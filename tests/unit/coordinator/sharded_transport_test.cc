@@ -241,6 +241,45 @@ TEST(ShardedTransportTest, TheLastRanksCompletionRaisesTheOwnersSignal) {
   EXPECT_TRUE(out[0].status.ok()) << out[0].status.ToString();
 }
 
+TEST(ShardedTransportTest, ThePeersAnswersWakeTheOwnerOnceForAJob) {
+  Rig rig(3);
+  rig.StartPeers();
+  auto signal = std::make_shared<WakeSignal>();
+  rig.transport->NotifyOnCompletion(signal);
+  const RecordJob job = UnlinkJob(9);
+  ASSERT_TRUE(rig.transport->Submit(job).ok());  // rank zero's share finishes at once
+  std::vector<RecordJob> at(3);
+  for (uint32_t r = 1; r <= 3; ++r) at[r - 1] = rig.NextJob(r);
+  std::vector<RecordJobDone> out;
+  rig.transport->Poll(out);  // takes rank zero's completion
+  ASSERT_TRUE(out.empty());
+  (void)signal->WaitUntil(std::chrono::steady_clock::now());  // lowered
+  const uint64_t before = signal->notifications();
+  // In any order of arrival, only the answer queued last raises the signal,
+  // and by then every answer is queued.
+  rig.sides[2]->Answer(at[2], RankId(3));
+  rig.sides[0]->Answer(at[0], RankId(1));
+  rig.sides[1]->Answer(at[1], RankId(2));
+  ASSERT_TRUE(signal->WaitFor(wire::testing::kEventWait)) << "the last answer raised nothing";
+  rig.transport->Poll(out);
+  ASSERT_EQ(out.size(), 1u) << "woken before every answer was queued";
+  EXPECT_EQ(out[0].id, JobId(9));
+  EXPECT_TRUE(out[0].status.ok()) << out[0].status.ToString();
+  EXPECT_EQ(signal->notifications() - before, 1u);
+}
+
+TEST(ShardedTransportTest, AnAnswerForAnUnknownJobStillWakesTheOwner) {
+  Rig rig(2);
+  rig.StartPeers();
+  auto signal = std::make_shared<WakeSignal>();
+  rig.transport->NotifyOnCompletion(signal);
+  rig.sides[0]->Answer(StoreJob(42), RankId(1));
+  ASSERT_TRUE(signal->WaitFor(wire::testing::kEventWait));
+  std::vector<RecordJobDone> out;
+  rig.transport->Poll(out);
+  EXPECT_THAT(rig.transport->stopped().message(), HasSubstr("rank 1 reported job 42"));
+}
+
 TEST(ShardedTransportTest, FilesystemFullOnOnePeerSurvivesAggregation) {
   Rig rig(2);
   rig.StartPeers();

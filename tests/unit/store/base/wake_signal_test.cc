@@ -39,5 +39,28 @@ TEST(WakeSignalTest, AWaitWithoutANotifyEndsAtItsDeadline) {
   EXPECT_EQ(s.notifications(), 0u);
 }
 
+TEST(WakeSignalTest, AHookRunsOnEveryNotifyUntilItIsDetached) {
+  WakeSignal s;
+  int runs = 0;
+  s.AlsoRun([&runs] { ++runs; });
+  s.Notify();
+  s.Notify();
+  EXPECT_EQ(runs, 2);  // once per Notify, raised or not
+  s.AlsoRun(nullptr);
+  s.Notify();
+  EXPECT_EQ(runs, 2);
+  EXPECT_TRUE(s.WaitUntil(std::chrono::steady_clock::now()));  // the signal itself still works
+}
+
+TEST(WakeSignalTest, AHookRunsOnTheNotifyingThread) {
+  WakeSignal s;
+  std::thread::id ran_on;
+  s.AlsoRun([&ran_on] { ran_on = std::this_thread::get_id(); });
+  std::thread notifier([&s] { s.Notify(); });
+  const std::thread::id notifier_id = notifier.get_id();
+  notifier.join();
+  EXPECT_EQ(ran_on, notifier_id);
+}
+
 }  // namespace
 }  // namespace strata

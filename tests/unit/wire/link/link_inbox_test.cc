@@ -113,5 +113,44 @@ TEST(LinkInboxTest, ASignalAttachedWhileEventsWaitIsRaisedAtOnce) {
   EXPECT_FALSE(signal->WaitUntil(std::chrono::steady_clock::now()));
 }
 
+TEST(LinkInboxTest, AMessageTheFilterHoldsIsQueuedWithoutRaisingTheSignal) {
+  LinkInbox inbox;
+  auto signal = std::make_shared<WakeSignal>();
+  // Heartbeats are held; everything else wakes.
+  inbox.NotifyOnEvent(
+      signal, [](const LinkEvent& e) { return !std::holds_alternative<Heartbeat>(e.message); });
+  LinkHandlers h = inbox.HandlersFor(3);
+  h.on_message(Heartbeat{1});
+  EXPECT_FALSE(signal->WaitUntil(std::chrono::steady_clock::now()));
+  EXPECT_EQ(signal->notifications(), 0u);
+  h.on_message(Drain{});
+  EXPECT_TRUE(signal->WaitUntil(std::chrono::steady_clock::now()));
+  std::vector<LinkEvent> got;
+  inbox.Take(got);
+  ASSERT_EQ(got.size(), 2u);  // held, not lost, and in arrival order
+  EXPECT_TRUE(std::holds_alternative<Heartbeat>(got[0].message));
+  EXPECT_TRUE(std::holds_alternative<Drain>(got[1].message));
+}
+
+TEST(LinkInboxTest, ClosesAndInterruptsWakeWhateverTheFilterSays) {
+  LinkInbox inbox;
+  auto signal = std::make_shared<WakeSignal>();
+  int asked = 0;
+  inbox.NotifyOnEvent(signal, [&asked](const LinkEvent&) {
+    ++asked;
+    return false;
+  });
+  LinkHandlers h = inbox.HandlersFor(3);
+  h.on_closed(LinkState{LinkPhase::kClosed, CloseCause::kPeerClosed, Status::Unavailable("gone")});
+  EXPECT_TRUE(signal->WaitUntil(std::chrono::steady_clock::now()));
+  inbox.Interrupt();
+  EXPECT_TRUE(signal->WaitUntil(std::chrono::steady_clock::now()));
+  EXPECT_EQ(asked, 0);  // only messages are filtered
+  // WaitUntil, the inbox's own wait, is not filtered.
+  h.on_message(Heartbeat{1});
+  EXPECT_TRUE(inbox.WaitUntil(std::chrono::steady_clock::now()));
+  EXPECT_EQ(asked, 1);
+}
+
 }  // namespace
 }  // namespace strata::wire

@@ -191,6 +191,48 @@ TEST(WireLink, HandlersMayReply) {
   acceptor.reset();
 }
 
+TEST(WireLink, PostedFunctionsRunInOrderOnTheThreadThatRunsTheHandlers) {
+  LoopbackListener listener;
+  auto dialed = Dial(listener.endpoint(), testing::QuietLinkOptions());
+  ASSERT_TRUE(dialed.ok()) << dialed.status().ToString();
+  std::unique_ptr<Link> dialer = std::move(*dialed);
+  EventQueue<std::thread::id> handler_thread;
+  EventQueue<std::pair<int, std::thread::id>> posted;
+  LinkHandlers handlers;
+  handlers.on_message = [&](Message) { handler_thread.Push(std::this_thread::get_id()); };
+  dialer->Start(std::move(handlers));
+  std::unique_ptr<Link> acceptor = listener.NextLink();
+  ASSERT_NE(acceptor, nullptr);
+  acceptor->Start({});
+  ASSERT_TRUE(acceptor->Send(Heartbeat{1}).ok());
+  std::optional<std::thread::id> io_thread = handler_thread.Pop();
+  ASSERT_TRUE(io_thread.has_value()) << "the heartbeat never arrived";
+  for (int i = 0; i < 3; ++i) {
+    dialer->Post([&posted, i] { posted.Push({i, std::this_thread::get_id()}); });
+  }
+  for (int i = 0; i < 3; ++i) {
+    std::optional<std::pair<int, std::thread::id>> got = posted.Pop();
+    ASSERT_TRUE(got.has_value()) << "post " << i << " never ran";
+    EXPECT_EQ(got->first, i);
+    EXPECT_EQ(got->second, *io_thread);
+  }
+  dialer.reset();  // before the queues its handlers write to
+  acceptor.reset();
+}
+
+TEST(WireLink, NothingPostedRunsAfterCloseReturns) {
+  LoopbackListener listener;
+  Pair pair;
+  Connect(listener, pair);
+  std::atomic<int> runs{0};
+  pair.dialer->Close();
+  pair.dialer->Post([&runs] { ++runs; });
+  // Close joined the I/O thread: the function can never run; it is dropped
+  // with the link.
+  pair.dialer.reset();
+  EXPECT_EQ(runs.load(), 0);
+}
+
 TEST(WireLink, ReportsBothEndsAddresses) {
   LoopbackListener listener;
   Pair pair;
