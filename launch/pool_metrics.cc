@@ -81,10 +81,24 @@ std::vector<MetricFamily> PoolClientMetrics(const pool::PoolInstanceStats& pool)
   out.push_back(one("strata_pool_client_reconnects_total", MetricKind::kCounter,
                     "Reattachments after a lost connection.", pool.reconnects));
   out.push_back(one("strata_pool_client_lookups_total", MetricKind::kCounter,
-                    "Lookups asked of the manager.", pool.lookups));
+                    "Lookups asked of the manager (tickets begun).", pool.lookups));
   out.push_back(one("strata_pool_client_lookup_misses_total", MetricKind::kCounter,
-                    "Manager lookups with no answer within the lookup grace (or failed).",
+                    "Admissions that went on without the manager's answer (pending past the "
+                    "lookup grace), and lookups that could not be sent.",
                     pool.lookup_failures));
+  out.push_back(one("strata_pool_client_lookup_waits_total", MetricKind::kCounter,
+                    "Admissions held for a pending lookup, inside its grace.", pool.lookup_waits));
+  out.push_back(
+      one("strata_pool_client_lookup_tickets_refused_total", MetricKind::kCounter,
+          "Requests admitted on local tiers only: the lookup tickets were at their limit.",
+          pool.lookup_tickets_refused));
+  MetricFamily late{
+      "strata_pool_client_late_answers_total",
+      MetricKind::kCounter,
+      "Manager answers read after their admission went on without them, and the "
+      "admissions they retried.",
+      {{{{"stage", "answered"}}, pool.late_answers}, {{{"stage", "retried"}}, pool.late_retries}}};
+  out.push_back(std::move(late));
   MetricFamily claims{
       "strata_pool_client_claims_total",
       MetricKind::kCounter,

@@ -42,6 +42,8 @@ class Arena {
   uint64_t slot_bytes() const { return slot_bytes_; }
   uint32_t slot_count() const { return slot_count_; }
   uint64_t bytes() const { return slot_bytes_ * slot_count_; }
+  // Where the mapping starts (what a host registration covers).
+  std::byte* base() const { return base_; }
   // What Create obtained; a mapped arena (Map) reads kOrdinary: only its
   // creator knows.
   PageKind page_kind() const { return page_kind_; }

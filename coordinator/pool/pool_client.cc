@@ -1,13 +1,30 @@
 #include "coordinator/pool/pool_client.h"
 
+#include <poll.h>
+
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "coordinator/pool/hashed_copy.h"
 
 namespace strata::pool {
 
-PoolClient::PoolClient(PoolSocket socket, PoolHelloAccept accepted, std::unique_ptr<Arena> arena,
+namespace {
+
+// The request a message answers; nullopt for a message that is no answer.
+std::optional<uint64_t> AnsweredRequest(const PoolMessage& message) {
+  return std::visit(
+      [](const auto& m) -> std::optional<uint64_t> {
+        if constexpr (requires { m.request_id; }) return m.request_id;
+        return std::nullopt;
+      },
+      message);
+}
+
+}  // namespace
+
+PoolClient::PoolClient(PoolSocket socket, PoolHelloAccept accepted, std::shared_ptr<Arena> arena,
                        const PoolClientOptions& options)
     : socket_(std::move(socket)),
       accepted_(std::move(accepted)),
@@ -28,9 +45,12 @@ Result<std::unique_ptr<PoolClient>> PoolClient::Connect(const PoolClientOptions&
   if (accept == nullptr || received.fds.size() != 1) {
     return Status::Corruption("the pool answered Hello with something else");
   }
-  STRATA_ASSIGN_OR_RETURN(
-      std::unique_ptr<Arena> arena,
-      Arena::Map(std::move(received.fds.front()), accept->slot_bytes, accept->slot_count));
+  std::shared_ptr<Arena> arena = options.reuse_arena;
+  if (arena == nullptr || options.reuse_generation != accept->generation ||
+      arena->slot_bytes() != accept->slot_bytes || arena->slot_count() != accept->slot_count) {
+    STRATA_ASSIGN_OR_RETURN(
+        arena, Arena::Map(std::move(received.fds.front()), accept->slot_bytes, accept->slot_count));
+  }
   return std::unique_ptr<PoolClient>(
       new PoolClient(std::move(socket), *accept, std::move(arena), options));
 }
@@ -48,13 +68,11 @@ Result<Answer> PoolClient::Await(uint64_t request_id, std::chrono::milliseconds 
   // skipped; anything else out of turn is an error.
   for (;;) {
     STRATA_ASSIGN_OR_RETURN(PoolReceived received, socket_.Receive(bound));
-    const std::optional<uint64_t> answered = std::visit(
-        [](const auto& m) -> std::optional<uint64_t> {
-          if constexpr (requires { m.request_id; }) return m.request_id;
-          return std::nullopt;
-        },
-        received.message);
-    if (answered && *answered < request_id) continue;
+    const std::optional<uint64_t> answered = AnsweredRequest(received.message);
+    if (answered && *answered < request_id) {
+      (void)FileLookupAnswer(received.message);  // kept if a ticket waits for it
+      continue;
+    }
     auto* answer = std::get_if<Answer>(&received.message);
     if (answer == nullptr || answer->request_id != request_id) {
       return Status::Corruption("the pool answered request " + std::to_string(request_id) +
@@ -67,23 +85,90 @@ Result<Answer> PoolClient::Await(uint64_t request_id, std::chrono::milliseconds 
 Result<std::optional<std::vector<PrefixKey>>> PoolClient::Lookup(std::span<const Token> tokens,
                                                                  uint64_t resident_tokens,
                                                                  uint64_t before) {
-  const uint64_t id = next_request_++;
-  PoolLookup request{.request_id = id,
-                     .tokens = std::vector<Token>(tokens.begin(), tokens.end()),
-                     .resident_tokens = resident_tokens,
-                     .before = before};
-  const auto asked = std::chrono::steady_clock::now();
-  Result<PoolLookupAnswer> answer = Ask<PoolLookupAnswer>(request, id, lookup_bound_);
-  if (!answer.ok() && answer.status().code() == StatusCode::kUnavailable &&
-      std::chrono::steady_clock::now() - asked >= lookup_bound_) {
+  STRATA_ASSIGN_OR_RETURN(const uint64_t id, SendLookup(tokens, resident_tokens, before));
+  if (Status s = WaitLookup(id, lookup_bound_); !s.ok()) {
+    ForgetLookup(id);
+    return s;
+  }
+  std::optional<PoolLookupAnswer> answer = TakeLookupAnswer(id);
+  if (!answer) {
+    ForgetLookup(id);
     return Status::Busy("no pool lookup answer within " + std::to_string(lookup_bound_.count()) +
                         " ms");
   }
-  STRATA_ASSIGN_OR_RETURN(PoolLookupAnswer a, std::move(answer));
-  STRATA_RETURN_IF_ERROR(a.status);
-  if (a.chain.empty()) return std::optional<std::vector<PrefixKey>>();
-  return std::optional<std::vector<PrefixKey>>(std::move(a.chain));
+  STRATA_RETURN_IF_ERROR(answer->status);
+  if (answer->chain.empty()) return std::optional<std::vector<PrefixKey>>();
+  return std::optional<std::vector<PrefixKey>>(std::move(answer->chain));
 }
+
+Result<uint64_t> PoolClient::SendLookup(std::span<const Token> tokens, uint64_t resident_tokens,
+                                        uint64_t before) {
+  if (lookups_.size() >= kLookupsOutstandingMax) {
+    return Status::Busy("pool lookups outstanding at the limit of " +
+                        std::to_string(kLookupsOutstandingMax));
+  }
+  const uint64_t id = next_request_++;
+  STRATA_RETURN_IF_ERROR(
+      socket_.Send(PoolLookup{.request_id = id,
+                              .tokens = std::vector<Token>(tokens.begin(), tokens.end()),
+                              .resident_tokens = resident_tokens,
+                              .before = before}));
+  lookups_.emplace(id, std::nullopt);
+  return id;
+}
+
+bool PoolClient::FileLookupAnswer(PoolMessage& message) {
+  auto* answer = std::get_if<PoolLookupAnswer>(&message);
+  if (answer == nullptr) return false;
+  auto it = lookups_.find(answer->request_id);
+  if (it == lookups_.end() || it->second.has_value()) return false;
+  it->second = std::move(*answer);
+  answered_.push_back(it->first);
+  return true;
+}
+
+Status PoolClient::PumpLookups() {
+  // Only lookups may be owed here: every other request waits for its answer.
+  while (!lookups_.empty()) {
+    STRATA_ASSIGN_OR_RETURN(std::optional<PoolReceived> received, socket_.TryReceive());
+    if (!received) return Status::Ok();
+    if (FileLookupAnswer(received->message)) continue;
+    // Answers to requests given up on (a late lookup) are skipped, as in Await.
+    const std::optional<uint64_t> answered = AnsweredRequest(received->message);
+    if (!answered || *answered >= next_request_) {
+      return Status::Corruption("the pool sent a message no request of ours asked for");
+    }
+  }
+  return Status::Ok();
+}
+
+Status PoolClient::WaitLookup(uint64_t id, std::chrono::microseconds bound) {
+  const auto deadline = std::chrono::steady_clock::now() + bound;
+  for (;;) {
+    STRATA_RETURN_IF_ERROR(PumpLookups());
+    auto it = lookups_.find(id);
+    if (it == lookups_.end() || it->second.has_value()) return Status::Ok();
+    const auto left = std::chrono::duration_cast<std::chrono::microseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return Status::Ok();
+    pollfd p{socket_.fd(), POLLIN, 0};
+    const timespec wait{.tv_sec = static_cast<time_t>(left.count() / 1'000'000),
+                        .tv_nsec = static_cast<long>(left.count() % 1'000'000) * 1'000};
+    (void)::ppoll(&p, 1, &wait, nullptr);
+  }
+}
+
+std::optional<PoolLookupAnswer> PoolClient::TakeLookupAnswer(uint64_t id) {
+  auto it = lookups_.find(id);
+  if (it == lookups_.end() || !it->second.has_value()) return std::nullopt;
+  std::optional<PoolLookupAnswer> out = std::move(it->second);
+  lookups_.erase(it);
+  return out;
+}
+
+std::vector<uint64_t> PoolClient::TakeAnsweredLookups() { return std::exchange(answered_, {}); }
+
+void PoolClient::ForgetLookup(uint64_t id) { lookups_.erase(id); }
 
 Status PoolClient::Put(const PrefixKey& key, const std::optional<PrefixKey>& parent,
                        const Digest128& bucket_digest, std::span<const std::byte> bytes,

@@ -7,14 +7,15 @@
 // do not wait on the manager's thread; claims copy out, hashing as they copy,
 // check each record against its checksum, and always release, after the last
 // copy from the slots has ended.
-// This is the protocol's reference client; the instance side proper (HostStore
-// integration, tickets, the cascade) is not built yet (docs/pool.md).
+// Lookups may also go out without waiting (SendLookup): their answers are
+// kept, whenever they are read, for the instance's lookup tickets.
 //
 // Thread: one thread at a time.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -35,7 +36,17 @@ struct PoolClientOptions {
   // Bound on a lookup's answer (the lookup grace); unset: answer_bound. An
   // answer that misses it is skipped when it arrives later.
   std::optional<std::chrono::milliseconds> lookup_bound;
+  // A mapping of this manager's arena kept from an earlier connection (a
+  // registered one): used instead of mapping the fd again when the Hello
+  // announces `reuse_generation` and the same slots, so that registrations
+  // of that mapping stay valid.
+  std::shared_ptr<Arena> reuse_arena;
+  uint64_t reuse_generation = 0;
 };
+
+// Lookups a client keeps unanswered or untaken at once (the ticket table's
+// bound, with room for the synchronous Lookup).
+inline constexpr size_t kLookupsOutstandingMax = 320;
 
 class PoolClient {
  public:
@@ -46,11 +57,32 @@ class PoolClient {
   const PoolHelloAccept& accepted() const { return accepted_; }
   // The manager's arena as this client mapped it (tests corrupt slots here).
   const Arena& arena() const { return *arena_; }
+  // The mapping, for a caller that keeps it past this connection.
+  std::shared_ptr<Arena> shared_arena() const { return arena_; }
 
   // The pooled chain matching `tokens` (ascending keys), or nullopt. kBusy:
   // no answer within the lookup bound (the connection stays usable).
   Result<std::optional<std::vector<PrefixKey>>> Lookup(std::span<const Token> tokens,
                                                        uint64_t resident_tokens, uint64_t before);
+
+  // Lookups without waiting (tickets, lookup_tickets.h). SendLookup sends the
+  // request and returns its id; its answer is kept for TakeLookupAnswer
+  // whenever this client reads it: in PumpLookups (what has arrived, no
+  // wait), WaitLookup (at most `bound`), or while waiting for another
+  // request's answer. At most kLookupsOutstandingMax are kept (kBusy beyond).
+  Result<uint64_t> SendLookup(std::span<const Token> tokens, uint64_t resident_tokens,
+                              uint64_t before);
+  Status PumpLookups();
+  // Reads until the answer to `id` has come or `bound` passed; OK either way
+  // (an error only for the connection).
+  Status WaitLookup(uint64_t id, std::chrono::microseconds bound);
+  // The answer to lookup `id` once it came (then forgotten); nullopt before.
+  std::optional<PoolLookupAnswer> TakeLookupAnswer(uint64_t id);
+  // Lookups answered since the last call, in arrival order (their answers
+  // stay for TakeLookupAnswer).
+  std::vector<uint64_t> TakeAnsweredLookups();
+  // Stops keeping lookup `id`: its answer, now or later, is dropped.
+  void ForgetLookup(uint64_t id);
 
   // One record of a chain put. `bytes` must stay valid (and unchanged) until
   // PutChain returns: the caller keeps the source until the manager accepts.
@@ -91,7 +123,7 @@ class PoolClient {
   Result<std::vector<std::vector<std::byte>>> ClaimCopy(std::span<const PrefixKey> chain);
 
  private:
-  PoolClient(PoolSocket socket, PoolHelloAccept accepted, std::unique_ptr<Arena> arena,
+  PoolClient(PoolSocket socket, PoolHelloAccept accepted, std::shared_ptr<Arena> arena,
              const PoolClientOptions& options);
   // Sends a request and waits, at most `bound`, for the answer with its id.
   template <typename Answer>
@@ -115,13 +147,19 @@ class PoolClient {
   // One record out of its slots into `out`, hashed as it is copied.
   Status CopyOut(const ClaimedRecord& r, std::vector<std::byte>& out);
 
+  // Files a lookup answer this client still keeps; false for anything else.
+  bool FileLookupAnswer(PoolMessage& message);
+
   PoolSocket socket_;
   PoolHelloAccept accepted_;
-  std::unique_ptr<Arena> arena_;
+  std::shared_ptr<Arena> arena_;
   std::chrono::milliseconds answer_bound_;
   std::chrono::milliseconds lookup_bound_;
   uint64_t next_request_ = 1;
   Xxh3Stream hash_;  // reused by every put and claim
+  // Lookups sent and kept: nullopt until answered.
+  std::map<uint64_t, std::optional<PoolLookupAnswer>> lookups_;
+  std::vector<uint64_t> answered_;  // filed since TakeAnsweredLookups
 };
 
 }  // namespace strata::pool

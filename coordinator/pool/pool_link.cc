@@ -23,12 +23,28 @@ uint64_t PoolLink::NowMs() const {
                                    .count());
 }
 
+uint64_t PoolLink::NowUs() const {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                   options_.clock.steady().time_since_epoch())
+                                   .count());
+}
+
+uint64_t PoolLink::lookup_grace_us() const {
+  const std::chrono::milliseconds bound =
+      options_.client.lookup_bound.value_or(options_.client.answer_bound);
+  return static_cast<uint64_t>(std::chrono::microseconds(bound).count());
+}
+
 std::unique_ptr<PoolLink> PoolLink::AttachAtStartup(const PoolLinkOptions& options) {
   std::unique_ptr<PoolLink> link(new PoolLink(options));
   const uint64_t started = link->NowMs();
   for (;;) {
     Status s = link->Connect();
     if (s.ok()) return link;
+    if (link->disabled_) {  // the budget or the registration refused: warned already
+      link->phase_ = AttachPhase::kLocalForever;
+      return link;
+    }
     if (AfterFailedAttach(AttachPhase::kStartup, started, link->NowMs()) ==
         AttachStep::kGiveUpWithWarning) {
       spdlog::warn(
@@ -42,8 +58,37 @@ std::unique_ptr<PoolLink> PoolLink::AttachAtStartup(const PoolLinkOptions& optio
   }
 }
 
+PoolLink::~PoolLink() {
+  client_.reset();
+  if (registered_arena_ && options_.registrar != nullptr) {
+    (void)options_.registrar->Unregister(registered_arena_->base());
+  }
+}
+
+Status PoolLink::RegisterArena(const PoolClient& client) {
+  const uint64_t bytes = client.arena().bytes();
+  const BudgetSupply supply = options_.budget_supply ? options_.budget_supply() : BudgetSupply{};
+  const BudgetDecision budget = DecideBudget(supply, RegistrationPlan{.region_bytes = {bytes}});
+  if (!budget.fits()) {
+    spdlog::warn("{} (nothing registered)", budget.warning);
+    disabled_ = true;
+    return Status::FailedPrecondition(budget.warning);
+  }
+  if (Status s = options_.registrar->Register(client.arena().base(), bytes); !s.ok()) {
+    spdlog::warn("prefix cache pool: registering the arena ({} bytes) failed: {}; local tiers only",
+                 bytes, s.ToString());
+    disabled_ = true;
+    return s;
+  }
+  registered_arena_ = client.shared_arena();
+  return Status::Ok();
+}
+
 Status PoolLink::Connect() {
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<PoolClient> c, PoolClient::Connect(options_.client));
+  PoolClientOptions client_options = options_.client;
+  client_options.reuse_arena = registered_arena_;
+  client_options.reuse_generation = registered_.generation;
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<PoolClient> c, PoolClient::Connect(client_options));
   const PoolHelloAccept& a = c->accepted();
   const ArenaShape announced{.generation = a.generation,
                              .region_bytes = {a.slot_bytes * a.slot_count}};
@@ -53,9 +98,14 @@ Status PoolLink::Connect() {
     disabled_ = true;
     return Status::FailedPrecondition("sharing disabled until a restart");
   }
+  if (options_.registration == ArenaRegistration::kRegistered && options_.registrar != nullptr &&
+      !registered_arena_) {
+    STRATA_RETURN_IF_ERROR(RegisterArena(*c));
+  }
   registered_ = announced;
   phase_ = AttachPhase::kAttached;
   client_ = std::move(c);
+  ++connections_;
   spdlog::info("prefix cache pool {}: attached (generation {}, {} slots of {} bytes)", a.pool_name,
                a.generation, a.slot_count, a.slot_bytes);
   return Status::Ok();

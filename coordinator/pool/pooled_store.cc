@@ -31,7 +31,10 @@ SourceTier TierOf(Tier tier) {
 }  // namespace
 
 PooledStore::PooledStore(PooledTiers tiers, std::unique_ptr<PoolLink> link)
-    : tiers_(std::move(tiers)), link_(std::move(link)), exports_(tiers_.export_sizes) {
+    : tiers_(std::move(tiers)),
+      link_(std::move(link)),
+      exports_(tiers_.export_sizes),
+      tickets_(link_->lookup_grace_us()) {
   STRATA_ASSERT(tiers_.landing != nullptr && tiers_.intake != nullptr,
                 "a pooled store needs a landing tier for claims");
 }
@@ -69,19 +72,129 @@ std::optional<HostHit> PooledStore::Answer(LocalAnswer a) {
 
 std::optional<HostHit> PooledStore::Lookup(const PrefixHistory& history, uint64_t resident_tokens,
                                            uint64_t before) {
-  LocalAnswer local = LocalLookup(history, resident_tokens, before);
+  const LookupTicket ticket = BeginLookup(history, resident_tokens, before);
+  std::optional<HostHit> hit = LookupFor(ticket, history, resident_tokens, before);
+  EndLookup(ticket);
+  return hit;
+}
+
+LookupTicket PooledStore::BeginLookup(const PrefixHistory& history, uint64_t resident_tokens,
+                                      uint64_t before) {
   PoolClient* client = link_->client();
-  if (client == nullptr) return Answer(std::move(local));
-  ++stats_.lookups;
-  Result<std::optional<std::vector<PrefixKey>>> pooled =
-      client->Lookup(history.tokens(), resident_tokens, before);
-  if (!pooled.ok()) {
-    ++stats_.lookup_failures;
-    if (ConnectionLost(pooled.status())) link_->Lost(pooled.status());
-    return Answer(std::move(local));
+  if (client == nullptr) return LookupTicket{};
+  if (tickets_.open() >= kLookupTicketsMax) {
+    ++stats_.lookup_tickets_refused;
+    return LookupTicket{};
   }
-  if (!pooled->has_value()) return Answer(std::move(local));
-  const std::vector<PrefixKey>& chain = **pooled;
+  Result<uint64_t> sent = client->SendLookup(history.tokens(), resident_tokens, before);
+  if (!sent.ok()) {
+    ++stats_.lookup_failures;
+    if (ConnectionLost(sent.status())) LoseLink(sent.status());
+    return LookupTicket{};
+  }
+  ++stats_.lookups;
+  // Never nullopt: the table had room.
+  return tickets_.Begin(link_->connection(), *sent, link_->NowUs()).value_or(LookupTicket{});
+}
+
+void PooledStore::FileAnswers(PoolClient& client) {
+  for (uint64_t id : client.TakeAnsweredLookups()) {
+    std::optional<PoolLookupAnswer> a = client.TakeLookupAnswer(id);
+    if (!a) continue;
+    // A refused lookup is an answer with nothing in it.
+    std::vector<PrefixKey> chain = a->status.ok() ? std::move(a->chain) : std::vector<PrefixKey>{};
+    const std::optional<LookupTicket> t =
+        tickets_.Answer(link_->connection(), id, std::move(chain));
+    if (t && tickets_.use(*t) == TicketUse::kAdmittedEarly) ++stats_.late_answers;
+  }
+}
+
+void PooledStore::LoseLink(const Status& why) {
+  if (PoolClient* client = link_->connected(); client != nullptr) FileAnswers(*client);
+  link_->Lost(why);
+  (void)tickets_.FailPending(std::nullopt);
+}
+
+void PooledStore::PumpTickets() {
+  PoolClient* client = link_->connected();
+  (void)tickets_.FailPending(client != nullptr ? std::optional<uint64_t>(link_->connection())
+                                               : std::nullopt);
+  if (client == nullptr) return;
+  if (Status s = client->PumpLookups(); !s.ok()) {
+    LoseLink(s);
+    return;
+  }
+  FileAnswers(*client);
+}
+
+namespace {
+
+// Whether the pool's `chain` answers this admission: an endpoint of
+// `history` beyond what the GPU holds and within `before`.
+bool ChainFits(const std::vector<PrefixKey>& chain, const PrefixHistory& history,
+               uint64_t resident_tokens, uint64_t before) {
+  if (chain.empty()) return false;
+  const PrefixKey& end = chain.back();
+  return end.consumed > resident_tokens && end.consumed <= before &&
+         end.consumed <= history.size() && history.key_at(end.consumed) == end;
+}
+
+}  // namespace
+
+std::optional<HostHit> PooledStore::LookupFor(LookupTicket ticket, const PrefixHistory& history,
+                                              uint64_t resident_tokens, uint64_t before) {
+  LocalAnswer local = LocalLookup(history, resident_tokens, before);
+  if (ticket == LookupTicket{}) return Answer(std::move(local));
+  PumpTickets();
+  AdmissionLookup decision = tickets_.Admit(ticket, link_->NowUs());
+  if (decision == AdmissionLookup::kWait) {
+    // Once, for what is left of the grace; then admission goes on.
+    ++stats_.lookup_waits;
+    PoolClient* client = link_->connected();
+    const std::optional<uint64_t> request = tickets_.PendingRequest(ticket, link_->connection());
+    if (client != nullptr && request) {
+      const std::chrono::microseconds left(tickets_.WaitLeftUs(ticket, link_->NowUs()));
+      if (Status s = client->WaitLookup(*request, left); !s.ok()) LoseLink(s);
+    }
+    PumpTickets();
+    decision = tickets_.Admit(ticket, link_->NowUs());
+    if (decision == AdmissionLookup::kWait) decision = AdmissionLookup::kLocalOnly;
+  }
+  if (decision == AdmissionLookup::kLocalOnly &&
+      tickets_.Status(ticket).state == LookupTicketState::kPending) {
+    ++stats_.lookup_failures;
+  }
+  std::vector<PrefixKey> chain;
+  if (const std::vector<PrefixKey>* ready = tickets_.chain(ticket);
+      decision == AdmissionLookup::kWithPool && ready != nullptr &&
+      ChainFits(*ready, history, resident_tokens, before)) {
+    chain = *ready;
+  }
+  const bool late = tickets_.use(ticket) == TicketUse::kAdmittedEarly;
+  std::optional<HostHit> hit =
+      AdmitWithPool(std::move(local), chain, history, resident_tokens, before);
+  tickets_.Admitted(ticket, decision, hit ? hit->endpoint.consumed : 0);
+  if (late && tickets_.use(ticket) == TicketUse::kRetried) ++stats_.late_retries;
+  return hit;
+}
+
+LookupTicketStatus PooledStore::TicketStatus(LookupTicket ticket) const {
+  return tickets_.Status(ticket);
+}
+
+void PooledStore::EndLookup(LookupTicket ticket) {
+  const std::optional<LookupTickets::Request> request = tickets_.End(ticket);
+  PoolClient* client = link_->connected();
+  if (request && client != nullptr && request->connection == link_->connection()) {
+    client->ForgetLookup(request->request_id);
+  }
+}
+
+std::optional<HostHit> PooledStore::AdmitWithPool(LocalAnswer local,
+                                                  const std::vector<PrefixKey>& chain,
+                                                  const PrefixHistory& history,
+                                                  uint64_t resident_tokens, uint64_t before) {
+  if (chain.empty()) return Answer(std::move(local));
   const SourceTier local_tier =
       local.from_landing || !local.hit ? SourceTier::kHostDram : TierOf(local.hit->tier);
   std::array<SourceCandidate, 2> candidates{
@@ -172,7 +285,7 @@ Status PooledStore::ClaimAndImport(const std::vector<PrefixKey>& chain) {
   // copies it and releases the claim whatever happens.
   if (Status claimed = client->ClaimInto(chain, claimed_); !claimed.ok()) {
     if (ConnectionLost(claimed) && claimed.code() != StatusCode::kCorruption) {
-      link_->Lost(claimed);
+      LoseLink(claimed);
     }
     return claimed;
   }
@@ -196,6 +309,7 @@ Status PooledStore::ClaimAndImport(const std::vector<PrefixKey>& chain) {
 
 void PooledStore::Poll(uint64_t now_ms, std::vector<StoreEvent>& events) {
   now_ms_ = std::max(now_ms_, now_ms);
+  PumpTickets();
   if (tiers_.local != nullptr) tiers_.local->Poll(now_ms, events);
   if (own_landing()) tiers_.landing->Poll(now_ms, events);
   exports_.TakeEvents(events);
@@ -238,7 +352,7 @@ void PooledStore::OnEvicted(std::span<const RecordView> chain) {
                                              : PutEvent::kRefused;
   if (DecidePut(event, 0).action == PutAction::kReleaseSource) return;
   if (client != nullptr) ++stats_.put_refusals[ReasonLabel(s)];
-  if (event == PutEvent::kManagerLost) link_->Lost(s);
+  if (event == PutEvent::kManagerLost) LoseLink(s);
   if (at_end.action == PutAction::kDiscard) ++stats_.dropped_end_of_chain;
 }
 

@@ -24,13 +24,26 @@
 // kExportEnded. Eviction notices and EvictionsLost are counted; announcing
 // holdings to the manager is the relay's too.
 //
-// Not built: tickets begun on arrival (the lookup is synchronous, bounded by
-// the lookup grace), demotion before the tier fills, retries of refused puts,
+// Lookups are two-step (seed 2.15, "Lookups"; HostStore::BeginLookup):
+// BeginLookup sends the manager's lookup and returns a ticket at once; the
+// answer is filed against it whenever the store reads the socket (Poll,
+// LookupFor, or while a put or claim waits). LookupFor admits with pool
+// candidates only if the ticket is ready; a pending one is waited for at
+// most the rest of its grace (PoolLink::lookup_grace_us: 2 ms on this host
+// as a rank sets it), once; a late answer may
+// serve one later LookupFor (the retry; the runtime decides it with
+// DecideLateAnswer on TicketStatus). The one-step Lookup is BeginLookup,
+// LookupFor and EndLookup at once.
+//
+// Not built: demotion before the tier fills, retries of refused puts,
 // claims straight into the planes, publishing into the pool with no local
 // tier (a pool-only instance only restores).
 //
-// Thread: the owner's (model worker) thread. Lookups and evictions talk to
-// the manager synchronously, each within its bound.
+// Thread: the owner's (model worker) thread. Beginning a lookup and Poll
+// never wait for the manager; LookupFor waits at most the lookup grace for
+// the answer. Claims (in LookupFor, when the pool's chain wins) and puts
+// (evictions) still talk to the manager synchronously, each within its
+// bound.
 #pragma once
 
 #include <chrono>
@@ -40,6 +53,7 @@
 #include <unordered_set>
 
 #include "coordinator/pool/export_ledger.h"
+#include "coordinator/pool/lookup_tickets.h"
 #include "coordinator/pool/pool_link.h"
 #include "store/tier/host_store.h"
 #include "store/tier/record_handover.h"
@@ -48,10 +62,16 @@ namespace strata::pool {
 
 // Counters of the instance's pool traffic (metrics `strata_pool_*`).
 struct PoolInstanceStats {
-  uint64_t lookups = 0;          // manager lookups asked
-  uint64_t lookup_failures = 0;  // lookups that got no answer in the grace
-  uint64_t claims = 0;           // chains claimed and imported
-  uint64_t claim_failures = 0;   // claims that fell back to local or recompute
+  uint64_t lookups = 0;  // manager lookups asked (tickets begun)
+  // Admissions that went local while their ticket was pending past its
+  // grace, and lookups that could not be sent.
+  uint64_t lookup_failures = 0;
+  uint64_t lookup_waits = 0;            // admissions that waited inside the grace
+  uint64_t lookup_tickets_refused = 0;  // requests without a ticket: the table was full
+  uint64_t late_answers = 0;            // answers filed after an admission went local
+  uint64_t late_retries = 0;            // later admissions that used a late answer
+  uint64_t claims = 0;                  // chains claimed and imported
+  uint64_t claim_failures = 0;          // claims that fell back to local or recompute
   uint64_t claimed_records = 0;
   uint64_t claimed_bytes = 0;
   uint64_t puts = 0;  // records the manager accepted (evicted ones and their ancestors)
@@ -91,8 +111,21 @@ class PooledStore final : public HostStore, public EvictionSink {
       : PooledStore(PooledTiers{.local = &local, .landing = &local, .intake = &intake},
                     std::move(link)) {}
 
+  // BeginLookup, LookupFor and EndLookup at once (waits at most the grace).
   std::optional<HostHit> Lookup(const PrefixHistory& history, uint64_t resident_tokens,
                                 uint64_t before) override;
+  // Sends the manager's lookup without waiting; no ticket while local (not
+  // connected) or at kLookupTicketsMax open tickets.
+  LookupTicket BeginLookup(const PrefixHistory& history, uint64_t resident_tokens,
+                           uint64_t before) override;
+  // The local hit, or the pool's chain claimed and imported when the ticket
+  // allows pool candidates (lookup_tickets.h) and the pool's chain is longer.
+  // `history` must be the one the ticket was begun with (a pooled chain that
+  // does not match it is ignored).
+  std::optional<HostHit> LookupFor(LookupTicket ticket, const PrefixHistory& history,
+                                   uint64_t resident_tokens, uint64_t before) override;
+  LookupTicketStatus TicketStatus(LookupTicket ticket) const override;
+  void EndLookup(LookupTicket ticket) override;
   // Local tiers only; with none, kDisabled (a pool-only instance publishes
   // nothing: exports from GPU caches are not built).
   StoreOutcome Store(const PublishedCheckpoint& checkpoint) override;
@@ -138,6 +171,13 @@ class PooledStore final : public HostStore, public EvictionSink {
   Status PutChain(PoolClient& client, std::span<const RecordView> chain);
   // Whether `s` from the client means the connection is gone (vs a refusal).
   static bool ConnectionLost(const Status& s);
+  // Files the lookup answers the client has read against their tickets.
+  void FileAnswers(PoolClient& client);
+  // Reads the lookup answers that have arrived, without waiting; pending
+  // tickets of a lost connection become ready with nothing.
+  void PumpTickets();
+  // The link lost its connection (`why`): file what it read, then drop it.
+  void LoseLink(const Status& why);
 
   // The landing tier is not the local chain (it is the pool's own).
   bool own_landing() const { return tiers_.landing != tiers_.local; }
@@ -151,6 +191,10 @@ class PooledStore final : public HostStore, public EvictionSink {
   LocalAnswer LocalLookup(const PrefixHistory& history, uint64_t resident_tokens, uint64_t before);
   // Returns `a`'s hit, noting where Fetch must send it.
   std::optional<HostHit> Answer(LocalAnswer a);
+  // The answer when the pool's `chain` (may be empty) joins `local`.
+  std::optional<HostHit> AdmitWithPool(LocalAnswer local, const std::vector<PrefixKey>& chain,
+                                       const PrefixHistory& history, uint64_t resident_tokens,
+                                       uint64_t before);
 
   PooledTiers tiers_;
   // Endpoints whose last answered hit came from an own landing tier: Fetch
@@ -166,6 +210,7 @@ class PooledStore final : public HostStore, public EvictionSink {
   std::vector<std::vector<std::byte>> put_images_;
   std::vector<PoolClient::PutItem> put_items_;
   ExportLedger exports_;
+  LookupTickets tickets_;
 };
 
 }  // namespace strata::pool

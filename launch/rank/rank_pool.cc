@@ -23,7 +23,8 @@ std::string InstanceSource(const RankConfig& config) {
   return std::string(host.data()) + ":" + std::to_string(::getpid());
 }
 
-pool::PoolLinkOptions LinkOptions(const RankConfig& config, const CacheGeometry& geometry) {
+pool::PoolLinkOptions LinkOptions(const RankConfig& config, const CacheGeometry& geometry,
+                                  const RankPoolRegistration& registration) {
   pool::PoolLinkOptions o;
   o.client.socket_path = *config.prefix_cache.pool;
   o.client.hello = pool::InstanceHello(
@@ -32,8 +33,11 @@ pool::PoolLinkOptions LinkOptions(const RankConfig& config, const CacheGeometry&
   // The lookup grace of a manager on this host (lookup_grace.h).
   o.client.lookup_bound =
       std::chrono::milliseconds(pool::LookupGraceUs(pool::ManagerPlace::kLocalHost, 0) / 1000);
-  // Claims copy through a local slab record, so the arena is only mapped.
-  o.registration = pool::ArenaRegistration::kNone;
+  // With device planes the arena is registered, after the budget.
+  o.registration = registration.registrar != nullptr ? pool::ArenaRegistration::kRegistered
+                                                     : pool::ArenaRegistration::kNone;
+  o.registrar = registration.registrar;
+  o.budget_supply = registration.supply;
   return o;
 }
 
@@ -47,14 +51,15 @@ ExportRecordSizes ExportSizes(const CacheGeometry& geometry) {
 
 std::unique_ptr<pool::PooledStore> AttachRankPool(const RankConfig& config,
                                                   const CacheGeometry& geometry,
-                                                  MemoryStore& memory) {
+                                                  MemoryStore& memory,
+                                                  const RankPoolRegistration& registration) {
   if (!config.prefix_cache.pool) return nullptr;
   auto pooled = std::make_unique<pool::PooledStore>(
       pool::PooledTiers{.local = &memory,
                         .landing = &memory,
                         .intake = &memory,
                         .export_sizes = ExportSizes(geometry)},
-      pool::PoolLink::AttachAtStartup(LinkOptions(config, geometry)));
+      pool::PoolLink::AttachAtStartup(LinkOptions(config, geometry, registration)));
   memory.SetEvictionSink(pooled.get());
   return pooled;
 }
@@ -62,7 +67,8 @@ std::unique_ptr<pool::PooledStore> AttachRankPool(const RankConfig& config,
 Result<std::unique_ptr<RankPool>> AttachRankPoolWithDisk(const RankConfig& config,
                                                          const CacheGeometry& geometry,
                                                          DiskChainEnd end, HostRegistrar* registrar,
-                                                         std::unique_ptr<Transfers> transfers) {
+                                                         std::unique_ptr<Transfers> transfers,
+                                                         const RankPoolRegistration& registration) {
   if (!config.prefix_cache.pool) return std::unique_ptr<RankPool>();
   const uint64_t slot_bytes = RecordLayout(geometry).page_record_bytes();
   const uint64_t slots = std::max(kPoolLandingBytes / slot_bytes, kPoolLandingSlotsMin);
@@ -77,7 +83,8 @@ Result<std::unique_ptr<RankPool>> AttachRankPoolWithDisk(const RankConfig& confi
   tiers.end_of_chain_tier = "disk";
   tiers.export_sizes = ExportSizes(geometry);
   out->store = std::make_unique<pool::PooledStore>(
-      std::move(tiers), pool::PoolLink::AttachAtStartup(LinkOptions(config, geometry)));
+      std::move(tiers),
+      pool::PoolLink::AttachAtStartup(LinkOptions(config, geometry, registration)));
   if (auto* disk = std::get_if<DiskStore*>(&end)) (*disk)->SetEvictionSink(out->store.get());
   if (auto* composite = std::get_if<CompositeStore*>(&end)) {
     (*composite)->SetEvictionSink(out->store.get());

@@ -7,6 +7,7 @@
 // pool only (claims land there; nothing is published).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <variant>
 
@@ -25,12 +26,22 @@ namespace strata {
 inline constexpr uint64_t kPoolLandingBytes = uint64_t{64} << 20;
 inline constexpr uint64_t kPoolLandingSlotsMin = 16;
 
+// How a rank with device planes registers the pool's arena (docs/pool.md,
+// "Registration"): its registrar (CUDA host registration) and what the host
+// and its GPUs can give, read before registering. No registrar: host planes,
+// the arena is only mapped.
+struct RankPoolRegistration {
+  HostRegistrar* registrar = nullptr;  // not owned; outlives the pool
+  std::function<pool::BudgetSupply()> supply;
+};
+
 // With prefix_cache.pool set: attaches (waiting up to 10 s at startup, then
 // one warning and local tiers only), makes the store `memory`'s eviction
 // sink and returns it; `memory` must outlive it. Without: null.
 std::unique_ptr<pool::PooledStore> AttachRankPool(const RankConfig& config,
                                                   const CacheGeometry& geometry,
-                                                  MemoryStore& memory);
+                                                  MemoryStore& memory,
+                                                  const RankPoolRegistration& registration = {});
 
 // The local chain when it ends in a disk tier, or is empty.
 using DiskChainEnd = std::variant<std::monostate, DiskStore*, CompositeStore*>;
@@ -46,9 +57,9 @@ struct RankPool {
 // disk tier's eviction sink (none with the monostate: pool only), and lands
 // claims in a MemoryStore of kPoolLandingBytes over `registrar` and
 // `transfers`. Without prefix_cache.pool: null.
-Result<std::unique_ptr<RankPool>> AttachRankPoolWithDisk(const RankConfig& config,
-                                                         const CacheGeometry& geometry,
-                                                         DiskChainEnd end, HostRegistrar* registrar,
-                                                         std::unique_ptr<Transfers> transfers);
+Result<std::unique_ptr<RankPool>> AttachRankPoolWithDisk(
+    const RankConfig& config, const CacheGeometry& geometry, DiskChainEnd end,
+    HostRegistrar* registrar, std::unique_ptr<Transfers> transfers,
+    const RankPoolRegistration& registration = {});
 
 }  // namespace strata

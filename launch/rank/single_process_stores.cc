@@ -3,6 +3,7 @@
 #include "launch/rank/single_process_stores.h"
 
 #include "launch/pool_metrics.h"
+#include "launch/rank/pool_budget_supply.h"
 #include "launch/rank/rank_disk_transport.h"
 #include "launch/rank/rank_pool.h"
 #include "launch/rank/rank_transport.h"
@@ -200,7 +201,7 @@ class SingleProcessStores final : public RuntimeDriver {
                                         std::move(t), MemoryStoreOptions{.max_age_ms = max_age_ms});
       summary_ = "memory store, " + Mib(pc.memory_bytes) + " (" + std::to_string(warm) + " slots)";
       store_ = memory_.get();
-      pooled_ = AttachRankPool(config_, geometry_, *memory_);
+      pooled_ = AttachRankPool(config_, geometry_, *memory_, PoolRegistration());
       if (pooled_) {
         summary_ += ", pool at " + *pc.pool + (pooled_->link().sharing() ? "" : " (not attached)");
         store_ = pooled_.get();
@@ -263,13 +264,23 @@ class SingleProcessStores final : public RuntimeDriver {
     return AttachPool(disk_.get());
   }
 
+  // The arena's registration with GPU planes: their registrar, and the host's
+  // and GPUs' memory read just before registering (pool_budget.h).
+  RankPoolRegistration PoolRegistration() const {
+    ProcessPlanes* planes = planes_.get();
+    return {.registrar = planes->registrar(), .supply = [planes] {
+              return RankBudgetSupply(ReadHostMemory(), planes->DeviceFreeBytes());
+            }};
+  }
+
   // With prefix_cache.pool and a local chain that is not a memory tier
   // alone: the pool joins it (rank_pool.h).
   Status AttachPool(DiskChainEnd end) {
     if (!config_.prefix_cache.pool) return Status::Ok();
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> t, MakeTransfers());
     STRATA_ASSIGN_OR_RETURN(
-        pool_, AttachRankPoolWithDisk(config_, geometry_, end, planes_->registrar(), std::move(t)));
+        pool_, AttachRankPoolWithDisk(config_, geometry_, end, planes_->registrar(), std::move(t),
+                                      PoolRegistration()));
     if (store_ == nullptr) summary_ = "pool only (claims land in " + Mib(kPoolLandingBytes) + ")";
     summary_ += ", pool at " + *config_.prefix_cache.pool +
                 (pool_->store->link().sharing() ? "" : " (not attached)");

@@ -1,5 +1,7 @@
 #include "launch/runtime/process_planes.h"
 
+#include <algorithm>
+
 #include "cuda/cuda_planes.h"
 #include "cuda/cuda_registrar.h"
 #include "cuda/cuda_transfers.h"
@@ -15,6 +17,7 @@ class HostProcessPlanes final : public ProcessPlanes {
   DevicePlanes& planes() override { return planes_; }
   Result<std::unique_ptr<Transfers>> MakeTransfers() override { return MakeHostTransfers(planes_); }
   HostRegistrar* registrar() override { return nullptr; }
+  std::vector<uint64_t> DeviceFreeBytes() const override { return {}; }
   std::string Describe() const override { return "planes in host memory"; }
 
  private:
@@ -29,6 +32,9 @@ class CudaProcessPlanes final : public ProcessPlanes {
     STRATA_ASSIGN_OR_RETURN(planes_, CudaPlanes::Create(driver_, geometry, ordinals));
     STRATA_ASSIGN_OR_RETURN(registrar_, CudaHostRegistrar::Create(driver_, ordinals.front()));
     describe_ = "planes in GPU memory: " + DescribeDevices(*driver_, ordinals);
+    ordinals_ = ordinals;
+    std::sort(ordinals_.begin(), ordinals_.end());
+    ordinals_.erase(std::unique(ordinals_.begin(), ordinals_.end()), ordinals_.end());
     return Status::Ok();
   }
 
@@ -37,9 +43,24 @@ class CudaProcessPlanes final : public ProcessPlanes {
     return MakeCudaTransfers(*planes_);
   }
   HostRegistrar* registrar() override { return registrar_.get(); }
+  std::vector<uint64_t> DeviceFreeBytes() const override {
+    std::vector<uint64_t> out;
+    for (int ordinal : ordinals_) {
+      uint64_t free_bytes = 0;
+      if (Result<std::unique_ptr<PrimaryContext>> ctx = PrimaryContext::Retain(driver_, ordinal);
+          ctx.ok()) {
+        ContextGuard guard(*driver_, (*ctx)->get());
+        Result<std::pair<uint64_t, uint64_t>> info = driver_->MemInfo();
+        if (guard.status().ok() && info.ok()) free_bytes = info->first;
+      }
+      out.push_back(free_bytes);
+    }
+    return out;
+  }
   std::string Describe() const override { return describe_; }
 
  private:
+  std::vector<int> ordinals_;  // distinct, ascending
   std::shared_ptr<const CudaDriver> driver_;
   std::unique_ptr<CudaPlanes> planes_;
   std::unique_ptr<CudaHostRegistrar> registrar_;

@@ -31,6 +31,9 @@ class ProcessPlanes {
   // Registers slab pools with the devices (pinned memory for DMA), or null
   // for host memory. Owned here; it must outlive every pool it registered.
   virtual HostRegistrar* registrar() = 0;
+  // Free device memory of each GPU the planes use (cuMemGetInfo, 0 when it
+  // cannot be read); empty for host memory. Read by the pool's budget.
+  virtual std::vector<uint64_t> DeviceFreeBytes() const = 0;
   // "host memory" or "GPU 0 (NVIDIA H200)", for the startup line.
   virtual std::string Describe() const = 0;
 };

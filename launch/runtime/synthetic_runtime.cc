@@ -4,6 +4,7 @@
 #include <cstring>
 #include <thread>
 
+#include "coordinator/pool/lookup_grace.h"
 #include "store/base/splitmix.h"
 
 namespace strata {
@@ -221,11 +222,38 @@ void SyntheticRuntime::PollStore() {
   }
 }
 
+std::optional<HostHit> SyntheticRuntime::RetryOnLateAnswer(LookupTicket ticket,
+                                                           const PrefixHistory& h,
+                                                           uint64_t resident_tokens,
+                                                           std::optional<HostHit> hit) {
+  if (ticket == LookupTicket{}) return hit;
+  PollStore();  // reads what has arrived since admission
+  const LookupTicketStatus st = StoreCall().TicketStatus(ticket);
+  if (st.state != LookupTicketState::kReady || !st.answered_late) return hit;
+  const pool::LateAnswer late{
+      .pool_consumed = st.pool_consumed,
+      .admitted_consumed = hit ? hit->endpoint.consumed : 0,
+      .retry_used = st.retry_used ? pool::RetryUsed::kYes : pool::RetryUsed::kNo,
+      .prefill = pool::PrefillSubmitted::kNo,
+      .inputs = pool::RequestInputs::kText,
+      .drained = pool::LocalWorkDrained::kYes};
+  if (pool::DecideLateAnswer(late) != pool::LateAnswerAction::kRetryNow) return hit;
+  ++stats_.late_retries;
+  std::optional<HostHit> retried = StoreCall().LookupFor(ticket, h, resident_tokens, h.size());
+  return retried ? retried : hit;
+}
+
 Status SyntheticRuntime::Restore(const PrefixHistory& h, std::optional<PrefixKey>& resident,
                                  TurnReport& report) {
   const uint64_t a = resident ? resident->consumed : 0;
   ++stats_.host_lookups;
-  std::optional<HostHit> hit = StoreCall().Lookup(h, a, h.size());
+  // The request arrives and admits at once here: its pool lookup starts
+  // (seed 2.15, "Lookups"), admission takes what the ticket has by then, and
+  // an answer read after admission may retry it once (prefill not started).
+  const LookupTicket lookup = StoreCall().BeginLookup(h, a, h.size());
+  std::optional<HostHit> hit = StoreCall().LookupFor(lookup, h, a, h.size());
+  hit = RetryOnLateAnswer(lookup, h, a, std::move(hit));
+  StoreCall().EndLookup(lookup);
   if (!hit || (options_.use_policy && !policy_.ShouldFetch(*hit))) return Status::Ok();
   if (nodes_.count(hit->endpoint) != 0) {  // resident already, through another conversation
     resident = hit->endpoint;

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -68,6 +69,7 @@ struct RuntimeStats {
   uint64_t exports_ended = 0;                                   // pins released by kExportEnded
   std::array<uint64_t, kExportRefusalCount> exports_refused{};  // by ExportRefusal
   uint64_t evictions_lost = 0;  // EvictionsLost calls (notice queue overflows)
+  uint64_t late_retries = 0;    // admissions retried on a late, longer pool answer
 };
 
 // A GPU checkpoint as tests and tools see it.
@@ -112,6 +114,10 @@ class SyntheticRuntime {
 
   const RuntimeStats& stats() const { return stats_; }
   uint64_t conversation_tokens(uint32_t conversation) const;
+  // The conversation's tokens so far (a test builds its history from them).
+  std::span<const Token> tokens(uint32_t conversation) const {
+    return conversations_.at(conversation).tokens;
+  }
   uint64_t gpu_checkpoints() const { return nodes_.size(); }
   std::vector<GpuCheckpointInfo> ListGpuCheckpoints() const;
   // Exports pinned and not yet ended.
@@ -148,6 +154,10 @@ class SyntheticRuntime {
   void Release(const PrefixKey& key);
   std::vector<PageId> Chain(const PrefixKey& key) const;
   Status Restore(const PrefixHistory& h, std::optional<PrefixKey>& resident, TurnReport& report);
+  // After admission answered `hit`: a late pool answer that is longer
+  // retries admission once (pool::DecideLateAnswer); the better hit.
+  std::optional<HostHit> RetryOnLateAnswer(LookupTicket ticket, const PrefixHistory& h,
+                                           uint64_t resident_tokens, std::optional<HostHit> hit);
   PageWork Work(PageWorkKind kind, const PrefixHistory& h, uint64_t from_page,
                 const std::vector<PageId>& pages, StateSlot row, const PrefixKey& endpoint) const;
   // Applies `work` to every local rank, then to peers_.

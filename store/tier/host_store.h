@@ -67,6 +67,30 @@ struct InboundTicket {
   StateSlot row_slot;
 };
 
+// A lookup begun when its request arrived (seed 2.15, "Lookups"): a pooled
+// store sends it to its manager at once and files the answer against the
+// ticket, so admission never waits for the manager beyond the lookup grace.
+// Value 0 names no ticket.
+using LookupTicket = StrongId<struct LookupTicketTag, uint64_t>;
+
+enum class LookupTicketState : unsigned char {
+  kNone,     // no such ticket (never begun, ended, or a store without a pool)
+  kPending,  // the manager has not answered yet
+  kReady,    // answered (or its connection was lost: then with nothing)
+};
+
+// What a runtime needs to decide a late answer's retry (pool::DecideLateAnswer).
+struct LookupTicketStatus {
+  LookupTicketState state = LookupTicketState::kNone;
+  uint64_t pool_consumed = 0;      // kReady: the pooled endpoint (0: the pool holds none)
+  uint64_t admitted_consumed = 0;  // what the last admission answered (0: nothing)
+  uint32_t admissions = 0;         // LookupFor calls so far
+  // The first admission went on without the answer (it was pending): only
+  // then may the answer retry admission, once.
+  bool answered_late = false;
+  bool retry_used = false;  // the one late retry is spent
+};
+
 enum class StoreOutcome : unsigned char {
   kQueued,    // copy-out started; the GPU checkpoint stays pinned until an event
   kPresent,   // the key is already held or in flight; nothing to do
@@ -111,6 +135,26 @@ class HostStore {
   // (the deepest ready GPU checkpoint), at or below `before` tokens.
   virtual std::optional<HostHit> Lookup(const PrefixHistory& history, uint64_t resident_tokens,
                                         uint64_t before) = 0;
+
+  // Two-step lookups (seed 2.15, "Lookups"). BeginLookup, when a request
+  // arrives, starts what is slow (a pooled store asks its manager) and never
+  // waits; LookupFor, at admission, answers like Lookup, using what the
+  // ticket has by then (a pooled store waits at most the lookup grace, once).
+  // LookupFor may be called again for the same request (a late answer's
+  // retry, or after a capacity wait); EndLookup drops the ticket (prefill
+  // started, or the request was cancelled). The defaults, for stores without
+  // a pool: no ticket, and LookupFor is Lookup.
+  virtual LookupTicket BeginLookup(const PrefixHistory& /*history*/, uint64_t /*resident_tokens*/,
+                                   uint64_t /*before*/) {
+    return LookupTicket{};
+  }
+  virtual std::optional<HostHit> LookupFor(LookupTicket /*ticket*/, const PrefixHistory& history,
+                                           uint64_t resident_tokens, uint64_t before) {
+    return Lookup(history, resident_tokens, before);
+  }
+  virtual LookupTicketStatus TicketStatus(LookupTicket /*ticket*/) const { return {}; }
+  virtual void EndLookup(LookupTicket /*ticket*/) {}
+
   virtual StoreOutcome Store(const PublishedCheckpoint& checkpoint) = 0;
   // Starts restoring `hit` into `ticket`. An error means nothing started and
   // the ticket's resources are the caller's again.

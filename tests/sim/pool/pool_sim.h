@@ -23,7 +23,13 @@
 //   - the catalog's records, sessions and claims in flight match the oracle,
 //     every claimable record is one the oracle holds, and a record that
 //     vanished is accounted for by the manager's eviction count;
-//   - PoolCatalog::CheckInvariants holds.
+//   - PoolCatalog::CheckInvariants holds;
+//   - lookups (lookup_tickets.h, with answers reaching the instance inside,
+//     after or long after the grace): admission uses pool candidates only
+//     once the answer has reached the instance, holds a pending ticket no
+//     longer than its grace after the begin (a later admission never
+//     waits), a late answer retries admission at most once, a ticket of a
+//     lost connection answers nothing, and every ticket ends.
 // The same seed always runs the same way: a failure prints its seed, and
 // `strata_pool_sim --seed N` replays it with its event trace.
 #pragma once
@@ -47,6 +53,9 @@ enum class PoolPlantedBug : uint8_t {
   kReleaseBeforeCopy,
   // The instance keeps a restored record without comparing its checksum.
   kSkipChecksum,
+  // Admission uses the manager's answer before it reached the instance
+  // (pool candidates of a pending ticket).
+  kUsePendingTicket,
 };
 std::string_view PoolPlantedBugName(PoolPlantedBug bug);
 
@@ -70,6 +79,11 @@ struct PoolSimCounts {
   uint64_t manager_restarts = 0;
   uint64_t slots_damaged = 0;
   uint64_t evictions = 0;
+  uint64_t lookups = 0;         // tickets begun
+  uint64_t lookups_waited = 0;  // admissions held inside the grace
+  uint64_t lookups_local = 0;   // admissions that went on without the answer
+  uint64_t late_retries = 0;    // late, longer answers that retried admission
+  uint64_t tickets_failed = 0;  // pending tickets whose connection was lost
 
   void Add(const PoolSimCounts& o);
 };

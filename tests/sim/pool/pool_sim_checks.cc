@@ -9,7 +9,8 @@ namespace strata::pool::sim {
 
 bool PoolSimWorld::Quiet() const {
   for (const SimInstance& inst : instances_) {
-    if (!inst.up || !inst.claims.empty() || !inst.puts.empty() || inst.zombie_session.has_value()) {
+    if (!inst.up || !inst.claims.empty() || !inst.puts.empty() || inst.zombie_session.has_value() ||
+        !inst.late_lookups.empty()) {
       return false;
     }
   }
@@ -90,6 +91,12 @@ void PoolSimWorld::CheckStep() {
   uint64_t claims = 0;
   uint64_t pending = 0;
   for (const SimInstance& inst : instances_) {
+    // Every ticket ends: only those waiting for a late answer stay open.
+    if (inst.tickets.open() != inst.late_lookups.size()) {
+      Violation(Name(inst) + " holds " + std::to_string(inst.tickets.open()) + " tickets for " +
+                std::to_string(inst.late_lookups.size()) + " late lookups: tickets leak");
+      return;
+    }
     sessions += (inst.session.has_value() ? 1 : 0) + (inst.zombie_session.has_value() ? 1 : 0);
     pending += inst.puts.size() + inst.zombie_puts;
     for (const std::vector<SimClaim>* list : {&inst.claims, &inst.zombie_claims}) {

@@ -49,6 +49,8 @@ void PoolSimWorld::Attach(SimInstance& inst) {
     return;
   }
   inst.session = ok.session;
+  // Lookups asked on an earlier connection will never be answered.
+  counts_.tickets_failed += inst.tickets.FailPending(ok.session.value);
   // A lingering session of the same instance is replaced: its claims end and
   // its puts abort (its records stay).
   inst.zombie_session.reset();
@@ -65,11 +67,12 @@ void PoolSimWorld::InstanceTurn(SimInstance& inst, bool new_work) {
   }
   AdvanceClaims(inst);
   if (violation_.ok()) AdvancePuts(inst);
+  if (violation_.ok()) AdvanceLateLookups(inst);
   if (!violation_.ok() || !new_work || !rng_.Chance(0.6)) return;
   if (rng_.Chance(0.5)) {
     if (inst.puts.size() < kPutsPerInstanceMax) StartPut(inst);
   } else if (inst.claims.size() < kClaimsPerInstanceMax) {
-    StartClaim(inst);
+    StartLookup(inst);
   }
 }
 
@@ -231,28 +234,20 @@ void PoolSimWorld::StartPut(SimInstance& inst) {
   inst.puts.push_back(std::move(p));
 }
 
-void PoolSimWorld::StartClaim(SimInstance& inst) {
-  const uint32_t subject = static_cast<uint32_t>(rng_.Below(kSubjects));
-  const PrefixHistory& h = subjects_[subject];
-  PoolMessage looked =
-      Ask(*inst.session, PoolLookup{.request_id = next_request_++,
-                                    .tokens = {h.tokens().begin(), h.tokens().end()},
-                                    .resident_tokens = 0,
-                                    .before = kPageTokens});
-  const auto* hit = std::get_if<PoolLookupAnswer>(&looked);
-  if (hit == nullptr || !hit->status.ok()) {
-    Violation("lookup failed");
-    return;
-  }
-  if (hit->chain.empty()) return;
-  PoolMessage answer =
-      Ask(*inst.session, PoolClaim{.request_id = next_request_++, .chain = hit->chain});
+void PoolSimWorld::Claim(SimInstance& inst, uint32_t subject, const std::vector<PrefixKey>& chain,
+                         bool late_retry) {
+  PoolMessage answer = Ask(*inst.session, PoolClaim{.request_id = next_request_++, .chain = chain});
   const auto* a = std::get_if<PoolClaimAnswer>(&answer);
   if (a == nullptr) {
     Violation("a claim answered with another message");
     return;
   }
   if (a->status.code() == StatusCode::kBusy) return;
+  // The record may have gone (or be put again) since a late answer named it.
+  if (late_retry && (a->status.code() == StatusCode::kNotFound ||
+                     a->status.code() == StatusCode::kFailedPrecondition)) {
+    return;
+  }
   if (!a->status.ok()) {
     Violation("claim of a record the lookup just found refused: " + a->status.ToString());
     return;

@@ -24,10 +24,14 @@ void PrintSummary(const strata::pool::sim::PoolSimCounts& c, double seconds, uin
       "  restores %llu checked equal, %llu refused by their checksum, %llu claims failed by the "
       "manager\n"
       "  faults: instance crashes %llu, manager restarts %llu, damaged slots %llu; evictions "
-      "%llu\n",
+      "%llu\n"
+      "  lookups %llu: %llu waited inside the grace, %llu admitted without the answer, %llu late "
+      "retries, %llu tickets failed with their connection\n",
       U(c.seeds), U(failures), seconds, U(c.steps), U(c.puts_committed), U(c.puts_refused),
       U(c.claims_granted), U(c.restores_ok), U(c.restores_refused), U(c.claims_failed),
-      U(c.instance_crashes), U(c.manager_restarts), U(c.slots_damaged), U(c.evictions));
+      U(c.instance_crashes), U(c.manager_restarts), U(c.slots_damaged), U(c.evictions),
+      U(c.lookups), U(c.lookups_waited), U(c.lookups_local), U(c.late_retries),
+      U(c.tickets_failed));
 }
 
 }  // namespace
@@ -49,10 +53,11 @@ int main(int argc, char** argv) {
   app.add_flag("--trace", options.trace, "Print every event of every seed");
   app.add_option("--planted-bug", planted,
                  "Run deliberately wrong instance rules (shows the checks catch them)")
-      ->check(CLI::IsMember({"none", "release-before-copy", "skip-checksum"}))
+      ->check(CLI::IsMember({"none", "release-before-copy", "skip-checksum", "use-pending-ticket"}))
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
-  for (PoolPlantedBug bug : {PoolPlantedBug::kReleaseBeforeCopy, PoolPlantedBug::kSkipChecksum}) {
+  for (PoolPlantedBug bug : {PoolPlantedBug::kReleaseBeforeCopy, PoolPlantedBug::kSkipChecksum,
+                             PoolPlantedBug::kUsePendingTicket}) {
     if (planted == strata::pool::sim::PoolPlantedBugName(bug)) options.planted_bug = bug;
   }
   if (replay) {

@@ -48,6 +48,10 @@ TEST_P(PoolSimulationSweep, EveryInvariantHoldsForEverySeed) {
   EXPECT_GT(total.instance_crashes, 0u);
   EXPECT_GT(total.manager_restarts, 0u);
   EXPECT_GT(total.evictions, 0u);
+  EXPECT_GT(total.lookups_waited, 0u);
+  EXPECT_GT(total.lookups_local, 0u);
+  EXPECT_GT(total.late_retries, 0u);
+  EXPECT_GT(total.tickets_failed, 0u);
   std::printf("%llu seeds: %llu restores, %llu refused, %llu claims failed, %llu puts refused\n",
               static_cast<unsigned long long>(n),
               static_cast<unsigned long long>(total.restores_ok),
@@ -104,7 +108,9 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(PlantedCase{PoolPlantedBug::kReleaseBeforeCopy, "ReleaseBeforeCopy",
                                   "copy of claim"},
                       PlantedCase{PoolPlantedBug::kSkipChecksum, "SkipChecksum",
-                                  "with bytes other than those put"}),
+                                  "with bytes other than those put"},
+                      PlantedCase{PoolPlantedBug::kUsePendingTicket, "UsePendingTicket",
+                                  "pool candidates of a pending ticket"}),
     [](const ::testing::TestParamInfo<PlantedCase>& info) { return std::string(info.param.name); });
 
 // A failing seed prints itself and the command that replays it, and the

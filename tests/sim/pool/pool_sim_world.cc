@@ -26,6 +26,7 @@ std::string_view PoolPlantedBugName(PoolPlantedBug bug) {
     case PoolPlantedBug::kNone: return "none";
     case PoolPlantedBug::kReleaseBeforeCopy: return "release-before-copy";
     case PoolPlantedBug::kSkipChecksum: return "skip-checksum";
+    case PoolPlantedBug::kUsePendingTicket: return "use-pending-ticket";
   }
   return "?";
 }
@@ -43,6 +44,11 @@ void PoolSimCounts::Add(const PoolSimCounts& o) {
   manager_restarts += o.manager_restarts;
   slots_damaged += o.slots_damaged;
   evictions += o.evictions;
+  lookups += o.lookups;
+  lookups_waited += o.lookups_waited;
+  lookups_local += o.lookups_local;
+  late_retries += o.late_retries;
+  tickets_failed += o.tickets_failed;
 }
 
 PoolSimWorld::PoolSimWorld(const PoolSimOptions& options) : options_(options), rng_(options.seed) {
@@ -133,8 +139,10 @@ void PoolSimWorld::CrashManager() {
   arena_.reset();
   oracle_.clear();
   manager_restart_in_ = static_cast<uint32_t>(rng_.Between(1, 4));
-  // Every link closes: the instances abort their copies and reattach later.
+  // Every link closes: the instances abort their copies and reattach later;
+  // their pending lookups will never be answered.
   for (SimInstance& inst : instances_) {
+    counts_.tickets_failed += inst.tickets.FailPending(std::nullopt);
     inst.session.reset();
     inst.claims.clear();
     inst.puts.clear();
@@ -176,6 +184,9 @@ void PoolSimWorld::CrashInstance(SimInstance& inst) {
   inst.session.reset();
   inst.claims.clear();
   inst.puts.clear();
+  // The process is gone, and with it every ticket.
+  inst.tickets = LookupTickets(kLocalGraceUs);
+  inst.late_lookups.clear();
 }
 
 void PoolSimWorld::DamageSlot() {

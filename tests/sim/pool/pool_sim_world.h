@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "coordinator/pool/arena.h"
+#include "coordinator/pool/lookup_grace.h"
+#include "coordinator/pool/lookup_tickets.h"
 #include "coordinator/pool/pool_catalog.h"
 #include "coordinator/pool/pool_dispatch.h"
 #include "coordinator/pool/put_rules.h"
@@ -60,6 +62,20 @@ struct SimPut {
   uint32_t steps_left = 0;
 };
 
+// A lookup whose first admission went on without its answer (pending): it
+// waits for the late answer, which may retry admission once.
+struct SimLookup {
+  LookupTicket ticket;
+  uint32_t subject = 0;
+  uint64_t connection = 0;  // the session it was asked on
+  uint64_t request_id = 0;
+  uint64_t begun_us = 0;
+  uint64_t delivery_us = 0;      // when the manager's answer reaches the instance
+  std::vector<PrefixKey> chain;  // that answer
+  PrefillSubmitted prefill = PrefillSubmitted::kNo;
+  RequestInputs inputs = RequestInputs::kText;
+};
+
 struct SimInstance {
   std::vector<std::string> sources;  // the same across restarts: the same id
   InstanceId id{};
@@ -74,6 +90,8 @@ struct SimInstance {
   std::vector<SimClaim> zombie_claims;
   size_t zombie_puts = 0;
   RetryGate gate;
+  LookupTickets tickets{kLocalGraceUs};
+  std::vector<SimLookup> late_lookups;
 };
 
 struct OracleRecord {
@@ -103,7 +121,14 @@ class PoolSimWorld {
   void FinishCopy(SimInstance& inst, SimClaim& claim);
   void AdvancePuts(SimInstance& inst);
   void StartPut(SimInstance& inst);
-  void StartClaim(SimInstance& inst);
+  // pool_sim_lookups.cc: a request's ticket, admission and late answer
+  // (lookup_tickets.h), as PooledStore::LookupFor runs them.
+  void StartLookup(SimInstance& inst);
+  void AdvanceLateLookups(SimInstance& inst);
+  // Claims the pooled `chain` of `subject`; a late retry tolerates a record
+  // gone since its answer.
+  void Claim(SimInstance& inst, uint32_t subject, const std::vector<PrefixKey>& chain,
+             bool late_retry);
   void Release(SimInstance& inst, SimClaim& claim);
   PoolMessage Ask(SessionId session, const PoolMessage& request);
   // pool_sim_checks.cc: the invariants.

@@ -11,79 +11,16 @@
 #include <unistd.h>
 
 #include "coordinator/pool/pool_server.h"
-#include "launch/presets.h"
-#include "launch/runtime/synthetic_runtime.h"
-#include "store/tier/memory_store.h"
-#include "store/transfer/host_planes.h"
+#include "tests/unit/coordinator/pool/pooled_test_instance.h"
 
 namespace strata::pool {
 namespace {
 
-using namespace std::chrono_literals;
-
-constexpr uint64_t kWarmSlots = 36;            // about three 10-page records
-constexpr uint64_t kConversationTokens = 640;  // one 10-page record each
-constexpr int kConversations = 6;
-
-struct InstanceOptions {
-  std::string socket_path;
-  std::string source;
-  uint8_t layout_salt = 0;  // nonzero: another layout fingerprint
-  StoreClock clock{};
-  ArenaRegistration registration = ArenaRegistration::kNone;
-};
-
-// A steady clock the test moves by hand.
-struct ManualClock {
-  std::shared_ptr<std::chrono::steady_clock::time_point> now =
-      std::make_shared<std::chrono::steady_clock::time_point>();
-  StoreClock AsStoreClock() const {
-    StoreClock c;
-    c.steady = [now = now] { return *now; };
-    return c;
-  }
-  void Advance(std::chrono::milliseconds by) const { *now += by; }
-};
-
-// One instance: synthetic planes, a memory tier, its pool link and runtime.
-struct Instance {
-  explicit Instance(const InstanceOptions& o)
-      : geometry(*PresetGeometry("tiny", 1, 512, 16)), planes(geometry) {
-    RecordLayout layout(geometry);
-    slabs = std::shared_ptr<SlabPool>(*SlabPool::Create(layout.page_record_bytes(), kWarmSlots, 0));
-    memory = std::make_unique<MemoryStore>(geometry, slabs, *MakeHostTransfers(planes));
-    PoolLinkOptions link;
-    link.client.socket_path = o.socket_path;
-    link.client.hello = InstanceHello(geometry, NamespaceIdentity{3}, {o.source});
-    link.client.hello.layout[0] ^= o.layout_salt;
-    link.startup_retry_interval = 10ms;
-    link.clock = o.clock;
-    link.registration = o.registration;
-    pooled = std::make_unique<PooledStore>(*memory, *memory, PoolLink::AttachAtStartup(link));
-    memory->SetEvictionSink(pooled.get());
-    runtime = std::make_unique<SyntheticRuntime>(planes, pooled.get(),
-                                                 SyntheticRuntimeOptions{.seed = 1});
-  }
-  ~Instance() {
-    runtime.reset();
-    memory->SetEvictionSink(nullptr);
-  }
-
-  // Runs kConversations one-turn conversations, draining stores after each.
-  void Compute() {
-    for (int i = 0; i < kConversations; ++i) {
-      EXPECT_TRUE(runtime->Turn(runtime->NewConversation(), kConversationTokens).ok());
-      EXPECT_TRUE(runtime->WaitForStores().ok());
-    }
-  }
-
-  CacheGeometry geometry;
-  HostPlanes planes;
-  std::shared_ptr<SlabPool> slabs;
-  std::unique_ptr<MemoryStore> memory;
-  std::unique_ptr<PooledStore> pooled;
-  std::unique_ptr<SyntheticRuntime> runtime;
-};
+using pooled_test::Instance;
+using pooled_test::InstanceOptions;
+using pooled_test::kConversations;
+using pooled_test::kConversationTokens;
+using pooled_test::ManualClock;
 
 class PooledStoreTest : public ::testing::Test {
  protected:

@@ -1,0 +1,89 @@
+// An instance of the pooled-store tests: synthetic planes, a memory tier,
+// its pool link and a synthetic runtime, in one process with a manager the
+// test runs (pooled_store_test.cc, pooled_store_tickets_test.cc).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "coordinator/pool/pooled_store.h"
+#include "launch/presets.h"
+#include "launch/runtime/synthetic_runtime.h"
+#include "store/tier/memory_store.h"
+#include "store/transfer/host_planes.h"
+
+namespace strata::pool::pooled_test {
+
+using namespace std::chrono_literals;
+
+constexpr uint64_t kWarmSlots = 36;            // about three 10-page records
+constexpr uint64_t kConversationTokens = 640;  // one 10-page record each
+constexpr int kConversations = 6;
+
+struct InstanceOptions {
+  std::string socket_path;
+  std::string source;
+  uint8_t layout_salt = 0;  // nonzero: another layout fingerprint
+  StoreClock clock{};
+  ArenaRegistration registration = ArenaRegistration::kNone;
+  // The lookup grace (PoolClientOptions::lookup_bound); unset: the answer
+  // bound (5 s), so that a loaded machine does not turn a hit into a miss.
+  std::optional<std::chrono::milliseconds> lookup_grace{};
+};
+
+// A steady clock the test moves by hand.
+struct ManualClock {
+  std::shared_ptr<std::chrono::steady_clock::time_point> now =
+      std::make_shared<std::chrono::steady_clock::time_point>();
+  StoreClock AsStoreClock() const {
+    StoreClock c;
+    c.steady = [now = now] { return *now; };
+    return c;
+  }
+  void Advance(std::chrono::milliseconds by) const { *now += by; }
+};
+
+// One instance: synthetic planes, a memory tier, its pool link and runtime.
+struct Instance {
+  explicit Instance(const InstanceOptions& o)
+      : geometry(*PresetGeometry("tiny", 1, 512, 16)), planes(geometry) {
+    RecordLayout layout(geometry);
+    slabs = std::shared_ptr<SlabPool>(*SlabPool::Create(layout.page_record_bytes(), kWarmSlots, 0));
+    memory = std::make_unique<MemoryStore>(geometry, slabs, *MakeHostTransfers(planes));
+    PoolLinkOptions link;
+    link.client.socket_path = o.socket_path;
+    link.client.hello = InstanceHello(geometry, NamespaceIdentity{3}, {o.source});
+    link.client.hello.layout[0] ^= o.layout_salt;
+    link.client.lookup_bound = o.lookup_grace;
+    link.startup_retry_interval = 10ms;
+    link.clock = o.clock;
+    link.registration = o.registration;
+    pooled = std::make_unique<PooledStore>(*memory, *memory, PoolLink::AttachAtStartup(link));
+    memory->SetEvictionSink(pooled.get());
+    runtime = std::make_unique<SyntheticRuntime>(planes, pooled.get(),
+                                                 SyntheticRuntimeOptions{.seed = 1});
+  }
+  ~Instance() {
+    runtime.reset();
+    memory->SetEvictionSink(nullptr);
+  }
+
+  // Runs kConversations one-turn conversations, draining stores after each.
+  void Compute() {
+    for (int i = 0; i < kConversations; ++i) {
+      EXPECT_TRUE(runtime->Turn(runtime->NewConversation(), kConversationTokens).ok());
+      EXPECT_TRUE(runtime->WaitForStores().ok());
+    }
+  }
+
+  CacheGeometry geometry;
+  HostPlanes planes;
+  std::shared_ptr<SlabPool> slabs;
+  std::unique_ptr<MemoryStore> memory;
+  std::unique_ptr<PooledStore> pooled;
+  std::unique_ptr<SyntheticRuntime> runtime;
+};
+
+}  // namespace strata::pool::pooled_test
