@@ -13,6 +13,7 @@
 #include "cuda/cuda_transfers.h"
 #include "launch/presets.h"
 #include "tests/support/cuda_round_trip.h"
+#include "tests/support/ipc_handles.h"
 #include "tests/unit/cuda/fake_cuda.h"
 
 namespace strata {
@@ -20,37 +21,15 @@ namespace {
 
 using test::AllocateSlabs;
 using test::CheckPatterns;
+using test::IpcHandlesOf;
 using test::MoveWindows;
+using test::PageIds;
 using test::Slabs;
 using test::WritePatterns;
 
 constexpr uint64_t kPages = 64;
 
 CacheGeometry Geometry() { return *PresetGeometry("tiny", 1, kPages, 4); }
-
-// One IPC handle per plane of `runtime`'s rank 0 (each its own block).
-std::vector<PlaneFd> IpcHandlesOf(const CudaDriver& d, const CudaPlanes& runtime) {
-  std::vector<PlaneFd> out;
-  const RankGeometry& g = runtime.geometry().ranks[0];
-  ContextGuard guard(d, *d.RetainPrimaryContext(0));
-  auto share = [&](std::optional<uint32_t> plane, uint64_t base) {
-    out.push_back({.rank = 0,
-                   .page_plane = plane,
-                   .fd = -1,
-                   .ipc = IpcPlane{.handle = *d.IpcHandleOf(base), .offset = 0}});
-  };
-  for (uint32_t p = 0; p < g.page_planes.size(); ++p) {
-    share(p, runtime.page_address(0, p, PageId(0)));
-  }
-  share(std::nullopt, runtime.row_address(0, StateSlot(0)));
-  return out;
-}
-
-std::vector<PageId> Ids(uint32_t first, uint32_t count) {
-  std::vector<PageId> ids;
-  for (uint32_t i = 0; i < count; ++i) ids.push_back(PageId(first + i));
-  return ids;
-}
 
 struct Rig {
   explicit Rig(const FakeCuda& fake) {
@@ -89,7 +68,7 @@ TEST(AttachedDevicePlanesTest, EachAttachmentRestoresByteExactThroughItsOwnMappi
   STRATA_USE_FAKE_CUDA(fake);
   Rig rig(fake);
   const CudaDriver& d = *fake.driver();
-  const std::vector<PageId> src = Ids(3, 20), dst = Ids(30, 20);
+  const std::vector<PageId> src = PageIds(3, 20), dst = PageIds(30, 20);
   Slabs slabs = AllocateSlabs(*rig.pool, RecordLayout(Geometry()), src.size());
   uint64_t job = 1;
 

@@ -13,6 +13,7 @@
 #include "cuda/cuda_transfers.h"
 #include "launch/presets.h"
 #include "tests/support/cuda_round_trip.h"
+#include "tests/support/ipc_handles.h"
 #include "tests/unit/cuda/fake_cuda.h"
 
 namespace strata {
@@ -20,29 +21,15 @@ namespace {
 
 using test::AllocateSlabs;
 using test::CheckPatterns;
+using test::IpcHandlesOf;
 using test::MoveWindows;
+using test::PageIds;
 using test::Slabs;
 using test::WritePatterns;
 
 constexpr uint64_t kPages = 64;
 
 CacheGeometry Geometry() { return *PresetGeometry("tiny", 1, kPages, 4); }
-
-// What a runtime sends: one handle per plane, offsets 0 (each plane its own block).
-std::vector<PlaneFd> HandlesOf(const CudaDriver& d, const CudaPlanes& runtime) {
-  std::vector<PlaneFd> out;
-  const RankGeometry& g = runtime.geometry().ranks[0];
-  ContextGuard guard(d, *d.RetainPrimaryContext(0));
-  auto share = [&](std::optional<uint32_t> plane, uint64_t base) {
-    IpcPlane ipc{.handle = *d.IpcHandleOf(base), .offset = 0};
-    out.push_back({.rank = 0, .page_plane = plane, .fd = -1, .ipc = ipc});
-  };
-  for (uint32_t p = 0; p < g.page_planes.size(); ++p) {
-    share(p, runtime.page_address(0, p, PageId(0)));
-  }
-  share(std::nullopt, runtime.row_address(0, StateSlot(0)));
-  return out;
-}
 
 struct Rig {
   explicit Rig(const FakeCuda& fake) {
@@ -61,24 +48,18 @@ struct Rig {
   std::unique_ptr<Transfers> transfers;
 };
 
-std::vector<PageId> Ids(uint32_t first, uint32_t count) {
-  std::vector<PageId> ids;
-  for (uint32_t i = 0; i < count; ++i) ids.push_back(PageId(first + i));
-  return ids;
-}
-
 TEST(ImportedIpcPlanesTest, CopiesRunThroughTheOpenedAddressesByteExact) {
   STRATA_USE_FAKE_CUDA(fake);
   Rig rig(fake);
   auto runtime = *CudaPlanes::Create(fake.driver(), Geometry(), {0});
-  ASSERT_TRUE(rig.importer->Import(HandlesOf(*fake.driver(), *runtime)).ok());
+  ASSERT_TRUE(rig.importer->Import(IpcHandlesOf(*fake.driver(), *runtime)).ok());
   std::shared_ptr<const PlaneBases> bases = rig.importer->current_bases();
   ASSERT_NE(bases, nullptr);
   EXPECT_NE((*bases)[0].page_plane_base[0], runtime->page_address(0, 0, PageId(0)))
       << "the fake must open at another address than the exporter's";
   EXPECT_NE((*bases)[0].row_base, runtime->row_address(0, StateSlot(0)));
 
-  const std::vector<PageId> src = Ids(3, 20), dst = Ids(30, 20);
+  const std::vector<PageId> src = PageIds(3, 20), dst = PageIds(30, 20);
   ASSERT_TRUE(WritePatterns(*runtime, src, StateSlot(1)).ok());
   Slabs slabs = AllocateSlabs(*rig.pool, RecordLayout(Geometry()), src.size());
   uint64_t job = 1;
@@ -101,13 +82,13 @@ TEST(ImportedIpcPlanesTest, CopiesRunThroughTheOpenedAddressesByteExact) {
 TEST(ImportedIpcPlanesTest, AReattachedRuntimeRestoresIntoItsNewMapping) {
   STRATA_USE_FAKE_CUDA(fake);
   Rig rig(fake);
-  const std::vector<PageId> src = Ids(0, 10), dst = Ids(40, 10);
+  const std::vector<PageId> src = PageIds(0, 10), dst = PageIds(40, 10);
   Slabs slabs = AllocateSlabs(*rig.pool, RecordLayout(Geometry()), src.size());
   uint64_t job = 1;
   uint64_t first_base = 0;
   {
     auto first = *CudaPlanes::Create(fake.driver(), Geometry(), {0});
-    ASSERT_TRUE(rig.importer->Import(HandlesOf(*fake.driver(), *first)).ok());
+    ASSERT_TRUE(rig.importer->Import(IpcHandlesOf(*fake.driver(), *first)).ok());
     first_base = (*rig.importer->current_bases())[0].page_plane_base[0];
     ASSERT_TRUE(WritePatterns(*first, src, StateSlot(0)).ok());
     ASSERT_TRUE(
@@ -123,7 +104,7 @@ TEST(ImportedIpcPlanesTest, AReattachedRuntimeRestoresIntoItsNewMapping) {
   // The restarted runtime: new blocks, opened somewhere else.
   auto second = *CudaPlanes::Create(fake.driver(), Geometry(), {0});
   ASSERT_TRUE(second->Fill(0).ok());
-  ASSERT_TRUE(rig.importer->Import(HandlesOf(*fake.driver(), *second)).ok());
+  ASSERT_TRUE(rig.importer->Import(IpcHandlesOf(*fake.driver(), *second)).ok());
   EXPECT_NE((*rig.importer->current_bases())[0].page_plane_base[0], first_base);
   Status in =
       MoveWindows(*rig.transfers, TransferDirection::kHostToDevice, dst, StateSlot(1), slabs, job);
@@ -217,7 +198,7 @@ TEST(ImportedIpcPlanesTest, AFailedOpenLeavesNothingOpen) {
   STRATA_USE_FAKE_CUDA(fake);
   Rig rig(fake);
   auto runtime = *CudaPlanes::Create(fake.driver(), Geometry(), {0});
-  std::vector<PlaneFd> handles = HandlesOf(*fake.driver(), *runtime);
+  std::vector<PlaneFd> handles = IpcHandlesOf(*fake.driver(), *runtime);
   handles.back().ipc->handle[0] ^= 0x40;  // a block that is no allocation
   Status s = rig.importer->Import(handles);
   EXPECT_FALSE(s.ok());
