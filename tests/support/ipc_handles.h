@@ -1,14 +1,18 @@
 // Test support for the CPU tests of GPU planes shared by legacy CUDA IPC
 // handles (fake driver): what a runtime sends for planes it allocated itself,
-// and runs of page ids.
+// runs of page ids, and an importer with batched transfers built over it.
 #pragma once
 
 #include <optional>
 #include <vector>
 
 #include "cuda/cuda_planes.h"
+#include "cuda/cuda_registrar.h"
+#include "cuda/cuda_transfers.h"
 #include "cuda/driver_api.h"
+#include "store/record/record_layout.h"
 #include "store/transfer/plane_importer.h"
+#include "store/transfer/slab_pool.h"
 
 namespace strata::test {
 
@@ -37,5 +41,27 @@ inline std::vector<PageId> PageIds(uint32_t first, uint32_t count) {
   for (uint32_t i = 0; i < count; ++i) ids.push_back(PageId(first + i));
   return ids;
 }
+
+// `Planes` (an importer of device 0's planes, e.g. ImportedIpcPlanes), a
+// registered slab pool with room for `pages` page records, and batched
+// transfers built once over the importer.
+template <class Planes>
+struct ImportRig {
+  ImportRig(const std::shared_ptr<const CudaDriver>& driver, const CacheGeometry& geometry,
+            uint64_t pages) {
+    planes = *Planes::Create(driver, geometry, {0});
+    registrar = *CudaHostRegistrar::Create(driver, 0);
+    pool = *SlabPool::Create(RecordLayout(geometry).page_record_bytes(), pages + 16, 0,
+                             registrar.get());
+    CudaTransfersOptions options;
+    options.method = CopyMethod::kBatched;
+    options.device_ordinals = {0};
+    transfers = *MakeCudaTransfers(driver, geometry, *planes, options);
+  }
+  std::unique_ptr<Planes> planes;
+  std::unique_ptr<CudaHostRegistrar> registrar;
+  std::unique_ptr<SlabPool> pool;
+  std::unique_ptr<Transfers> transfers;
+};
 
 }  // namespace strata::test

@@ -9,8 +9,6 @@
 
 #include <gtest/gtest.h>
 
-#include "cuda/cuda_registrar.h"
-#include "cuda/cuda_transfers.h"
 #include "launch/presets.h"
 #include "tests/support/cuda_round_trip.h"
 #include "tests/support/ipc_handles.h"
@@ -31,21 +29,8 @@ constexpr uint64_t kPages = 64;
 
 CacheGeometry Geometry() { return *PresetGeometry("tiny", 1, kPages, 4); }
 
-struct Rig {
-  explicit Rig(const FakeCuda& fake) {
-    planes = *AttachedDevicePlanes::Create(fake.driver(), Geometry(), {0});
-    registrar = *CudaHostRegistrar::Create(fake.driver(), 0);
-    pool = *SlabPool::Create(RecordLayout(Geometry()).page_record_bytes(), kPages + 16, 0,
-                             registrar.get());
-    CudaTransfersOptions options;
-    options.method = CopyMethod::kBatched;
-    options.device_ordinals = planes->device_ordinals();
-    transfers = *MakeCudaTransfers(fake.driver(), Geometry(), *planes, options);
-  }
-  std::unique_ptr<AttachedDevicePlanes> planes;
-  std::unique_ptr<CudaHostRegistrar> registrar;
-  std::unique_ptr<SlabPool> pool;
-  std::unique_ptr<Transfers> transfers;
+struct Rig : test::ImportRig<AttachedDevicePlanes> {
+  explicit Rig(const FakeCuda& fake) : ImportRig(fake.driver(), Geometry(), kPages) {}
 };
 
 TEST(AttachedDevicePlanesTest, OffersOnlyTheFormsTheDriverCanImport) {

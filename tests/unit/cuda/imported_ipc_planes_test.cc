@@ -9,8 +9,6 @@
 
 #include <gtest/gtest.h>
 
-#include "cuda/cuda_registrar.h"
-#include "cuda/cuda_transfers.h"
 #include "launch/presets.h"
 #include "tests/support/cuda_round_trip.h"
 #include "tests/support/ipc_handles.h"
@@ -19,61 +17,40 @@
 namespace strata {
 namespace {
 
-using test::AllocateSlabs;
-using test::CheckPatterns;
-using test::IpcHandlesOf;
-using test::MoveWindows;
-using test::PageIds;
-using test::Slabs;
-using test::WritePatterns;
-
 constexpr uint64_t kPages = 64;
 
 CacheGeometry Geometry() { return *PresetGeometry("tiny", 1, kPages, 4); }
 
-struct Rig {
-  explicit Rig(const FakeCuda& fake) {
-    importer = *ImportedIpcPlanes::Create(fake.driver(), Geometry(), {0});
-    registrar = *CudaHostRegistrar::Create(fake.driver(), 0);
-    pool = *SlabPool::Create(RecordLayout(Geometry()).page_record_bytes(), kPages + 16, 0,
-                             registrar.get());
-    CudaTransfersOptions options;
-    options.method = CopyMethod::kBatched;
-    options.device_ordinals = {0};
-    transfers = *MakeCudaTransfers(fake.driver(), Geometry(), *importer, options);
-  }
-  std::unique_ptr<ImportedIpcPlanes> importer;
-  std::unique_ptr<CudaHostRegistrar> registrar;
-  std::unique_ptr<SlabPool> pool;
-  std::unique_ptr<Transfers> transfers;
+struct Rig : test::ImportRig<ImportedIpcPlanes> {
+  explicit Rig(const FakeCuda& fake) : ImportRig(fake.driver(), Geometry(), kPages) {}
 };
 
 TEST(ImportedIpcPlanesTest, CopiesRunThroughTheOpenedAddressesByteExact) {
   STRATA_USE_FAKE_CUDA(fake);
   Rig rig(fake);
   auto runtime = *CudaPlanes::Create(fake.driver(), Geometry(), {0});
-  ASSERT_TRUE(rig.importer->Import(IpcHandlesOf(*fake.driver(), *runtime)).ok());
-  std::shared_ptr<const PlaneBases> bases = rig.importer->current_bases();
+  ASSERT_TRUE(rig.planes->Import(test::IpcHandlesOf(*fake.driver(), *runtime)).ok());
+  std::shared_ptr<const PlaneBases> bases = rig.planes->current_bases();
   ASSERT_NE(bases, nullptr);
   EXPECT_NE((*bases)[0].page_plane_base[0], runtime->page_address(0, 0, PageId(0)))
       << "the fake must open at another address than the exporter's";
   EXPECT_NE((*bases)[0].row_base, runtime->row_address(0, StateSlot(0)));
 
-  const std::vector<PageId> src = PageIds(3, 20), dst = PageIds(30, 20);
-  ASSERT_TRUE(WritePatterns(*runtime, src, StateSlot(1)).ok());
-  Slabs slabs = AllocateSlabs(*rig.pool, RecordLayout(Geometry()), src.size());
+  const std::vector<PageId> src = test::PageIds(3, 20), dst = test::PageIds(30, 20);
+  ASSERT_TRUE(test::WritePatterns(*runtime, src, StateSlot(1)).ok());
+  test::Slabs slabs = test::AllocateSlabs(*rig.pool, RecordLayout(Geometry()), src.size());
   uint64_t job = 1;
-  Status out =
-      MoveWindows(*rig.transfers, TransferDirection::kDeviceToHost, src, StateSlot(1), slabs, job);
+  Status out = test::MoveWindows(*rig.transfers, TransferDirection::kDeviceToHost, src,
+                                 StateSlot(1), slabs, job);
   ASSERT_TRUE(out.ok()) << out.ToString();
   ASSERT_TRUE(runtime->Fill(0xee).ok());
-  Status in =
-      MoveWindows(*rig.transfers, TransferDirection::kHostToDevice, dst, StateSlot(2), slabs, job);
+  Status in = test::MoveWindows(*rig.transfers, TransferDirection::kHostToDevice, dst, StateSlot(2),
+                                slabs, job);
   ASSERT_TRUE(in.ok()) << in.ToString();
-  EXPECT_EQ(CheckPatterns(*runtime, dst, StateSlot(2)), "");
+  EXPECT_EQ(test::CheckPatterns(*runtime, dst, StateSlot(2)), "");
 
-  rig.importer->Release();
-  EXPECT_EQ(rig.importer->current_bases(), nullptr);
+  rig.planes->Release();
+  EXPECT_EQ(rig.planes->current_bases(), nullptr);
   EXPECT_EQ(fake.Calls("cuIpcCloseMemHandle"), fake.Calls("cuIpcOpenMemHandle"));
   EXPECT_EQ(fake.Value("ipc_opened"), 0);
   ASSERT_TRUE(rig.transfers->Close(std::chrono::seconds(10)).ok());
@@ -82,35 +59,35 @@ TEST(ImportedIpcPlanesTest, CopiesRunThroughTheOpenedAddressesByteExact) {
 TEST(ImportedIpcPlanesTest, AReattachedRuntimeRestoresIntoItsNewMapping) {
   STRATA_USE_FAKE_CUDA(fake);
   Rig rig(fake);
-  const std::vector<PageId> src = PageIds(0, 10), dst = PageIds(40, 10);
-  Slabs slabs = AllocateSlabs(*rig.pool, RecordLayout(Geometry()), src.size());
+  const std::vector<PageId> src = test::PageIds(0, 10), dst = test::PageIds(40, 10);
+  test::Slabs slabs = test::AllocateSlabs(*rig.pool, RecordLayout(Geometry()), src.size());
   uint64_t job = 1;
   uint64_t first_base = 0;
   {
     auto first = *CudaPlanes::Create(fake.driver(), Geometry(), {0});
-    ASSERT_TRUE(rig.importer->Import(IpcHandlesOf(*fake.driver(), *first)).ok());
-    first_base = (*rig.importer->current_bases())[0].page_plane_base[0];
-    ASSERT_TRUE(WritePatterns(*first, src, StateSlot(0)).ok());
-    ASSERT_TRUE(
-        MoveWindows(*rig.transfers, TransferDirection::kDeviceToHost, src, StateSlot(0), slabs, job)
-            .ok());
-    rig.importer->Release();  // the runtime detached (its copies drained)
+    ASSERT_TRUE(rig.planes->Import(test::IpcHandlesOf(*fake.driver(), *first)).ok());
+    first_base = (*rig.planes->current_bases())[0].page_plane_base[0];
+    ASSERT_TRUE(test::WritePatterns(*first, src, StateSlot(0)).ok());
+    ASSERT_TRUE(test::MoveWindows(*rig.transfers, TransferDirection::kDeviceToHost, src,
+                                  StateSlot(0), slabs, job)
+                    .ok());
+    rig.planes->Release();  // the runtime detached (its copies drained)
   }
   // Nothing is mapped: a job is refused, not copied into closed memory.
-  Status refused =
-      MoveWindows(*rig.transfers, TransferDirection::kHostToDevice, dst, StateSlot(1), slabs, job);
+  Status refused = test::MoveWindows(*rig.transfers, TransferDirection::kHostToDevice, dst,
+                                     StateSlot(1), slabs, job);
   EXPECT_EQ(refused.code(), StatusCode::kUnavailable) << refused.ToString();
 
   // The restarted runtime: new blocks, opened somewhere else.
   auto second = *CudaPlanes::Create(fake.driver(), Geometry(), {0});
   ASSERT_TRUE(second->Fill(0).ok());
-  ASSERT_TRUE(rig.importer->Import(IpcHandlesOf(*fake.driver(), *second)).ok());
-  EXPECT_NE((*rig.importer->current_bases())[0].page_plane_base[0], first_base);
-  Status in =
-      MoveWindows(*rig.transfers, TransferDirection::kHostToDevice, dst, StateSlot(1), slabs, job);
+  ASSERT_TRUE(rig.planes->Import(test::IpcHandlesOf(*fake.driver(), *second)).ok());
+  EXPECT_NE((*rig.planes->current_bases())[0].page_plane_base[0], first_base);
+  Status in = test::MoveWindows(*rig.transfers, TransferDirection::kHostToDevice, dst, StateSlot(1),
+                                slabs, job);
   ASSERT_TRUE(in.ok()) << in.ToString();
-  EXPECT_EQ(CheckPatterns(*second, dst, StateSlot(1)), "");
-  rig.importer->Release();
+  EXPECT_EQ(test::CheckPatterns(*second, dst, StateSlot(1)), "");
+  rig.planes->Release();
   EXPECT_EQ(fake.Value("ipc_opened"), 0);
   ASSERT_TRUE(rig.transfers->Close(std::chrono::seconds(10)).ok());
 }
@@ -155,11 +132,11 @@ TEST(ImportedIpcPlanesTest, PlanesInOneBlockOpenItOnceAtTheirOffsets) {
   STRATA_USE_FAKE_CUDA(fake);
   Rig rig(fake);
   const std::vector<PlaneFd> handles = OneBlock(*fake.driver(), Sum(PlaneBytes()));
-  ASSERT_TRUE(rig.importer->Import(handles).ok());
+  ASSERT_TRUE(rig.planes->Import(handles).ok());
   EXPECT_EQ(fake.Calls("cuIpcOpenMemHandle"), 1u);
-  const RankPlanes& bases = (*rig.importer->current_bases())[0];
+  const RankPlanes& bases = (*rig.planes->current_bases())[0];
   EXPECT_EQ(bases.page_plane_base[1], bases.page_plane_base[0] + PlaneBytes()[0]);
-  rig.importer->Release();
+  rig.planes->Release();
   EXPECT_EQ(fake.Calls("cuIpcCloseMemHandle"), 1u);
   ASSERT_TRUE(rig.transfers->Close(std::chrono::seconds(10)).ok());
 }
@@ -169,13 +146,13 @@ TEST(ImportedIpcPlanesTest, APlaneRunningPastItsBlockIsRefusedAndNothingStaysOpe
   Rig rig(fake);
   // One byte short: the row plane, last in the block, runs past its end.
   const std::vector<PlaneFd> handles = OneBlock(*fake.driver(), Sum(PlaneBytes()) - 1);
-  Status s = rig.importer->Import(handles);
+  Status s = rig.planes->Import(handles);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
   EXPECT_NE(s.message().find("row plane"), std::string::npos) << s.ToString();
   EXPECT_NE(s.message().find("past the end of its shared block"), std::string::npos)
       << s.ToString();
-  EXPECT_FALSE(rig.importer->imported());
-  EXPECT_EQ(rig.importer->current_bases(), nullptr);
+  EXPECT_FALSE(rig.planes->imported());
+  EXPECT_EQ(rig.planes->current_bases(), nullptr);
   EXPECT_EQ(fake.Value("ipc_opened"), 0);
   ASSERT_TRUE(rig.transfers->Close(std::chrono::seconds(10)).ok());
 }
@@ -198,13 +175,13 @@ TEST(ImportedIpcPlanesTest, AFailedOpenLeavesNothingOpen) {
   STRATA_USE_FAKE_CUDA(fake);
   Rig rig(fake);
   auto runtime = *CudaPlanes::Create(fake.driver(), Geometry(), {0});
-  std::vector<PlaneFd> handles = IpcHandlesOf(*fake.driver(), *runtime);
+  std::vector<PlaneFd> handles = test::IpcHandlesOf(*fake.driver(), *runtime);
   handles.back().ipc->handle[0] ^= 0x40;  // a block that is no allocation
-  Status s = rig.importer->Import(handles);
+  Status s = rig.planes->Import(handles);
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find("row plane"), std::string::npos) << s.ToString();
-  EXPECT_FALSE(rig.importer->imported());
-  EXPECT_EQ(rig.importer->current_bases(), nullptr);
+  EXPECT_FALSE(rig.planes->imported());
+  EXPECT_EQ(rig.planes->current_bases(), nullptr);
   EXPECT_EQ(fake.Value("ipc_opened"), 0);
   ASSERT_TRUE(rig.transfers->Close(std::chrono::seconds(10)).ok());
 }
