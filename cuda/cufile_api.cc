@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <cerrno>
 #include <vector>
 
 #include "cuda/cufile_table.h"
@@ -21,6 +22,8 @@ struct CuFileLibrary::Api {
   StrataCuFileBatchIoSubmitFn batch_submit = nullptr;
   StrataCuFileBatchIoGetStatusFn batch_status = nullptr;
   StrataCuFileBatchIoDestroyFn batch_destroy = nullptr;
+  StrataCuFileReadFn read = nullptr;
+  StrataCuFileWriteFn write = nullptr;
 };
 
 namespace {
@@ -40,6 +43,24 @@ bool Resolve(void* handle, const char* name, Fn* out) {
 }
 
 }  // namespace
+
+Status CuFileSyncIoStatus(CuFileOp op, int64_t returned, int errno_value, uint64_t bytes) {
+  const std::string call = op == CuFileOp::kRead ? "cuFileRead" : "cuFileWrite";
+  if (returned >= 0) {
+    if (static_cast<uint64_t>(returned) == bytes) return Status::Ok();
+    return Status::IoError(call + " moved " + std::to_string(returned) + " of " +
+                           std::to_string(bytes) + " bytes");
+  }
+  if (returned == -1) {
+    if (errno_value == 0) return Status::IoError(call + " failed (-1) without an errno");
+    return Status::FromErrno(errno_value, call);
+  }
+  const int64_t error = -returned;
+  if (error > kStrataCuFileOpBaseError) {
+    return Status::IoError(call + ": cuFile error " + std::to_string(error));
+  }
+  return Status::FromErrno(static_cast<int>(error), call);
+}
 
 bool CuFileProperties::compat_mode_allowed() const {
   return Bit(control_flags, kStrataCuFileAllowCompatMode);
@@ -88,6 +109,8 @@ Result<std::shared_ptr<CuFileLibrary>> CuFileLibrary::Load(const std::string& li
       {"cuFileBatchIOSubmit", Resolve(handle, "cuFileBatchIOSubmit", &a.batch_submit)},
       {"cuFileBatchIOGetStatus", Resolve(handle, "cuFileBatchIOGetStatus", &a.batch_status)},
       {"cuFileBatchIODestroy", Resolve(handle, "cuFileBatchIODestroy", &a.batch_destroy)},
+      {"cuFileRead", Resolve(handle, "cuFileRead", &a.read)},
+      {"cuFileWrite", Resolve(handle, "cuFileWrite", &a.write)},
   };
   for (const Need& n : needs) {
     if (!n.ok) return Status::Unavailable(library + " lacks " + n.name);
@@ -191,5 +214,18 @@ Result<size_t> CuFileLibrary::BatchGetStatus(CuFileBatch batch, uint32_t min_eve
 }
 
 void CuFileLibrary::BatchDestroy(CuFileBatch batch) const { api_->batch_destroy(batch); }
+
+Status CuFileLibrary::SyncIo(const CuFileIo& io) const {
+  const auto file_offset = static_cast<off_t>(io.file_offset);
+  const auto device_offset = static_cast<off_t>(io.device_offset);
+  errno = 0;
+  const ssize_t got = io.op == CuFileOp::kRead
+                          ? api_->read(io.file, reinterpret_cast<void*>(io.device_base), io.bytes,
+                                       file_offset, device_offset)
+                          : api_->write(io.file, reinterpret_cast<const void*>(io.device_base),
+                                        io.bytes, file_offset, device_offset);
+  const int error = errno;
+  return CuFileSyncIoStatus(io.op, static_cast<int64_t>(got), error, io.bytes);
+}
 
 }  // namespace strata

@@ -1,7 +1,8 @@
 // CuFileLibrary: NVIDIA cuFile (GPUDirect Storage, seed 2.6) loaded at run
 // time with dlopen("libcufile.so.0"), the way CudaDriver loads libcuda, so a
 // host without it runs everything else. Binds driver open and close,
-// properties, buffer and handle registration, and the batch API. cufile.h
+// properties, buffer and handle registration, the batch API, and the
+// synchronous cuFileRead / cuFileWrite. cufile.h
 // stays out: the ABI is declared in cuda/cufile_table.h.
 //
 // Every error is a Status naming the call and cuFile's error number
@@ -42,8 +43,10 @@ enum class CuFileOp : unsigned char { kRead, kWrite };
 using CuFileHandle = void*;
 using CuFileBatch = void*;
 
-// One batch entry: `bytes` between registered device memory at
-// `device_base + device_offset` and `file_offset` of `file`.
+// One entry (of a batch, or one synchronous call): `bytes` between device
+// memory at `device_base + device_offset` and `file_offset` of `file`.
+// `device_base` is the registered buffer's base when the memory lies in one
+// (cuFile requires it), and the entry's own address otherwise.
 struct CuFileIo {
   CuFileOp op = CuFileOp::kRead;
   CuFileHandle file = nullptr;
@@ -51,7 +54,7 @@ struct CuFileIo {
   uint64_t device_offset = 0;
   uint64_t file_offset = 0;
   uint64_t bytes = 0;
-  uint64_t cookie = 0;  // returned in its event: the entry's index
+  uint64_t cookie = 0;  // returned in its event: the entry's index (batch only)
 };
 enum class CuFileIoState : unsigned char { kPending, kComplete, kFailed };
 struct CuFileIoEvent {
@@ -59,6 +62,13 @@ struct CuFileIoEvent {
   CuFileIoState state = CuFileIoState::kPending;
   int64_t result = 0;  // bytes moved (kComplete) or a negative error
 };
+
+// The Status of a cuFileRead / cuFileWrite of `bytes` that returned
+// `returned`, `errno_value` being errno right after the call (pure). OK only
+// when all `bytes` moved; otherwise kIoError naming the call and either the
+// errno (-1, or -n below cuFile's error base) or cuFile's error number, or
+// "moved N of M bytes" for a short count.
+Status CuFileSyncIoStatus(CuFileOp op, int64_t returned, int errno_value, uint64_t bytes);
 
 class CuFileLibrary {
  public:
@@ -89,6 +99,11 @@ class CuFileLibrary {
   Result<size_t> BatchGetStatus(CuFileBatch batch, uint32_t min_events,
                                 std::span<CuFileIoEvent> out, uint32_t timeout_ms) const;
   void BatchDestroy(CuFileBatch batch) const;
+
+  // cuFileRead (kRead) or cuFileWrite (kWrite) of `io` on the calling thread
+  // (the buffer's CUDA context current); blocks until it returns.
+  // CuFileSyncIoStatus of the result; `io.cookie` is unused.
+  Status SyncIo(const CuFileIo& io) const;
 
   const std::string& library() const { return library_; }
 

@@ -9,6 +9,8 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <system_error>
+#include <thread>
 
 namespace strata {
 
@@ -91,14 +93,65 @@ std::vector<Status> CuFileDirectIo::Run(int fd, TransferDirection direction,
   }
   const CuFileOp op =
       direction == TransferDirection::kDeviceToHost ? CuFileOp::kWrite : CuFileOp::kRead;
-  for (const std::vector<DirectIoEntry>& b : batches) {
-    for (size_t first = 0; first < b.size(); first += max_batch_entries_) {
-      const size_t n = std::min<size_t>(max_batch_entries_, b.size() - first);
-      RunBatch(*file, op, std::span<const DirectIoEntry>(b).subspan(first, n), out);
+  if (options_.mode == CuFileIoMode::kSynchronous) {
+    out = RunSynchronous(*file, op, batches);
+  } else {
+    for (const std::vector<DirectIoEntry>& b : batches) {
+      for (size_t first = 0; first < b.size(); first += max_batch_entries_) {
+        const size_t n = std::min<size_t>(max_batch_entries_, b.size() - first);
+        RunBatch(*file, op, std::span<const DirectIoEntry>(b).subspan(first, n), out);
+      }
     }
   }
   library_->HandleDeregister(*file);
   ::close(*own);
+  return out;
+}
+
+CuFileIo CuFileDirectIo::IoOf(CuFileHandle file, CuFileOp op, const DirectIoEntry& e) const {
+  const CuFileBuffer* b = BufferOf(e.device, e.bytes);
+  return {.op = op,
+          .file = file,
+          .device_base = b != nullptr ? b->device : e.device,
+          .device_offset = b != nullptr ? e.device - b->device : 0,
+          .file_offset = e.file_offset,
+          .bytes = e.bytes};
+}
+
+std::vector<Status> CuFileDirectIo::RunSynchronous(
+    CuFileHandle file, CuFileOp op, std::span<const std::vector<DirectIoEntry>> batches) const {
+  std::vector<DirectIoEntry> entries;
+  for (const std::vector<DirectIoEntry>& b : batches) {
+    entries.insert(entries.end(), b.begin(), b.end());
+  }
+  std::vector<Status> out(entries.size());
+  // Each share writes only its own elements of `out`.
+  auto run_share = [&](DirectIoShare share) {
+    for (size_t i = share.first; i < share.end; ++i) {
+      out[i] = library_->SyncIo(IoOf(file, op, entries[i]));
+    }
+  };
+  auto run_share_on_worker = [&](DirectIoShare share) {
+    ContextGuard guard(context_->driver(), context_->get());
+    if (!guard.status().ok()) {
+      for (size_t i = share.first; i < share.end; ++i) out[i] = guard.status();
+      return;
+    }
+    run_share(share);
+  };
+  const std::vector<DirectIoShare> shares = SplitAmongWorkers(entries, options_.sync_workers);
+  std::vector<std::thread> workers;
+  std::vector<DirectIoShare> unstarted;  // a thread could not be started: run here
+  for (size_t w = 1; w < shares.size(); ++w) {
+    try {
+      workers.emplace_back(run_share_on_worker, shares[w]);
+    } catch (const std::system_error&) {
+      unstarted.push_back(shares[w]);
+    }
+  }
+  if (!shares.empty()) run_share(shares.front());  // Run made the context current here
+  for (const DirectIoShare& share : unstarted) run_share(share);
+  for (std::thread& t : workers) t.join();
   return out;
 }
 
@@ -110,15 +163,8 @@ void CuFileDirectIo::RunBatch(CuFileHandle file, CuFileOp op, std::span<const Di
   std::vector<CuFileIo> ios;
   ios.reserve(batch.size());
   for (size_t i = 0; i < batch.size(); ++i) {
-    const DirectIoEntry& e = batch[i];
-    const CuFileBuffer* b = BufferOf(e.device, e.bytes);
-    ios.push_back({.op = op,
-                   .file = file,
-                   .device_base = b != nullptr ? b->device : e.device,
-                   .device_offset = b != nullptr ? e.device - b->device : 0,
-                   .file_offset = e.file_offset,
-                   .bytes = e.bytes,
-                   .cookie = i});
+    ios.push_back(IoOf(file, op, batch[i]));
+    ios.back().cookie = i;
   }
   Result<CuFileBatch> handle = library_->BatchSetUp(static_cast<uint32_t>(batch.size()));
   if (!handle.ok()) {

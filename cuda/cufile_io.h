@@ -1,19 +1,28 @@
-// CuFileDirectIo (not cufile_api.h's CuFileIo, one batch entry): the DirectFileIo of one process's
-// GPU ranks (seed 2.6) over cuFile batch I/O (cuda/cufile_api.h). Registers the plane and row
-// buffers once (cuFileBufRegister) and deregisters them when destroyed; each Run registers the
-// file's handle (cuFileHandleRegister; the transport opened it O_DIRECT), submits one cuFile batch
-// per planned batch (a window's entries, cut by SplitDirectBatches), each cut again to the
-// driver's own properties.max_batch_io_size as read at Create (cuFile 1.x on CUDA 13 allows
-// 128 whatever cufile.json asks, and refuses a larger batch with error 5022), waits for its
-// entries within a bound, destroys it, and deregisters the handle.
+// CuFileDirectIo (not cufile_api.h's CuFileIo, one entry): the DirectFileIo of one process's GPU
+// ranks (seed 2.6) over cuFile (cuda/cufile_api.h). Registers the plane and row buffers once
+// (cuFileBufRegister) and deregisters them when destroyed; each Run registers the file's handle
+// (cuFileHandleRegister; the transport opened it O_DIRECT), moves the entries in the mode its
+// options name, and deregisters the handle. Either way an entry inside a registered buffer is
+// given as that buffer's base and the offset within it (cuFile requires the registered base), and
+// an entry outside every registered buffer still runs (cuFile bounces it through its own
+// buffers, slower).
 //
-// An entry outside every registered buffer still runs (cuFile bounces it
-// through its own buffers, slower). A batch that cannot be set up or
-// submitted fails all its entries; a batch whose entries do not finish
-// within `batch_timeout_ms` fails those entries with kAborted.
+// kBatch (the direct path, with nvidia-fs): one cuFile batch per planned batch (a window's
+// entries, cut by SplitDirectBatches), each cut again to the driver's own
+// properties.max_batch_io_size as read at Create (cuFile 1.x on CUDA 13 allows 128 whatever
+// cufile.json asks, and refuses a larger batch with error 5022); waits for its entries within a
+// bound, then destroys it. A batch that cannot be set up or submitted fails all its entries; a
+// batch whose entries do not finish within `batch_timeout_ms` fails those entries with kAborted.
+//
+// kSynchronous (compatibility mode, under the test-only switch): one cuFileRead / cuFileWrite per
+// entry, the Run's entries split among at most `sync_workers` threads (SplitAmongWorkers; the
+// calling thread runs the first share), each with the context current. cuFile's compatibility
+// batch path costs about 5.4 ms per entry whatever its batch settings (it polls; measured on the
+// H200, docs/operations.md "GPUDirect Storage"). Each call blocks until cuFile returns: there is
+// no timeout. A failed or short call fails its entry only.
 //
 // Thread: the direct transport's worker; each call makes `context` current
-// for its duration (ContextGuard).
+// for its duration (ContextGuard), as does each synchronous worker thread.
 #pragma once
 
 #include <memory>
@@ -33,8 +42,18 @@ struct CuFileBuffer {
   uint64_t bytes = 0;
 };
 
+enum class CuFileIoMode : unsigned char {
+  kBatch,        // cuFile batch I/O (default; the direct path with nvidia-fs)
+  kSynchronous,  // one cuFileRead / cuFileWrite per entry (compatibility mode)
+};
+
+// Threads a synchronous Run uses at most (the caller's included).
+inline constexpr uint32_t kCuFileSyncWorkers = 8;
+
 struct CuFileDirectIoOptions {
-  uint32_t batch_timeout_ms = 30'000;  // per batch, across its status waits
+  CuFileIoMode mode = CuFileIoMode::kBatch;
+  uint32_t batch_timeout_ms = 30'000;          // kBatch: per batch, across its status waits
+  uint32_t sync_workers = kCuFileSyncWorkers;  // kSynchronous: threads per Run (0 counts as 1)
 };
 
 class CuFileDirectIo final : public DirectFileIo {
@@ -62,8 +81,14 @@ class CuFileDirectIo final : public DirectFileIo {
       : library_(std::move(library)), context_(std::move(context)), options_(options) {}
   // The registered buffer holding [device, + bytes), or none.
   const CuFileBuffer* BufferOf(uint64_t device, uint64_t bytes) const;
+  // `e` as one cuFile entry: the registered buffer's base and the offset in it
+  // when a registered buffer holds it, its own address otherwise. Both modes.
+  CuFileIo IoOf(CuFileHandle file, CuFileOp op, const DirectIoEntry& e) const;
   void RunBatch(CuFileHandle file, CuFileOp op, std::span<const DirectIoEntry> batch,
                 std::vector<Status>& out) const;
+  // Every entry of `batches` (flattened, in order) as one synchronous call each.
+  std::vector<Status> RunSynchronous(CuFileHandle file, CuFileOp op,
+                                     std::span<const std::vector<DirectIoEntry>> batches) const;
 
   std::shared_ptr<CuFileLibrary> library_;
   std::shared_ptr<const PrimaryContext> context_;

@@ -16,6 +16,9 @@ extern "C" {
 // is 5001); CU_FILE_CUDA_DRIVER_ERROR carries the CUresult in cu_err.
 typedef int StrataCuFileOpError;
 inline constexpr StrataCuFileOpError kStrataCuFileSuccess = 0;
+// A cuFileRead / cuFileWrite that fails returns -1 with errno set, or the
+// negative of a CUfileOpError (above this base); docs also allow -errno.
+inline constexpr int kStrataCuFileOpBaseError = 5000;
 typedef struct StrataCuFileError {
   StrataCuFileOpError err;
   int cu_err;  // CUresult
@@ -128,6 +131,13 @@ typedef StrataCuFileError (*StrataCuFileBatchIoGetStatusFn)(StrataCuFileBatchHan
                                                             unsigned*, StrataCuFileIoEvents*,
                                                             struct timespec*);
 typedef void (*StrataCuFileBatchIoDestroyFn)(StrataCuFileBatchHandle);
+// cuFileRead / cuFileWrite: `size` bytes between bufPtr_base + bufPtr_offset
+// and `file_offset`, synchronously; returns the bytes moved or a negative
+// error. bufPtr_base is the registered base when the buffer is registered.
+typedef ssize_t (*StrataCuFileReadFn)(StrataCuFileHandle fh, void* bufPtr_base, size_t size,
+                                      off_t file_offset, off_t bufPtr_offset);
+typedef ssize_t (*StrataCuFileWriteFn)(StrataCuFileHandle fh, const void* bufPtr_base, size_t size,
+                                       off_t file_offset, off_t bufPtr_offset);
 
 }  // extern "C"
 

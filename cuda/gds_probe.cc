@@ -119,7 +119,9 @@ Result<TransportDecision> DecideTransport(TransportChoice choice, CompatMode com
   const bool nvfs = facts.nvidia_fs_loaded && facts.properties->nvfs_major > 0;
   if (!nvfs) {
     return TransportDecision{.kind = TransportKind::kDirectCompat,
-                             .reason = "cuFile compatibility mode (test only): no nvidia-fs"};
+                             .reason =
+                                 "cuFile compatibility mode (test only): no nvidia-fs; "
+                                 "synchronous cuFileRead/cuFileWrite per entry"};
   }
   return TransportDecision{.kind = TransportKind::kDirect, .reason = Accepted(facts)};
 }

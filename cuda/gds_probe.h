@@ -48,7 +48,7 @@ struct GdsFacts {
 enum class TransportKind : unsigned char {
   kStaged,
   kDirect,        // cuFile's direct path (nvidia-fs)
-  kDirectCompat,  // cuFile in compatibility mode: tests only
+  kDirectCompat,  // cuFile in compatibility mode: tests only; synchronous cuFileRead/cuFileWrite
 };
 std::string_view TransportKindName(TransportKind kind);
 

@@ -31,8 +31,9 @@ Result<StoreBenchTransport> StoreBenchTransport::Choose(BenchTransport requested
 
 Result<std::unique_ptr<DiskTransport>> StoreBenchTransport::Open(
     LocalDisk& disk, const DevicePlanes& planes, std::unique_ptr<Transfers> transfers) const {
-  return OpenRankDiskTransport(choice_.decision, disk, planes, std::move(transfers),
-                               CuFileSeams(choice_.library));
+  return OpenRankDiskTransport(
+      choice_.decision, disk, planes, std::move(transfers),
+      CuFileSeams(choice_.library, CuFileIoModeFor(choice_.decision.kind)));
 }
 
 void StoreBenchTransport::Describe(nlohmann::json& report) const {

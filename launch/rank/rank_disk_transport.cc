@@ -30,7 +30,7 @@ std::vector<CuFileBuffer> BuffersOf(const DevicePlanes& planes) {
 }
 
 Result<DirectSeams> MakeCuFileSeams(const std::shared_ptr<CuFileLibrary>& library,
-                                    const DevicePlanes& planes) {
+                                    CuFileIoMode mode, const DevicePlanes& planes) {
   if (library == nullptr) return Status::FailedPrecondition("the cuFile driver is not open");
   const auto* cuda = dynamic_cast<const CudaPlanes*>(&planes);
   if (cuda == nullptr) {
@@ -57,16 +57,21 @@ Result<DirectSeams> MakeCuFileSeams(const std::shared_ptr<CuFileLibrary>& librar
                           GpuRecordChecksums::Load(driver, context->get(), ordinals.front()));
   // The io keeps the library and context alive itself: its registrations
   // end with it, wherever its last owner lets go.
-  STRATA_ASSIGN_OR_RETURN(seams.io, CuFileDirectIo::Create(library, context, BuffersOf(planes)));
+  STRATA_ASSIGN_OR_RETURN(
+      seams.io, CuFileDirectIo::Create(library, context, BuffersOf(planes), {.mode = mode}));
   seams.keep_alive = {library, context};
   return seams;
 }
 
 }  // namespace
 
-DirectSeamsFactory CuFileSeams(std::shared_ptr<CuFileLibrary> library) {
-  return [library = std::move(library)](const DevicePlanes& planes) {
-    return MakeCuFileSeams(library, planes);
+CuFileIoMode CuFileIoModeFor(TransportKind kind) {
+  return kind == TransportKind::kDirectCompat ? CuFileIoMode::kSynchronous : CuFileIoMode::kBatch;
+}
+
+DirectSeamsFactory CuFileSeams(std::shared_ptr<CuFileLibrary> library, CuFileIoMode mode) {
+  return [library = std::move(library), mode](const DevicePlanes& planes) {
+    return MakeCuFileSeams(library, mode, planes);
   };
 }
 

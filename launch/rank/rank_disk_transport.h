@@ -6,7 +6,8 @@
 //
 // The direct transport's seams come from a DirectSeamsFactory: CuFileSeams in
 // `strata rank` (cuFile over the CUDA planes, every page plane and row
-// registered once), host doubles in CPU tests.
+// registered once; batch I/O on the direct path, synchronous calls in
+// compatibility mode), host doubles in CPU tests.
 #pragma once
 
 #include <functional>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "cuda/cufile_api.h"
+#include "cuda/cufile_io.h"
 #include "cuda/gds_probe.h"
 #include "store/tier/direct_transport_split.h"
 #include "store/tier/local_disk.h"
@@ -29,13 +31,19 @@ struct DirectSeams {
 };
 using DirectSeamsFactory = std::function<Result<DirectSeams>(const DevicePlanes& planes)>;
 
+// How CuFileDirectIo moves entries for a decision of `kind`: kDirectCompat
+// (cuFile's compatibility mode, under the test-only switch) synchronously,
+// since its batch path polls (about 5.4 ms per entry measured); kDirect (and
+// anything else) in batches.
+CuFileIoMode CuFileIoModeFor(TransportKind kind);
+
 // The real seams over CUDA planes (cuda/cuda_planes.h) whose ranks all live on
-// one GPU: CuFileDirectIo with every page plane and row of every rank
-// registered (cuFileBufRegister) and GpuRecordChecksums on that GPU.
+// one GPU: CuFileDirectIo in `mode` with every page plane and row of every
+// rank registered (cuFileBufRegister) and GpuRecordChecksums on that GPU.
 // kFailedPrecondition naming why when the planes are not CUDA planes, span
 // several GPUs, or this build has no checksum kernel; the driver's error
 // when a registration fails.
-DirectSeamsFactory CuFileSeams(std::shared_ptr<CuFileLibrary> library);
+DirectSeamsFactory CuFileSeams(std::shared_ptr<CuFileLibrary> library, CuFileIoMode mode);
 
 // The transport `decision` names: kStaged -> disk.MakeTransport(transfers);
 // kDirect / kDirectCompat -> SplitDiskTransport(direct over `planes` with

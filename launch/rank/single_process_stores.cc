@@ -231,8 +231,9 @@ class SingleProcessStores final : public RuntimeDriver {
         std::unique_ptr<DiskTransport> staged,
         // With attach.socket the planes are host memory (runtime.gpus "none"):
         // the probe refuses direct, so planes_ is only used for direct.
-        OpenRankDiskTransport(transport_, *local_, planes_->planes(), std::move(t),
-                              CuFileSeams(std::move(chosen.library))));
+        OpenRankDiskTransport(
+            transport_, *local_, planes_->planes(), std::move(t),
+            CuFileSeams(std::move(chosen.library), CuFileIoModeFor(transport_.kind))));
     const std::string scanned = std::to_string(local_->scan().records.size()) +
                                 " records scanned, " + TransportSummary(transport_);
     if (warm > 0) {

@@ -1,5 +1,7 @@
 #include "store/tier/direct_transport_plan.h"
 
+#include <algorithm>
+
 #include "store/base/assert.h"
 
 namespace strata {
@@ -59,6 +61,31 @@ std::vector<std::vector<DirectIoEntry>> SplitDirectBatches(std::span<const Direc
     }
   }
   return batches;
+}
+
+std::vector<DirectIoShare> SplitAmongWorkers(std::span<const DirectIoEntry> entries,
+                                             uint32_t workers) {
+  const size_t n = entries.size();
+  const size_t parts = std::min<size_t>(std::max<uint32_t>(workers, 1), n);
+  std::vector<DirectIoShare> shares;
+  shares.reserve(parts);
+  uint64_t total = 0;
+  for (const DirectIoEntry& e : entries) total += e.bytes;
+  size_t next = 0;
+  uint64_t done = 0;
+  for (size_t w = 0; w < parts; ++w) {
+    const size_t last_allowed = n - (parts - w - 1);  // leave one entry per later share
+    const uint64_t target = w + 1 == parts ? total : total / parts * (w + 1);
+    DirectIoShare share{.first = next, .end = next};
+    do {
+      done += entries[share.end].bytes;
+      ++share.end;
+    } while (share.end < last_allowed && done < target);
+    if (w + 1 == parts) share.end = n;
+    shares.push_back(share);
+    next = share.end;
+  }
+  return shares;
 }
 
 }  // namespace strata

@@ -54,4 +54,19 @@ std::vector<std::vector<DirectIoEntry>> SplitDirectBatches(std::span<const Direc
                                                            uint32_t max_entries,
                                                            uint64_t max_bytes);
 
+// A worker's share of a list of entries: indices [first, end).
+struct DirectIoShare {
+  size_t first = 0;
+  size_t end = 0;
+  friend bool operator==(const DirectIoShare&, const DirectIoShare&) = default;
+};
+
+// Consecutive shares of `entries` for at most `workers` workers (synchronous
+// cuFile I/O runs one share per thread): min(workers, entries.size()) shares,
+// each non-empty, in order, covering every entry once, cut so each holds
+// about an equal part of the bytes (the first shares that reach their part
+// stop there). No shares for no entries; `workers` 0 counts as 1.
+std::vector<DirectIoShare> SplitAmongWorkers(std::span<const DirectIoEntry> entries,
+                                             uint32_t workers);
+
 }  // namespace strata

@@ -7,17 +7,34 @@
 //    refused with error 5023 ("device pointer already registered"), as
 //    cuFileBufRegister refuses it; deregistering an unknown pointer fails;
 //  - batch I/O: every submitted entry completes with its full size (no bytes
-//    move: the tests check registration lifetimes, not data).
+//    move: the tests check registration lifetimes, not data);
+//  - cuFileRead / cuFileWrite: "device" addresses are host addresses; the
+//    bytes move with pread / pwrite on the registered descriptor (O_DIRECT)
+//    through a 4 KiB-aligned bounce buffer, a write padded with zeros to its
+//    4 KiB boundary (as the record file's padding is). A bufPtr_base inside a
+//    registered buffer but not its base, or a range past the buffer's end,
+//    is refused with -5022 (CU_FILE_INVALID_VALUE): cuFile wants the
+//    registered base and the offset within it. A failed pread / pwrite
+//    returns -1 with errno set, as cuFile does.
 // Controls (extern "C", reached with dlsym): reset; fail the Nth next
-// registration; hold every cuFileBatchIOGetStatus until released, so a test
-// can keep a job in flight without timing; bounded waits for a held call and
-// for the registration count.
+// registration; make every synchronous call at one file offset return a
+// given value (a negative error or a short count); count synchronous calls;
+// hold every cuFileBatchIOGetStatus until released, so a test can keep a job
+// in flight without timing; bounded waits for a held call and for the
+// registration count.
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "cuda/cufile_table.h"
@@ -27,6 +44,8 @@ namespace {
 constexpr StrataCuFileOpError kAlreadyRegistered = 5023;  // CU_FILE_MEMORY_ALREADY_REGISTERED
 constexpr StrataCuFileOpError kNotRegistered = 5024;      // CU_FILE_MEMORY_NOT_REGISTERED
 constexpr StrataCuFileOpError kInjected = 5011;           // CU_FILE_INTERNAL_ERROR, injected
+constexpr StrataCuFileOpError kInvalidValue = 5022;       // CU_FILE_INVALID_VALUE
+constexpr size_t kAlign = 4096;
 // A held status call gives up after this, so a broken test cannot hang.
 constexpr auto kHoldBound = std::chrono::seconds(30);
 
@@ -42,7 +61,9 @@ struct State {
   uint64_t fail_register_in = 0;           // 0: none; else the Nth next registration fails
   uint64_t handles_registered = 0;         // cuFileHandleRegister calls that succeeded
   bool hold = false;
-  uint64_t held_calls = 0;  // status calls waiting on `hold` now
+  uint64_t held_calls = 0;                // status calls waiting on `hold` now
+  std::map<uint64_t, int64_t> io_faults;  // file offset -> what cuFileRead/Write returns
+  uint64_t sync_calls = 0;                // cuFileRead and cuFileWrite calls
 };
 
 State& S() {
@@ -52,6 +73,52 @@ State& S() {
 
 StrataCuFileError Ok() { return {kStrataCuFileSuccess, 0}; }
 StrataCuFileError Err(StrataCuFileOpError e) { return {e, 0}; }
+
+// An injected result for `file_offset`, or -kInvalidValue when `base` is not
+// how cuFile wants a registered buffer named, or nothing: the call proceeds.
+std::optional<ssize_t> Refusal(uintptr_t base, size_t size, off_t file_offset, off_t offset) {
+  State& s = S();
+  std::lock_guard lock(s.mu);
+  ++s.sync_calls;
+  if (auto f = s.io_faults.find(static_cast<uint64_t>(file_offset)); f != s.io_faults.end()) {
+    if (f->second == -1) errno = EIO;
+    return static_cast<ssize_t>(f->second);
+  }
+  for (const auto& [b, n] : s.registered) {
+    if (base > b && base < b + n) return -kInvalidValue;  // inside, not the base
+    if (base == b && static_cast<size_t>(offset) + size > n) return -kInvalidValue;
+  }
+  return std::nullopt;
+}
+
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+using Bounce = std::unique_ptr<unsigned char, FreeDeleter>;
+
+size_t Padded(size_t size) { return (size + kAlign - 1) / kAlign * kAlign; }
+
+ssize_t Read(int fd, unsigned char* to, size_t size, off_t file_offset) {
+  const size_t padded = Padded(size);
+  Bounce bounce(static_cast<unsigned char*>(std::aligned_alloc(kAlign, padded)));
+  if (bounce == nullptr) return -ENOMEM;
+  const ssize_t got = ::pread(fd, bounce.get(), padded, file_offset);
+  if (got < 0) return -1;  // errno set
+  const size_t moved = std::min(static_cast<size_t>(got), size);
+  std::memcpy(to, bounce.get(), moved);
+  return static_cast<ssize_t>(moved);
+}
+
+ssize_t Write(int fd, const unsigned char* from, size_t size, off_t file_offset) {
+  const size_t padded = Padded(size);
+  Bounce bounce(static_cast<unsigned char*>(std::aligned_alloc(kAlign, padded)));
+  if (bounce == nullptr) return -ENOMEM;
+  std::memcpy(bounce.get(), from, size);
+  std::memset(bounce.get() + size, 0, padded - size);
+  const ssize_t put = ::pwrite(fd, bounce.get(), padded, file_offset);
+  if (put < 0) return -1;  // errno set
+  return static_cast<ssize_t>(std::min(static_cast<size_t>(put), size));
+}
 
 }  // namespace
 
@@ -144,6 +211,22 @@ FAKE_EXPORT void cuFileBatchIODestroy(StrataCuFileBatchHandle batch) {
   delete static_cast<Batch*>(batch);
 }
 
+FAKE_EXPORT ssize_t cuFileRead(StrataCuFileHandle fh, void* base, size_t size, off_t file_offset,
+                               off_t offset) {
+  const auto b = reinterpret_cast<uintptr_t>(base);
+  if (std::optional<ssize_t> r = Refusal(b, size, file_offset, offset)) return *r;
+  return Read(*static_cast<int*>(fh), static_cast<unsigned char*>(base) + offset, size,
+              file_offset);
+}
+
+FAKE_EXPORT ssize_t cuFileWrite(StrataCuFileHandle fh, const void* base, size_t size,
+                                off_t file_offset, off_t offset) {
+  const auto b = reinterpret_cast<uintptr_t>(base);
+  if (std::optional<ssize_t> r = Refusal(b, size, file_offset, offset)) return *r;
+  return Write(*static_cast<int*>(fh), static_cast<const unsigned char*>(base) + offset, size,
+               file_offset);
+}
+
 // --- controls ---
 
 FAKE_EXPORT void strata_fake_cufile_reset() {
@@ -153,7 +236,21 @@ FAKE_EXPORT void strata_fake_cufile_reset() {
   s.fail_register_in = 0;
   s.handles_registered = 0;
   s.hold = false;
+  s.io_faults.clear();
+  s.sync_calls = 0;
   s.changed.notify_all();
+}
+
+// Every later cuFileRead / cuFileWrite at `file_offset` returns `result`
+// without moving bytes (-1 also sets errno to EIO), until reset.
+FAKE_EXPORT void strata_fake_cufile_fail_io_at(uint64_t file_offset, int64_t result) {
+  std::lock_guard lock(S().mu);
+  S().io_faults[file_offset] = result;
+}
+
+FAKE_EXPORT uint64_t strata_fake_cufile_sync_calls() {
+  std::lock_guard lock(S().mu);
+  return S().sync_calls;
 }
 
 // The `nth` next cuFileBufRegister (1: the next) fails with error 5011.

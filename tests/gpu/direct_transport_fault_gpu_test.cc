@@ -4,7 +4,8 @@
 // Run reports failure. The failed store leaves no file behind, the directory
 // is as before, and the next store of the same record succeeds and fetches
 // back byte-exact. Opt-in: STRATA_GPU_TESTS=1; cuFile runs in compatibility
-// mode (allowed here as in every GPU test of the direct transport); skips
+// mode (allowed here as in every GPU test of the direct transport), through
+// synchronous cuFileRead / cuFileWrite as `strata rank` runs it there; skips
 // naming error 5027 where cuFile cannot register this host's files.
 #include <gtest/gtest.h>
 
@@ -109,7 +110,7 @@ TEST(GpuDirectTransportFaultTest, AFailedEntryFailsItsJobOnlyAndLeavesNoFile) {
   auto transfers = MakeCudaTransfers(**planes);
   ASSERT_TRUE(transfers.ok()) << transfers.status().ToString();
   FailOneEntry* fault = nullptr;
-  DirectSeamsFactory real = CuFileSeams(*library);
+  DirectSeamsFactory real = CuFileSeams(*library, CuFileIoModeFor(TransportKind::kDirectCompat));
   auto t = OpenRankDiskTransport(
       {.kind = TransportKind::kDirectCompat, .reason = "test"}, **disk, **planes,
       std::move(*transfers), [&](const DevicePlanes& p) -> Result<DirectSeams> {

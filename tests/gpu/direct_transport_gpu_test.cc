@@ -2,8 +2,11 @@
 // a GPU: a record stored from device planes verifies on the host (the fsck
 // check, libxxhash) and fetches back byte-exact into other device pages. On
 // a host without nvidia-fs cuFile runs in compatibility mode (allowed here by
-// the test-only policy switch), which exercises the same calls. Opt-in like
-// every GPU test: STRATA_GPU_TESTS=1 (STRATA_GPU_DEVICE picks the device).
+// the test-only policy switch), which exercises the same calls. It runs in
+// both of CuFileDirectIo's modes: batch (the direct path) and synchronous
+// cuFileRead / cuFileWrite (what compatibility mode runs in `strata rank`).
+// Opt-in like every GPU test: STRATA_GPU_TESTS=1 (STRATA_GPU_DEVICE picks the
+// device).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -27,7 +30,9 @@ constexpr uint32_t kPages = 70;  // two windows
 constexpr uint32_t kFetchBase = 80;
 constexpr std::chrono::seconds kBound{60};
 
-TEST(GpuDirectTransportTest, StoresVerifiesOnTheHostAndFetchesBack) {
+class GpuDirectTransportTest : public ::testing::TestWithParam<CuFileIoMode> {};
+
+TEST_P(GpuDirectTransportTest, StoresVerifiesOnTheHostAndFetchesBack) {
   const char* opt_in = std::getenv("STRATA_GPU_TESTS");
   if (opt_in == nullptr || std::string(opt_in) != "1") GTEST_SKIP() << "GPU tests are opt-in";
   if (!RecordChecksumKernelBuilt()) GTEST_SKIP() << "no record checksum kernel (no nvcc)";
@@ -72,7 +77,7 @@ TEST(GpuDirectTransportTest, StoresVerifiesOnTheHostAndFetchesBack) {
   if (!library.ok()) GTEST_SKIP() << library.status().ToString();
   Status opened = (*library)->DriverOpen();
   ASSERT_TRUE(opened.ok()) << opened.ToString();
-  auto io = CuFileDirectIo::Create(*library, context, buffers);
+  auto io = CuFileDirectIo::Create(*library, context, buffers, {.mode = GetParam()});
   ASSERT_TRUE(io.ok()) << io.status().ToString();
   auto sums = GpuRecordChecksums::Load(*driver, context->get(), ordinal);
   ASSERT_TRUE(sums.ok()) << sums.status().ToString();
@@ -171,6 +176,12 @@ TEST(GpuDirectTransportTest, StoresVerifiesOnTheHostAndFetchesBack) {
   direct_owned.reset();  // deregisters the buffers before they are freed
   for (const CuFileBuffer& b : buffers) (void)(*driver)->MemFree(b.device);
 }
+
+INSTANTIATE_TEST_SUITE_P(Modes, GpuDirectTransportTest,
+                         ::testing::Values(CuFileIoMode::kBatch, CuFileIoMode::kSynchronous),
+                         [](const ::testing::TestParamInfo<CuFileIoMode>& info) {
+                           return info.param == CuFileIoMode::kBatch ? "batch" : "synchronous";
+                         });
 
 }  // namespace
 }  // namespace strata

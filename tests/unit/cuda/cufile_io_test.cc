@@ -7,7 +7,6 @@
 // jobs still queued, so the next Create over the same planes succeeds.
 #include "cuda/cufile_io.h"
 
-#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include "launch/presets.h"
@@ -17,54 +16,11 @@
 #include "store/tier/direct_transport_host_doubles.h"
 #include "store/transfer/host_planes.h"
 #include "tests/unit/cuda/fake_cuda.h"
+#include "tests/unit/cuda/fake_cufile.h"
 #include "tests/unit/store/record/record_test_support.h"
 
 namespace strata {
 namespace {
-
-constexpr uint32_t kBoundMs = 30'000;
-
-// The fake cuFile library, loaded as CuFileLibrary and reached for its controls.
-class FakeCuFile {
- public:
-  FakeCuFile() {
-    handle_ = dlopen(STRATA_FAKE_CUFILE_LIBRARY, RTLD_NOW | RTLD_LOCAL);
-    if (handle_ == nullptr) return;
-    Fn<void (*)()>("strata_fake_cufile_reset")();
-    Result<std::shared_ptr<CuFileLibrary>> lib = CuFileLibrary::Load(STRATA_FAKE_CUFILE_LIBRARY);
-    if (lib.ok() && (*lib)->DriverOpen().ok()) library_ = *lib;
-  }
-  ~FakeCuFile() {
-    if (handle_ != nullptr) {
-      Hold(false);
-      dlclose(handle_);
-    }
-  }
-  FakeCuFile(const FakeCuFile&) = delete;
-  FakeCuFile& operator=(const FakeCuFile&) = delete;
-
-  const std::shared_ptr<CuFileLibrary>& library() const { return library_; }
-  void FailRegister(uint64_t nth) const {
-    Fn<void (*)(uint64_t)>("strata_fake_cufile_fail_register")(nth);
-  }
-  uint64_t Registered() const { return Fn<uint64_t (*)()>("strata_fake_cufile_registered")(); }
-  uint64_t HandlesRegistered() const {
-    return Fn<uint64_t (*)()>("strata_fake_cufile_handles_registered")();
-  }
-  void Hold(bool on) const { Fn<void (*)(int)>("strata_fake_cufile_hold")(on ? 1 : 0); }
-  bool WaitHeld() const { return Fn<int (*)(uint32_t)>("strata_fake_cufile_wait_held")(kBoundMs); }
-  bool WaitRegistered(uint64_t count) const {
-    return Fn<int (*)(uint64_t, uint32_t)>("strata_fake_cufile_wait_registered")(count, kBoundMs);
-  }
-
- private:
-  template <typename F>
-  F Fn(const char* name) const {
-    return reinterpret_cast<F>(dlsym(handle_, name));
-  }
-  void* handle_ = nullptr;
-  std::shared_ptr<CuFileLibrary> library_;
-};
 
 // Three device ranges of the fake CUDA driver's context.
 struct IoRig {

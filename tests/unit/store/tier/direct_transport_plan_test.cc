@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numeric>
+#include <random>
 
 namespace strata {
 namespace {
@@ -154,6 +156,60 @@ TEST(DirectTransportPlanTest, ReplicatedShareIsWrittenByRankZeroAndReadByEveryRa
   const std::vector<DirectIoEntry> read = PlanDirectWindow(layout, ext, PlanesAt(0, g, 1), w);
   ASSERT_EQ(read.size(), 4u);
   EXPECT_EQ(read[0].file_offset, ext.page_offset(0) + layout.plane_offset(0, 0));
+}
+
+// Entries of these sizes, one after another in the file.
+std::vector<DirectIoEntry> EntriesOfBytes(std::initializer_list<uint64_t> sizes) {
+  std::vector<DirectIoEntry> out;
+  uint64_t offset = 0;
+  for (uint64_t bytes : sizes) {
+    out.push_back({.device = 0x100000 + offset, .file_offset = offset, .bytes = bytes});
+    offset += (bytes + kRecordAlign - 1) / kRecordAlign * kRecordAlign;
+  }
+  return out;
+}
+
+TEST(DirectTransportPlanTest, SplitAmongWorkersTable) {
+  struct Row {
+    std::vector<DirectIoEntry> entries;
+    uint32_t workers;
+    std::vector<DirectIoShare> want;
+  };
+  const Row rows[] = {
+      {{}, 4, {}},                                                        // nothing to run
+      {EntriesOfBytes({4096}), 8, {{0, 1}}},                              // one entry: one share
+      {EntriesOfBytes({4096, 4096, 4096}), 0, {{0, 3}}},                  // 0 workers counts as 1
+      {EntriesOfBytes({4096, 4096, 4096}), 8, {{0, 1}, {1, 2}, {2, 3}}},  // fewer entries
+      {EntriesOfBytes({4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096}),
+       4,
+       {{0, 2}, {2, 4}, {4, 6}, {6, 8}}},
+      // Balanced by bytes: a 12 KiB row is a share of its own.
+      {EntriesOfBytes({4096, 4096, 4096, 12288}), 2, {{0, 3}, {3, 4}}},
+      // A large first entry still leaves one entry for each later share.
+      {EntriesOfBytes({1 << 20, 4096, 4096}), 3, {{0, 1}, {1, 2}, {2, 3}}},
+  };
+  for (size_t r = 0; r < std::size(rows); ++r) {
+    EXPECT_EQ(SplitAmongWorkers(rows[r].entries, rows[r].workers), rows[r].want) << "row " << r;
+  }
+}
+
+TEST(DirectTransportPlanTest, SplitAmongWorkersCoversEveryEntryOnceInOrder) {
+  std::mt19937 rng(3);
+  for (int round = 0; round < 500; ++round) {
+    std::vector<DirectIoEntry> entries(rng() % 40);
+    for (DirectIoEntry& e : entries) e.bytes = 1 + rng() % (64 * 1024);
+    const uint32_t workers = rng() % 10;
+    const std::vector<DirectIoShare> shares = SplitAmongWorkers(entries, workers);
+    const size_t want = std::min<size_t>(std::max<uint32_t>(workers, 1), entries.size());
+    ASSERT_EQ(shares.size(), want) << "round " << round;
+    size_t next = 0;
+    for (const DirectIoShare& s : shares) {
+      EXPECT_EQ(s.first, next);
+      EXPECT_LT(s.first, s.end) << "an empty share";
+      next = s.end;
+    }
+    EXPECT_EQ(next, entries.size());
+  }
 }
 
 }  // namespace

@@ -127,6 +127,27 @@ TEST(DirectTransportWiringTest, NoDiskTierIsStagedWithoutProbing) {
   EXPECT_EQ(probes, 0);
 }
 
+// cuFile's compatibility batch path polls (about 5.4 ms per entry on the
+// H200), so compatibility mode runs one synchronous call per entry, and the
+// startup line says so; the real direct path stays batched.
+TEST(DirectTransportWiringTest, CompatibilityModeRunsSynchronousCuFileCalls) {
+  EXPECT_EQ(CuFileIoModeFor(TransportKind::kDirectCompat), CuFileIoMode::kSynchronous);
+  EXPECT_EQ(CuFileIoModeFor(TransportKind::kDirect), CuFileIoMode::kBatch);
+  Result<TransportDecision> compat =
+      DecideRankTransport({.choice = kDirect, .disk = DiskTier::kPresent, .compat = kOn},
+                          [] { return FactsFor(Verdict::kCompatOnly); });
+  ASSERT_TRUE(compat.ok()) << compat.status().ToString();
+  EXPECT_NE(compat->reason.find("synchronous cuFileRead/cuFileWrite"), std::string::npos)
+      << compat->reason;
+  EXPECT_NE(TransportSummary(*compat).find("synchronous cuFileRead/cuFileWrite"),
+            std::string::npos);
+  Result<TransportDecision> direct =
+      DecideRankTransport({.choice = kDirect, .disk = DiskTier::kPresent, .compat = kOn},
+                          [] { return FactsFor(Verdict::kAccepted); });
+  ASSERT_TRUE(direct.ok());
+  EXPECT_EQ(direct->reason.find("synchronous"), std::string::npos) << direct->reason;
+}
+
 TEST(DirectTransportWiringTest, TheSwitchIsOnOnlyForOne) {
   EXPECT_EQ(TestCompatModeFrom("1"), CompatMode::kAllowedForTests);
   EXPECT_EQ(TestCompatModeFrom(nullptr), CompatMode::kRefused);
@@ -241,7 +262,7 @@ TEST(DirectTransportWiringTest, SeamsThatCannotBeMadeFailTheOpenNamingWhy) {
 
 TEST(DirectTransportWiringTest, CuFileSeamsRefuseHostPlanes) {
   WiringRig rig;
-  Result<DirectSeams> seams = CuFileSeams(nullptr)(rig.planes);
+  Result<DirectSeams> seams = CuFileSeams(nullptr, CuFileIoMode::kBatch)(rig.planes);
   ASSERT_FALSE(seams.ok());
   EXPECT_EQ(seams.status().code(), StatusCode::kFailedPrecondition);
 }
