@@ -1,7 +1,6 @@
 #include "cuda/gather_kernel.h"
 
 #include <algorithm>
-#include <vector>
 
 namespace strata {
 
@@ -44,7 +43,6 @@ Result<std::unique_ptr<GatherKernel>> GatherKernel::Load(
   STRATA_ASSIGN_OR_RETURN(void* pieces, driver->MemAllocHost(list_bytes));
   k->pieces_ = static_cast<KernelPiece*>(pieces);
   STRATA_ASSIGN_OR_RETURN(k->device_pieces_, driver->MemAlloc(list_bytes));
-  STRATA_RETURN_IF_ERROR(k->WriteUploadPieces());
   return k;
 #else
   (void)driver;
@@ -55,27 +53,7 @@ Result<std::unique_ptr<GatherKernel>> GatherKernel::Load(
 #endif
 }
 
-Status GatherKernel::WriteUploadPieces() {
-  const uint64_t buffer_bytes = sizeof(KernelPiece) * shape_.pieces_per_buffer;
-  upload_chunks_ = (buffer_bytes + kUploadChunkBytes - 1) / kUploadChunkBytes;
-  std::vector<KernelPiece> plan;
-  plan.reserve(kPieceBuffers * upload_chunks_);
-  for (uint32_t b = 0; b < kPieceBuffers; ++b) {
-    const auto host = reinterpret_cast<uint64_t>(pieces(b));
-    const uint64_t device = device_pieces_ + b * buffer_bytes;
-    for (uint64_t offset = 0; offset < buffer_bytes; offset += kUploadChunkBytes) {
-      plan.push_back(
-          {host + offset, device + offset, std::min(kUploadChunkBytes, buffer_bytes - offset)});
-    }
-  }
-  const uint64_t plan_bytes = sizeof(KernelPiece) * plan.size();
-  STRATA_ASSIGN_OR_RETURN(upload_pieces_, driver_->MemAlloc(plan_bytes));
-  return driver_->CopySync(TransferDirection::kHostToDevice, upload_pieces_, plan.data(),
-                           plan_bytes);
-}
-
 GatherKernel::~GatherKernel() {
-  if (upload_pieces_ != 0) (void)driver_->MemFree(upload_pieces_);
   if (device_pieces_ != 0) (void)driver_->MemFree(device_pieces_);
   if (pieces_ != nullptr) (void)driver_->MemFreeHost(pieces_);
   if (module_ != nullptr) (void)driver_->UnloadModule(module_);
@@ -93,13 +71,6 @@ Status GatherKernel::Upload(uint32_t buffer, uint64_t count, CudaStream stream) 
   const uint64_t device = device_pieces_ + buffer * shape_.pieces_per_buffer * sizeof(KernelPiece);
   return driver_->CopyAsync(TransferDirection::kHostToDevice, device, pieces(buffer),
                             sizeof(KernelPiece) * count, stream);
-}
-
-Status GatherKernel::UploadByKernel(uint32_t buffer, uint64_t count, CudaStream stream) {
-  STRATA_ASSERT(buffer < kPieceBuffers && count <= shape_.pieces_per_buffer,
-                "gather kernel upload out of range");
-  const uint64_t chunks = (sizeof(KernelPiece) * count + kUploadChunkBytes - 1) / kUploadChunkBytes;
-  return LaunchOver(upload_pieces_ + buffer * upload_chunks_ * sizeof(KernelPiece), chunks, stream);
 }
 
 Status GatherKernel::Run(uint32_t buffer, uint64_t first, uint64_t count, CudaStream stream) {

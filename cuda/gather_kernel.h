@@ -64,13 +64,6 @@ class GatherKernel {
   uint64_t capacity() const { return shape_.pieces_per_buffer; }
   // Queues the copy of the first `count` pieces of `buffer` to its device twin.
   Status Upload(uint32_t buffer, uint64_t count, CudaStream stream);
-  // The same copy made by the kernel itself: one warp per 4 KiB chunk of the
-  // pinned list reads it by its host pointer (one PCIe round trip per warp,
-  // all in parallel) and writes the device twin. It takes no place in a copy
-  // engine's queue, so a restore's list never waits behind the extents
-  // already queued host to device. May copy up to one chunk past `count`
-  // (list bytes of the same buffer, never outside it).
-  Status UploadByKernel(uint32_t buffer, uint64_t count, CudaStream stream);
   // Queues one launch over uploaded pieces [first, first + count) of `buffer`.
   Status Run(uint32_t buffer, uint64_t first, uint64_t count, CudaStream stream);
   // The same launch reading the pieces from the pinned list itself, by its
@@ -85,8 +78,6 @@ class GatherKernel {
                 CudaStream stream);
 
  private:
-  // Builds and uploads UploadByKernel's pieces (once, at Load).
-  Status WriteUploadPieces();
   // One launch over `count` pieces listed at `list` (a device address).
   Status LaunchOver(uint64_t list, uint64_t count, CudaStream stream);
   GatherKernel(std::shared_ptr<const CudaDriver> driver, const KernelShape& shape)
@@ -97,12 +88,6 @@ class GatherKernel {
   CudaFunction function_ = nullptr;
   KernelPiece* pieces_ = nullptr;  // pinned host; kPieceBuffers x pieces_per_buffer
   uint64_t device_pieces_ = 0;     // device memory of the same shape
-  // UploadByKernel's own pieces, in device memory, written once at Load:
-  // kPieceBuffers x upload_chunks_, chunk c of buffer b copying list bytes
-  // [c, c + 1) x kUploadChunkBytes of pieces(b) to the device twin.
-  static constexpr uint64_t kUploadChunkBytes = 4096;
-  uint64_t upload_pieces_ = 0;
-  uint64_t upload_chunks_ = 0;  // per buffer
 };
 
 }  // namespace strata

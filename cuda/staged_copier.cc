@@ -153,8 +153,6 @@ Result<CudaStream> StagedCopier::Issue(TransferDirection direction,
   const RestorePieceList source = options_.restore_piece_list;
   if (source == RestorePieceList::kUploaded) {
     STRATA_RETURN_IF_ERROR(kernel_->Upload(slot, pieces.size(), dma_stream_));
-  } else if (source == RestorePieceList::kKernelCopied) {
-    STRATA_RETURN_IF_ERROR(kernel_->UploadByKernel(slot, pieces.size(), kernel_stream_));
   }
   for (size_t k = 0; k < stages.size(); ++k) {
     STRATA_RETURN_IF_ERROR(Dma(direction, stages[k], window, arrays));
@@ -162,10 +160,7 @@ Result<CudaStream> StagedCopier::Issue(TransferDirection direction,
   }
   for (size_t k = 0; k < stages.size(); ++k) {
     STRATA_RETURN_IF_ERROR(d.StreamWaitEvent(kernel_stream_, handoff(slot, k)));
-    STRATA_RETURN_IF_ERROR(RunStage(slot, stages[k],
-                                    source == RestorePieceList::kMappedHost
-                                        ? RestorePieceList::kMappedHost
-                                        : RestorePieceList::kUploaded));
+    STRATA_RETURN_IF_ERROR(RunStage(slot, stages[k], source));
   }
   return kernel_stream_;
 }

@@ -32,7 +32,7 @@
 
 namespace strata {
 
-enum class RestorePieceList : unsigned char { kUploaded, kMappedHost, kKernelCopied };
+enum class RestorePieceList : unsigned char { kUploaded, kMappedHost };
 
 struct StagedCopierOptions {
   uint32_t blocks = 2;  // SMs the kernel may hold (one block per SM)
@@ -58,10 +58,7 @@ struct StagedCopierOptions {
   // Where a restore's scatter reads its piece list: kUploaded copies it to
   // device memory on the DMA stream ahead of the batch's extents; kMappedHost
   // has the kernel read the pinned list by its host pointer (no upload: the
-  // list's small copy never sits between two batches' extents); kKernelCopied
-  // copies it to device memory with the kernel itself, on the kernel stream
-  // ahead of the batch's scatters (GatherKernel::UploadByKernel), so the DMA
-  // stream carries the extents alone.
+  // list's small copy never sits between two batches' extents).
   RestorePieceList restore_piece_list = RestorePieceList::kUploaded;
 };
 

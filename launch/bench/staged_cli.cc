@@ -22,11 +22,10 @@ void AddStagedCli(CLI::App& cmd, StagedCli& cli) {
       ->capture_default_str()
       ->check(CLI::IsMember({"least", "greatest"}));
   cmd.add_option("--staged-restore-list", cli.restore_list,
-                 "Where a restore's scatter reads its piece list: device (uploaded by DMA ahead of "
-                 "the batch's extents), kernel (copied to the device by the kernel itself, "
-                 "ahead of the scatters) or host (the pinned list, by its host pointer)")
+                 "Where a restore's scatter reads its piece list: device (uploaded ahead of the "
+                 "batch) or host (the pinned list, by its host pointer)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"device", "kernel", "host"}));
+      ->check(CLI::IsMember({"device", "host"}));
 }
 
 StagedCopierOptions ToStagedOptions(const StagedCli& cli) {
@@ -37,9 +36,8 @@ StagedCopierOptions ToStagedOptions(const StagedCli& cli) {
   o.direct_piece_bytes = cli.direct_kib << 10;
   o.kernel_priority =
       cli.priority == "greatest" ? StreamPriority::kGreatest : StreamPriority::kLeast;
-  o.restore_piece_list = cli.restore_list == "host"     ? RestorePieceList::kMappedHost
-                         : cli.restore_list == "kernel" ? RestorePieceList::kKernelCopied
-                                                        : RestorePieceList::kUploaded;
+  o.restore_piece_list =
+      cli.restore_list == "host" ? RestorePieceList::kMappedHost : RestorePieceList::kUploaded;
   return o;
 }
 
