@@ -10,9 +10,12 @@ extern const char kGatherKernelPtx[];  // generated from gather_kernel.cu
 
 namespace {
 constexpr const char* kKernelName = "strata_copy_pieces";
+constexpr const char* kParamKernelName = "strata_scatter_param_pieces";
 }  // namespace
 
 static_assert(sizeof(KernelPiece) == 24, "KernelPiece must match StrataPieceCopy");
+static_assert(sizeof(KernelParamPiece) == 16, "KernelParamPiece must match StrataParamPiece");
+static_assert(sizeof(KernelParamPieces) <= 4096, "a launch's parameters fit in 4 KiB");
 
 bool GatherKernelBuilt() { return STRATA_HAVE_GATHER_KERNEL != 0; }
 
@@ -40,6 +43,7 @@ Result<std::unique_ptr<GatherKernel>> GatherKernel::Load(
   const uint64_t list_bytes = sizeof(KernelPiece) * shape.pieces_per_buffer * kPieceBuffers;
   STRATA_ASSIGN_OR_RETURN(k->module_, driver->LoadModule(kGatherKernelPtx));
   STRATA_ASSIGN_OR_RETURN(k->function_, driver->GetFunction(k->module_, kKernelName));
+  STRATA_ASSIGN_OR_RETURN(k->param_function_, driver->GetFunction(k->module_, kParamKernelName));
   STRATA_ASSIGN_OR_RETURN(void* pieces, driver->MemAllocHost(list_bytes));
   k->pieces_ = static_cast<KernelPiece*>(pieces);
   STRATA_ASSIGN_OR_RETURN(k->device_pieces_, driver->MemAlloc(list_bytes));
@@ -86,6 +90,16 @@ Status GatherKernel::RunFromHost(uint32_t buffer, uint64_t first, uint64_t count
   STRATA_ASSERT(buffer < kPieceBuffers && first + count <= shape_.pieces_per_buffer,
                 "gather kernel launch out of range");
   return LaunchOver(reinterpret_cast<uint64_t>(pieces(buffer) + first), count, stream);
+}
+
+Status GatherKernel::RunParams(const KernelParamPieces& pieces, CudaStream stream) {
+  STRATA_ASSERT(pieces.count <= KernelParamPieces::kMax, "too many pieces for one launch");
+  if (pieces.count == 0) return Status::Ok();
+  void* params[] = {const_cast<KernelParamPieces*>(&pieces)};
+  const uint32_t warps_per_block = shape_.threads_per_block / 32;
+  const uint32_t grid =
+      std::min<uint32_t>(shape_.blocks, (pieces.count + warps_per_block - 1) / warps_per_block);
+  return driver_->LaunchKernel(param_function_, grid, shape_.threads_per_block, params, stream);
 }
 
 Status GatherKernel::LaunchOver(uint64_t list, uint64_t count, CudaStream stream) {

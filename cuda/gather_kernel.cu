@@ -17,6 +17,38 @@ struct StrataPieceCopy {  // must match KernelPiece in gather_kernel.h
   unsigned long long bytes;
 };
 
+// Copies one piece with the 32 lanes of a warp: 16-byte words, eight
+// loads in flight per lane where the piece is 16-byte aligned, bytes after.
+__device__ __forceinline__ void StrataCopyPiece(unsigned long long src, unsigned long long dst,
+                                                unsigned long long bytes, unsigned int lane) {
+  unsigned long long done = 0;
+  if (((src | dst) & 15ull) == 0) {
+    const uint4* s = reinterpret_cast<const uint4*>(src);
+    uint4* d = reinterpret_cast<uint4*>(dst);
+    const unsigned long long words = bytes >> 4;
+    unsigned long long k = lane;
+    for (; k + 224 < words; k += 256) {
+      uint4 v[8];
+#pragma unroll
+      for (int u = 0; u < 8; ++u) v[u] = s[k + 32 * u];
+#pragma unroll
+      for (int u = 0; u < 8; ++u) d[k + 32 * u] = v[u];
+    }
+    for (; k + 96 < words; k += 128) {
+      uint4 v[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) v[u] = s[k + 32 * u];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) d[k + 32 * u] = v[u];
+    }
+    for (; k < words; k += 32) d[k] = s[k];
+    done = words << 4;
+  }
+  const unsigned char* s = reinterpret_cast<const unsigned char*>(src);
+  unsigned char* d = reinterpret_cast<unsigned char*>(dst);
+  for (unsigned long long k = done + lane; k < bytes; k += 32) d[k] = s[k];
+}
+
 // Launched with up to 1024 threads per block (the staged path), so registers
 // are bounded for that.
 extern "C" __global__ void __launch_bounds__(1024)
@@ -29,31 +61,33 @@ extern "C" __global__ void __launch_bounds__(1024)
   for (; i < count; i += warps) {
     const StrataPieceCopy p = next;
     if (i + warps < count) next = pieces[i + warps];
-    unsigned long long done = 0;
-    if (((p.src | p.dst) & 15ull) == 0) {
-      const uint4* s = reinterpret_cast<const uint4*>(p.src);
-      uint4* d = reinterpret_cast<uint4*>(p.dst);
-      const unsigned long long words = p.bytes >> 4;
-      unsigned long long k = lane;
-      for (; k + 224 < words; k += 256) {
-        uint4 v[8];
-#pragma unroll
-        for (int u = 0; u < 8; ++u) v[u] = s[k + 32 * u];
-#pragma unroll
-        for (int u = 0; u < 8; ++u) d[k + 32 * u] = v[u];
-      }
-      for (; k + 96 < words; k += 128) {
-        uint4 v[4];
-#pragma unroll
-        for (int u = 0; u < 4; ++u) v[u] = s[k + 32 * u];
-#pragma unroll
-        for (int u = 0; u < 4; ++u) d[k + 32 * u] = v[u];
-      }
-      for (; k < words; k += 32) d[k] = s[k];
-      done = words << 4;
-    }
-    const unsigned char* s = reinterpret_cast<const unsigned char*>(p.src);
-    unsigned char* d = reinterpret_cast<unsigned char*>(p.dst);
-    for (unsigned long long k = done + lane; k < p.bytes; k += 32) d[k] = s[k];
+    StrataCopyPiece(p.src, p.dst, p.bytes, lane);
+  }
+}
+
+// The scatter with its pieces in the launch's parameters (a restore's list
+// then needs no upload, so the DMA stream carries the extents alone): piece
+// i copies `bytes` from window + window_offset to `device`. Must match
+// KernelParamPieces in gather_kernel.h (at most 4 KiB, the classic
+// parameter limit).
+struct StrataParamPiece {
+  unsigned long long device;
+  unsigned int window_offset;
+  unsigned int bytes;
+};
+struct StrataParamPieces {
+  unsigned long long window;
+  unsigned int count;
+  unsigned int unused;
+  StrataParamPiece pieces[254];
+};
+
+extern "C" __global__ void __launch_bounds__(1024)
+    strata_scatter_param_pieces(const StrataParamPieces args) {
+  const unsigned int lane = threadIdx.x & 31u;
+  const unsigned int warps = (gridDim.x * blockDim.x) >> 5;
+  for (unsigned int i = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < args.count; i += warps) {
+    const StrataParamPiece p = args.pieces[i];
+    StrataCopyPiece(args.window + p.window_offset, p.device, p.bytes, lane);
   }
 }

@@ -34,6 +34,24 @@ struct KernelPiece {
   uint64_t bytes = 0;
 };
 
+// One piece of a scatter whose list travels in the launch's parameters
+// (strata_scatter_param_pieces): `bytes` from window + window_offset to the
+// device address `device`. Must match StrataParamPiece in gather_kernel.cu.
+struct KernelParamPiece {
+  uint64_t device = 0;
+  uint32_t window_offset = 0;
+  uint32_t bytes = 0;
+};
+
+// The launch's whole parameter block (4 KiB at most, the classic limit).
+struct KernelParamPieces {
+  static constexpr uint32_t kMax = 254;
+  uint64_t window = 0;
+  uint32_t count = 0;
+  uint32_t unused = 0;
+  KernelParamPiece pieces[kMax];
+};
+
 // Whether the kernel's pieces address registered host memory (kKernel) or
 // only device memory (kStaged).
 enum class KernelHostAccess : unsigned char { kMappedHost, kDeviceOnly };
@@ -71,6 +89,10 @@ class GatherKernel {
   // as every UVA device does). The list must stay unchanged until it ends.
   Status RunFromHost(uint32_t buffer, uint64_t first, uint64_t count, CudaStream stream);
 
+  // One scatter launch over `pieces` (window -> device), its list in the
+  // launch's parameters: no upload, no piece buffer.
+  Status RunParams(const KernelParamPieces& pieces, CudaStream stream);
+
   // kKernel: fills `buffer` from 1-D `ops` (at most capacity()), uploads and
   // launches once. The buffer stays in use until the launch finishes: the
   // caller waits for it before launching with the same buffer again.
@@ -86,8 +108,9 @@ class GatherKernel {
   KernelShape shape_;
   CudaModule module_ = nullptr;
   CudaFunction function_ = nullptr;
-  KernelPiece* pieces_ = nullptr;  // pinned host; kPieceBuffers x pieces_per_buffer
-  uint64_t device_pieces_ = 0;     // device memory of the same shape
+  CudaFunction param_function_ = nullptr;  // strata_scatter_param_pieces
+  KernelPiece* pieces_ = nullptr;          // pinned host; kPieceBuffers x pieces_per_buffer
+  uint64_t device_pieces_ = 0;             // device memory of the same shape
 };
 
 }  // namespace strata

@@ -1,5 +1,7 @@
 #include "cuda/staged_copier.h"
 
+#include <cstdint>
+
 namespace strata {
 
 StagedCopier::StagedCopier(std::shared_ptr<const CudaDriver> driver, int ordinal,
@@ -15,10 +17,14 @@ Result<std::unique_ptr<StagedCopier>> StagedCopier::Create(std::shared_ptr<const
   if (options.stage_bytes == 0 || options.kernel_piece_bytes == 0 || options.launch_bytes == 0) {
     return Status::InvalidArgument("staging stage, launch and kernel piece bytes must be positive");
   }
+  if (options.kernel_piece_bytes > UINT32_MAX) {
+    return Status::InvalidArgument("a kernel piece must fit 32 bits (launch parameters)");
+  }
   std::unique_ptr<StagedCopier> c(
       new StagedCopier(std::move(driver), ordinal, kernel_stream, options));
   const CudaDriver& d = *c->driver_;
   c->limits_.window_bytes = StagingWindowBytes(kMaxBatchBytes, kMaxBatchEntries);
+  STRATA_ASSERT(c->limits_.window_bytes <= UINT32_MAX, "window offsets must fit 32 bits");
   c->limits_.stage_bytes = options.stage_bytes;
   c->limits_.kernel_piece_bytes = options.kernel_piece_bytes;
   c->limits_.direct_piece_bytes = options.direct_piece_bytes;
@@ -107,6 +113,29 @@ Status StagedCopier::RunStage(uint32_t slot, const StagingStage& stage, RestoreP
   return Status::Ok();
 }
 
+Status StagedCopier::RunStageParams(uint64_t window, const StagingStage& stage) {
+  const std::vector<StagedPiece>& pieces = planner_.pieces();
+  const uint32_t end = stage.first_piece + stage.piece_count;
+  KernelParamPieces launch;
+  launch.window = window;
+  uint64_t bytes = 0;
+  for (uint32_t i = stage.first_piece; i < end; ++i) {
+    const StagedPiece& p = pieces[i];
+    if (launch.count == KernelParamPieces::kMax ||
+        (launch.count > 0 && bytes + p.bytes > options_.launch_bytes)) {
+      STRATA_RETURN_IF_ERROR(kernel_->RunParams(launch, kernel_stream_));
+      launch.count = 0;
+      bytes = 0;
+    }
+    // A window offset and a kernel piece fit 32 bits: windows are ~17 MiB,
+    // pieces at most kernel_piece_bytes.
+    launch.pieces[launch.count++] = {p.device, static_cast<uint32_t>(p.window),
+                                     static_cast<uint32_t>(p.bytes)};
+    bytes += p.bytes;
+  }
+  return kernel_->RunParams(launch, kernel_stream_);
+}
+
 Result<CudaStream> StagedCopier::Issue(TransferDirection direction,
                                        std::span<const CopyDescriptor> batch, uint32_t slot,
                                        CudaCopyArrays& arrays) {
@@ -120,8 +149,11 @@ Result<CudaStream> StagedCopier::Issue(TransferDirection direction,
   }
   const uint64_t window = windows_[slot];
   const bool out = direction == TransferDirection::kDeviceToHost;
+  const RestorePieceList source = options_.restore_piece_list;
   KernelPiece* list = kernel_->pieces(slot);
-  for (size_t i = 0; i < pieces.size(); ++i) {
+  // A restore with its pieces in the launches' parameters needs no list.
+  const size_t listed = !out && source == RestorePieceList::kParams ? 0 : pieces.size();
+  for (size_t i = 0; i < listed; ++i) {
     const StagedPiece& p = pieces[i];
     list[i] = out ? KernelPiece{p.device, window + p.window, p.bytes}
                   : KernelPiece{window + p.window, p.device, p.bytes};
@@ -150,7 +182,6 @@ Result<CudaStream> StagedCopier::Issue(TransferDirection direction,
   // would wait for this batch's extents on the host-to-device copy engine and
   // no scatter could overlap them (measured: restores at 0.63 of PCIe).
   // (A stream of its own for the upload was measured worse: docs/performance.md.)
-  const RestorePieceList source = options_.restore_piece_list;
   if (source == RestorePieceList::kUploaded) {
     STRATA_RETURN_IF_ERROR(kernel_->Upload(slot, pieces.size(), dma_stream_));
   }
@@ -160,7 +191,8 @@ Result<CudaStream> StagedCopier::Issue(TransferDirection direction,
   }
   for (size_t k = 0; k < stages.size(); ++k) {
     STRATA_RETURN_IF_ERROR(d.StreamWaitEvent(kernel_stream_, handoff(slot, k)));
-    STRATA_RETURN_IF_ERROR(RunStage(slot, stages[k], source));
+    STRATA_RETURN_IF_ERROR(source == RestorePieceList::kParams ? RunStageParams(window, stages[k])
+                                                               : RunStage(slot, stages[k], source));
   }
   return kernel_stream_;
 }

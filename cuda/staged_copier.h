@@ -32,7 +32,7 @@
 
 namespace strata {
 
-enum class RestorePieceList : unsigned char { kUploaded, kMappedHost };
+enum class RestorePieceList : unsigned char { kUploaded, kMappedHost, kParams };
 
 struct StagedCopierOptions {
   uint32_t blocks = 2;  // SMs the kernel may hold (one block per SM)
@@ -57,9 +57,11 @@ struct StagedCopierOptions {
   StreamPriority kernel_priority = StreamPriority::kLeast;
   // Where a restore's scatter reads its piece list: kUploaded copies it to
   // device memory on the DMA stream ahead of the batch's extents; kMappedHost
-  // has the kernel read the pinned list by its host pointer (no upload: the
-  // list's small copy never sits between two batches' extents).
-  RestorePieceList restore_piece_list = RestorePieceList::kUploaded;
+  // has the kernel read the pinned list by its host pointer; kParams passes
+  // each launch's pieces in its parameters (at most KernelParamPieces::kMax
+  // a launch), so the DMA stream carries the extents alone and the kernel
+  // reads nothing over PCIe (docs/performance.md).
+  RestorePieceList restore_piece_list = RestorePieceList::kParams;
 };
 
 class StagedCopier {
@@ -95,6 +97,9 @@ class StagedCopier {
   // Queues the kernel over a stage's pieces in launches of at most
   // launch_bytes each, on the kernel stream.
   Status RunStage(uint32_t slot, const StagingStage& stage, RestorePieceList list);
+  // RunStage for kParams: each launch's pieces (window -> planes) in its
+  // parameters, cut at launch_bytes and KernelParamPieces::kMax pieces.
+  Status RunStageParams(uint64_t window, const StagingStage& stage);
   CudaEvent& handoff(uint32_t slot, size_t stage) {
     return handoff_[slot * stages_per_window_ + stage];
   }

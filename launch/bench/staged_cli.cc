@@ -22,10 +22,11 @@ void AddStagedCli(CLI::App& cmd, StagedCli& cli) {
       ->capture_default_str()
       ->check(CLI::IsMember({"least", "greatest"}));
   cmd.add_option("--staged-restore-list", cli.restore_list,
-                 "Where a restore's scatter reads its piece list: device (uploaded ahead of the "
-                 "batch) or host (the pinned list, by its host pointer)")
+                 "Where a restore's scatter reads its piece list: params (in each launch's "
+                 "parameters), device (uploaded by DMA ahead of the batch's extents) or host "
+                 "(the pinned list, by its host pointer)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"device", "host"}));
+      ->check(CLI::IsMember({"params", "device", "host"}));
 }
 
 StagedCopierOptions ToStagedOptions(const StagedCli& cli) {
@@ -36,8 +37,9 @@ StagedCopierOptions ToStagedOptions(const StagedCli& cli) {
   o.direct_piece_bytes = cli.direct_kib << 10;
   o.kernel_priority =
       cli.priority == "greatest" ? StreamPriority::kGreatest : StreamPriority::kLeast;
-  o.restore_piece_list =
-      cli.restore_list == "host" ? RestorePieceList::kMappedHost : RestorePieceList::kUploaded;
+  o.restore_piece_list = cli.restore_list == "host"     ? RestorePieceList::kMappedHost
+                         : cli.restore_list == "device" ? RestorePieceList::kUploaded
+                                                        : RestorePieceList::kParams;
   return o;
 }
 

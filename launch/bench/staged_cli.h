@@ -11,6 +11,16 @@
 
 namespace strata {
 
+// The --staged-restore-list name of `list`: params, device or host.
+inline const char* RestoreListName(RestorePieceList list) {
+  switch (list) {
+    case RestorePieceList::kMappedHost: return "host";
+    case RestorePieceList::kUploaded: return "device";
+    case RestorePieceList::kParams: break;
+  }
+  return "params";
+}
+
 struct StagedCli {
   uint32_t blocks = StagedCopierOptions{}.blocks;
   uint64_t stage_kib = StagedCopierOptions{}.stage_bytes >> 10;
@@ -18,8 +28,7 @@ struct StagedCli {
   uint64_t direct_kib = StagedCopierOptions{}.direct_piece_bytes >> 10;
   std::string priority =
       StagedCopierOptions{}.kernel_priority == StreamPriority::kGreatest ? "greatest" : "least";
-  std::string restore_list =
-      StagedCopierOptions{}.restore_piece_list == RestorePieceList::kMappedHost ? "host" : "device";
+  std::string restore_list = RestoreListName(StagedCopierOptions{}.restore_piece_list);
 };
 
 // Adds --staged-blocks, --stage-kib, --launch-kib, --staged-direct-kib,

@@ -2,6 +2,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "tests/fake_cuda/fake_cuda_state.h"
 
@@ -126,7 +127,8 @@ CUresult CUDAAPI FakeModuleLoadData(CUmodule* module, const void* image) {
   FAKE_ENTER("cuModuleLoadData");
   if (!HasContext()) return CUDA_ERROR_INVALID_CONTEXT;
   const char* text = static_cast<const char*>(image);
-  if (text == nullptr || std::strstr(text, ".entry strata_copy_pieces") == nullptr) {
+  if (text == nullptr || std::strstr(text, ".entry strata_copy_pieces") == nullptr ||
+      std::strstr(text, ".entry strata_scatter_param_pieces") == nullptr) {
     return CUDA_ERROR_INVALID_VALUE;  // not the PTX strata embeds
   }
   *module = reinterpret_cast<CUmodule>(module_token);
@@ -140,8 +142,13 @@ CUresult CUDAAPI FakeModuleUnload(CUmodule) {
 
 CUresult CUDAAPI FakeModuleGetFunction(CUfunction* fn, CUmodule, const char* name) {
   FAKE_ENTER("cuModuleGetFunction");
-  if (std::strcmp(name, "strata_copy_pieces") != 0) return CUDA_ERROR_NOT_FOUND;
-  *fn = reinterpret_cast<CUfunction>(function_token);
+  if (std::strcmp(name, "strata_copy_pieces") == 0) {
+    *fn = reinterpret_cast<CUfunction>(function_token);
+  } else if (std::strcmp(name, "strata_scatter_param_pieces") == 0) {
+    *fn = reinterpret_cast<CUfunction>(param_function_token);
+  } else {
+    return CUDA_ERROR_NOT_FOUND;
+  }
   return CUDA_SUCCESS;
 }
 
@@ -158,30 +165,52 @@ CUresult CUDAAPI FakeLaunchKernel(CUfunction fn, unsigned grid_x, unsigned grid_
     S().values["launch_block"] = block_x;
   }
   if (!HasContext()) return CUDA_ERROR_INVALID_CONTEXT;
-  if (fn != reinterpret_cast<CUfunction>(function_token) || stream == nullptr ||
-      params == nullptr || extra != nullptr || grid_x == 0 || grid_y != 1 || grid_z != 1 ||
-      block_x == 0 || block_x > 1024 || block_y != 1 || block_z != 1) {
+  const bool listed = fn == reinterpret_cast<CUfunction>(function_token);
+  const bool in_params = fn == reinterpret_cast<CUfunction>(param_function_token);
+  if ((!listed && !in_params) || stream == nullptr || params == nullptr || extra != nullptr ||
+      grid_x == 0 || grid_y != 1 || grid_z != 1 || block_x == 0 || block_x > 1024 || block_y != 1 ||
+      block_z != 1) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   struct PieceCopy {
     uint64_t src, dst, bytes;
   };
-  const PieceCopy* pieces = *static_cast<const PieceCopy* const*>(params[0]);
-  const unsigned count = *static_cast<const unsigned*>(params[1]);
-  if (!IsDevice(reinterpret_cast<uint64_t>(pieces), sizeof(PieceCopy) * count) &&
-      !IsPinned(reinterpret_cast<uint64_t>(pieces), sizeof(PieceCopy) * count)) {
-    return CUDA_ERROR_ILLEGAL_ADDRESS;
-  }
-  long long bytes = 0;
-  for (unsigned i = 0; i < count; ++i) {
-    if (!KernelCopy(pieces[i].dst, pieces[i].src, pieces[i].bytes)) {
+  std::vector<PieceCopy> list;
+  if (in_params) {
+    // strata_scatter_param_pieces(StrataParamPieces args), by value.
+    struct ParamPiece {
+      uint64_t device;
+      uint32_t window_offset, bytes;
+    };
+    struct ParamPieces {
+      uint64_t window;
+      uint32_t count, unused;
+      ParamPiece pieces[254];
+    };
+    const auto* args = static_cast<const ParamPieces*>(params[0]);
+    if (args->count > 254) return CUDA_ERROR_INVALID_VALUE;
+    for (uint32_t i = 0; i < args->count; ++i) {
+      const ParamPiece& p = args->pieces[i];
+      list.push_back({args->window + p.window_offset, p.device, p.bytes});
+    }
+  } else {
+    const PieceCopy* pieces = *static_cast<const PieceCopy* const*>(params[0]);
+    const unsigned count = *static_cast<const unsigned*>(params[1]);
+    if (!IsDevice(reinterpret_cast<uint64_t>(pieces), sizeof(PieceCopy) * count) &&
+        !IsPinned(reinterpret_cast<uint64_t>(pieces), sizeof(PieceCopy) * count)) {
       return CUDA_ERROR_ILLEGAL_ADDRESS;
     }
-    bytes += static_cast<long long>(pieces[i].bytes);
+    list.assign(pieces, pieces + count);
+  }
+  long long bytes = 0;
+  for (const PieceCopy& p : list) {
+    if (!KernelCopy(p.dst, p.src, p.bytes)) return CUDA_ERROR_ILLEGAL_ADDRESS;
+    bytes += static_cast<long long>(p.bytes);
   }
   std::lock_guard lock(S().mu);
   S().values["kernel_bytes"] += bytes;
   S().values["launch_bytes_max"] = std::max(S().values["launch_bytes_max"], bytes);
+  if (in_params) S().values["param_launches"] += 1;
   return CUDA_SUCCESS;
 }
 

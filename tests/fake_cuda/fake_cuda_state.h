@@ -46,6 +46,7 @@ inline char stream_token[8];
 inline char event_token[8];
 inline char module_token[8];
 inline char function_token[8];
+inline char param_function_token[8];
 
 inline CUcontext FakeContext() { return reinterpret_cast<CUcontext>(context_token); }
 

@@ -35,7 +35,7 @@ class StagedEngineTest : public ::testing::Test {
     host_ = static_cast<uint8_t*>(*driver_->MemAllocHost(2 * kBytes));
     device_ = *driver_->MemAlloc(kBytes);
   }
-  RestorePieceList restore_list_ = RestorePieceList::kUploaded;  // read by StartEngine
+  RestorePieceList restore_list_ = StagedCopierOptions{}.restore_piece_list;  // read by StartEngine
   // Frees what StartEngine allocated (LeakSanitizer reports the fake's memory).
   void TearDown() override {
     if (engine_ != nullptr) engine_->Stop();
@@ -147,6 +147,37 @@ TEST_F(StagedEngineTest, RestoresReadingThePinnedPieceListStayExact) {
   long long total = 0;
   for (const CopyDescriptor& d : pieces) total += static_cast<long long>(d.bytes);
   EXPECT_EQ(fake.Value("kernel_bytes"), 2 * total);
+}
+
+TEST_F(StagedEngineTest, RestoresWithThePieceListUploadedAheadOfTheExtentsStayExact) {
+  STRATA_USE_FAKE_CUDA(fake);
+  if (!GatherKernelBuilt()) GTEST_SKIP() << "gather kernel not built";
+  restore_list_ = RestorePieceList::kUploaded;
+  StartEngine(fake, 2);
+  std::vector<CopyDescriptor> pieces;
+  RoundTrip(pieces);
+  EXPECT_LE(fake.Value("param_launches"), 0);  // -1: never counted
+}
+
+TEST_F(StagedEngineTest, RestoreLaunchesCarryAtMost254PiecesInTheirParameters) {
+  STRATA_USE_FAKE_CUDA(fake);
+  if (!GatherKernelBuilt()) GTEST_SKIP() << "gather kernel not built";
+  restore_list_ = RestorePieceList::kParams;
+  StartEngine(fake, 1);
+  // 600 pieces of 64 bytes, contiguous on the host, every other 64 bytes on
+  // the device: one stage, cut into launches of at most 254 pieces.
+  std::mt19937_64 rng(9);
+  for (uint64_t i = 0; i < 600 * 64; ++i) host_[i] = static_cast<uint8_t>(rng());
+  std::vector<CopyDescriptor> batch;
+  for (uint64_t i = 0; i < 600; ++i) batch.push_back({device_ + i * 128, host_ + i * 64, 64});
+  ASSERT_TRUE(engine_->CopyBatch(TransferDirection::kHostToDevice, batch).ok());
+  std::vector<uint8_t> back(600 * 128);
+  ASSERT_TRUE(
+      driver_->CopySync(TransferDirection::kDeviceToHost, device_, back.data(), back.size()).ok());
+  for (uint64_t i = 0; i < 600; ++i) {
+    ASSERT_EQ(std::memcmp(back.data() + i * 128, host_ + i * 64, 64), 0) << "piece " << i;
+  }
+  EXPECT_EQ(fake.Value("param_launches"), 3);  // 254 + 254 + 92
 }
 
 TEST_F(StagedEngineTest, KernelFailureIsReportedAfterBothStreamsDrained) {
