@@ -19,6 +19,7 @@
 #include "launch/rank/rank_disk_transport.h"
 #include "store/record/fingerprint.h"
 #include "tests/gpu/cufile_gpu_support.h"
+#include "tests/support/record_jobs.h"
 #include "tests/unit/store/record/record_test_support.h"
 
 namespace strata {
@@ -56,19 +57,7 @@ std::set<std::string> Entries(const std::string& dir) {
   return out;
 }
 
-Status RunJob(DiskTransport& t, const RecordJob& job) {
-  STRATA_RETURN_IF_ERROR(t.Submit(job));
-  const auto until = std::chrono::steady_clock::now() + kBound;
-  while (std::chrono::steady_clock::now() < until) {
-    (void)t.WaitForCompletion(kBound);
-    std::vector<RecordJobDone> out;
-    t.Poll(out);
-    for (const RecordJobDone& d : out) {
-      if (d.id == job.id) return d.status;
-    }
-  }
-  return Status::Aborted("no completion within the bound");
-}
+Status RunJob(DiskTransport& t, const RecordJob& job) { return test::RunRecordJob(t, job, kBound); }
 
 TEST(GpuDirectTransportFaultTest, AFailedEntryFailsItsJobOnlyAndLeavesNoFile) {
   const char* opt_in = std::getenv("STRATA_GPU_TESTS");

@@ -20,6 +20,7 @@
 #include "store/record/record_verify.h"
 #include "store/tier/direct_transport.h"
 #include "store/tier/local_disk.h"
+#include "tests/support/record_jobs.h"
 #include "tests/unit/store/record/record_test_support.h"
 
 namespace strata {
@@ -98,20 +99,7 @@ TEST_P(GpuDirectTransportTest, StoresVerifiesOnTheHostAndFetchesBack) {
       geometry, testing::TestIdentity(), fingerprint, (*disk)->fs(), (*disk)->dir().fd(),
       std::vector<RankPlanes>{planes}, std::move(*io), std::move(*sums), direct_options);
   DirectTransport& direct = *direct_owned;
-  auto run = [&](const RecordJob& job) -> Status {
-    Status s = direct.Submit(job);
-    if (!s.ok()) return s;
-    const auto until = std::chrono::steady_clock::now() + kBound;
-    while (std::chrono::steady_clock::now() < until) {
-      (void)direct.WaitForCompletion(kBound);
-      std::vector<RecordJobDone> out;
-      direct.Poll(out);
-      for (RecordJobDone& d : out) {
-        if (d.id == job.id) return d.status;
-      }
-    }
-    return Status::Aborted("no completion");
-  };
+  auto run = [&](const RecordJob& job) { return test::RunRecordJob(direct, job, kBound); };
   RecordJob store;
   store.id = JobId(1);
   store.key = testing::KeyOf(uint64_t{kPages} * geometry.page_tokens, 1);

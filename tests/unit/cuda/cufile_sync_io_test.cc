@@ -23,6 +23,7 @@
 #include "store/record/record_verify.h"
 #include "store/tier/direct_transport_host_doubles.h"
 #include "store/transfer/host_planes.h"
+#include "tests/support/record_jobs.h"
 #include "tests/unit/cuda/fake_cuda.h"
 #include "tests/unit/cuda/fake_cufile.h"
 #include "tests/unit/store/record/record_test_support.h"
@@ -354,19 +355,7 @@ TEST(CuFileSyncIoTest, ACompatibilityModeTransportStoresAndFetchesARecord) {
       OpenRankDiskTransport({.kind = TransportKind::kDirectCompat, .reason = "test"}, **disk,
                             planes, std::move(*transfers), seams);
   ASSERT_TRUE(t.ok()) << t.status().ToString();
-  auto run = [&](const RecordJob& job) -> Status {
-    STRATA_RETURN_IF_ERROR((*t)->Submit(job));
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (std::chrono::steady_clock::now() < until) {
-      (void)(*t)->WaitForCompletion(std::chrono::seconds(30));
-      std::vector<RecordJobDone> out;
-      (*t)->Poll(out);
-      for (const RecordJobDone& d : out) {
-        if (d.id == job.id) return d.status;
-      }
-    }
-    return Status::Aborted("no completion within the bound");
-  };
+  auto run = [&](const RecordJob& job) { return test::RunRecordJob(**t, job); };
 
   RecordJob store;
   store.id = JobId(1);

@@ -12,6 +12,7 @@
 #include "store/record/fingerprint.h"
 #include "store/tier/direct_transport_host_doubles.h"
 #include "store/transfer/host_planes.h"
+#include "tests/support/record_jobs.h"
 #include "tests/unit/store/record/record_test_support.h"
 
 namespace strata {
@@ -188,19 +189,7 @@ struct WiringRig {
   int seams_made = 0;
 };
 
-Status RunJob(DiskTransport& t, const RecordJob& job) {
-  STRATA_RETURN_IF_ERROR(t.Submit(job));
-  const auto until = std::chrono::steady_clock::now() + kBound;
-  while (std::chrono::steady_clock::now() < until) {
-    (void)t.WaitForCompletion(kBound);
-    std::vector<RecordJobDone> out;
-    t.Poll(out);
-    for (const RecordJobDone& d : out) {
-      if (d.id == job.id) return d.status;
-    }
-  }
-  return Status::Aborted("no completion within the bound");
-}
+Status RunJob(DiskTransport& t, const RecordJob& job) { return test::RunRecordJob(t, job, kBound); }
 
 TEST(DirectTransportWiringTest, StagedDecisionBuildsTheStagedTransportWithoutSeams) {
   WiringRig rig;
