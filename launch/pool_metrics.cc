@@ -118,6 +118,26 @@ std::vector<MetricFamily> PoolClientMetrics(const pool::PoolInstanceStats& pool)
   for (const auto& [reason, n] : pool.put_refusals)
     refusals.samples.push_back({{{"reason", reason}}, n});
   out.push_back(std::move(refusals));
+  out.push_back(one("strata_pool_client_put_retries_total", MetricKind::kCounter,
+                    "Parked chains sent again after a refusal or a failed transfer.",
+                    pool.put_retries));
+  out.push_back(one("strata_pool_client_progress_probes_total", MetricKind::kCounter,
+                    "Empty lookups that asked the manager for its progress while a refused put "
+                    "waited for it.",
+                    pool.put_probes));
+  out.push_back(one("strata_pool_client_parked_records", MetricKind::kGauge,
+                    "Evicted records parked until the manager takes them.", pool.parked_records));
+  out.push_back(one("strata_pool_client_parked_bytes", MetricKind::kGauge,
+                    "Bytes of the parked records' images.", pool.parked_bytes));
+  MetricFamily abandoned{"strata_pool_client_puts_abandoned_total",
+                         MetricKind::kCounter,
+                         "Parked records given up, by reason (queue: the parked budget made room "
+                         "for newer ones; oversize: larger than the budget; refused: refused too "
+                         "often).",
+                         {}};
+  for (const auto& [reason, n] : pool.put_abandoned)
+    abandoned.samples.push_back({{{"reason", reason}}, n});
+  out.push_back(std::move(abandoned));
   return out;
 }
 

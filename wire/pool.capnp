@@ -49,6 +49,7 @@ struct Outcome {
   requestId @0 :UInt64;
   statusCode @1 :UInt8;    # a StatusCode value; 0 is OK
   errorText @2 :Text;
+  progressEpoch @3 :UInt64;  # the manager's progress count when it answered
 }
 
 struct LookupRequest {

@@ -68,9 +68,10 @@ Result<Answer> PoolClient::Await(uint64_t request_id, std::chrono::milliseconds 
   // skipped; anything else out of turn is an error.
   for (;;) {
     STRATA_ASSIGN_OR_RETURN(PoolReceived received, socket_.Receive(bound));
+    NoteEpoch(received.message);  // answers given up on still carry the epoch
     const std::optional<uint64_t> answered = AnsweredRequest(received.message);
     if (answered && *answered < request_id) {
-      (void)FileLookupAnswer(received.message);  // kept if a ticket waits for it
+      (void)FileAnswer(received.message);  // kept if a ticket or the put queue waits for it
       continue;
     }
     auto* answer = std::get_if<Answer>(&received.message);
@@ -86,7 +87,7 @@ Result<std::optional<std::vector<PrefixKey>>> PoolClient::Lookup(std::span<const
                                                                  uint64_t resident_tokens,
                                                                  uint64_t before) {
   STRATA_ASSIGN_OR_RETURN(const uint64_t id, SendLookup(tokens, resident_tokens, before));
-  if (Status s = WaitLookup(id, lookup_bound_); !s.ok()) {
+  if (Status s = WaitAnswer(id, lookup_bound_); !s.ok()) {
     ForgetLookup(id);
     return s;
   }
@@ -117,37 +118,58 @@ Result<uint64_t> PoolClient::SendLookup(std::span<const Token> tokens, uint64_t 
   return id;
 }
 
-bool PoolClient::FileLookupAnswer(PoolMessage& message) {
-  auto* answer = std::get_if<PoolLookupAnswer>(&message);
-  if (answer == nullptr) return false;
-  auto it = lookups_.find(answer->request_id);
-  if (it == lookups_.end() || it->second.has_value()) return false;
-  it->second = std::move(*answer);
-  answered_.push_back(it->first);
+void PoolClient::NoteEpoch(const PoolMessage& message) {
+  std::visit(
+      [this](const auto& m) {
+        if constexpr (requires { m.progress_epoch; }) {
+          progress_epoch_ = std::max(progress_epoch_, m.progress_epoch);
+        }
+      },
+      message);
+}
+
+bool PoolClient::FileAnswer(PoolMessage& message) {
+  const std::optional<uint64_t> id = AnsweredRequest(message);
+  if (!id) return false;
+  if (auto* answer = std::get_if<PoolLookupAnswer>(&message)) {
+    auto it = lookups_.find(*id);
+    if (it == lookups_.end() || it->second.has_value()) return false;
+    it->second = std::move(*answer);
+    answered_.push_back(it->first);
+    return true;
+  }
+  auto it = kept_.find(*id);
+  if (it == kept_.end() || it->second.has_value()) return false;
+  it->second = std::move(message);
   return true;
 }
 
-Status PoolClient::PumpLookups() {
-  // Only lookups may be owed here: every other request waits for its answer.
-  while (!lookups_.empty()) {
+Status PoolClient::Pump() {
+  // Only kept lookups and requests, and answers given up on (a forgotten
+  // lookup, whose epoch still counts), may be owed here: every other
+  // request waits for its answer.
+  for (;;) {
     STRATA_ASSIGN_OR_RETURN(std::optional<PoolReceived> received, socket_.TryReceive());
     if (!received) return Status::Ok();
-    if (FileLookupAnswer(received->message)) continue;
+    NoteEpoch(received->message);
+    if (FileAnswer(received->message)) continue;
     // Answers to requests given up on (a late lookup) are skipped, as in Await.
     const std::optional<uint64_t> answered = AnsweredRequest(received->message);
     if (!answered || *answered >= next_request_) {
       return Status::Corruption("the pool sent a message no request of ours asked for");
     }
   }
-  return Status::Ok();
 }
 
-Status PoolClient::WaitLookup(uint64_t id, std::chrono::microseconds bound) {
+Status PoolClient::WaitAnswer(uint64_t id, std::chrono::microseconds bound) {
   const auto deadline = std::chrono::steady_clock::now() + bound;
+  const auto owed = [&](const auto& kept) {
+    auto it = kept.find(id);
+    return it != kept.end() && !it->second.has_value();
+  };
   for (;;) {
-    STRATA_RETURN_IF_ERROR(PumpLookups());
-    auto it = lookups_.find(id);
-    if (it == lookups_.end() || it->second.has_value()) return Status::Ok();
+    STRATA_RETURN_IF_ERROR(Pump());
+    if (!owed(lookups_) && !owed(kept_)) return Status::Ok();
     const auto left = std::chrono::duration_cast<std::chrono::microseconds>(
         deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return Status::Ok();
@@ -184,7 +206,7 @@ Status PoolClient::Put(const PrefixKey& key, const std::optional<PrefixKey>& par
 // the requests go out as grant(0), grant(1), commit(0), grant(2), commit(1),
 // ..., so grant(i+1) is answered while record i is copied and commit(i)
 // while record i+1 is copied.
-Result<uint64_t> PoolClient::SendPut(const PutItem& item) {
+Result<uint64_t> PoolClient::SendPutRequest(const PutItem& item) {
   const uint64_t id = next_request_++;
   STRATA_RETURN_IF_ERROR(socket_.Send(PoolPut{.request_id = id,
                                               .put = PutRequest{.key = item.key,
@@ -193,6 +215,43 @@ Result<uint64_t> PoolClient::SendPut(const PutItem& item) {
                                                                 .bytes = item.bytes.size(),
                                                                 .kind = item.kind}}));
   return id;
+}
+
+Result<uint64_t> PoolClient::SendKept(const PoolMessage& request, uint64_t id) {
+  STRATA_RETURN_IF_ERROR(socket_.Send(request));
+  kept_.emplace(id, std::nullopt);
+  return id;
+}
+
+Result<uint64_t> PoolClient::SendPut(const PutItem& item) {
+  STRATA_ASSIGN_OR_RETURN(const uint64_t id, SendPutRequest(item));
+  kept_.emplace(id, std::nullopt);
+  return id;
+}
+
+Result<uint64_t> PoolClient::SendCommit(PutId put, uint64_t checksum) {
+  const uint64_t id = next_request_++;
+  return SendKept(PoolCommit{.request_id = id, .put = put, .checksum = checksum}, id);
+}
+
+Result<uint64_t> PoolClient::SendAbort(PutId put) {
+  const uint64_t id = next_request_++;
+  return SendKept(PoolAbort{.request_id = id, .put = put}, id);
+}
+
+std::optional<PoolMessage> PoolClient::TakeAnswer(uint64_t id) {
+  auto it = kept_.find(id);
+  if (it == kept_.end() || !it->second.has_value()) return std::nullopt;
+  std::optional<PoolMessage> out = std::move(it->second);
+  kept_.erase(it);
+  return out;
+}
+
+Result<uint64_t> PoolClient::CopyIntoSlots(std::span<const SlotId> slots,
+                                           std::span<const std::byte> bytes) {
+  STRATA_RETURN_IF_ERROR(
+      CheckSlotsFit(slots, bytes.size(), arena_->slot_bytes(), arena_->slot_count()));
+  return CopyIn(slots, bytes);
 }
 
 uint64_t PoolClient::CopyIn(std::span<const SlotId> slots, std::span<const std::byte> bytes) {
@@ -217,7 +276,7 @@ void PoolClient::AbortPut(PutId put) {
 std::vector<Status> PoolClient::PutChain(std::span<const PutItem> items) {
   std::vector<Status> out;
   if (items.empty()) return out;
-  Result<uint64_t> sent = SendPut(items[0]);
+  Result<uint64_t> sent = SendPutRequest(items[0]);
   if (!sent.ok()) return {sent.status()};
   uint64_t grant_id = *sent;          // the grant owed for items[i]
   std::optional<uint64_t> commit_id;  // the commit owed for items[i - 1], sent after grant_id
@@ -242,7 +301,7 @@ std::vector<Status> PoolClient::PutChain(std::span<const PutItem> items) {
       if (settle_commit() != Settled::kAccepted) return out;
       out.push_back(grant->status);
       if (grant->status.code() != StatusCode::kAlreadyExists || !has_next) return out;
-      if (sent = SendPut(items[i + 1]); !sent.ok()) {
+      if (sent = SendPutRequest(items[i + 1]); !sent.ok()) {
         out.push_back(sent.status());
         return out;
       }
@@ -264,7 +323,7 @@ std::vector<Status> PoolClient::PutChain(std::span<const PutItem> items) {
     }
     std::optional<uint64_t> next_grant;
     if (has_next) {
-      if (sent = SendPut(items[i + 1]); !sent.ok()) {
+      if (sent = SendPutRequest(items[i + 1]); !sent.ok()) {
         out.push_back(sent.status());
         return out;
       }

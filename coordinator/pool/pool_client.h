@@ -8,7 +8,9 @@
 // check each record against its checksum, and always release, after the last
 // copy from the slots has ended.
 // Lookups may also go out without waiting (SendLookup): their answers are
-// kept, whenever they are read, for the instance's lookup tickets.
+// kept, whenever they are read, for the instance's lookup tickets. So may a
+// put's steps (SendPut, SendCommit, SendAbort: the instance's put queue,
+// put_queue.h), whose answers are kept for TakeAnswer.
 //
 // Thread: one thread at a time.
 #pragma once
@@ -67,15 +69,17 @@ class PoolClient {
 
   // Lookups without waiting (tickets, lookup_tickets.h). SendLookup sends the
   // request and returns its id; its answer is kept for TakeLookupAnswer
-  // whenever this client reads it: in PumpLookups (what has arrived, no
-  // wait), WaitLookup (at most `bound`), or while waiting for another
-  // request's answer. At most kLookupsOutstandingMax are kept (kBusy beyond).
+  // whenever this client reads it: in Pump (what has arrived, no wait),
+  // WaitAnswer (at most `bound`), or while waiting for another request's
+  // answer. At most kLookupsOutstandingMax are kept (kBusy beyond).
   Result<uint64_t> SendLookup(std::span<const Token> tokens, uint64_t resident_tokens,
                               uint64_t before);
-  Status PumpLookups();
-  // Reads until the answer to `id` has come or `bound` passed; OK either way
-  // (an error only for the connection).
-  Status WaitLookup(uint64_t id, std::chrono::microseconds bound);
+  // Reads what has arrived for kept lookups and kept requests, without
+  // waiting; an error only for the connection.
+  Status Pump();
+  // Reads until the answer to kept lookup or request `id` has come or
+  // `bound` passed; OK either way (an error only for the connection).
+  Status WaitAnswer(uint64_t id, std::chrono::microseconds bound);
   // The answer to lookup `id` once it came (then forgotten); nullopt before.
   std::optional<PoolLookupAnswer> TakeLookupAnswer(uint64_t id);
   // Lookups answered since the last call, in arrival order (their answers
@@ -106,6 +110,22 @@ class PoolClient {
   // the first status other than OK and kAlreadyExists (the last one
   // returned); a later record already granted then is aborted.
   std::vector<Status> PutChain(std::span<const PutItem> items);
+  // A put's steps without waiting. Each sends one request and returns its
+  // id; the answer is kept for TakeAnswer whenever this client reads it
+  // (Pump, or while it waits for another answer): a PoolPutAnswer for
+  // SendPut (item.bytes need not stay valid: only the size is sent), a
+  // PoolDone for SendCommit and SendAbort.
+  Result<uint64_t> SendPut(const PutItem& item);
+  Result<uint64_t> SendCommit(PutId put, uint64_t checksum);
+  Result<uint64_t> SendAbort(PutId put);
+  // The kept answer to request `id` once it came (then forgotten); nullopt before.
+  std::optional<PoolMessage> TakeAnswer(uint64_t id);
+  // Copies `bytes` into granted `slots`, hashing as it copies: the checksum
+  // a commit carries. kCorruption (nothing copied) when the slots do not fit.
+  Result<uint64_t> CopyIntoSlots(std::span<const SlotId> slots, std::span<const std::byte> bytes);
+  // The highest progress count any answer carried (put_rules.h's epoch).
+  uint64_t progress_epoch() const { return progress_epoch_; }
+
   // PutChain of one record: its status.
   Status Put(const PrefixKey& key, const std::optional<PrefixKey>& parent,
              const Digest128& bucket_digest, std::span<const std::byte> bytes, PutKind kind);
@@ -138,7 +158,9 @@ class PoolClient {
   }
 
   // Sends the grant request of `item` under a fresh request id; that id.
-  Result<uint64_t> SendPut(const PutItem& item);
+  Result<uint64_t> SendPutRequest(const PutItem& item);
+  // Sends `request` (built with `id`) and keeps its answer for TakeAnswer.
+  Result<uint64_t> SendKept(const PoolMessage& request, uint64_t id);
   // Copies `bytes` into the granted slots, hashing as it copies; the checksum.
   uint64_t CopyIn(std::span<const SlotId> slots, std::span<const std::byte> bytes);
   // Aborts a granted put and waits for the answer (whatever it is).
@@ -147,8 +169,11 @@ class PoolClient {
   // One record out of its slots into `out`, hashed as it is copied.
   Status CopyOut(const ClaimedRecord& r, std::vector<std::byte>& out);
 
-  // Files a lookup answer this client still keeps; false for anything else.
-  bool FileLookupAnswer(PoolMessage& message);
+  // Files an answer this client still keeps (a lookup's or a kept
+  // request's); false for anything else.
+  bool FileAnswer(PoolMessage& message);
+  // Raises progress_epoch_ to what `message` carries (every answer read).
+  void NoteEpoch(const PoolMessage& message);
 
   PoolSocket socket_;
   PoolHelloAccept accepted_;
@@ -160,6 +185,9 @@ class PoolClient {
   // Lookups sent and kept: nullopt until answered.
   std::map<uint64_t, std::optional<PoolLookupAnswer>> lookups_;
   std::vector<uint64_t> answered_;  // filed since TakeAnsweredLookups
+  // Kept requests (SendPut, SendCommit, SendAbort): nullopt until answered.
+  std::map<uint64_t, std::optional<PoolMessage>> kept_;
+  uint64_t progress_epoch_ = 0;
 };
 
 }  // namespace strata::pool

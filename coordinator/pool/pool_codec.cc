@@ -30,8 +30,10 @@ void PutSlots(capnp::List<uint32_t>::Builder list, std::span<const SlotId> slots
   for (unsigned i = 0; i < list.size(); ++i) list.set(i, slots[i].value);
 }
 
-void PutOutcome(s::Outcome::Builder out, uint64_t request_id, const Status& status) {
+void PutOutcome(s::Outcome::Builder out, uint64_t request_id, const Status& status,
+                uint64_t progress_epoch) {
   out.setRequestId(request_id);
+  out.setProgressEpoch(progress_epoch);
   out.setStatusCode(static_cast<uint8_t>(status.code()));
   out.setErrorText(AsText(status.message().substr(0, kPoolTextBytesMax)));
 }
@@ -91,7 +93,7 @@ Status Put(s::Envelope::Builder env, const PoolLookup& m) {
 Status Put(s::Envelope::Builder env, const PoolLookupAnswer& m) {
   STRATA_RETURN_IF_ERROR(CheckCount(m.chain.size(), kPoolChainMax, "LookupAnswer.chain"));
   auto out = env.initLookupAnswer();
-  PutOutcome(out.initOutcome(), m.request_id, m.status);
+  PutOutcome(out.initOutcome(), m.request_id, m.status, m.progress_epoch);
   return PutKeys(out.initChain(static_cast<unsigned>(m.chain.size())), m.chain);
 }
 
@@ -109,7 +111,7 @@ Status Put(s::Envelope::Builder env, const PoolPut& m) {
 Status Put(s::Envelope::Builder env, const PoolPutAnswer& m) {
   STRATA_RETURN_IF_ERROR(CheckCount(m.slots.size(), kPoolSlotsPerAnswerMax, "PutAnswer.slots"));
   auto out = env.initPutAnswer();
-  PutOutcome(out.initOutcome(), m.request_id, m.status);
+  PutOutcome(out.initOutcome(), m.request_id, m.status, m.progress_epoch);
   out.setPut(m.put.value);
   PutSlots(out.initSlots(static_cast<unsigned>(m.slots.size())), m.slots);
   return Status::Ok();
@@ -140,7 +142,7 @@ Status Put(s::Envelope::Builder env, const PoolClaim& m) {
 Status Put(s::Envelope::Builder env, const PoolClaimAnswer& m) {
   STRATA_RETURN_IF_ERROR(CheckCount(m.records.size(), kPoolChainMax, "ClaimAnswer.records"));
   auto out = env.initClaimAnswer();
-  PutOutcome(out.initOutcome(), m.request_id, m.status);
+  PutOutcome(out.initOutcome(), m.request_id, m.status, m.progress_epoch);
   out.setClaim(m.claim.value);
   out.setBudgetMs(m.budget_ms);
   auto records = out.initRecords(static_cast<unsigned>(m.records.size()));
@@ -163,7 +165,7 @@ Status Put(s::Envelope::Builder env, const PoolRelease& m) {
 }
 
 Status Put(s::Envelope::Builder env, const PoolDone& m) {
-  PutOutcome(env.initDone(), m.request_id, m.status);
+  PutOutcome(env.initDone(), m.request_id, m.status, m.progress_epoch);
   return Status::Ok();
 }
 

@@ -47,11 +47,13 @@ Result<std::vector<SlotId>> GetSlots(capnp::List<uint32_t>::Reader in, std::stri
   return slots;
 }
 
-// The outcome's request id and status, into `id` and `status`.
-Status GetOutcome(s::Outcome::Reader in, std::string_view field, uint64_t* id, Status* status) {
-  *id = in.getRequestId();
+// The outcome's request id, status and progress epoch, into `m`.
+template <typename Answer>
+Status GetOutcome(s::Outcome::Reader in, std::string_view field, Answer& m) {
+  m.request_id = in.getRequestId();
+  m.progress_epoch = in.getProgressEpoch();
   return wire::codec::GetStatus(in.getStatusCode(), in.getErrorText(), kPoolTextBytesMax, field,
-                                status);
+                                &m.status);
 }
 
 Result<PoolMessage> GetHello(s::Hello::Reader in) {
@@ -127,7 +129,7 @@ Result<PoolMessage> GetPut(s::PutRequest::Reader in) {
 
 Result<PoolMessage> GetClaimAnswer(s::ClaimAnswer::Reader in) {
   PoolClaimAnswer m;
-  STRATA_RETURN_IF_ERROR(GetOutcome(in.getOutcome(), "ClaimAnswer", &m.request_id, &m.status));
+  STRATA_RETURN_IF_ERROR(GetOutcome(in.getOutcome(), "ClaimAnswer", m));
   m.claim = ClaimId(in.getClaim());
   m.budget_ms = in.getBudgetMs();
   const auto records = in.getRecords();
@@ -156,7 +158,7 @@ Result<PoolMessage> Get(s::Envelope::Reader env) {
     case W::LOOKUP_ANSWER: {
       PoolLookupAnswer m;
       auto in = env.getLookupAnswer();
-      STRATA_RETURN_IF_ERROR(GetOutcome(in.getOutcome(), "LookupAnswer", &m.request_id, &m.status));
+      STRATA_RETURN_IF_ERROR(GetOutcome(in.getOutcome(), "LookupAnswer", m));
       STRATA_ASSIGN_OR_RETURN(m.chain, GetKeys(in.getChain(), "LookupAnswer.chain"));
       return PoolMessage(std::move(m));
     }
@@ -164,7 +166,7 @@ Result<PoolMessage> Get(s::Envelope::Reader env) {
     case W::PUT_ANSWER: {
       PoolPutAnswer m;
       auto in = env.getPutAnswer();
-      STRATA_RETURN_IF_ERROR(GetOutcome(in.getOutcome(), "PutAnswer", &m.request_id, &m.status));
+      STRATA_RETURN_IF_ERROR(GetOutcome(in.getOutcome(), "PutAnswer", m));
       m.put = PutId(in.getPut());
       STRATA_ASSIGN_OR_RETURN(m.slots, GetSlots(in.getSlots(), "PutAnswer.slots"));
       return PoolMessage(std::move(m));
@@ -187,7 +189,7 @@ Result<PoolMessage> Get(s::Envelope::Reader env) {
           PoolRelease{env.getRelease().getRequestId(), ClaimId(env.getRelease().getClaim())});
     case W::DONE: {
       PoolDone m;
-      STRATA_RETURN_IF_ERROR(GetOutcome(env.getDone(), "Done", &m.request_id, &m.status));
+      STRATA_RETURN_IF_ERROR(GetOutcome(env.getDone(), "Done", m));
       return PoolMessage(std::move(m));
     }
   }

@@ -117,7 +117,16 @@ std::optional<PoolMessage> AnswerRequest(PoolCatalog& catalog, SessionId session
       [&](const auto& m) -> std::optional<PoolMessage> {
         using T = std::decay_t<decltype(m)>;
         if constexpr (kIsRequest<T>) {
-          return Answer(catalog, session, m, now_ms);
+          PoolMessage answer = Answer(catalog, session, m, now_ms);
+          // Every answer carries the progress count after the request.
+          std::visit(
+              [&](auto& a) {
+                if constexpr (requires { a.progress_epoch; }) {
+                  a.progress_epoch = catalog.progress_epoch();
+                }
+              },
+              answer);
+          return answer;
         } else {
           return std::nullopt;
         }

@@ -62,6 +62,7 @@ struct PoolLookupAnswer {
   uint64_t request_id = 0;
   Status status;
   std::vector<PrefixKey> chain;  // empty: no match
+  uint64_t progress_epoch = 0;   // the manager's progress count (put_rules.h)
 };
 
 struct PoolPut {
@@ -74,6 +75,7 @@ struct PoolPutAnswer {
   Status status;
   PutId put;
   std::vector<SlotId> slots;
+  uint64_t progress_epoch = 0;  // the manager's progress count (put_rules.h)
 };
 
 struct PoolCommit {
@@ -98,6 +100,7 @@ struct PoolClaimAnswer {
   ClaimId claim;
   uint64_t budget_ms = 0;
   std::vector<ClaimedRecord> records;
+  uint64_t progress_epoch = 0;  // the manager's progress count (put_rules.h)
 };
 
 struct PoolRelease {
@@ -109,6 +112,7 @@ struct PoolRelease {
 struct PoolDone {
   uint64_t request_id = 0;
   Status status;
+  uint64_t progress_epoch = 0;  // the manager's progress count (put_rules.h)
 };
 
 using PoolMessage = std::variant<PoolHello, PoolHelloAccept, PoolHelloReject, PoolLookup,

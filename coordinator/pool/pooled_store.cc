@@ -33,6 +33,7 @@ SourceTier TierOf(Tier tier) {
 PooledStore::PooledStore(PooledTiers tiers, std::unique_ptr<PoolLink> link)
     : tiers_(std::move(tiers)),
       link_(std::move(link)),
+      puts_(tiers_.put_queue_bytes),
       exports_(tiers_.export_sizes),
       tickets_(link_->lookup_grace_us()) {
   STRATA_ASSERT(tiers_.landing != nullptr && tiers_.intake != nullptr,
@@ -112,6 +113,7 @@ void PooledStore::FileAnswers(PoolClient& client) {
 void PooledStore::LoseLink(const Status& why) {
   if (PoolClient* client = link_->connected(); client != nullptr) FileAnswers(*client);
   link_->Lost(why);
+  puts_.Lost();
   (void)tickets_.FailPending(std::nullopt);
 }
 
@@ -120,7 +122,7 @@ void PooledStore::PumpTickets() {
   (void)tickets_.FailPending(client != nullptr ? std::optional<uint64_t>(link_->connection())
                                                : std::nullopt);
   if (client == nullptr) return;
-  if (Status s = client->PumpLookups(); !s.ok()) {
+  if (Status s = client->Pump(); !s.ok()) {
     LoseLink(s);
     return;
   }
@@ -154,7 +156,7 @@ std::optional<HostHit> PooledStore::LookupFor(LookupTicket ticket, const PrefixH
     const std::optional<uint64_t> request = tickets_.PendingRequest(ticket, link_->connection());
     if (client != nullptr && request) {
       const std::chrono::microseconds left(tickets_.WaitLeftUs(ticket, link_->NowUs()));
-      if (Status s = client->WaitLookup(*request, left); !s.ok()) LoseLink(s);
+      if (Status s = client->WaitAnswer(*request, left); !s.ok()) LoseLink(s);
     }
     PumpTickets();
     decision = tickets_.Admit(ticket, link_->NowUs());
@@ -270,6 +272,10 @@ StoreStats PooledStore::Stats() const {
 }
 
 Status PooledStore::Close() {
+  if (!FlushPuts(kPutFlushBound)) {
+    spdlog::warn("prefix cache pool: {} evicted records did not reach the manager before close",
+                 puts_.stats().parked_records);
+  }
   Status s = tiers_.local != nullptr ? tiers_.local->Close() : Status::Ok();
   if (own_landing()) {
     Status l = tiers_.landing->Close();
@@ -310,50 +316,59 @@ Status PooledStore::ClaimAndImport(const std::vector<PrefixKey>& chain) {
 void PooledStore::Poll(uint64_t now_ms, std::vector<StoreEvent>& events) {
   now_ms_ = std::max(now_ms_, now_ms);
   PumpTickets();
+  AdvancePuts(link_->connected());
   if (tiers_.local != nullptr) tiers_.local->Poll(now_ms, events);
   if (own_landing()) tiers_.landing->Poll(now_ms, events);
   exports_.TakeEvents(events);
 }
 
-Status PooledStore::PutChain(PoolClient& client, std::span<const RecordView> chain) {
-  // The images live until the manager has answered every put of the chain.
-  put_images_.resize(chain.size());
-  put_items_.clear();
-  for (size_t i = 0; i < chain.size(); ++i) {
-    put_images_[i] = EncodeRecordImage(chain[i]);
-    put_items_.push_back(PoolClient::PutItem{.key = chain[i].key,
-                                             .parent = chain[i].parent,
-                                             .bucket_digest = chain[i].bucket,
-                                             .bytes = put_images_[i],
-                                             .kind = PutKind::kCascade});
+void PooledStore::AdvancePuts(PoolClient* client) {
+  if (puts_.empty()) return;
+  if (!link_->sharing()) {
+    puts_.AbandonAll("unshared");  // for good: nothing parked will reach a manager
+    return;
   }
-  const std::vector<Status> outcomes = client.PutChain(put_items_);
-  for (size_t i = 0; i < outcomes.size(); ++i) {
-    if (!outcomes[i].ok()) continue;
-    ++stats_.puts;
-    stats_.put_bytes += put_images_[i].size();
-  }
-  return outcomes.empty() ? Status::Ok() : outcomes.back();
+  if (client == nullptr) return;
+  Status s = client->Pump();
+  if (s.ok()) s = puts_.Advance(*client, now_ms_);
+  if (!s.ok()) LoseLink(s);
 }
 
 void PooledStore::OnEvicted(std::span<const RecordView> chain) {
-  // put_rules: the last local tier's LRU chose chain.back(); it goes to the
-  // manager, and whatever the manager answers the tier then discards it.
-  const PutDecision at_end = DecidePut(PutEvent::kEndOfChainEvict, 0);
-  PoolClient* client = link_->client();
-  // PutChain stops at the first record neither accepted nor already pooled:
-  // its status is the chain's.
-  const Status s =
-      client == nullptr ? Status::Unavailable("no pool connection") : PutChain(*client, chain);
-  // Already pooled (put before, or by another instance) is as good as accepted.
-  const bool pooled = s.ok() || s.code() == StatusCode::kAlreadyExists;
-  const PutEvent event = pooled              ? PutEvent::kAccepted
-                         : ConnectionLost(s) ? PutEvent::kManagerLost
-                                             : PutEvent::kRefused;
-  if (DecidePut(event, 0).action == PutAction::kReleaseSource) return;
-  if (client != nullptr) ++stats_.put_refusals[ReasonLabel(s)];
-  if (event == PutEvent::kManagerLost) LoseLink(s);
-  if (at_end.action == PutAction::kDiscard) ++stats_.dropped_end_of_chain;
+  // put_rules: the last local tier's LRU chose chain.back(); the tier
+  // discards its copy, so the parked image is the source kept until the
+  // manager accepts. An instance that does not share drops it (end of chain).
+  if (!link_->sharing()) {
+    ++dropped_unshared_;
+    AdvancePuts(nullptr);
+    return;
+  }
+  std::vector<ParkedRecord> parked;
+  parked.reserve(chain.size());
+  for (const RecordView& r : chain) {
+    parked.push_back(ParkedRecord{.key = r.key,
+                                  .parent = r.parent,
+                                  .bucket_digest = r.bucket,
+                                  .image = EncodeRecordImage(r)});
+  }
+  puts_.Park(std::move(parked));
+  AdvancePuts(link_->client());
+}
+
+bool PooledStore::FlushPuts(std::chrono::milliseconds bound) {
+  const auto deadline = std::chrono::steady_clock::now() + bound;
+  while (!puts_.empty()) {
+    AdvancePuts(link_->client());
+    PoolClient* client = link_->connected();
+    const std::optional<uint64_t> awaited = puts_.awaited();
+    // Nothing out: the rest wait for a gate (or a connection), not for us.
+    if (client == nullptr || !awaited) break;
+    const auto left = std::chrono::duration_cast<std::chrono::microseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    if (Status s = client->WaitAnswer(*awaited, left); !s.ok()) LoseLink(s);
+  }
+  return puts_.empty();
 }
 
 PoolInstanceStats PooledStore::pool_stats() const {
@@ -361,6 +376,16 @@ PoolInstanceStats PooledStore::pool_stats() const {
   s.reconnects = link_->reconnects();
   s.attached = link_->sharing();
   s.end_of_chain_tier = tiers_.end_of_chain_tier;
+  const PutQueueStats& q = puts_.stats();
+  s.puts = q.accepted;
+  s.put_bytes = q.accepted_bytes;
+  s.put_refusals = q.refusals;
+  s.put_retries = q.retries;
+  s.put_probes = q.probes;
+  s.parked_records = q.parked_records;
+  s.parked_bytes = q.parked_bytes;
+  s.put_abandoned = q.abandoned;
+  s.dropped_end_of_chain = dropped_unshared_ + puts_.abandoned_total();
   s.exports = exports_.counts();
   return s;
 }

@@ -13,9 +13,13 @@
 // Any failure answers with the local hit (or none: recompute).
 //
 // As the EvictionSink of the end of the local chain (the memory tier, or
-// the disk tier when there is one) it puts every record evicted from there
-// (kind `cascade`); the tier keeps the source until the put returns and
-// drops it whatever the answer (put_rules: end-of-chain eviction discards).
+// the disk tier when there is one) it parks every record evicted from there,
+// with its held ancestors, as record images in a PutQueue (put_queue.h), the
+// source retained until the manager accepts; the tier drops its own copy.
+// The queue moves them to the manager (kind `cascade`) on answers that have
+// arrived, in OnEvicted and Poll, never waiting; refusals retry after the
+// manager's progress or a back-off. Close gives what is parked a bounded
+// time to reach the manager (FlushPuts).
 //
 // Exports (seed 2.15, "Exports"): RequestExport is the entry point the
 // manager relay will call (not built); it asks the runtime through Poll
@@ -35,15 +39,14 @@
 // DecideLateAnswer on TicketStatus). The one-step Lookup is BeginLookup,
 // LookupFor and EndLookup at once.
 //
-// Not built: demotion before the tier fills, retries of refused puts,
-// claims straight into the planes, publishing into the pool with no local
-// tier (a pool-only instance only restores).
+// Not built: demotion before the tier fills, claims straight into the
+// planes, publishing into the pool with no local tier (a pool-only instance
+// only restores).
 //
-// Thread: the owner's (model worker) thread. Beginning a lookup and Poll
-// never wait for the manager; LookupFor waits at most the lookup grace for
-// the answer. Claims (in LookupFor, when the pool's chain wins) and puts
-// (evictions) still talk to the manager synchronously, each within its
-// bound.
+// Thread: the owner's (model worker) thread. Beginning a lookup, puts and
+// Poll never wait for the manager; LookupFor waits at most the lookup grace
+// for the answer. Claims (in LookupFor, when the pool's chain wins) still
+// talk to the manager synchronously, within their bound.
 #pragma once
 
 #include <chrono>
@@ -55,10 +58,14 @@
 #include "coordinator/pool/export_ledger.h"
 #include "coordinator/pool/lookup_tickets.h"
 #include "coordinator/pool/pool_link.h"
+#include "coordinator/pool/put_queue.h"
 #include "store/tier/host_store.h"
 #include "store/tier/record_handover.h"
 
 namespace strata::pool {
+
+// How long Close waits for parked puts to reach the manager.
+inline constexpr std::chrono::milliseconds kPutFlushBound{2'000};
 
 // Counters of the instance's pool traffic (metrics `strata_pool_*`).
 struct PoolInstanceStats {
@@ -77,8 +84,16 @@ struct PoolInstanceStats {
   uint64_t puts = 0;  // records the manager accepted (evicted ones and their ancestors)
   uint64_t put_bytes = 0;
   std::map<std::string, uint64_t> put_refusals;  // by status code name
-  uint64_t dropped_end_of_chain = 0;             // evicted records the manager did not take
-  std::string end_of_chain_tier = "memory";      // the tier they were dropped from
+  uint64_t put_retries = 0;     // parked chains sent again after a refusal or failure
+  uint64_t put_probes = 0;      // empty lookups asking for the manager's progress
+  uint64_t parked_records = 0;  // gauge: evicted records waiting for the manager
+  uint64_t parked_bytes = 0;    // gauge: their image bytes
+  // Parked records given up, by reason (put_queue.h: queue, oversize, refused).
+  std::map<std::string, uint64_t> put_abandoned;
+  // Evicted records the manager did not take: the abandoned ones, and those
+  // of an instance that never attached (or lost sharing for good).
+  uint64_t dropped_end_of_chain = 0;
+  std::string end_of_chain_tier = "memory";  // the tier they were dropped from
   uint64_t reconnects = 0;
   bool attached = false;
   ExportLedgerCounts exports;     // requests, pins, refusals and ends
@@ -99,6 +114,8 @@ struct PooledTiers {
   // What an export moves per page and for the row (the local record
   // layout); unknown (zeros) rejects every pinned export.
   ExportRecordSizes export_sizes{};
+  // The byte budget of evicted records parked until the manager takes them.
+  uint64_t put_queue_bytes = kPutQueueBytesDefault;
 };
 
 class PooledStore final : public HostStore, public EvictionSink {
@@ -138,9 +155,15 @@ class PooledStore final : public HostStore, public EvictionSink {
   StoreStats Stats() const override;
   Status Close() override;
 
-  // Puts the chain's held ancestors (root first; one the manager holds
-  // already answers kAlreadyExists without bytes), then the evicted record.
+  // Parks the chain's held ancestors (root first; one the manager holds
+  // already answers kAlreadyExists without bytes) and the evicted record
+  // for the manager, and moves the parked puts along without waiting.
   void OnEvicted(std::span<const RecordView> chain) override;
+
+  // Moves the parked puts along, waiting for the manager's answers, until
+  // none is parked, `bound` passed, or the rest wait for a refusal's gate;
+  // whether none is parked. Close calls it with kPutFlushBound.
+  bool FlushPuts(std::chrono::milliseconds bound);
 
   void ExportPinned(ExportId export_id, const ExportDescription& description) override;
   void ExportRefused(ExportId export_id, ExportRefusal reason) override;
@@ -166,9 +189,9 @@ class PooledStore final : public HostStore, public EvictionSink {
   // Claims `chain` and imports it; an error leaves the local tier as it was
   // apart from records already imported (they are whole and checked).
   Status ClaimAndImport(const std::vector<PrefixKey>& chain);
-  // Puts the chain's records in one pipelined PutChain; the status of the
-  // last record tried (kAlreadyExists: held).
-  Status PutChain(PoolClient& client, std::span<const RecordView> chain);
+  // Moves the parked puts along on what `client` has read; a lost
+  // connection drops the link.
+  void AdvancePuts(PoolClient* client);
   // Whether `s` from the client means the connection is gone (vs a refusal).
   static bool ConnectionLost(const Status& s);
   // Files the lookup answers the client has read against their tickets.
@@ -206,9 +229,8 @@ class PooledStore final : public HostStore, public EvictionSink {
   // What ClaimAndImport copies out of the arena: reused claim after claim,
   // so a restore neither allocates nor page-faults its buffers again.
   std::vector<std::vector<std::byte>> claimed_;
-  // What PutChain sends: the chain's record images and the items naming them.
-  std::vector<std::vector<std::byte>> put_images_;
-  std::vector<PoolClient::PutItem> put_items_;
+  PutQueue puts_;
+  uint64_t dropped_unshared_ = 0;  // evicted while the instance does not share
   ExportLedger exports_;
   LookupTickets tickets_;
 };

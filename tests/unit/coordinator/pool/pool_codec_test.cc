@@ -105,6 +105,32 @@ TEST(PoolCodecTest, StatusRoundTrips) {
   EXPECT_EQ(back.status, done.status);
 }
 
+TEST(PoolCodecTest, EveryAnswerCarriesTheProgressEpoch) {
+  EXPECT_EQ(RoundTrip(PoolDone{.request_id = 1, .status = Status::Ok(), .progress_epoch = 41})
+                .progress_epoch,
+            41u);
+  EXPECT_EQ(RoundTrip(PoolPutAnswer{.request_id = 2,
+                                    .status = Status::Busy("arena full"),
+                                    .put = {},
+                                    .slots = {},
+                                    .progress_epoch = 42})
+                .progress_epoch,
+            42u);
+  EXPECT_EQ(
+      RoundTrip(PoolLookupAnswer{
+                    .request_id = 3, .status = Status::Ok(), .chain = {}, .progress_epoch = 43})
+          .progress_epoch,
+      43u);
+  EXPECT_EQ(RoundTrip(PoolClaimAnswer{.request_id = 4,
+                                      .status = Status::Ok(),
+                                      .claim = ClaimId(1),
+                                      .budget_ms = 1,
+                                      .records = {},
+                                      .progress_epoch = 44})
+                .progress_epoch,
+            44u);
+}
+
 TEST(PoolCodecTest, RejectsDigestOfWrongSize) {
   auto words = Raw([](wire::pool_schema::Envelope::Builder env) {
     auto put = env.initPut();

@@ -207,6 +207,9 @@ TEST_P(PooledDiskTest, ARefusedPutDropsTheRecordAtTheEndOfTheChainCounted) {
   EXPECT_EQ(put.puts, 0u);
   EXPECT_FALSE(put.put_refusals.empty());
   EXPECT_EQ(put.dropped_end_of_chain, a.disk_evictions());
+  // Larger than the manager's arena: given up at once, not parked.
+  EXPECT_EQ(put.put_abandoned.at("oversize"), a.disk_evictions());
+  EXPECT_EQ(put.parked_records, 0u);
   // The disk keeps what fits (a composite also indexes its parked records).
   EXPECT_GE(a.local->Stats().disk.records, kRecordsOnDisk);
 

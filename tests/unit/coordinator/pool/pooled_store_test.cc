@@ -158,14 +158,20 @@ TEST_F(PooledStoreTest, AnAttachedInstanceReconnectsAfterTheManagerRestarts) {
   a.Compute();                     // the first exchange finds the connection gone
   const PoolInstanceStats lost = a.pooled->pool_stats();
   EXPECT_EQ(lost.puts, 0u);
-  EXPECT_GT(lost.dropped_end_of_chain, 0u);
+  // Evicted while disconnected: parked, not dropped.
+  EXPECT_GT(lost.parked_records, 0u);
+  EXPECT_EQ(lost.dropped_end_of_chain, 0u);
   EXPECT_EQ(lost.reconnects, 0u);  // the reconnect interval has not passed
   clock.Advance(std::chrono::milliseconds(1'000));
   a.Compute();
+  ASSERT_TRUE(a.pooled->FlushPuts(std::chrono::seconds(10)));
   const PoolInstanceStats back = a.pooled->pool_stats();
   EXPECT_EQ(back.reconnects, 1u);
   EXPECT_TRUE(back.attached);
-  EXPECT_GT(back.puts, 0u);
+  // What was parked through the restart reached the new manager.
+  EXPECT_GE(back.puts, lost.parked_records);
+  EXPECT_EQ(back.parked_records, 0u);
+  EXPECT_EQ(back.dropped_end_of_chain, 0u);
 }
 
 TEST_F(PooledStoreTest, RegisteredMemoryDisablesSharingWhenTheGenerationChanges) {
@@ -180,7 +186,12 @@ TEST_F(PooledStoreTest, RegisteredMemoryDisablesSharingWhenTheGenerationChanges)
   clock.Advance(std::chrono::milliseconds(1'000));
   a.Compute();  // reconnects, sees another generation, and stops sharing
   EXPECT_FALSE(a.pooled->link().sharing());
-  EXPECT_EQ(a.pooled->pool_stats().puts, 0u);
+  const PoolInstanceStats s = a.pooled->pool_stats();
+  EXPECT_EQ(s.puts, 0u);
+  // What was parked for the old manager is given up, counted.
+  EXPECT_EQ(s.parked_records, 0u);
+  EXPECT_GT(s.put_abandoned.at("unshared"), 0u);
+  EXPECT_EQ(s.dropped_end_of_chain, a.memory->Stats().memory.evicted_total);
   EXPECT_EQ(a.pooled->link().phase(), AttachPhase::kAttached);
 }
 

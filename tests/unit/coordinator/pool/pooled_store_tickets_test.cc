@@ -200,5 +200,24 @@ TEST_F(PooledStoreTicketsTest, APooledChainOfAnotherHistoryIsIgnored) {
   b().EndLookup(t);
 }
 
+TEST_F(PooledStoreTicketsTest, EvictionsNeverWaitForThePutAnswersAndGoOnceTheyCome) {
+  // Every put answer to B is held: B's evictions must still return.
+  proxy_->Hold(PoolHop::kToInstance, &IsPoolMessage<PoolPutAnswer>);
+  b_->Compute();
+  const uint64_t evicted = b_->memory->Stats().memory.evicted_total;
+  ASSERT_GT(evicted, 0u);
+  PoolInstanceStats s = b().pool_stats();
+  EXPECT_EQ(s.puts, 0u);
+  EXPECT_GT(s.parked_records, 0u);
+  EXPECT_EQ(s.dropped_end_of_chain, 0u);
+
+  proxy_->ReleaseHeld();
+  ASSERT_TRUE(b().FlushPuts(kEventBound));
+  s = b().pool_stats();
+  EXPECT_EQ(s.parked_records, 0u);
+  EXPECT_GE(s.puts, evicted) << "every evicted record reached the manager";
+  EXPECT_EQ(s.dropped_end_of_chain, 0u);
+}
+
 }  // namespace
 }  // namespace strata::pool
