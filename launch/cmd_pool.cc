@@ -49,11 +49,15 @@ int RunPool(PoolCommandOptions& o) {
     std::fprintf(stderr, "strata pool: %s\n", server.status().ToString().c_str());
     return 1;
   }
-  std::printf("strata pool '%s': %u slots of %llu KiB (%s pages), generation %016llx, on %s\n",
+  std::printf("strata pool '%s': %u slots of %llu KiB (%s pages), generation %016llx%s, on %s\n",
               o.server.name.c_str(), o.server.slot_count,
               static_cast<unsigned long long>(o.slot_kib),
               (*server)->page_kind() == pool::PageKind::kHuge ? "huge" : "ordinary",
-              static_cast<unsigned long long>(generation), o.server.socket_path.c_str());
+              static_cast<unsigned long long>((*server)->generation()),
+              o.server.arena_path.empty() ? ""
+              : (*server)->reopened()     ? " (named arena reopened: registrations stay valid)"
+                                          : " (named arena, new)",
+              o.server.socket_path.c_str());
   // Each scrape reads the counts the manager's thread published after its
   // last exchange (PoolServer::Stats), so an answered request is counted.
   std::unique_ptr<HttpEndpoint> endpoint;
@@ -100,6 +104,11 @@ void AddPoolCommand(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(1u, 4096u));
   cmd->add_flag("--no-huge-pages", opts->no_huge_pages, "Use ordinary pages for the arena");
+  cmd->add_option("--arena-file", opts->server.arena_path,
+                  "Keep the arena in this file (on /dev/shm or hugetlbfs; created 0600) with a "
+                  "PATH.generation stamp: a manager restarted with the same file and sizes keeps "
+                  "the generation, so instances keep their registered mappings (default: an "
+                  "anonymous memfd, new at every start)");
   cmd->add_option("--metrics-port", opts->metrics_port,
                   "Serve /metrics, /healthz and /status on this port (0: ephemeral, printed)");
   cmd->add_option("--metrics-bind", opts->metrics_bind, "Address the metrics endpoint binds")

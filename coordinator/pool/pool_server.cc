@@ -11,6 +11,7 @@
 #include <optional>
 #include <vector>
 
+#include "coordinator/pool/named_arena.h"
 #include "coordinator/pool/pool_socket.h"
 
 namespace strata::pool {
@@ -172,24 +173,34 @@ void PoolServer::Loop::Close(int fd) {
 Result<std::unique_ptr<PoolServer>> PoolServer::Start(const PoolServerOptions& options,
                                                       uint64_t generation) {
   if (options.name.empty()) return Status::InvalidArgument("a pool needs a --name");
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Arena> arena,
-                          Arena::Create("strata-pool-" + options.name, options.slot_bytes,
-                                        options.slot_count, options.huge_pages));
+  NamedArena opened;
+  if (options.arena_path.empty()) {
+    STRATA_ASSIGN_OR_RETURN(opened.arena,
+                            Arena::Create("strata-pool-" + options.name, options.slot_bytes,
+                                          options.slot_count, options.huge_pages));
+    opened.generation = generation;
+  } else {
+    STRATA_ASSIGN_OR_RETURN(opened, OpenNamedArena(options.arena_path, options.slot_bytes,
+                                                   options.slot_count, generation));
+  }
   STRATA_ASSIGN_OR_RETURN(wire::UniqueFd listener, ListenUnix(options.socket_path));
   wire::UniqueFd wake(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!wake.valid()) return Status::FromErrno(errno, "eventfd");
-  return std::unique_ptr<PoolServer>(
-      new PoolServer(options, std::move(arena), std::move(listener), std::move(wake), generation));
+  return std::unique_ptr<PoolServer>(new PoolServer(options, std::move(opened.arena),
+                                                    opened.reopened, std::move(listener),
+                                                    std::move(wake), opened.generation));
 }
 
 PoolServer::PoolServer(const PoolServerOptions& options, std::unique_ptr<Arena> arena,
-                       wire::UniqueFd listener, wire::UniqueFd wake, uint64_t generation)
+                       bool reopened, wire::UniqueFd listener, wire::UniqueFd wake,
+                       uint64_t generation)
     : options_(options),
       identity_{.pool_name = options.name,
                 .generation = generation,
                 .slot_bytes = arena->slot_bytes(),
                 .slot_count = arena->slot_count()},
       arena_(std::move(arena)),
+      reopened_(reopened),
       wake_(std::move(wake)),
       loop_(std::make_unique<Loop>(options_, identity_, *arena_, std::move(listener), wake_.get(),
                                    stats_)) {

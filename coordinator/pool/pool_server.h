@@ -29,6 +29,9 @@ struct PoolServerOptions {
   uint64_t claim_setup_limit_ms = kManagerSetupLimitMsDefault;
   uint32_t connections_max = 256;  // more are accepted and closed at once
   HugePages huge_pages = HugePages::kIfAvailable;
+  // --arena-file: a named arena (named_arena.h) that a restarted manager
+  // reopens under the same generation; empty: an anonymous memfd.
+  std::string arena_path;
 };
 
 class PoolServer {
@@ -39,7 +42,8 @@ class PoolServer {
   static constexpr int kSendBoundMs = 1'000;
 
   // Creates the arena, listens and starts the thread. `generation` names this
-  // manager's arena to its instances (chosen by the caller, e.g. at random).
+  // manager's arena to its instances (chosen by the caller, e.g. at random);
+  // a named arena reopened with its sizes keeps its own (generation()).
   static Result<std::unique_ptr<PoolServer>> Start(const PoolServerOptions& options,
                                                    uint64_t generation);
   ~PoolServer();  // Stop()
@@ -54,15 +58,19 @@ class PoolServer {
   // and every claim sweep). Thread-safe.
   PoolManagerStats Stats() const;
   PageKind page_kind() const { return arena_->page_kind(); }
+  uint64_t generation() const { return identity_.generation; }
+  // Whether the named arena was reopened (the last manager's memory and generation).
+  bool reopened() const { return reopened_; }
 
  private:
   struct Loop;
-  PoolServer(const PoolServerOptions& options, std::unique_ptr<Arena> arena,
+  PoolServer(const PoolServerOptions& options, std::unique_ptr<Arena> arena, bool reopened,
              wire::UniqueFd listener, wire::UniqueFd wake, uint64_t generation);
 
   PoolServerOptions options_;
   ManagerIdentity identity_;
   std::unique_ptr<Arena> arena_;
+  bool reopened_ = false;
   wire::UniqueFd wake_;  // an eventfd: Stop() writes it
   struct StatsBox {
     mutable Mutex mu;

@@ -109,6 +109,8 @@ struct Instance {
     if (composite) {
       EXPECT_TRUE(composite->WaitIdle(1'000'000, 10s));
     }
+    // Puts go on answers as they arrive: settle them (or their gates).
+    (void)pooled->FlushPuts(10s);
   }
   uint64_t disk_evictions() const {
     return local != nullptr ? local->Stats().disk.evicted_total : 0;

@@ -39,19 +39,32 @@ class PooledStoreTest : public ::testing::Test {
     options.slot_bytes = 64 * 1024;
     options.slot_count = 512;
     options.huge_pages = HugePages::kNever;
+    options.arena_path = arena_path_;
     auto server = PoolServer::Start(options, generation);
     ASSERT_TRUE(server.ok()) << server.status().ToString();
     server_ = std::move(*server);
   }
   void TearDown() override {
     server_.reset();
+    if (!arena_path_.empty()) {
+      (void)::unlink(arena_path_.c_str());
+      (void)::unlink((arena_path_ + ".generation").c_str());
+    }
     ::rmdir(dir_.c_str());
   }
   InstanceOptions Options(std::string source) const {
     return {.socket_path = dir_ + "/pool.sock", .source = std::move(source)};
   }
+  // Instance "host-a" with a registered arena, on a clock the test moves.
+  InstanceOptions Registered(const ManualClock& clock) const {
+    InstanceOptions o = Options("host-a");
+    o.clock = clock.AsStoreClock();
+    o.registration = ArenaRegistration::kRegistered;
+    return o;
+  }
 
   std::string dir_;
+  std::string arena_path_;  // empty: the manager's arena is a memfd
   std::unique_ptr<PoolServer> server_;
 };
 
@@ -176,10 +189,7 @@ TEST_F(PooledStoreTest, AnAttachedInstanceReconnectsAfterTheManagerRestarts) {
 
 TEST_F(PooledStoreTest, RegisteredMemoryDisablesSharingWhenTheGenerationChanges) {
   ManualClock clock;
-  InstanceOptions o = Options("host-a");
-  o.clock = clock.AsStoreClock();
-  o.registration = ArenaRegistration::kRegistered;
-  Instance a(o);
+  Instance a(Registered(clock));
   ASSERT_TRUE(a.pooled->link().sharing());
   StartManager(/*generation=*/6);
   a.Compute();
@@ -193,6 +203,36 @@ TEST_F(PooledStoreTest, RegisteredMemoryDisablesSharingWhenTheGenerationChanges)
   EXPECT_GT(s.put_abandoned.at("unshared"), 0u);
   EXPECT_EQ(s.dropped_end_of_chain, a.memory->Stats().memory.evicted_total);
   EXPECT_EQ(a.pooled->link().phase(), AttachPhase::kAttached);
+}
+
+TEST_F(PooledStoreTest, RegisteredMemoryKeepsSharingAcrossARestartOnANamedArena) {
+  server_.reset();
+  arena_path_ = dir_ + "/arena";
+  StartManager(/*generation=*/5);
+  ASSERT_FALSE(server_->reopened());
+  ManualClock clock;
+  Instance a(Registered(clock));
+  ASSERT_TRUE(a.pooled->link().sharing());
+  StartManager(/*generation=*/6);  // the same file and sizes: the stamp's generation
+  EXPECT_TRUE(server_->reopened());
+  EXPECT_EQ(server_->generation(), 5u);
+  a.Compute();  // finds the connection gone: its evictions wait parked
+  clock.Advance(std::chrono::milliseconds(1'000));
+  a.Compute();  // reconnects to the same generation and keeps its mapping
+  EXPECT_TRUE(a.pooled->link().sharing());
+  const PoolInstanceStats put = a.pooled->pool_stats();
+  EXPECT_EQ(put.reconnects, 1u);
+  EXPECT_GT(put.puts, 0u);
+  EXPECT_EQ(put.parked_records, 0u);
+
+  // B maps the restarted manager's fd; A wrote through its old mapping of
+  // the same memory: B restores A's first conversation byte-exact.
+  Instance b(Options("host-b"));
+  TurnReport t = *b.runtime->Turn(b.runtime->NewConversation(), kConversationTokens + 5);
+  EXPECT_TRUE(t.host_hit);
+  EXPECT_EQ(t.host_reused_tokens, kConversationTokens);
+  EXPECT_EQ(b.runtime->stats().mismatches, 0u);
+  EXPECT_EQ(b.pooled->pool_stats().claim_failures, 0u);
 }
 
 }  // namespace

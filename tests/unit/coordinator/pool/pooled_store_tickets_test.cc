@@ -203,7 +203,7 @@ TEST_F(PooledStoreTicketsTest, APooledChainOfAnotherHistoryIsIgnored) {
 TEST_F(PooledStoreTicketsTest, EvictionsNeverWaitForThePutAnswersAndGoOnceTheyCome) {
   // Every put answer to B is held: B's evictions must still return.
   proxy_->Hold(PoolHop::kToInstance, &IsPoolMessage<PoolPutAnswer>);
-  b_->Compute();
+  b_->Compute(/*flush_puts=*/false);
   const uint64_t evicted = b_->memory->Stats().memory.evicted_total;
   ASSERT_GT(evicted, 0u);
   PoolInstanceStats s = b().pool_stats();

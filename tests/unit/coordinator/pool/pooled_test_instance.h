@@ -70,12 +70,15 @@ struct Instance {
     memory->SetEvictionSink(nullptr);
   }
 
-  // Runs kConversations one-turn conversations, draining stores after each.
-  void Compute() {
+  // Runs kConversations one-turn conversations, draining stores after each;
+  // then, with `flush_puts`, settles the puts their evictions parked (each
+  // reaches the manager or waits for its gate), so counts are final.
+  void Compute(bool flush_puts = true) {
     for (int i = 0; i < kConversations; ++i) {
       EXPECT_TRUE(runtime->Turn(runtime->NewConversation(), kConversationTokens).ok());
       EXPECT_TRUE(runtime->WaitForStores().ok());
     }
+    if (flush_puts) (void)pooled->FlushPuts(10s);
   }
 
   CacheGeometry geometry;
