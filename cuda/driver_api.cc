@@ -2,6 +2,8 @@
 
 #include <dlfcn.h>
 
+#include <cstdio>
+
 #include "cuda/driver_table.h"
 
 namespace strata {
@@ -135,6 +137,21 @@ Result<std::string> CudaDriver::DeviceName(int ordinal) const {
   return std::string(name);
 }
 
+Result<std::string> CudaDriver::DeviceUuid(int ordinal) const {
+  CUdevice dev = 0;
+  STRATA_RETURN_IF_ERROR(Check(api_->cuDeviceGet_(&dev, ordinal), "cuDeviceGet"));
+  CUuuid uuid{};
+  STRATA_RETURN_IF_ERROR(Check(api_->cuDeviceGetUuid_(&uuid, dev), "cuDeviceGetUuid"));
+  std::string text = "GPU-";
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) text += '-';
+    char hex[3];
+    std::snprintf(hex, sizeof hex, "%02x", static_cast<unsigned char>(uuid.bytes[i]));
+    text += hex;
+  }
+  return text;
+}
+
 Result<int> CudaDriver::DeviceAttribute(int ordinal, CudaDeviceAttribute attribute) const {
   CUdevice_attribute a = CU_DEVICE_ATTRIBUTE_INTEGRATED;
   switch (attribute) {
@@ -244,6 +261,7 @@ Status CudaDriver::Missing(const char* call) const {
 }
 Result<int> CudaDriver::DeviceCount() const { return Missing("cuDeviceGetCount"); }
 Result<std::string> CudaDriver::DeviceName(int) const { return Missing("cuDeviceGetName"); }
+Result<std::string> CudaDriver::DeviceUuid(int) const { return Missing("cuDeviceGetUuid"); }
 Result<int> CudaDriver::DeviceAttribute(int, CudaDeviceAttribute) const {
   return Missing("cuDeviceGetAttribute");
 }

@@ -94,6 +94,9 @@ class CudaDriver {
 
   Result<int> DeviceCount() const;
   Result<std::string> DeviceName(int ordinal) const;
+  // The device's UUID as nvidia-smi prints it: "GPU-" and 32 hex digits in
+  // groups of 8-4-4-4-12. Stable across reboots: a pool instance's identity.
+  Result<std::string> DeviceUuid(int ordinal) const;
   Result<int> DeviceAttribute(int ordinal, CudaDeviceAttribute attribute) const;
 
   // The device's primary context (shared with an embedding runtime); every

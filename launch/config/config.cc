@@ -265,8 +265,9 @@ std::vector<ConfigKey> MakeKeys() {
          STRATA_SET(c->prefix_cache.pool, AsText(v, "a socket path"));
        }},
       {"prefix_cache.pool_instance", "--prefix-cache-pool-instance",
-       "an id for this instance at the pool (host planes)",
-       "the host name and process id (not stable across restarts)",
+       "an id for this instance at the pool",
+       "the planes' GPU UUIDs; with host planes the host name and process id (not stable "
+       "across restarts)",
        [](const ConfigValue& v, RankConfig* c) {
          STRATA_SET(c->prefix_cache.pool_instance, AsText(v, "an instance id"));
        }},

@@ -15,21 +15,13 @@ namespace strata {
 
 namespace {
 
-// prefix_cache.pool_instance, or the host name and process id.
-std::string InstanceSource(const RankConfig& config) {
-  if (config.prefix_cache.pool_instance) return *config.prefix_cache.pool_instance;
-  std::array<char, 256> host{};
-  if (::gethostname(host.data(), host.size() - 1) != 0) host[0] = '\0';
-  return std::string(host.data()) + ":" + std::to_string(::getpid());
-}
-
 pool::PoolLinkOptions LinkOptions(const RankConfig& config, const CacheGeometry& geometry,
                                   const RankPoolRegistration& registration) {
   pool::PoolLinkOptions o;
   o.client.socket_path = *config.prefix_cache.pool;
   o.client.hello = pool::InstanceHello(
       geometry, ComputeNamespaceIdentity(RankModelIdentity(config), StateMode::kOrdinary),
-      {InstanceSource(config)});
+      PoolInstanceSources(config, registration.gpu_uuids));
   // The lookup grace of a manager on this host (lookup_grace.h).
   o.client.lookup_bound =
       std::chrono::milliseconds(pool::LookupGraceUs(pool::ManagerPlace::kLocalHost, 0) / 1000);
@@ -48,6 +40,15 @@ ExportRecordSizes ExportSizes(const CacheGeometry& geometry) {
 }
 
 }  // namespace
+
+std::vector<std::string> PoolInstanceSources(const RankConfig& config,
+                                             const std::vector<std::string>& gpu_uuids) {
+  if (config.prefix_cache.pool_instance) return {*config.prefix_cache.pool_instance};
+  if (!gpu_uuids.empty()) return gpu_uuids;
+  std::array<char, 256> host{};
+  if (::gethostname(host.data(), host.size() - 1) != 0) host[0] = '\0';
+  return {std::string(host.data()) + ":" + std::to_string(::getpid())};
+}
 
 std::unique_ptr<pool::PooledStore> AttachRankPool(const RankConfig& config,
                                                   const CacheGeometry& geometry,

@@ -33,7 +33,14 @@ inline constexpr uint64_t kPoolLandingSlotsMin = 16;
 struct RankPoolRegistration {
   HostRegistrar* registrar = nullptr;  // not owned; outlives the pool
   std::function<pool::BudgetSupply()> supply;
+  std::vector<std::string> gpu_uuids;  // the planes' GPUs; empty: host planes
 };
+
+// The instance's sources at the pool (its identity there, stable across
+// restarts where the sources are): prefix_cache.pool_instance when set, else
+// the planes' GPU UUIDs, else the host name and process id (which change).
+std::vector<std::string> PoolInstanceSources(const RankConfig& config,
+                                             const std::vector<std::string>& gpu_uuids);
 
 // With prefix_cache.pool set: attaches (waiting up to 10 s at startup, then
 // one warning and local tiers only), makes the store `memory`'s eviction

@@ -269,9 +269,10 @@ class SingleProcessStores final : public RuntimeDriver {
   // and GPUs' memory read just before registering (pool_budget.h).
   RankPoolRegistration PoolRegistration() const {
     ProcessPlanes* planes = planes_.get();
-    return {.registrar = planes->registrar(), .supply = [planes] {
-              return RankBudgetSupply(ReadHostMemory(), planes->DeviceFreeBytes());
-            }};
+    return {.registrar = planes->registrar(),
+            .supply =
+                [planes] { return RankBudgetSupply(ReadHostMemory(), planes->DeviceFreeBytes()); },
+            .gpu_uuids = planes->DeviceUuids()};
   }
 
   // With prefix_cache.pool and a local chain that is not a memory tier

@@ -18,6 +18,7 @@ class HostProcessPlanes final : public ProcessPlanes {
   Result<std::unique_ptr<Transfers>> MakeTransfers() override { return MakeHostTransfers(planes_); }
   HostRegistrar* registrar() override { return nullptr; }
   std::vector<uint64_t> DeviceFreeBytes() const override { return {}; }
+  std::vector<std::string> DeviceUuids() const override { return {}; }
   std::string Describe() const override { return "planes in host memory"; }
 
  private:
@@ -54,6 +55,15 @@ class CudaProcessPlanes final : public ProcessPlanes {
         if (guard.status().ok() && info.ok()) free_bytes = info->first;
       }
       out.push_back(free_bytes);
+    }
+    return out;
+  }
+  std::vector<std::string> DeviceUuids() const override {
+    std::vector<std::string> out;
+    for (int ordinal : ordinals_) {
+      if (Result<std::string> uuid = driver_->DeviceUuid(ordinal); uuid.ok()) {
+        out.push_back(std::move(*uuid));
+      }
     }
     return out;
   }

@@ -34,6 +34,10 @@ class ProcessPlanes {
   // Free device memory of each GPU the planes use (cuMemGetInfo, 0 when it
   // cannot be read); empty for host memory. Read by the pool's budget.
   virtual std::vector<uint64_t> DeviceFreeBytes() const = 0;
+  // The UUID of each GPU the planes use (CudaDriver::DeviceUuid; one that
+  // cannot be read is left out); empty for host memory. A pool instance's
+  // identity (rank_pool.h).
+  virtual std::vector<std::string> DeviceUuids() const = 0;
   // "host memory" or "GPU 0 (NVIDIA H200)", for the startup line.
   virtual std::string Describe() const = 0;
 };

@@ -81,6 +81,13 @@ CUresult CUDAAPI FakeDeviceGetName(char* name, int length, CUdevice) {
   return CUDA_SUCCESS;
 }
 
+// UUID bytes i = 0x10 * (ordinal + 1) + i: distinct per device, stable.
+CUresult CUDAAPI FakeDeviceGetUuid(CUuuid* uuid, CUdevice device) {
+  FAKE_ENTER("cuDeviceGetUuid");
+  for (int i = 0; i < 16; ++i) uuid->bytes[i] = static_cast<char>(0x10 * (device + 1) + i);
+  return CUDA_SUCCESS;
+}
+
 CUresult CUDAAPI FakeDeviceGetAttribute(int* value, CUdevice_attribute attribute, CUdevice) {
   FAKE_ENTER("cuDeviceGetAttribute");
   switch (attribute) {
@@ -201,6 +208,7 @@ void* Lookup(const char* symbol) {
       {"cuDeviceGet", reinterpret_cast<void*>(&FakeDeviceGet)},
       {"cuDeviceGetCount", reinterpret_cast<void*>(&FakeDeviceGetCount)},
       {"cuDeviceGetName", reinterpret_cast<void*>(&FakeDeviceGetName)},
+      {"cuDeviceGetUuid", reinterpret_cast<void*>(&FakeDeviceGetUuid)},
       {"cuDeviceGetAttribute", reinterpret_cast<void*>(&FakeDeviceGetAttribute)},
       {"cuDevicePrimaryCtxRetain", reinterpret_cast<void*>(&FakePrimaryCtxRetain)},
       {"cuDevicePrimaryCtxRelease", reinterpret_cast<void*>(&FakePrimaryCtxRelease)},

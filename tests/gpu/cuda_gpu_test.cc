@@ -185,6 +185,17 @@ INSTANTIATE_TEST_SUITE_P(Methods, GpuCopyEngineTest,
                                            CopyMethod::kKernel, CopyMethod::kStaged),
                          [](const auto& info) { return std::string(CopyMethodName(info.param)); });
 
+TEST_F(GpuTest, TheDeviceUuidReadsAsNvidiaSmiPrintsIt) {
+  // "GPU-" + 8-4-4-4-12 hex digits: a pool instance's identity (rank_pool.h).
+  Result<std::string> uuid = driver_->DeviceUuid(ordinal_);
+  ASSERT_TRUE(uuid.ok()) << uuid.status().ToString();
+  ASSERT_EQ(uuid->size(), 40u) << *uuid;
+  EXPECT_TRUE(uuid->starts_with("GPU-")) << *uuid;
+  for (size_t dash : {12u, 17u, 22u, 27u}) EXPECT_EQ((*uuid)[dash], '-') << *uuid;
+  EXPECT_NE(*uuid, "GPU-00000000-0000-0000-0000-000000000000");
+  std::printf("device %d: %s\n", ordinal_, uuid->c_str());
+}
+
 TEST_F(GpuTest, ODirectFileReadLandsInRegisteredMemory) {
   constexpr uint64_t kBytes = 8ull << 20;
   auto registrar = *CudaHostRegistrar::Create(driver_, ordinal_);

@@ -47,6 +47,7 @@ TEST(CudaDriverTest, LoadsThroughGetProcAddressAndReportsDevices) {
   EXPECT_FALSE(d.has_vmm());  // the fake has no VMM entry points
   EXPECT_EQ(*d.DeviceCount(), 1);
   EXPECT_EQ(*d.DeviceName(0), "Strata fake CUDA device");
+  EXPECT_EQ(*d.DeviceUuid(0), "GPU-10111213-1415-1617-1819-1a1b1c1d1e1f");
   EXPECT_EQ(*d.DeviceAttribute(0, CudaDeviceAttribute::kIntegrated), 0);
   EXPECT_EQ(*d.DeviceAttribute(0, CudaDeviceAttribute::kHostNumaId), 0);
   EXPECT_EQ(fake.Calls("cuInit"), 1u);
