@@ -70,11 +70,7 @@ std::vector<MetricFamily> PoolClientMetrics(const pool::PoolInstanceStats& pool)
   std::vector<MetricFamily> out;
   // Joins the rank's own strata_host_cache_dropped_total family (whose
   // held_total already counts imports as stores).
-  out.push_back(one("strata_host_cache_dropped_total", MetricKind::kCounter,
-                    "Records discarded, by reason (end_of_chain: evicted from the end of the "
-                    "local chain without the pool taking them).",
-                    pool.dropped_end_of_chain,
-                    {{"tier", pool.end_of_chain_tier}, {"reason", "end_of_chain"}}));
+  out.push_back(EndOfChainDrops(pool.end_of_chain_tier, pool.dropped_end_of_chain));
   out.push_back(one("strata_pool_client_attached", MetricKind::kGauge,
                     "1 while this instance shares through its pool manager, else 0.",
                     pool.attached ? 1 : 0));
@@ -139,6 +135,19 @@ std::vector<MetricFamily> PoolClientMetrics(const pool::PoolInstanceStats& pool)
     abandoned.samples.push_back({{{"reason", reason}}, n});
   out.push_back(std::move(abandoned));
   return out;
+}
+
+MetricFamily EndOfChainDrops(const std::string& tier, uint64_t dropped) {
+  return MetricFamily{"strata_host_cache_dropped_total",
+                      MetricKind::kCounter,
+                      "Records discarded, by reason (end_of_chain: let go by the end of the local "
+                      "chain and held by no pool).",
+                      {{{{"tier", tier}, {"reason", "end_of_chain"}}, dropped}}};
+}
+
+MetricFamily UnpooledEndOfChainDrops(const StoreStats& stats, bool has_disk) {
+  return has_disk ? EndOfChainDrops("disk", stats.disk.evicted_total)
+                  : EndOfChainDrops("memory", stats.memory.evicted_total);
 }
 
 }  // namespace strata

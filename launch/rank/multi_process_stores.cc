@@ -17,6 +17,7 @@
 #include "coordinator/coordinator.h"
 #include "coordinator/rendezvous/rendezvous_address.h"
 #include "coordinator/rendezvous/tcp_rendezvous.h"
+#include "launch/pool_metrics.h"
 #include "launch/presets.h"
 #include "launch/rank/attach_workload.h"
 #include "launch/rank/multi_process_stores.h"
@@ -146,6 +147,10 @@ class RankZeroStores final : public RuntimeDriver {
   }
 
   HostStore* store() override { return coordinator_ ? &coordinator_->store() : nullptr; }
+  std::vector<MetricFamily> ExtraMetrics() const override {
+    if (!coordinator_) return {};
+    return {UnpooledEndOfChainDrops(coordinator_->store().Stats(), /*has_disk=*/true)};
+  }
   std::unique_ptr<attach::AttachServer> TakeAttachServer() override {
     return std::move(early_attach_);
   }

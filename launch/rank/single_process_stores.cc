@@ -61,7 +61,8 @@ class SingleProcessStores final : public RuntimeDriver {
   std::vector<MetricFamily> ExtraMetrics() const override {
     if (pooled_) return PoolClientMetrics(pooled_->pool_stats());
     if (pool_) return PoolClientMetrics(pool_->store->pool_stats());
-    return {};
+    if (store_ == nullptr) return {};
+    return {UnpooledEndOfChainDrops(store_->Stats(), local_ != nullptr)};
   }
   PlaneImporter* attach_planes() override { return attached_ ? &attached_->importer() : nullptr; }
 

@@ -36,12 +36,18 @@ void ExpectConventions(const Exposition& e) {
   }
 }
 
+// `snap` rendered and read back, after checking the conventions.
+Exposition Rendered(const OpsSnapshot& snap) {
+  Exposition e = Parse(RenderMetrics(snap, kHealthy));  // one HELP and TYPE per family
+  ExpectConventions(e);
+  return e;
+}
+
 TEST(PoolMetricsTest, ManagerFamiliesCarryTheirValues) {
   OpsSnapshot snap;
   snap.owner = OpsOwner::kPoolManager;
   snap.extra_metrics = PoolManagerMetrics(ManagerStats());
-  Exposition e = Parse(RenderMetrics(snap, kHealthy));
-  ExpectConventions(e);
+  Exposition e = Rendered(snap);
   EXPECT_EQ(ValueOf(e, "strata_pool_slots_in_use"), "14");
   EXPECT_EQ(ValueOf(e, "strata_pool_slots_free"), "50");
   EXPECT_EQ(ValueOf(e, "strata_pool_records"), "7");
@@ -61,8 +67,7 @@ TEST(PoolMetricsTest, ClientFamiliesCarryTheirValues) {
   OpsSnapshot snap;
   snap.store.memory.dropped_io_total = 5;
   snap.extra_metrics = PoolClientMetrics(p);
-  Exposition e = Parse(RenderMetrics(snap, kHealthy));  // one HELP and TYPE per family
-  ExpectConventions(e);
+  Exposition e = Rendered(snap);
   // The end-of-chain drops join the rank's own family, beside its io_error.
   EXPECT_EQ(ValueOf(e, "strata_host_cache_dropped_total",
                     {{"tier", "memory"}, {"reason", "end_of_chain"}}),
@@ -75,6 +80,47 @@ TEST(PoolMetricsTest, ClientFamiliesCarryTheirValues) {
   EXPECT_EQ(ValueOf(e, "strata_pool_client_claims_total", {{"outcome", "failed"}}), "1");
   EXPECT_EQ(ValueOf(e, "strata_pool_client_puts_total"), "6");
   EXPECT_EQ(ValueOf(e, "strata_pool_client_put_refusals_total", {{"reason", "busy"}}), "3");
+}
+
+TEST(PoolMetricsTest, QueueFamiliesCarryTheirValues) {
+  pool::PoolInstanceStats p;
+  p.parked_records = 3;
+  p.parked_bytes = 4096;
+  p.put_retries = 2;
+  p.put_probes = 5;
+  p.put_abandoned["queue"] = 7;
+  p.put_abandoned["oversize"] = 1;
+  OpsSnapshot snap;
+  snap.extra_metrics = PoolClientMetrics(p);
+  Exposition e = Rendered(snap);
+  EXPECT_EQ(ValueOf(e, "strata_pool_client_parked_records"), "3");
+  EXPECT_EQ(ValueOf(e, "strata_pool_client_parked_bytes"), "4096");
+  EXPECT_EQ(ValueOf(e, "strata_pool_client_put_retries_total"), "2");
+  EXPECT_EQ(ValueOf(e, "strata_pool_client_progress_probes_total"), "5");
+  EXPECT_EQ(ValueOf(e, "strata_pool_client_puts_abandoned_total", {{"reason", "queue"}}), "7");
+  EXPECT_EQ(ValueOf(e, "strata_pool_client_puts_abandoned_total", {{"reason", "oversize"}}), "1");
+}
+
+TEST(PoolMetricsTest, AnUnpooledRankCountsItsEndOfChainEvictionsAsDrops) {
+  OpsSnapshot snap;
+  snap.store.memory.evicted_total = 9;
+  snap.store.disk.evicted_total = 4;
+  snap.store.disk.dropped_io_total = 1;
+  // Memory + disk: the memory tier's evictions went to disk; the disk's are the drops.
+  snap.extra_metrics = {UnpooledEndOfChainDrops(snap.store, /*has_disk=*/true)};
+  Exposition e = Rendered(snap);
+  EXPECT_EQ(
+      ValueOf(e, "strata_host_cache_dropped_total", {{"tier", "disk"}, {"reason", "end_of_chain"}}),
+      "4");
+  EXPECT_EQ(
+      ValueOf(e, "strata_host_cache_dropped_total", {{"tier", "disk"}, {"reason", "io_error"}}),
+      "1");
+  // Memory only: its evictions are the drops.
+  snap.extra_metrics = {UnpooledEndOfChainDrops(snap.store, /*has_disk=*/false)};
+  e = Rendered(snap);
+  EXPECT_EQ(ValueOf(e, "strata_host_cache_dropped_total",
+                    {{"tier", "memory"}, {"reason", "end_of_chain"}}),
+            "9");
 }
 
 TEST(PoolMetricsTest, ManagerStatusListsItsFamilies) {
