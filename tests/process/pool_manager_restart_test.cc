@@ -255,9 +255,8 @@ TEST_F(PoolManagerRestartTest, KilledMidClaimInstanceRecomputesThenSharingResume
   for (int round = 0; round < static_cast<int>(kKillPoints.size()); ++round) {
     const KillPoint& point = kKillPoints[round];
     SCOPED_TRACE(point.name);
-    ASSERT_GE(strata::testing::ScrapeSample(ManagerPort(round),
-                                            "strata_pool_puts_total{stage=\"committed\"}"),
-              1u)
+    ASSERT_TRUE(strata::testing::SampleAtLeast(
+        ManagerPort(round), "strata_pool_puts_total{stage=\"committed\"}", 1, kBound))
         << manager_->Log();
 
     // B's claim of `target` stops at the kill point; the manager dies there.
@@ -293,9 +292,8 @@ TEST_F(PoolManagerRestartTest, KilledMidClaimInstanceRecomputesThenSharingResume
     // the new manager; B restores one byte-exact.
     const uint64_t held = next_ - 2;
     target = StoreThree(**a_client);
-    EXPECT_GE(strata::testing::ScrapeSample(ManagerPort(round + 1),
-                                            "strata_pool_puts_total{stage=\"committed\"}"),
-              3u);
+    EXPECT_TRUE(strata::testing::SampleAtLeast(
+        ManagerPort(round + 1), "strata_pool_puts_total{stage=\"committed\"}", 3, kBound));
     ASSERT_TRUE(Restore(**b_client, held)) << b.Log() << manager_->Log();
     EXPECT_EQ(strata::testing::ConversationMismatches(b_planes, RestoredUnits(held), Bytes(held)),
               0u);

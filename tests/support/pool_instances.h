@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "attach/client/attach_client.h"
@@ -132,6 +133,22 @@ inline uint64_t MetricSample(const std::string& metrics, const std::string& samp
 // That sample of the /metrics served on `port` now.
 inline uint64_t ScrapeSample(uint16_t port, const std::string& sample) {
   return MetricSample(HttpGet(port, "/metrics"), sample);
+}
+
+// Whether that sample reaches at least `value` within `bound` (an instance's
+// evictions reach the manager on its answers, after the store that evicted
+// them has returned: docs/pool.md, "Puts never wait for the manager").
+inline ::testing::AssertionResult SampleAtLeast(uint16_t port, const std::string& sample,
+                                                uint64_t value, std::chrono::milliseconds bound) {
+  const auto deadline = std::chrono::steady_clock::now() + bound;
+  uint64_t seen = 0;
+  while ((seen = ScrapeSample(port, sample)) == ~0ull || seen < value) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      return ::testing::AssertionFailure() << sample << " is " << seen << ", below " << value;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return ::testing::AssertionSuccess();
 }
 
 }  // namespace strata::testing
