@@ -14,7 +14,9 @@
 // restart starts a new, empty arena); that A and B reconnect without a
 // restart (at most once a second, on their next lookup); and that sharing
 // resumes: A's new evictions reach the new manager and B restores one
-// byte-exact. Every wait is bounded and waits on an event.
+// byte-exact. Every wait is bounded and waits on an event. A second test
+// restarts a manager on a named arena (--arena-file) and checks that it
+// keeps its generation (other sizes start a new one).
 //
 // Run by ctest with STRATA_BIN set to the `strata` binary.
 #include <gtest/gtest.h>
@@ -311,6 +313,32 @@ TEST_F(PoolManagerRestartTest, KilledMidClaimInstanceRecomputesThenSharingResume
   EXPECT_EQ(a.Stop(), 0) << a.Log();
   EXPECT_EQ(b.Stop(), 0) << b.Log();
   EXPECT_EQ(manager_->Stop(), 0) << manager_->Log();
+}
+
+// `strata pool --arena-file`: stopped and started again on the same file
+// and sizes, the manager keeps its generation (docs/pool.md, restarts), so an
+// instance with a registered arena keeps sharing; other sizes start anew.
+TEST_F(PoolManagerRestartTest, ANamedArenaKeepsItsGenerationAcrossARestart) {
+  const auto run = [&](const std::string& name, const std::string& slots) {
+    const fs::path log = dir_ / (name + ".log");
+    Child manager({Bin(), "pool", "--name", "named", "--socket", (dir_ / "named.sock").string(),
+                   "--slot-kib", "64", "--slots", slots, "--arena-file", (dir_ / "arena").string()},
+                  log.string());
+    EXPECT_TRUE(strata::testing::WaitForFileText(log, " on ", kBound)) << manager.Log();
+    EXPECT_EQ(manager.Stop(), 0) << manager.Log();
+    const std::string text = manager.Log();
+    const size_t at = text.find("generation ");
+    return std::pair(at == std::string::npos ? std::string() : text.substr(at + 11, 16), text);
+  };
+  const auto [first, first_log] = run("named-1", "16");
+  ASSERT_EQ(first.size(), 16u) << first_log;
+  EXPECT_NE(first_log.find("(named arena, new)"), std::string::npos) << first_log;
+  const auto [second, second_log] = run("named-2", "16");
+  EXPECT_EQ(second, first) << second_log;
+  EXPECT_NE(second_log.find("named arena reopened"), std::string::npos) << second_log;
+  const auto [third, third_log] = run("named-3", "32");  // other sizes: a new arena
+  EXPECT_NE(third, first) << third_log;
+  EXPECT_NE(third_log.find("(named arena, new)"), std::string::npos) << third_log;
 }
 
 }  // namespace
