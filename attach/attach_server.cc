@@ -153,12 +153,15 @@ void AttachServer::Step(uint64_t now_ms, std::chrono::milliseconds wait) {
   // While draining, a runtime that connects waits in the backlog (its Hello
   // is answered once the planes are released) and the store is polled again
   // soon rather than the sockets waited on.
-  pollfd fds[3] = {{draining ? -1 : listener_.get(), POLLIN, 0},
+  // The store's own descriptor (a pool manager's answers): readable, the
+  // next turn polls the store, which takes them.
+  pollfd fds[4] = {{draining ? -1 : listener_.get(), POLLIN, 0},
                    {-1, POLLIN, 0},
-                   {progress_fd_.valid() ? progress_fd_.get() : -1, POLLIN, 0}};
+                   {progress_fd_.valid() ? progress_fd_.get() : -1, POLLIN, 0},
+                   {store_ != nullptr ? store_->PollFd() : -1, POLLIN, 0}};
   if (reading) fds[1].fd = session_->channel.fd();
   const int wait_ms = draining ? 1 : static_cast<int>(wait.count());
-  if (::poll(fds, 3, wait_ms) <= 0) return;
+  if (::poll(fds, 4, wait_ms) <= 0) return;
   if ((fds[2].revents & POLLIN) != 0) {
     uint64_t count = 0;  // resets the eventfd; the next turn polls the store
     (void)!::read(progress_fd_.get(), &count, sizeof count);

@@ -123,6 +123,8 @@ class PoolClient {
   // Copies `bytes` into granted `slots`, hashing as it copies: the checksum
   // a commit carries. kCorruption (nothing copied) when the slots do not fit.
   Result<uint64_t> CopyIntoSlots(std::span<const SlotId> slots, std::span<const std::byte> bytes);
+  // The connection's socket, for an owner's poll() (PooledStore::PollFd).
+  int fd() const { return socket_.fd(); }
   // The highest progress count any answer carried (put_rules.h's epoch).
   uint64_t progress_epoch() const { return progress_epoch_; }
 

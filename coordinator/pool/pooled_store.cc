@@ -231,6 +231,11 @@ Status PooledStore::Fetch(const HostHit& hit, const InboundTicket& ticket) {
   return tiers_.local->Fetch(hit, ticket);
 }
 
+int PooledStore::PollFd() const {
+  const PoolClient* client = link_->connected();
+  return client != nullptr ? client->fd() : -1;
+}
+
 void PooledStore::NotifyOnProgress(std::shared_ptr<WakeSignal> signal) {
   if (own_landing()) tiers_.landing->NotifyOnProgress(signal);
   if (tiers_.local != nullptr) tiers_.local->NotifyOnProgress(std::move(signal));

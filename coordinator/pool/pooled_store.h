@@ -150,6 +150,9 @@ class PooledStore final : public HostStore, public EvictionSink {
   // The local tiers' events, then the exports' (requests and ends).
   void Poll(uint64_t now_ms, std::vector<StoreEvent>& events) override;
   void NotifyOnProgress(std::shared_ptr<WakeSignal> signal) override;
+  // The manager connection's socket while connected (its answers move the
+  // parked puts and the lookup tickets on the next Poll); else -1.
+  int PollFd() const override;
   // The local chain's, with the landing tier's memory counters, lookups,
   // hits and restores added when the landing tier is its own.
   StoreStats Stats() const override;

@@ -168,6 +168,11 @@ class HostStore {
   // (the attach server) wakes at once instead of at its next turn. Null
   // stops that. Expiry and retry backoff still need Poll on the owner's clock.
   virtual void NotifyOnProgress(std::shared_ptr<WakeSignal> signal) = 0;
+  // A descriptor an owner that sleeps in poll() (the attach server) adds to
+  // its set: readable means Poll has answers to take (a pool manager's, for
+  // the puts a pooled store parked), which no thread of the store notices
+  // for it. -1: none. Valid until the store's next call.
+  virtual int PollFd() const { return -1; }
   virtual StoreStats Stats() const = 0;
   // Drains accepted copies (and, if configured, DRAM-only records to disk)
   // within the store's deadline. An error means copies may still run: the

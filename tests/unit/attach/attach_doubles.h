@@ -35,6 +35,7 @@ class ScriptedStore final : public HostStore {
     return Status::Ok();
   }
   void Poll(uint64_t /*now_ms*/, std::vector<StoreEvent>& events) override {
+    ++polls;
     if (copies != nullptr) {
       std::vector<TransferCompletion> done;
       copies->Poll(done);
@@ -43,10 +44,13 @@ class ScriptedStore final : public HostStore {
     queued.clear();
   }
   void NotifyOnProgress(std::shared_ptr<WakeSignal> /*signal*/) override {}
+  int PollFd() const override { return poll_fd; }
   StoreStats Stats() const override { return {}; }
   Status Close() override { return Status::Ok(); }
 
-  Transfers* copies = nullptr;     // polled by Poll; null: none
+  Transfers* copies = nullptr;  // polled by Poll; null: none
+  int poll_fd = -1;             // PollFd (an eventfd the test owns; Poll leaves it); -1: none
+  int polls = 0;
   std::vector<StoreEvent> queued;  // reported by the next Poll
   int stores = 0;
   int fetches = 0;

@@ -5,6 +5,7 @@
 // transfers and planes are doubles (attach_doubles.h), and the clock is a
 // number the test holds still, so nothing here waits on the drain bound.
 #include <gtest/gtest.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -118,6 +119,27 @@ class Rig {
   std::optional<UnixChannel> runtime_;
   bool ready_ = false;
 };
+
+TEST(AttachServerWakeTest, AReadableStoreDescriptorEndsTheTurnAndTheNextPollsTheStore) {
+  Rig rig(WithGate::kNo);
+  ASSERT_TRUE(rig.ready());
+  UniqueFd answers(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  ASSERT_TRUE(answers.valid());
+  rig.store_.poll_fd = answers.get();
+  const uint64_t one = 1;
+  ASSERT_EQ(::write(answers.get(), &one, sizeof one), static_cast<ssize_t>(sizeof one));
+  // A turn that would otherwise sleep two minutes: the store's readable
+  // descriptor (a pool manager's answer, which this double leaves unread)
+  // ends it, and the next turn polls the store.
+  const auto long_wait = std::chrono::minutes(2);
+  const auto start = std::chrono::steady_clock::now();
+  rig.server_->Step(kNowMs, long_wait);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, long_wait);
+  const int polls = rig.store_.polls;
+  rig.server_->Step(kNowMs, long_wait);
+  EXPECT_EQ(rig.store_.polls, polls + 1);
+  rig.store_.poll_fd = -1;
+}
 
 bool HasCloseDone(const std::vector<AttachMessage>& messages) {
   for (const AttachMessage& m : messages) {
