@@ -48,14 +48,7 @@ class PoolServerTest : public ::testing::Test {
   }
 
   PoolClientOptions Options(const std::string& gpu, uint8_t layout_tag) const {
-    PoolClientOptions o;
-    o.socket_path = socket_path_;
-    o.hello.instance_sources = {gpu};
-    o.hello.model_identity[0] = 9;
-    o.hello.layout[0] = layout_tag;
-    o.hello.rank_plane_bytes = {{1024, 4096, 4096}};
-    o.hello.page_tokens = 64;
-    return o;
+    return testing::ClientOptions(socket_path_, gpu, layout_tag);
   }
 
   std::unique_ptr<PoolClient> Connect(const std::string& gpu, uint8_t layout_tag = 1) {

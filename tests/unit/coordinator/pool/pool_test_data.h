@@ -4,8 +4,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <numeric>
+#include <string>
 #include <vector>
 
+#include "coordinator/pool/pool_client.h"
 #include "store/base/prefix_history.h"
 
 namespace strata::pool::testing {
@@ -15,6 +17,20 @@ inline std::vector<Token> Tokens(uint32_t count, uint32_t seed) {
   std::vector<Token> t(count);
   std::iota(t.begin(), t.end(), seed);
   return t;
+}
+
+// A client of the manager at `socket_path` as instance `gpu`, in the scope
+// of layout `layout_tag` (another tag: another scope).
+inline PoolClientOptions ClientOptions(const std::string& socket_path, const std::string& gpu,
+                                       uint8_t layout_tag = 1) {
+  PoolClientOptions o;
+  o.socket_path = socket_path;
+  o.hello.instance_sources = {gpu};
+  o.hello.model_identity[0] = 9;
+  o.hello.layout[0] = layout_tag;
+  o.hello.rank_plane_bytes = {{1024, 4096, 4096}};
+  o.hello.page_tokens = 64;
+  return o;
 }
 
 // `bytes` bytes of a pattern that differs per `seed`.

@@ -50,14 +50,7 @@ class PutQueueTest : public ::testing::Test {
   }
 
   std::unique_ptr<PoolClient> Connect(const std::string& gpu) {
-    PoolClientOptions o;
-    o.socket_path = socket_path_;
-    o.hello.instance_sources = {gpu};
-    o.hello.model_identity[0] = 9;
-    o.hello.layout[0] = 1;
-    o.hello.rank_plane_bytes = {{1024, 4096, 4096}};
-    o.hello.page_tokens = 64;
-    auto c = PoolClient::Connect(o);
+    auto c = PoolClient::Connect(testing::ClientOptions(socket_path_, gpu));
     EXPECT_TRUE(c.ok()) << c.status().ToString();
     return c.ok() ? std::move(*c) : nullptr;
   }
