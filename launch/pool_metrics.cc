@@ -101,6 +101,12 @@ std::vector<MetricFamily> PoolClientMetrics(const pool::PoolInstanceStats& pool)
       "Pooled chains claimed, by outcome (failed: restored locally or recomputed).",
       {{{{"outcome", "ok"}}, pool.claims}, {{{"outcome", "failed"}}, pool.claim_failures}}};
   out.push_back(std::move(claims));
+  out.push_back(one("strata_pool_client_claim_fallbacks_total", MetricKind::kCounter,
+                    "Failed claims restored from a local copy of the same endpoint instead.",
+                    pool.claim_fallbacks));
+  out.push_back(one("strata_pool_client_claims_in_flight", MetricKind::kGauge,
+                    "Claims a restore began that have not landed or failed yet.",
+                    pool.claims_in_flight));
   out.push_back(one("strata_pool_client_claimed_bytes_total", MetricKind::kCounter,
                     "Bytes of records claimed from the pool.", pool.claimed_bytes));
   out.push_back(one("strata_pool_client_puts_total", MetricKind::kCounter,

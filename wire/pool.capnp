@@ -62,6 +62,11 @@ struct LookupRequest {
 struct LookupAnswer {
   outcome @0 :Outcome;
   chain @1 :List(Key);      # ascending; empty when nothing matched
+  # Protocol 3: what sizes the restore before any claim (the instance's
+  # inbound pages). The consumed tokens of the first chain record's parent
+  # (0: a root), and each chain record's tail pages, in chain order.
+  baseConsumed @2 :UInt64;
+  tailPages @3 :List(UInt32);
 }
 
 enum PutKind {

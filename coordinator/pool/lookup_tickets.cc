@@ -17,12 +17,14 @@ std::optional<LookupTicket> LookupTickets::Begin(uint64_t connection, uint64_t r
 }
 
 std::optional<LookupTicket> LookupTickets::Answer(uint64_t connection, uint64_t request_id,
-                                                  std::vector<PrefixKey> chain) {
+                                                  std::vector<PrefixKey> chain,
+                                                  ChainSizes sizes) {
   for (auto& [ticket, e] : tickets_) {
     if (e.connection != connection || e.request_id != request_id) continue;
     if (e.state != TicketState::kPending) return std::nullopt;
     e.state = TicketState::kReady;
     e.chain = std::move(chain);
+    e.sizes = std::move(sizes);
     return ticket;
   }
   return std::nullopt;
@@ -34,6 +36,7 @@ size_t LookupTickets::FailPending(std::optional<uint64_t> live) {
     if (e.state != TicketState::kPending || (live && e.connection == *live)) continue;
     e.state = TicketState::kReady;
     e.chain.clear();
+    e.sizes = {};
     ++failed;
   }
   return failed;
@@ -93,6 +96,12 @@ const std::vector<PrefixKey>* LookupTickets::chain(LookupTicket ticket) const {
   const Entry* e = Find(ticket);
   if (e == nullptr || e->state != TicketState::kReady || e->chain.empty()) return nullptr;
   return &e->chain;
+}
+
+const ChainSizes* LookupTickets::sizes(LookupTicket ticket) const {
+  const Entry* e = Find(ticket);
+  if (e == nullptr || e->state != TicketState::kReady || e->chain.empty()) return nullptr;
+  return &e->sizes;
 }
 
 LookupTicketStatus LookupTickets::Status(LookupTicket ticket) const {

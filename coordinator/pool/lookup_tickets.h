@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "coordinator/pool/lookup_grace.h"
+#include "coordinator/pool/pooled_hit.h"
 #include "store/base/prefix_key.h"
 #include "store/tier/host_store.h"
 
@@ -48,11 +49,11 @@ class LookupTickets {
   // nullopt when open_max tickets are open.
   std::optional<LookupTicket> Begin(uint64_t connection, uint64_t request_id, uint64_t now_us);
   // The manager's answer to `request_id` on `connection` (an empty chain: the
-  // pool holds nothing): the ticket it readied. Nullopt when no open pending
-  // ticket asked it (it was ended, or failed with its connection): the
-  // answer is dropped.
+  // pool holds nothing), with the chain's `sizes`: the ticket it readied.
+  // Nullopt when no open pending ticket asked it (it was ended, or failed
+  // with its connection): the answer is dropped.
   std::optional<LookupTicket> Answer(uint64_t connection, uint64_t request_id,
-                                     std::vector<PrefixKey> chain);
+                                     std::vector<PrefixKey> chain, ChainSizes sizes = {});
   // Pending tickets of every connection but `live` (none: of all) will never
   // be answered: each becomes ready with an empty chain. Returns how many.
   size_t FailPending(std::optional<uint64_t> live);
@@ -66,6 +67,8 @@ class LookupTickets {
   void Admitted(LookupTicket ticket, AdmissionLookup decision, uint64_t consumed);
   // The ready chain (null when pending, unknown or empty).
   const std::vector<PrefixKey>* chain(LookupTicket ticket) const;
+  // The ready chain's sizes (null whenever chain() is).
+  const ChainSizes* sizes(LookupTicket ticket) const;
 
   LookupTicketStatus Status(LookupTicket ticket) const;
   TicketUse use(LookupTicket ticket) const;
@@ -90,6 +93,7 @@ class LookupTickets {
     uint64_t begun_us = 0;
     TicketState state = TicketState::kPending;
     std::vector<PrefixKey> chain;
+    ChainSizes sizes;
     TicketUse use = TicketUse::kNotAdmitted;
     uint64_t admitted_consumed = 0;
     uint32_t admissions = 0;

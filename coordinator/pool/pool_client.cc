@@ -239,6 +239,17 @@ Result<uint64_t> PoolClient::SendAbort(PutId put) {
   return SendKept(PoolAbort{.request_id = id, .put = put}, id);
 }
 
+Result<uint64_t> PoolClient::SendClaim(std::span<const PrefixKey> chain) {
+  const uint64_t id = next_request_++;
+  return SendKept(
+      PoolClaim{.request_id = id, .chain = std::vector<PrefixKey>(chain.begin(), chain.end())}, id);
+}
+
+Result<uint64_t> PoolClient::SendRelease(ClaimId claim) {
+  const uint64_t id = next_request_++;
+  return SendKept(PoolRelease{.request_id = id, .claim = claim}, id);
+}
+
 std::optional<PoolMessage> PoolClient::TakeAnswer(uint64_t id) {
   auto it = kept_.find(id);
   if (it == kept_.end() || !it->second.has_value()) return std::nullopt;

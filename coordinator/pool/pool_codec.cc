@@ -92,8 +92,16 @@ Status Put(s::Envelope::Builder env, const PoolLookup& m) {
 
 Status Put(s::Envelope::Builder env, const PoolLookupAnswer& m) {
   STRATA_RETURN_IF_ERROR(CheckCount(m.chain.size(), kPoolChainMax, "LookupAnswer.chain"));
+  if (m.tail_pages.size() != m.chain.size()) {
+    return Status::InvalidArgument("LookupAnswer.tailPages: " +
+                                   std::to_string(m.tail_pages.size()) + " for a chain of " +
+                                   std::to_string(m.chain.size()));
+  }
   auto out = env.initLookupAnswer();
   PutOutcome(out.initOutcome(), m.request_id, m.status, m.progress_epoch);
+  out.setBaseConsumed(m.base_consumed);
+  auto tails = out.initTailPages(static_cast<unsigned>(m.tail_pages.size()));
+  for (unsigned i = 0; i < tails.size(); ++i) tails.set(i, m.tail_pages[i]);
   return PutKeys(out.initChain(static_cast<unsigned>(m.chain.size())), m.chain);
 }
 

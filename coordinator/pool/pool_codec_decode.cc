@@ -47,6 +47,22 @@ Result<std::vector<SlotId>> GetSlots(capnp::List<uint32_t>::Reader in, std::stri
   return slots;
 }
 
+// A lookup answer's sizes: one tail per key, and a base below the chain.
+Status GetChainSizes(s::LookupAnswer::Reader in, PoolLookupAnswer& m) {
+  const auto tails = in.getTailPages();
+  if (tails.size() != m.chain.size()) {
+    return Invalid("LookupAnswer.tailPages",
+                   fmt::format("{} for a chain of {}", tails.size(), m.chain.size()));
+  }
+  m.tail_pages.reserve(tails.size());
+  for (uint32_t tail : tails) m.tail_pages.push_back(tail);
+  m.base_consumed = in.getBaseConsumed();
+  if (!m.chain.empty() && m.base_consumed >= m.chain.front().consumed) {
+    return Invalid("LookupAnswer.baseConsumed", "not below the chain's first record");
+  }
+  return Status::Ok();
+}
+
 // The outcome's request id, status and progress epoch, into `m`.
 template <typename Answer>
 Status GetOutcome(s::Outcome::Reader in, std::string_view field, Answer& m) {
@@ -160,6 +176,7 @@ Result<PoolMessage> Get(s::Envelope::Reader env) {
       auto in = env.getLookupAnswer();
       STRATA_RETURN_IF_ERROR(GetOutcome(in.getOutcome(), "LookupAnswer", m));
       STRATA_ASSIGN_OR_RETURN(m.chain, GetKeys(in.getChain(), "LookupAnswer.chain"));
+      STRATA_RETURN_IF_ERROR(GetChainSizes(in, m));
       return PoolMessage(std::move(m));
     }
     case W::PUT: return GetPut(env.getPut());

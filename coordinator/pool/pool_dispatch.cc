@@ -21,7 +21,8 @@ std::optional<std::string> HelloProblem(const PoolHello& hello) {
 
 PoolMessage Answer(PoolCatalog& catalog, SessionId session, const PoolLookup& m,
                    uint64_t /*now_ms*/) {
-  PoolLookupAnswer a{.request_id = m.request_id, .status = Status::Ok(), .chain = {}};
+  PoolLookupAnswer a;
+  a.request_id = m.request_id;
   if (m.before > m.tokens.size() || m.resident_tokens > m.before) {
     a.status = Status::InvalidArgument("lookup bounds outside the history");
     return a;
@@ -32,7 +33,11 @@ PoolMessage Answer(PoolCatalog& catalog, SessionId session, const PoolLookup& m,
   if (!hit.ok()) {
     a.status = hit.status();
   } else if (hit->has_value()) {
-    for (const ChainLink& link : (*hit)->chain) a.chain.push_back(link.key);
+    a.base_consumed = (*hit)->base_consumed;
+    for (const ChainLink& link : (*hit)->chain) {
+      a.chain.push_back(link.key);
+      a.tail_pages.push_back(link.tail_page_count);
+    }
   }
   return a;
 }

@@ -92,6 +92,8 @@ class PoolLink {
   // The lookup grace: the client's lookup_bound (rank_pool sets the seed's
   // 2 ms, lookup_grace.h), else its answer_bound.
   uint64_t lookup_grace_us() const;
+  // Tokens per page of the instance's layout (its Hello's).
+  uint32_t page_tokens() const { return options_.client.hello.page_tokens; }
 
  private:
   explicit PoolLink(PoolLinkOptions options) : options_(std::move(options)) {}

@@ -17,7 +17,8 @@
 namespace strata::pool {
 
 // 2: the commit carries the checksum (computed while the bytes are copied).
-inline constexpr uint32_t kPoolProtocolVersion = 2;
+// 3: a lookup answer sizes its chain (base consumed, tail pages per record).
+inline constexpr uint32_t kPoolProtocolVersion = 3;
 inline constexpr size_t kPoolFrameBytesMax = size_t{32} << 20;
 inline constexpr size_t kPoolTextBytesMax = 4096;
 inline constexpr size_t kPoolSourcesMax = 64;  // GPU UUIDs of one instance
@@ -63,6 +64,11 @@ struct PoolLookupAnswer {
   Status status;
   std::vector<PrefixKey> chain;  // empty: no match
   uint64_t progress_epoch = 0;   // the manager's progress count (put_rules.h)
+  // The consumed tokens of chain[0]'s parent (0: a root), and each chain
+  // record's tail pages (one per key): what a restore of the chain moves
+  // is sized from them before it is claimed (PooledHitOf).
+  uint64_t base_consumed = 0;
+  std::vector<uint32_t> tail_pages;
 };
 
 struct PoolPut {

@@ -34,7 +34,7 @@ PooledStore::PooledStore(PooledTiers tiers, std::unique_ptr<PoolLink> link)
     : tiers_(std::move(tiers)),
       link_(std::move(link)),
       puts_(tiers_.put_queue_bytes),
-      exports_(tiers_.export_sizes),
+      exports_(tiers_.record_sizes),
       tickets_(link_->lookup_grace_us()) {
   STRATA_ASSERT(tiers_.landing != nullptr && tiers_.intake != nullptr,
                 "a pooled store needs a landing tier for claims");
@@ -63,6 +63,7 @@ PooledStore::LocalAnswer PooledStore::LocalLookup(const PrefixHistory& history,
 }
 
 std::optional<HostHit> PooledStore::Answer(LocalAnswer a) {
+  if (a.hit) pool_hits_.erase(a.hit->endpoint);
   if (a.hit && a.from_landing) {
     landing_hits_.insert(a.hit->endpoint);
   } else if (a.hit) {
@@ -103,9 +104,14 @@ void PooledStore::FileAnswers(PoolClient& client) {
     std::optional<PoolLookupAnswer> a = client.TakeLookupAnswer(id);
     if (!a) continue;
     // A refused lookup is an answer with nothing in it.
-    std::vector<PrefixKey> chain = a->status.ok() ? std::move(a->chain) : std::vector<PrefixKey>{};
+    std::vector<PrefixKey> chain;
+    ChainSizes sizes;
+    if (a->status.ok()) {
+      chain = std::move(a->chain);
+      sizes = ChainSizes{.base_consumed = a->base_consumed, .tail_pages = std::move(a->tail_pages)};
+    }
     const std::optional<LookupTicket> t =
-        tickets_.Answer(link_->connection(), id, std::move(chain));
+        tickets_.Answer(link_->connection(), id, std::move(chain), std::move(sizes));
     if (t && tickets_.use(*t) == TicketUse::kAdmittedEarly) ++stats_.late_answers;
   }
 }
@@ -173,8 +179,8 @@ std::optional<HostHit> PooledStore::LookupFor(LookupTicket ticket, const PrefixH
     chain = *ready;
   }
   const bool late = tickets_.use(ticket) == TicketUse::kAdmittedEarly;
-  std::optional<HostHit> hit =
-      AdmitWithPool(std::move(local), chain, history, resident_tokens, before);
+  std::optional<HostHit> hit = AdmitWithPool(
+      std::move(local), chain, chain.empty() ? nullptr : tickets_.sizes(ticket), resident_tokens);
   tickets_.Admitted(ticket, decision, hit ? hit->endpoint.consumed : 0);
   if (late && tickets_.use(ticket) == TicketUse::kRetried) ++stats_.late_retries;
   return hit;
@@ -194,9 +200,9 @@ void PooledStore::EndLookup(LookupTicket ticket) {
 
 std::optional<HostHit> PooledStore::AdmitWithPool(LocalAnswer local,
                                                   const std::vector<PrefixKey>& chain,
-                                                  const PrefixHistory& history,
-                                                  uint64_t resident_tokens, uint64_t before) {
-  if (chain.empty()) return Answer(std::move(local));
+                                                  const ChainSizes* sizes,
+                                                  uint64_t resident_tokens) {
+  if (chain.empty() || sizes == nullptr) return Answer(std::move(local));
   const SourceTier local_tier =
       local.from_landing || !local.hit ? SourceTier::kHostDram : TierOf(local.hit->tier);
   std::array<SourceCandidate, 2> candidates{
@@ -204,16 +210,18 @@ std::optional<HostHit> PooledStore::AdmitWithPool(LocalAnswer local,
       local.hit ? Candidate(local_tier, local.hit->chain) : SourceCandidate{}};
   const std::optional<size_t> chosen = ChooseSource(candidates);
   if (!chosen || candidates[*chosen].tier != SourceTier::kPool) return Answer(std::move(local));
-  if (Status s = ClaimAndImport(chain); !s.ok()) {
-    ++stats_.claim_failures;
-    spdlog::debug("prefix cache pool: restoring {} from the pool failed: {}",
-                  chain.back().ToFileStem(), s.ToString());
-    // FallbackAfterPoolFailure: the local hit is the local source (same
-    // endpoint or shorter); none means recompute.
-    return Answer(LocalLookup(history, resident_tokens, before));
+  std::optional<HostHit> pooled =
+      PooledHitOf(chain, *sizes, resident_tokens, link_->page_tokens(),
+                  HitRecordBytes{.page = tiers_.record_sizes.page_record_bytes,
+                                 .row = tiers_.record_sizes.row_segment_bytes});
+  if (!pooled) {
+    spdlog::debug("prefix cache pool: the manager's chain to {} does not size this admission",
+                  chain.back().ToFileStem());
+    return Answer(std::move(local));
   }
-  ++stats_.claims;
-  return Answer(LocalLookup(history, resident_tokens, before));
+  landing_hits_.erase(pooled->endpoint);
+  pool_hits_.insert(pooled->endpoint);
+  return pooled;
 }
 
 StoreOutcome PooledStore::Store(const PublishedCheckpoint& checkpoint) {
@@ -222,6 +230,7 @@ StoreOutcome PooledStore::Store(const PublishedCheckpoint& checkpoint) {
 }
 
 Status PooledStore::Fetch(const HostHit& hit, const InboundTicket& ticket) {
+  if (pool_hits_.erase(hit.endpoint) != 0) return BeginClaim(hit, ticket);
   if (own_landing() && landing_hits_.erase(hit.endpoint) != 0) {
     return tiers_.landing->Fetch(hit, ticket);
   }
@@ -281,6 +290,9 @@ Status PooledStore::Close() {
     spdlog::warn("prefix cache pool: {} evicted records did not reach the manager before close",
                  puts_.stats().parked_records);
   }
+  // Claims not landed: the manager releases their holds when the session
+  // ends; their destinations are never written.
+  claims_.clear();
   Status s = tiers_.local != nullptr ? tiers_.local->Close() : Status::Ok();
   if (own_landing()) {
     Status l = tiers_.landing->Close();
@@ -289,38 +301,10 @@ Status PooledStore::Close() {
   return s;
 }
 
-Status PooledStore::ClaimAndImport(const std::vector<PrefixKey>& chain) {
-  PoolClient* client = link_->client();
-  if (client == nullptr) return Status::Unavailable("no pool connection");
-  // ClaimInto checks each record against the manager's checksum as it
-  // copies it and releases the claim whatever happens.
-  if (Status claimed = client->ClaimInto(chain, claimed_); !claimed.ok()) {
-    if (ConnectionLost(claimed) && claimed.code() != StatusCode::kCorruption) {
-      LoseLink(claimed);
-    }
-    return claimed;
-  }
-  if (claimed_.size() != chain.size()) {
-    return Status::Corruption("the pool claimed " + std::to_string(claimed_.size()) +
-                              " records of a chain of " + std::to_string(chain.size()));
-  }
-  for (size_t i = 0; i < chain.size(); ++i) {
-    STRATA_ASSIGN_OR_RETURN(RecordView view, DecodeRecordImage(claimed_[i]));
-    if (view.key != chain[i]) {
-      return Status::Corruption("pooled record " + chain[i].ToFileStem() + " holds the image of " +
-                                view.key.ToFileStem());
-    }
-    Status s = tiers_.intake->Import(view, now_ms_);
-    if (!s.ok() && s.code() != StatusCode::kAlreadyExists) return s;
-    ++stats_.claimed_records;
-    stats_.claimed_bytes += claimed_[i].size();
-  }
-  return Status::Ok();
-}
-
 void PooledStore::Poll(uint64_t now_ms, std::vector<StoreEvent>& events) {
   now_ms_ = std::max(now_ms_, now_ms);
   PumpTickets();
+  AdvanceClaims(events);
   AdvancePuts(link_->connected());
   if (tiers_.local != nullptr) tiers_.local->Poll(now_ms, events);
   if (own_landing()) tiers_.landing->Poll(now_ms, events);
@@ -381,6 +365,7 @@ PoolInstanceStats PooledStore::pool_stats() const {
   s.reconnects = link_->reconnects();
   s.attached = link_->sharing();
   s.end_of_chain_tier = tiers_.end_of_chain_tier;
+  s.claims_in_flight = claims_.size();
   const PutQueueStats& q = puts_.stats();
   s.puts = q.accepted;
   s.put_bytes = q.accepted_bytes;

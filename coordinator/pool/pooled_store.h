@@ -3,14 +3,21 @@
 // disk, memory + disk (a composite), or no local tier at all.
 //
 // Lookups answer from the local chain and, when the pool holds a longer
-// prefix (ChooseSource: longest prefix, then the closest tier), claim the
-// pooled chain, check every record (the manager's checksum, then the image),
-// import it through the landing tier's RecordIntake and answer with that
-// tier's ordinary hit, so the normal Fetch restores it. The landing tier is
-// the memory tier itself when the local chain is one; otherwise a small
-// MemoryStore of its own (claims land in DRAM, the closest tier, and stay
-// there as a local copy until its LRU drops them; they are pooled already).
-// Any failure answers with the local hit (or none: recompute).
+// prefix (ChooseSource: longest prefix, then the closest tier), with a hit
+// for the pooled chain, sized from the manager's answer (PooledHitOf) and
+// claimed by nothing yet. Its Fetch starts the claim and returns; the claim
+// advances in Poll, each step on an answer that has already arrived: the
+// grant, then every record copied out of the slots and checked in the same
+// pass (the manager's checksum, then the image), the release, the import
+// into the landing tier's RecordIntake, and that tier's ordinary Fetch into
+// the ticket, whose kFetched or kFetchFailed arrives like any restore's.
+// The landing tier is the memory tier itself when the local chain is one;
+// otherwise a small MemoryStore of its own (claims land in DRAM, the
+// closest tier, and stay there as a local copy until its LRU drops them;
+// they are pooled already). A failed claim (a refusal, a checksum, a lost
+// connection, the requester's deadline of claim_rules.h) falls back to a
+// local copy of the same endpoint when a local tier holds one by then, and
+// otherwise reports kFetchFailed: the runtime recomputes.
 //
 // As the EvictionSink of the end of the local chain (the memory tier, or
 // the disk tier when there is one) it parks every record evicted from there,
@@ -31,7 +38,7 @@
 // Lookups are two-step (seed 2.15, "Lookups"; HostStore::BeginLookup):
 // BeginLookup sends the manager's lookup and returns a ticket at once; the
 // answer is filed against it whenever the store reads the socket (Poll,
-// LookupFor, or while a put or claim waits). LookupFor admits with pool
+// LookupFor, or while a put waits). LookupFor admits with pool
 // candidates only if the ticket is ready; a pending one is waited for at
 // most the rest of its grace (PoolLink::lookup_grace_us: 2 ms on this host
 // as a rank sets it), once; a late answer may
@@ -40,16 +47,17 @@
 // LookupFor and EndLookup at once.
 //
 // Not built: demotion before the tier fills, claims straight into the
-// planes, publishing into the pool with no local tier (a pool-only instance
+// planes from the registered arena (a claim copies through the landing
+// tier), publishing into the pool with no local tier (a pool-only instance
 // only restores).
 //
-// Thread: the owner's (model worker) thread. Beginning a lookup, puts and
-// Poll never wait for the manager; LookupFor waits at most the lookup grace
-// for the answer. Claims (in LookupFor, when the pool's chain wins) still
-// talk to the manager synchronously, within their bound.
+// Thread: the owner's (model worker) thread. No call waits for the manager
+// except LookupFor, at most the lookup grace, and Close (FlushPuts). The
+// copies of claims and puts run in Poll, on the owner's thread.
 #pragma once
 
 #include <chrono>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -58,6 +66,7 @@
 #include "coordinator/pool/export_ledger.h"
 #include "coordinator/pool/lookup_tickets.h"
 #include "coordinator/pool/pool_link.h"
+#include "coordinator/pool/pooled_hit.h"
 #include "coordinator/pool/put_queue.h"
 #include "store/tier/host_store.h"
 #include "store/tier/record_handover.h"
@@ -77,8 +86,10 @@ struct PoolInstanceStats {
   uint64_t lookup_tickets_refused = 0;  // requests without a ticket: the table was full
   uint64_t late_answers = 0;            // answers filed after an admission went local
   uint64_t late_retries = 0;            // later admissions that used a late answer
-  uint64_t claims = 0;                  // chains claimed and imported
+  uint64_t claims = 0;                  // chains claimed, imported and fetched from DRAM
   uint64_t claim_failures = 0;          // claims that fell back to local or recompute
+  uint64_t claim_fallbacks = 0;         // of those, restored from a local copy instead
+  uint64_t claims_in_flight = 0;        // gauge: claims begun by Fetch, not yet landed
   uint64_t claimed_records = 0;
   uint64_t claimed_bytes = 0;
   uint64_t puts = 0;  // records the manager accepted (evicted ones and their ancestors)
@@ -111,9 +122,11 @@ struct PooledTiers {
   // Label of strata_host_cache_dropped_total{tier} for records the end of
   // the local chain dropped after the manager did not take them.
   std::string end_of_chain_tier = "memory";
-  // What an export moves per page and for the row (the local record
-  // layout); unknown (zeros) rejects every pinned export.
-  ExportRecordSizes export_sizes{};
+  // The local record layout's page record and row segment bytes: what an
+  // export moves per page and for the row, and what a pooled hit's `bytes`
+  // counts. Unknown (zeros) rejects every pinned export and sizes pooled
+  // hits at 0 bytes.
+  ExportRecordSizes record_sizes{};
   // The byte budget of evicted records parked until the manager takes them.
   uint64_t put_queue_bytes = kPutQueueBytesDefault;
 };
@@ -122,11 +135,6 @@ class PooledStore final : public HostStore, public EvictionSink {
  public:
   // The caller makes this store the end of the local chain's eviction sink.
   PooledStore(PooledTiers tiers, std::unique_ptr<PoolLink> link);
-  // A memory tier as the whole local chain: `local` and `intake` are the
-  // same MemoryStore.
-  PooledStore(HostStore& local, RecordIntake& intake, std::unique_ptr<PoolLink> link)
-      : PooledStore(PooledTiers{.local = &local, .landing = &local, .intake = &intake},
-                    std::move(link)) {}
 
   // BeginLookup, LookupFor and EndLookup at once (waits at most the grace).
   std::optional<HostHit> Lookup(const PrefixHistory& history, uint64_t resident_tokens,
@@ -135,10 +143,10 @@ class PooledStore final : public HostStore, public EvictionSink {
   // connected) or at kLookupTicketsMax open tickets.
   LookupTicket BeginLookup(const PrefixHistory& history, uint64_t resident_tokens,
                            uint64_t before) override;
-  // The local hit, or the pool's chain claimed and imported when the ticket
-  // allows pool candidates (lookup_tickets.h) and the pool's chain is longer.
-  // `history` must be the one the ticket was begun with (a pooled chain that
-  // does not match it is ignored).
+  // The local hit, or the pool's chain (not claimed yet: Fetch claims it)
+  // when the ticket allows pool candidates (lookup_tickets.h) and the pool's
+  // chain is longer. `history` must be the one the ticket was begun with (a
+  // pooled chain that does not match it is ignored).
   std::optional<HostHit> LookupFor(LookupTicket ticket, const PrefixHistory& history,
                                    uint64_t resident_tokens, uint64_t before) override;
   LookupTicketStatus TicketStatus(LookupTicket ticket) const override;
@@ -146,8 +154,11 @@ class PooledStore final : public HostStore, public EvictionSink {
   // Local tiers only; with none, kDisabled (a pool-only instance publishes
   // nothing: exports from GPU caches are not built).
   StoreOutcome Store(const PublishedCheckpoint& checkpoint) override;
+  // A pooled hit: sends the claim and returns (kUnavailable, nothing
+  // started, without a connection); Poll lands it. Others: the tier's.
   Status Fetch(const HostHit& hit, const InboundTicket& ticket) override;
-  // The local tiers' events, then the exports' (requests and ends).
+  // Claims moved along (their failures as kFetchFailed), the local tiers'
+  // events, then the exports' (requests and ends).
   void Poll(uint64_t now_ms, std::vector<StoreEvent>& events) override;
   void NotifyOnProgress(std::shared_ptr<WakeSignal> signal) override;
   // The manager connection's socket while connected (its answers move the
@@ -189,9 +200,28 @@ class PooledStore final : public HostStore, public EvictionSink {
   const PoolLink& link() const { return *link_; }
 
  private:
-  // Claims `chain` and imports it; an error leaves the local tier as it was
-  // apart from records already imported (they are whole and checked).
-  Status ClaimAndImport(const std::vector<PrefixKey>& chain);
+  // A claim begun by Fetch, landed by Poll (pooled_store_claims.cc).
+  struct PendingClaim {
+    uint64_t connection = 0;  // the link connection it was sent on
+    uint64_t request = 0;     // SendClaim's id there
+    HostHit hit;
+    InboundTicket ticket;
+    uint64_t deadline_ms = 0;  // the requester's (claim_rules.h), on the link's clock
+    // The fetch already failed (deadline): a grant that still comes is
+    // released at once.
+    bool given_up = false;
+  };
+  // Fetch of a pooled hit: sends the claim and queues it.
+  Status BeginClaim(const HostHit& hit, const InboundTicket& ticket);
+  // Moves every pending claim along on what the client has read, appending
+  // the failures' kFetchFailed.
+  void AdvanceClaims(std::vector<StoreEvent>& events);
+  // Copies a granted claim's records out, releases it, imports them and
+  // starts the landing tier's Fetch; an error leaves the landing tier as it
+  // was apart from records already imported (they are whole and checked).
+  Status LandClaim(PoolClient& client, PendingClaim& claim, const PoolClaimAnswer& grant);
+  // A claim failed (`why`): a local copy of the same endpoint, else kFetchFailed.
+  void FailClaim(PendingClaim& claim, const Status& why, std::vector<StoreEvent>& events);
   // Moves the parked puts along on what `client` has read; a lost
   // connection drops the link.
   void AdvancePuts(PoolClient* client);
@@ -217,19 +247,22 @@ class PooledStore final : public HostStore, public EvictionSink {
   LocalAnswer LocalLookup(const PrefixHistory& history, uint64_t resident_tokens, uint64_t before);
   // Returns `a`'s hit, noting where Fetch must send it.
   std::optional<HostHit> Answer(LocalAnswer a);
-  // The answer when the pool's `chain` (may be empty) joins `local`.
+  // The answer when the pool's `chain` (may be empty; sized by `sizes`)
+  // joins `local`.
   std::optional<HostHit> AdmitWithPool(LocalAnswer local, const std::vector<PrefixKey>& chain,
-                                       const PrefixHistory& history, uint64_t resident_tokens,
-                                       uint64_t before);
+                                       const ChainSizes* sizes, uint64_t resident_tokens);
 
   PooledTiers tiers_;
   // Endpoints whose last answered hit came from an own landing tier: Fetch
   // sends them there.
   std::unordered_set<PrefixKey> landing_hits_;
+  // Endpoints whose last answered hit was the pool's: Fetch claims them.
+  std::unordered_set<PrefixKey> pool_hits_;
+  std::deque<PendingClaim> claims_;  // in the order Fetch began them
   std::unique_ptr<PoolLink> link_;
   uint64_t now_ms_ = 0;
   PoolInstanceStats stats_;
-  // What ClaimAndImport copies out of the arena: reused claim after claim,
+  // What LandClaim copies out of the arena: reused claim after claim,
   // so a restore neither allocates nor page-faults its buffers again.
   std::vector<std::vector<std::byte>> claimed_;
   PutQueue puts_;

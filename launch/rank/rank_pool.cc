@@ -59,7 +59,7 @@ std::unique_ptr<pool::PooledStore> AttachRankPool(const RankConfig& config,
       pool::PooledTiers{.local = &memory,
                         .landing = &memory,
                         .intake = &memory,
-                        .export_sizes = ExportSizes(geometry)},
+                        .record_sizes = ExportSizes(geometry)},
       pool::PoolLink::AttachAtStartup(LinkOptions(config, geometry, registration)));
   memory.SetEvictionSink(pooled.get());
   return pooled;
@@ -82,7 +82,7 @@ Result<std::unique_ptr<RankPool>> AttachRankPoolWithDisk(const RankConfig& confi
   if (auto* disk = std::get_if<DiskStore*>(&end)) tiers.local = *disk;
   if (auto* composite = std::get_if<CompositeStore*>(&end)) tiers.local = *composite;
   tiers.end_of_chain_tier = "disk";
-  tiers.export_sizes = ExportSizes(geometry);
+  tiers.record_sizes = ExportSizes(geometry);
   out->store = std::make_unique<pool::PooledStore>(
       std::move(tiers),
       pool::PoolLink::AttachAtStartup(LinkOptions(config, geometry, registration)));

@@ -8,8 +8,9 @@
 //   - before the claim reaches the manager;
 //   - the claim granted, its answer not yet delivered to B;
 //   - the claim granted and copied out by B, its release not delivered.
-// Each round checks that B recomputes (a miss, its planes untouched: nothing
-// restored, so nothing corrupt) and stays up; that the manager restarted with
+// Each round checks that B recomputes (its restore fails, its planes
+// untouched: nothing restored, so nothing corrupt), or, killed only after B
+// copied and checked every record, restores byte-exact, and stays up; that the manager restarted with
 // the same --name and socket holds nothing of the old arena (docs/pool.md: a
 // restart starts a new, empty arena); that A and B reconnect without a
 // restart (at most once a second, on their next lookup); and that sharing
@@ -107,15 +108,18 @@ struct KillPoint {
   PoolHop hop;
   bool (*kind)(const pool::PoolMessage&);
   uint64_t claims_in_flight;  // the manager's gauge just before the kill
+  // Whether B's restore lands anyway: past its copies, a claim's records are
+  // checked and B's own, so a manager lost before the release costs nothing.
+  bool restores;
 };
 
 constexpr std::array<KillPoint, 3> kKillPoints{{
     {"before the claim reaches the manager", PoolHop::kToManager,
-     &strata::testing::IsPoolMessage<pool::PoolClaim>, 0},
+     &strata::testing::IsPoolMessage<pool::PoolClaim>, 0, false},
     {"claim granted, answer not delivered", PoolHop::kToInstance,
-     &strata::testing::IsPoolMessage<pool::PoolClaimAnswer>, 1},
+     &strata::testing::IsPoolMessage<pool::PoolClaimAnswer>, 1, false},
     {"claim granted and copied, not released", PoolHop::kToManager,
-     &strata::testing::IsPoolMessage<pool::PoolRelease>, 1},
+     &strata::testing::IsPoolMessage<pool::PoolRelease>, 1, true},
 }};
 
 class PoolManagerRestartTest : public ::testing::Test {
@@ -271,14 +275,27 @@ TEST_F(PoolManagerRestartTest, KilledMidClaimInstanceRecomputesThenSharingResume
                          ManagerPort(round), "strata_pool_claims_in_flight");
                      manager_exit = manager_->Kill(kBound);
                    }});
-    // A lookup that missed the grace claims nothing: asked again.
+    // Admission answers with the pool's chain and the restore claims it; a
+    // lookup that missed the grace answers nothing and is asked again.
+    const InboundTicket ticket =
+        strata::testing::ConversationTicket(JobId(100 + target), RestoredUnits(target));
+    ::testing::AssertionResult restored = ::testing::AssertionFailure();
     for (int attempt = 0; attempt < kLookupAttempts && (*proxy)->fired() == fired; ++attempt) {
-      EXPECT_FALSE(strata::testing::Finds(**b_client, Tokens(target), kBound)) << b.Log();
+      restored = strata::testing::LookupAndRestore(**b_client, Tokens(target), ticket, kBound,
+                                                   strata::testing::AwaitRestore::kFetched);
     }
     ASSERT_EQ((*proxy)->fired(), fired + 1) << "B never claimed\n" << b.Log();
     EXPECT_EQ(manager_exit, kKilledExit);
     EXPECT_EQ(in_flight_at_kill, point.claims_in_flight);
-    EXPECT_EQ(RestoredBytes(b_planes, target), before) << "B restored something";
+    if (point.restores) {
+      EXPECT_TRUE(restored) << b.Log();
+      EXPECT_EQ(strata::testing::ConversationMismatches(b_planes, RestoredUnits(target),
+                                                        Bytes(target)),
+                0u);
+    } else {
+      EXPECT_FALSE(restored) << "the restore must fail: " << b.Log();
+      EXPECT_EQ(RestoredBytes(b_planes, target), before) << "B restored something";
+    }
 
     // The same --name and socket again: a new, empty arena.
     ASSERT_TRUE(StartManager(round + 1));
@@ -288,7 +305,9 @@ TEST_F(PoolManagerRestartTest, KilledMidClaimInstanceRecomputesThenSharingResume
     const std::array<Instance, 2> instances{
         {{**a_client, a_spec.metrics_port}, {**b_client, b_spec.metrics_port}}};
     ASSERT_TRUE(Reconnected(instances, ManagerPort(round + 1))) << a.Log() << b.Log();
-    EXPECT_FALSE(strata::testing::Finds(**b_client, Tokens(target), kBound));
+    // Only what B restored (and so holds itself) is found.
+    EXPECT_EQ(static_cast<bool>(strata::testing::Finds(**b_client, Tokens(target), kBound)),
+              point.restores);
 
     // Sharing resumes: A evicts what it held and the first of three more to
     // the new manager; B restores one byte-exact.
@@ -301,10 +320,13 @@ TEST_F(PoolManagerRestartTest, KilledMidClaimInstanceRecomputesThenSharingResume
               0u);
   }
 
-  // Each round: one failed claim at B, one reconnect of each instance.
+  // Each round: one reconnect of each instance, and at B one failed claim
+  // unless the restore landed.
   const uint64_t rounds = kKillPoints.size();
+  uint64_t failed = 0;
+  for (const KillPoint& point : kKillPoints) failed += point.restores ? 0 : 1;
   EXPECT_TRUE(SampleReaches(b_spec.metrics_port,
-                            "strata_pool_client_claims_total{outcome=\"failed\"}", rounds));
+                            "strata_pool_client_claims_total{outcome=\"failed\"}", failed));
   EXPECT_TRUE(SampleReaches(b_spec.metrics_port, "strata_pool_client_reconnects_total", rounds));
   EXPECT_TRUE(SampleReaches(a_spec.metrics_port, "strata_pool_client_reconnects_total", rounds));
 

@@ -116,11 +116,10 @@ TEST(PoolCodecTest, EveryAnswerCarriesTheProgressEpoch) {
                                     .progress_epoch = 42})
                 .progress_epoch,
             42u);
-  EXPECT_EQ(
-      RoundTrip(PoolLookupAnswer{
-                    .request_id = 3, .status = Status::Ok(), .chain = {}, .progress_epoch = 43})
-          .progress_epoch,
-      43u);
+  PoolLookupAnswer lookup;
+  lookup.request_id = 3;
+  lookup.progress_epoch = 43;
+  EXPECT_EQ(RoundTrip(lookup).progress_epoch, 43u);
   EXPECT_EQ(RoundTrip(PoolClaimAnswer{.request_id = 4,
                                       .status = Status::Ok(),
                                       .claim = ClaimId(1),
@@ -140,6 +139,43 @@ TEST(PoolCodecTest, RejectsDigestOfWrongSize) {
   auto decoded = DecodePoolFrame(words);
   EXPECT_EQ(decoded.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(decoded.status().message().find("Put.key"), std::string::npos);
+}
+
+TEST(PoolCodecTest, LookupAnswerCarriesItsChainSizes) {
+  PoolLookupAnswer a;
+  a.request_id = 5;
+  a.chain = {Key(128, 1), Key(320, 2)};
+  a.base_consumed = 64;
+  a.tail_pages = {1, 3};
+  const PoolLookupAnswer back = RoundTrip(a);
+  EXPECT_EQ(back.chain, a.chain);
+  EXPECT_EQ(back.base_consumed, 64u);
+  EXPECT_EQ(back.tail_pages, (std::vector<uint32_t>{1, 3}));
+  // The encoder refuses a tail count that differs from the keys.
+  a.tail_pages = {1};
+  EXPECT_EQ(EncodePoolFrame(a).status().code(), StatusCode::kInvalidArgument);
+}
+
+// A hostile manager's sizes: a tail count other than the keys', or a base
+// at or past the chain's first record.
+TEST(PoolCodecTest, RejectsLookupAnswerSizesThatDisagreeWithTheChain) {
+  auto answer = [](unsigned tails, uint64_t base) {
+    return Raw([&](wire::pool_schema::Envelope::Builder env) {
+      auto a = env.initLookupAnswer();
+      auto key = a.initChain(1)[0];
+      key.setConsumed(128);
+      key.setDigest(kj::heapArray<kj::byte>(16));
+      a.initTailPages(tails);
+      a.setBaseConsumed(base);
+    });
+  };
+  EXPECT_TRUE(DecodePoolFrame(answer(1, 64)).ok());
+  const auto counted = DecodePoolFrame(answer(2, 64));
+  EXPECT_EQ(counted.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(counted.status().message().find("tailPages"), std::string::npos);
+  const auto based = DecodePoolFrame(answer(1, 128));
+  EXPECT_EQ(based.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(based.status().message().find("baseConsumed"), std::string::npos);
 }
 
 TEST(PoolCodecTest, RejectsUnknownStatusCode) {

@@ -33,12 +33,7 @@ class PooledStoreTest : public ::testing::Test {
   // A manager on the fixture's socket; the previous one stops first.
   void StartManager(uint64_t generation) {
     server_.reset();
-    PoolServerOptions options;
-    options.name = "shared";
-    options.socket_path = dir_ + "/pool.sock";
-    options.slot_bytes = 64 * 1024;
-    options.slot_count = 512;
-    options.huge_pages = HugePages::kNever;
+    PoolServerOptions options = pooled_test::ManagerOptions(dir_);
     options.arena_path = arena_path_;
     auto server = PoolServer::Start(options, generation);
     ASSERT_TRUE(server.ok()) << server.status().ToString();

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "coordinator/pool/pool_server.h"
 #include "coordinator/pool/pooled_store.h"
 #include "launch/presets.h"
 #include "launch/runtime/synthetic_runtime.h"
@@ -32,6 +33,18 @@ struct InstanceOptions {
   // bound (5 s), so that a loaded machine does not turn a hit into a miss.
   std::optional<std::chrono::milliseconds> lookup_grace{};
 };
+
+// The manager both pooled-store fixtures run: pool "shared" on
+// `dir`/pool.sock, 512 slots of 64 KiB in ordinary pages.
+inline PoolServerOptions ManagerOptions(const std::string& dir) {
+  PoolServerOptions options;
+  options.name = "shared";
+  options.socket_path = dir + "/pool.sock";
+  options.slot_bytes = 64 * 1024;
+  options.slot_count = 512;
+  options.huge_pages = HugePages::kNever;
+  return options;
+}
 
 // A steady clock the test moves by hand.
 struct ManualClock {
@@ -60,7 +73,13 @@ struct Instance {
     link.startup_retry_interval = 10ms;
     link.clock = o.clock;
     link.registration = o.registration;
-    pooled = std::make_unique<PooledStore>(*memory, *memory, PoolLink::AttachAtStartup(link));
+    pooled = std::make_unique<PooledStore>(
+        PooledTiers{.local = memory.get(),
+                    .landing = memory.get(),
+                    .intake = memory.get(),
+                    .record_sizes = {.page_record_bytes = layout.page_record_bytes(),
+                                     .row_segment_bytes = layout.row_segment_bytes()}},
+        PoolLink::AttachAtStartup(link));
     memory->SetEvictionSink(pooled.get());
     runtime = std::make_unique<SyntheticRuntime>(planes, pooled.get(),
                                                  SyntheticRuntimeOptions{.seed = 1});

@@ -40,7 +40,7 @@ struct ExportRig {
         pool::PooledTiers{.local = memory.get(),
                           .landing = memory.get(),
                           .intake = memory.get(),
-                          .export_sizes = {.page_record_bytes = layout.page_record_bytes(),
+                          .record_sizes = {.page_record_bytes = layout.page_record_bytes(),
                                            .row_segment_bytes = layout.row_segment_bytes()}},
         pool::PoolLink::AttachAtStartup(link));
     runtime = std::make_unique<SyntheticRuntime>(
