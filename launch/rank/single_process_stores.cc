@@ -59,8 +59,7 @@ class SingleProcessStores final : public RuntimeDriver {
   TransportDecision Transport() const override { return transport_; }
   bool has_memory_and_disk() const override { return composite_ != nullptr; }
   std::vector<MetricFamily> ExtraMetrics() const override {
-    if (pooled_) return PoolClientMetrics(pooled_->pool_stats());
-    if (pool_) return PoolClientMetrics(pool_->store->pool_stats());
+    if (pool_) return PoolClientMetrics(pool_->store().pool_stats());
     if (store_ == nullptr) return {};
     return {UnpooledEndOfChainDrops(store_->Stats(), local_ != nullptr)};
   }
@@ -139,7 +138,6 @@ class SingleProcessStores final : public RuntimeDriver {
     if (!s.ok()) {
       // Copies may still run: keep everything they could touch alive.
       (void)memory_.release();
-      (void)pooled_.release();
       (void)pool_.release();
       (void)disk_.release();
       (void)composite_.release();
@@ -148,11 +146,7 @@ class SingleProcessStores final : public RuntimeDriver {
       (void)attached_.release();
       return s;
     }
-    if (memory_) memory_->SetEvictionSink(nullptr);
-    if (disk_) disk_->SetEvictionSink(nullptr);
-    if (composite_) composite_->SetEvictionSink(nullptr);
-    pooled_.reset();
-    pool_.reset();
+    pool_.reset();  // unhooks the chain's eviction sink first
     memory_.reset();
     disk_.reset();
     composite_.reset();
@@ -202,12 +196,7 @@ class SingleProcessStores final : public RuntimeDriver {
                                         std::move(t), MemoryStoreOptions{.max_age_ms = max_age_ms});
       summary_ = "memory store, " + Mib(pc.memory_bytes) + " (" + std::to_string(warm) + " slots)";
       store_ = memory_.get();
-      pooled_ = AttachRankPool(config_, geometry_, *memory_, PoolRegistration());
-      if (pooled_) {
-        summary_ += ", pool at " + *pc.pool + (pooled_->link().sharing() ? "" : " (not attached)");
-        store_ = pooled_.get();
-      }
-      return Status::Ok();
+      return AttachPool(memory_.get());
     }
     if (!disk) {
       summary_ = "prefix cache disabled (no memory, no disk)";
@@ -276,18 +265,19 @@ class SingleProcessStores final : public RuntimeDriver {
             .gpu_uuids = planes->DeviceUuids()};
   }
 
-  // With prefix_cache.pool and a local chain that is not a memory tier
-  // alone: the pool joins it (rank_pool.h).
-  Status AttachPool(DiskChainEnd end) {
+  // With prefix_cache.pool: the pool joins the local chain (rank_pool.h).
+  Status AttachPool(pool::LocalChain chain) {
     if (!config_.prefix_cache.pool) return Status::Ok();
-    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> t, MakeTransfers());
     STRATA_ASSIGN_OR_RETURN(
-        pool_, AttachRankPoolWithDisk(config_, geometry_, end, planes_->registrar(), std::move(t),
-                                      PoolRegistration()));
-    if (store_ == nullptr) summary_ = "pool only (claims land in " + Mib(kPoolLandingBytes) + ")";
+        pool_, AttachRankPool(
+                   config_, geometry_, chain, [this] { return MakeTransfers(); },
+                   PoolRegistration()));
+    if (store_ == nullptr) {
+      summary_ = "pool only (claims land in " + Mib(pool::kPoolLandingBytes) + ")";
+    }
     summary_ += ", pool at " + *config_.prefix_cache.pool +
-                (pool_->store->link().sharing() ? "" : " (not attached)");
-    store_ = pool_->store.get();
+                (pool_->store().link().sharing() ? "" : " (not attached)");
+    store_ = &pool_->store();
     return Status::Ok();
   }
 
@@ -299,8 +289,7 @@ class SingleProcessStores final : public RuntimeDriver {
   std::unique_ptr<AttachPlanes> attached_;  // with attach.socket only
   std::unique_ptr<LocalDisk> local_;
   std::unique_ptr<MemoryStore> memory_;
-  std::unique_ptr<pool::PooledStore> pooled_;  // with prefix_cache.pool and memory only
-  std::unique_ptr<RankPool> pool_;             // with prefix_cache.pool and disk, or no local tier
+  std::unique_ptr<pool::InstancePool> pool_;  // with prefix_cache.pool
   std::unique_ptr<DiskStore> disk_;
   std::unique_ptr<CompositeStore> composite_;
   HostStore* store_ = nullptr;

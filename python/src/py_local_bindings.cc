@@ -4,6 +4,7 @@
 #include "python/src/py_local_stores.h"
 #include "python/src/py_module.h"
 #include "python/src/py_status.h"
+#include "store/record/record_layout.h"
 
 namespace strata::python {
 
@@ -32,8 +33,9 @@ void RegisterLocal(py::module_& m) {
       .def_property(
           "cuda_device", [](const PlanesIn& p) { return p.device.cuda_ordinal; },
           [](PlanesIn& p, int ordinal) { p.device.cuda_ordinal = ordinal; });
-  // Checks the description without touching a device; returns the page
-  // record's bytes (what one page id of every plane stores).
+  // Checks the description without touching a device; returns the bytes of
+  // one page id of every plane, and of one stored page record (with its
+  // padding and checksum: one slot of a memory tier).
   m.def("_check_planes", [](const PlanesIn& in) {
     std::vector<SizedAllocation> sized;
     for (const AllocationIn& a : in.allocations) {
@@ -47,8 +49,9 @@ void RegisterLocal(py::module_& m) {
       }
     }
     RankGeometry rank = ValueOrThrow(RankGeometryFromAllocations(sized));
-    ThrowIfError(ValidateGeometry(CacheGeometry{in.page_tokens, {rank}}));
-    return rank.page_bytes();
+    const CacheGeometry geometry{in.page_tokens, {rank}};
+    ThrowIfError(ValidateGeometry(geometry));
+    return std::make_pair(rank.page_bytes(), RecordLayout(geometry).page_record_bytes());
   });
   py::class_<LocalStoreOptions>(m, "_LocalStoreOptions")
       .def(py::init<>())
@@ -57,6 +60,8 @@ void RegisterLocal(py::module_& m) {
       .def_readwrite("disk_bytes", &LocalStoreOptions::disk_bytes)
       .def_readwrite("model_identity", &LocalStoreOptions::model_identity)
       .def_readwrite("drain_on_close", &LocalStoreOptions::drain_on_close)
+      .def_readwrite("pool", &LocalStoreOptions::pool)
+      .def_readwrite("pool_instance", &LocalStoreOptions::pool_instance)
       .def_property(
           "durable", [](const LocalStoreOptions& o) { return o.durability == Durability::kSync; },
           [](LocalStoreOptions& o, bool durable) {
@@ -70,9 +75,10 @@ void RegisterLocal(py::module_& m) {
           py::gil_scoped_release release;
           owner = ValueOrThrow(OpenLocalStore(ValueOrThrow(RuntimePlanes::Create(planes)), o));
         }
-        const std::string what = !o.directory         ? "memory store"
-                                 : o.memory_bytes > 0 ? "composite store"
-                                                      : "disk store";
+        std::string what = !o.directory         ? "memory store"
+                           : o.memory_bytes > 0 ? "composite store"
+                                                : "disk store";
+        if (o.pool) what = !o.directory && o.memory_bytes == 0 ? "pool only" : "pooled " + what;
         return std::make_unique<StoreHandle>(std::move(owner), what, std::move(keep_alive));
       },
       py::arg("planes"), py::arg("options"), py::arg("keep_alive"));

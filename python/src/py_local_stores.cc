@@ -3,6 +3,7 @@
 // builds them for `strata rank`.
 #include <pybind11/pybind11.h>
 
+#include "coordinator/pool/instance_pool.h"
 #include "python/src/py_local_stores.h"
 #include "python/src/py_status.h"
 #include "store/record/fingerprint.h"
@@ -23,7 +24,9 @@ class LocalStores final : public StoreOwner {
  public:
   explicit LocalStores(std::unique_ptr<RuntimePlanes> planes) : planes_(std::move(planes)) {}
   ~LocalStores() override {
-    // Close() ran (the handle calls it); what is left is safe to free.
+    // Close() ran (the handle calls it); what is left is safe to free, the
+    // pool first (it unhooks the chain's eviction sink).
+    pool_.reset();
     store_.reset();
     local_.reset();
   }
@@ -36,13 +39,38 @@ class LocalStores final : public StoreOwner {
       return Status::InvalidArgument("memory_bytes is smaller than one page record (" +
                                      std::to_string(slot_bytes) + " bytes)");
     }
+    STRATA_RETURN_IF_ERROR(OpenLocal(o, warm));
+    if (!o.pool) return Status::Ok();
+    const pool::InstancePoolOptions po{
+        .socket_path = *o.pool,
+        .sources = pool::InstanceSources(o.pool_instance, {}),
+        .model_identity = ComputeNamespaceIdentity(o.model_identity, StateMode::kOrdinary),
+        // Slabs registered with device planes; the arena only mapped (no
+        // budget supply here: claims copy through the landing tier).
+        .registrar = planes_->registrar(),
+        .supply = {}};
+    STRATA_ASSIGN_OR_RETURN(pool_, pool::InstancePool::Attach(po, g, chain_, [this] {
+                              return planes_->MakeTransfers();
+                            }));
+    return Status::Ok();
+  }
+
+  // The local chain (none: pool only).
+  Status OpenLocal(const LocalStoreOptions& o, uint64_t warm) {
+    const CacheGeometry& g = planes_->geometry();
+    const uint64_t slot_bytes = RecordLayout(g).page_record_bytes();
     if (!o.directory) {
-      if (warm == 0) return Status::InvalidArgument("a store needs memory_bytes or a directory");
+      if (warm == 0) {
+        if (o.pool) return Status::Ok();  // pool only
+        return Status::InvalidArgument("a store needs memory_bytes, a directory or a pool");
+      }
       STRATA_ASSIGN_OR_RETURN(std::unique_ptr<SlabPool> pool,
                               SlabPool::Create(slot_bytes, warm, 0, planes_->registrar()));
       STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> t, planes_->MakeTransfers());
-      store_ = std::make_unique<MemoryStore>(g, std::shared_ptr<SlabPool>(std::move(pool)),
-                                             std::move(t));
+      auto memory = std::make_unique<MemoryStore>(g, std::shared_ptr<SlabPool>(std::move(pool)),
+                                                  std::move(t));
+      chain_ = memory.get();
+      store_ = std::move(memory);
       return Status::Ok();
     }
     if (o.disk_bytes == 0)
@@ -67,21 +95,29 @@ class LocalStores final : public StoreOwner {
           o.drain_on_close ? ShutdownDrain{ShutdownDrain::Mode::kUntilDone, {}} : ShutdownDrain{};
       co.free_bytes = free_bytes;
       STRATA_ASSIGN_OR_RETURN(
-          store_, CompositeStore::Open(g, local_->pool(), std::move(memory), std::move(staged),
-                                       local_->scan().records, co));
+          std::unique_ptr<CompositeStore> composite,
+          CompositeStore::Open(g, local_->pool(), std::move(memory), std::move(staged),
+                               local_->scan().records, co));
+      chain_ = composite.get();
+      store_ = std::move(composite);
       return Status::Ok();
     }
     STRATA_ASSIGN_OR_RETURN(
-        store_, DiskStore::Open(g, std::move(staged), local_->scan().records,
-                                {.disk_limit_bytes = o.disk_bytes, .free_bytes = free_bytes}));
+        std::unique_ptr<DiskStore> disk,
+        DiskStore::Open(g, std::move(staged), local_->scan().records,
+                        {.disk_limit_bytes = o.disk_bytes, .free_bytes = free_bytes}));
+    chain_ = disk.get();
+    store_ = std::move(disk);
     return Status::Ok();
   }
 
-  HostStore& store() override { return *store_; }
+  HostStore& store() override { return pool_ ? pool_->store() : *store_; }
   Status Close() override {
-    Status s = store_->Close();
+    // A pooled store closes its local tiers too.
+    Status s = store().Close();
     if (!s.ok()) {
       // Copies may still run: keep what they could touch.
+      (void)pool_.release();
       (void)store_.release();
       (void)local_.release();
       (void)planes_.release();
@@ -89,11 +125,17 @@ class LocalStores final : public StoreOwner {
     return s;
   }
   std::string record_dir() const override { return local_ ? local_->path() : ""; }
+  std::optional<pool::PoolInstanceStats> pool_stats() const override {
+    if (!pool_) return std::nullopt;
+    return pool_->store().pool_stats();
+  }
 
  private:
   std::unique_ptr<RuntimePlanes> planes_;
   std::unique_ptr<LocalDisk> local_;
-  std::unique_ptr<HostStore> store_;
+  std::unique_ptr<HostStore> store_;  // the local chain; null: pool only
+  pool::LocalChain chain_;            // the same, typed
+  std::unique_ptr<pool::InstancePool> pool_;
 };
 
 }  // namespace

@@ -1,5 +1,7 @@
 // Building one process's store over a Python runtime's planes: memory only
-// (no directory), disk only (no memory), or both (CompositeStore).
+// (no directory), disk only (no memory), or both (CompositeStore), and any
+// of these, or none, joined to a pool manager on this host (docs/pool.md:
+// coordinator/pool/instance_pool.h, as a rank joins it).
 #pragma once
 
 #include <optional>
@@ -18,6 +20,10 @@ struct LocalStoreOptions {
   std::string model_identity;            // names the record directory with the layout
   Durability durability = Durability::kSync;
   bool drain_on_close = true;  // composite: write memory-only records at close
+  // A pool manager's Unix socket: the local chain (or none) joins it.
+  std::optional<std::string> pool;
+  // The instance's id at the pool; unset: the host name and process id.
+  std::optional<std::string> pool_instance;
 };
 
 Result<std::unique_ptr<StoreOwner>> OpenLocalStore(std::unique_ptr<RuntimePlanes> planes,

@@ -37,6 +37,30 @@ py::dict TierDict(const TierStats& t) {
   return d;
 }
 
+// A pooled store's counters (docs/pool.md, Metrics), as the rank's
+// strata_pool_client_* families count them.
+py::dict PoolDict(const pool::PoolInstanceStats& p) {
+  py::dict d;
+  d["attached"] = p.attached;
+  d["lookups"] = p.lookups;
+  d["lookup_failures"] = p.lookup_failures;
+  d["lookup_waits"] = p.lookup_waits;
+  d["late_answers"] = p.late_answers;
+  d["late_retries"] = p.late_retries;
+  d["claims"] = p.claims;
+  d["claim_failures"] = p.claim_failures;
+  d["claim_fallbacks"] = p.claim_fallbacks;
+  d["claims_in_flight"] = p.claims_in_flight;
+  d["claimed_records"] = p.claimed_records;
+  d["claimed_bytes"] = p.claimed_bytes;
+  d["puts"] = p.puts;
+  d["put_bytes"] = p.put_bytes;
+  d["parked_records"] = p.parked_records;
+  d["dropped_end_of_chain"] = p.dropped_end_of_chain;
+  d["reconnects"] = p.reconnects;
+  return d;
+}
+
 }  // namespace
 
 uint64_t WallClockMs() {
@@ -130,6 +154,52 @@ std::optional<HostHit> StoreHandle::Lookup(const std::vector<Token>& tokens,
   return Open().store().Lookup(history, resident_tokens, before.value_or(tokens.size()));
 }
 
+uint64_t StoreHandle::BeginLookup(const std::vector<Token>& tokens, uint64_t resident_tokens,
+                                  std::optional<uint64_t> before) {
+  py::gil_scoped_release release;
+  std::lock_guard lock(mu_);
+  const PrefixHistory history(tokens);
+  return Open()
+      .store()
+      .BeginLookup(history, resident_tokens, before.value_or(tokens.size()))
+      .value;
+}
+
+std::optional<HostHit> StoreHandle::LookupFor(uint64_t ticket, const std::vector<Token>& tokens,
+                                              uint64_t resident_tokens,
+                                              std::optional<uint64_t> before) {
+  py::gil_scoped_release release;
+  std::lock_guard lock(mu_);
+  const PrefixHistory history(tokens);
+  return Open().store().LookupFor(LookupTicket(ticket), history, resident_tokens,
+                                  before.value_or(tokens.size()));
+}
+
+py::dict StoreHandle::TicketStatus(uint64_t ticket) {
+  LookupTicketStatus st;
+  {
+    py::gil_scoped_release release;
+    std::lock_guard lock(mu_);
+    st = Open().store().TicketStatus(LookupTicket(ticket));
+  }
+  py::dict d;
+  d["state"] = st.state == LookupTicketState::kNone      ? "none"
+               : st.state == LookupTicketState::kPending ? "pending"
+                                                         : "ready";
+  d["pool_consumed"] = st.pool_consumed;
+  d["admitted_consumed"] = st.admitted_consumed;
+  d["admissions"] = st.admissions;
+  d["answered_late"] = st.answered_late;
+  d["retry_used"] = st.retry_used;
+  return d;
+}
+
+void StoreHandle::EndLookup(uint64_t ticket) {
+  py::gil_scoped_release release;
+  std::lock_guard lock(mu_);
+  Open().store().EndLookup(LookupTicket(ticket));
+}
+
 std::string StoreHandle::Store(const CheckpointIn& checkpoint) {
   PublishedCheckpoint c = ValueOrThrow(ToCheckpoint(checkpoint));
   py::gil_scoped_release release;
@@ -162,16 +232,19 @@ std::vector<PyEvent> StoreHandle::Poll(std::optional<uint64_t> now_ms) {
     Open().store().Poll(now_ms.value_or(WallClockMs()), events);
   }
   std::vector<PyEvent> out;
+  out.reserve(events.size());
   for (const StoreEvent& e : events) out.push_back(ToPyEvent(e));
   return out;
 }
 
 py::dict StoreHandle::Stats() {
   StoreStats s;
+  std::optional<pool::PoolInstanceStats> pooled;
   {
     py::gil_scoped_release release;
     std::lock_guard lock(mu_);
     s = Open().store().Stats();
+    pooled = Open().pool_stats();
   }
   py::dict d;
   d["store_queued"] = s.store_queued;
@@ -182,6 +255,7 @@ py::dict StoreHandle::Stats() {
   d["fetch_failed"] = s.fetch_failed;
   d["memory"] = TierDict(s.memory);
   d["disk"] = TierDict(s.disk);
+  if (pooled) d["pool"] = PoolDict(*pooled);
   return d;
 }
 
@@ -253,6 +327,12 @@ void RegisterStore(py::module_& m) {
           py::arg("checkpoint_id"), py::arg("tokens"), py::arg("consumed"), py::arg("chain"),
           py::arg("row_slot"), py::arg("parent_consumed") = py::none(),
           py::arg("tail_pages") = py::none())
+      .def("begin_lookup", &StoreHandle::BeginLookup, py::arg("tokens"),
+           py::arg("resident_tokens") = 0, py::arg("before") = py::none())
+      .def("lookup_for", &StoreHandle::LookupFor, py::arg("ticket"), py::arg("tokens"),
+           py::arg("resident_tokens") = 0, py::arg("before") = py::none())
+      .def("ticket_status", &StoreHandle::TicketStatus, py::arg("ticket"))
+      .def("end_lookup", &StoreHandle::EndLookup, py::arg("ticket"))
       .def("fetch", &StoreHandle::Fetch, py::arg("hit"), py::arg("ticket"), py::arg("page_ids"),
            py::arg("row_slot"))
       .def("poll", &StoreHandle::Poll, py::arg("now_ms") = py::none())

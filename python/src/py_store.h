@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "coordinator/pool/pooled_store.h"
 #include "python/src/py_planes.h"
 #include "store/tier/host_store.h"
 
@@ -28,6 +29,8 @@ class StoreOwner {
   virtual Status Close() = 0;
   // The record directory ("" for a memory store).
   virtual std::string record_dir() const { return ""; }
+  // The pool's counters when the store is joined to one.
+  virtual std::optional<pool::PoolInstanceStats> pool_stats() const { return std::nullopt; }
 };
 
 // One event of Poll, or of an attached client's Poll, as a plain value.
@@ -71,6 +74,14 @@ class StoreHandle {
 
   std::optional<HostHit> Lookup(const std::vector<Token>& tokens, uint64_t resident_tokens,
                                 std::optional<uint64_t> before);
+  // Two-step lookups (HostStore::BeginLookup; docs/embedding.md section 3):
+  // tickets as integers (0: none).
+  uint64_t BeginLookup(const std::vector<Token>& tokens, uint64_t resident_tokens,
+                       std::optional<uint64_t> before);
+  std::optional<HostHit> LookupFor(uint64_t ticket, const std::vector<Token>& tokens,
+                                   uint64_t resident_tokens, std::optional<uint64_t> before);
+  pybind11::dict TicketStatus(uint64_t ticket);
+  void EndLookup(uint64_t ticket);
   std::string Store(const CheckpointIn& checkpoint);
   void Fetch(const HostHit& hit, uint64_t ticket, const std::vector<uint32_t>& page_ids,
              uint32_t row_slot);

@@ -115,7 +115,10 @@ class Geometry:
         self._planes.page_tokens = page_tokens
         self._planes.allocations = [a._spec for a in self.allocations]
         self._planes.cuda_device = devices.pop()
-        self.page_bytes = _strata._check_planes(self._planes)
+        # page_bytes: one page id of every plane; page_record_bytes: one
+        # stored page record (padded, with its checksum): one slot of a
+        # memory tier, the unit memory_bytes is counted in.
+        self.page_bytes, self.page_record_bytes = _strata._check_planes(self._planes)
 
 
 def tokens(sequence):
@@ -140,8 +143,31 @@ class Store:
         self._handle, self.geometry = handle, geometry
 
     def lookup(self, token_ids, resident_tokens=0, before=None):
-        """The deepest restorable prefix of `token_ids` as a Hit, or None."""
+        """The deepest restorable prefix of `token_ids` as a Hit, or None.
+        With a pool this waits at most the lookup grace (2 ms) for the
+        manager: begin_lookup / lookup_for never wait beyond it once."""
         return self._handle.lookup(tokens(token_ids), resident_tokens, before)
+
+    def begin_lookup(self, token_ids, resident_tokens=0, before=None):
+        """When a request arrives: starts its pool lookup without waiting
+        and returns a ticket (0 without a pool, or at the ticket limit)."""
+        return self._handle.begin_lookup(tokens(token_ids), resident_tokens, before)
+
+    def lookup_for(self, ticket, token_ids, resident_tokens=0, before=None):
+        """At admission: as lookup, with the pool's answer only if the
+        ticket has it (a pending one waits at most the rest of its grace,
+        once). A pooled Hit is claimed by the fetch that follows."""
+        return self._handle.lookup_for(ticket, tokens(token_ids), resident_tokens, before)
+
+    def ticket_status(self, ticket):
+        """{"state": "none" | "pending" | "ready", "pool_consumed",
+        "admitted_consumed", "admissions", "answered_late", "retry_used"}:
+        what a late answer's retry is decided on (docs/pool.md)."""
+        return self._handle.ticket_status(ticket)
+
+    def end_lookup(self, ticket):
+        """Drops the ticket (prefill started, or the request went away)."""
+        self._handle.end_lookup(ticket)
 
     def store(self, checkpoint_id, token_ids, consumed, chain, row_slot, parent_consumed=None,
               tail_pages=None):
@@ -175,23 +201,45 @@ class Store:
         self.close()
 
 
-def _local(geometry, memory_bytes, directory, disk_bytes, model_identity, durable):
+def _local(geometry, memory_bytes, directory, disk_bytes, model_identity, durable, pool=None,
+           pool_instance=None):
+    if pool is not None and not model_identity:
+        raise StrataError("invalid_argument",
+                          "a store with a pool needs model_identity: instances share only "
+                          "within one model")
     o = _strata._LocalStoreOptions()
     o.memory_bytes, o.directory, o.disk_bytes = memory_bytes, directory, disk_bytes
     o.model_identity, o.durable = model_identity, durable
+    o.pool = None if pool is None else str(pool)
+    o.pool_instance = pool_instance
     return Store(_strata._open_local_store(geometry._planes, o, geometry), geometry)
 
 
-def memory_store(geometry, memory_bytes):
-    return _local(geometry, memory_bytes, None, 0, "", True)
+# `pool`: a pool manager's socket (`strata pool --socket`, docs/pool.md): the
+# store joins it, attaching within 10 s or staying local with one warning;
+# `pool_instance` names the instance there (default: host name and pid).
 
 
-def disk_store(geometry, directory, disk_bytes, model_identity, durable=True):
-    return _local(geometry, 0, str(directory), disk_bytes, model_identity, durable)
+def memory_store(geometry, memory_bytes, pool=None, model_identity="", pool_instance=None):
+    return _local(geometry, memory_bytes, None, 0, model_identity, True, pool, pool_instance)
 
 
-def composite_store(geometry, memory_bytes, directory, disk_bytes, model_identity, durable=True):
-    return _local(geometry, memory_bytes, str(directory), disk_bytes, model_identity, durable)
+def disk_store(geometry, directory, disk_bytes, model_identity, durable=True, pool=None,
+               pool_instance=None):
+    return _local(geometry, 0, str(directory), disk_bytes, model_identity, durable, pool,
+                  pool_instance)
+
+
+def composite_store(geometry, memory_bytes, directory, disk_bytes, model_identity, durable=True,
+                    pool=None, pool_instance=None):
+    return _local(geometry, memory_bytes, str(directory), disk_bytes, model_identity, durable, pool,
+                  pool_instance)
+
+
+def pool_store(geometry, pool, model_identity, pool_instance=None):
+    """No local tier: every restore comes from the pool (landing in a small
+    memory tier of its own); nothing is published."""
+    return _local(geometry, 0, None, 0, model_identity, True, pool, pool_instance)
 
 
 def _options(world_size, directory, disk_bytes, model_identity, prefix, record_host, timeout_s,

@@ -1,0 +1,86 @@
+#include "coordinator/pool/instance_pool.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <type_traits>
+
+#include "coordinator/pool/lookup_grace.h"
+#include "store/record/record_layout.h"
+
+namespace strata::pool {
+
+PoolLinkOptions InstanceLinkOptions(const InstancePoolOptions& options,
+                                    const CacheGeometry& geometry) {
+  PoolLinkOptions o;
+  o.client.socket_path = options.socket_path;
+  o.client.hello = InstanceHello(geometry, options.model_identity, options.sources);
+  o.client.lookup_bound =
+      std::chrono::milliseconds(LookupGraceUs(ManagerPlace::kLocalHost, 0) / 1000);
+  if (options.registrar != nullptr && options.supply) {
+    o.registration = ArenaRegistration::kRegistered;
+    o.registrar = options.registrar;
+    o.budget_supply = options.supply;
+  }
+  return o;
+}
+
+std::vector<std::string> InstanceSources(const std::optional<std::string>& configured,
+                                         const std::vector<std::string>& gpu_uuids) {
+  if (configured) return {*configured};
+  if (!gpu_uuids.empty()) return gpu_uuids;
+  std::array<char, 256> host{};
+  if (::gethostname(host.data(), host.size() - 1) != 0) host[0] = '\0';
+  return {std::string(host.data()) + ":" + std::to_string(::getpid())};
+}
+
+Result<std::unique_ptr<InstancePool>> InstancePool::Attach(
+    const InstancePoolOptions& options, const CacheGeometry& geometry, LocalChain chain,
+    const std::function<Result<std::unique_ptr<Transfers>>()>& landing_transfers) {
+  const RecordLayout layout(geometry);
+  PooledTiers tiers{.record_sizes = {.page_record_bytes = layout.page_record_bytes(),
+                                     .row_segment_bytes = layout.row_segment_bytes()}};
+  std::unique_ptr<InstancePool> out(new InstancePool(chain));
+  if (MemoryStore** memory = std::get_if<MemoryStore*>(&chain)) {
+    tiers.local = tiers.landing = *memory;
+    tiers.intake = *memory;
+  } else {
+    const uint64_t slot_bytes = layout.page_record_bytes();
+    const uint64_t slots = std::max(kPoolLandingBytes / slot_bytes, kPoolLandingSlotsMin);
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<SlabPool> slabs,
+                            SlabPool::Create(slot_bytes, slots, 0, options.registrar));
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> transfers, landing_transfers());
+    out->landing_ = std::make_unique<MemoryStore>(
+        geometry, std::shared_ptr<SlabPool>(std::move(slabs)), std::move(transfers));
+    tiers.landing = out->landing_.get();
+    tiers.intake = out->landing_.get();
+    tiers.end_of_chain_tier = "disk";
+    if (DiskStore** disk = std::get_if<DiskStore*>(&chain)) tiers.local = *disk;
+    if (CompositeStore** composite = std::get_if<CompositeStore*>(&chain)) {
+      tiers.local = *composite;
+    }
+  }
+  out->store_ = std::make_unique<PooledStore>(
+      std::move(tiers), PoolLink::AttachAtStartup(InstanceLinkOptions(options, geometry)));
+  out->SetSink(out->store_.get());
+  return out;
+}
+
+InstancePool::~InstancePool() {
+  SetSink(nullptr);
+  store_.reset();
+  landing_.reset();
+}
+
+void InstancePool::SetSink(EvictionSink* sink) {
+  std::visit(
+      [sink](auto tier) {
+        if constexpr (std::is_pointer_v<decltype(tier)>) {
+          if (tier != nullptr) tier->SetEvictionSink(sink);
+        }
+      },
+      chain_);
+}
+
+}  // namespace strata::pool
