@@ -18,17 +18,53 @@ Status StoreDispatch::NotIssuingReason() const {
   return Status::Aborted("the runtime is detaching");
 }
 
+StoreDispatch::~StoreDispatch() {
+  for (const auto& [id, ticket] : tickets_begun_) store_.EndLookup(ticket);
+}
+
+Status StoreDispatch::HandleLookup(const LookupRequest& lookup,
+                                   std::vector<AttachMessage>& replies) {
+  if (lookup.resident_tokens > lookup.tokens.size()) {
+    return Status::InvalidArgument("Lookup: resident tokens beyond the history");
+  }
+  const PrefixHistory history(lookup.tokens);
+  switch (lookup.step) {
+    case LookupStep::kBegin: {
+      if (tickets_begun_.contains(lookup.request_id)) {
+        return Status::InvalidArgument("Lookup: ticket " + std::to_string(lookup.request_id) +
+                                       " begun twice");
+      }
+      if (tickets_begun_.size() >= kAttachTicketsMax) return Status::Ok();  // admission: one step
+      const LookupTicket t = store_.BeginLookup(history, lookup.resident_tokens, lookup.before);
+      if (t != LookupTicket{}) tickets_begun_.emplace(lookup.request_id, t);
+      return Status::Ok();
+    }
+    case LookupStep::kAdmit: {
+      auto it = tickets_begun_.find(lookup.begun);
+      replies.emplace_back(LookupResult{
+          .request_id = lookup.request_id,
+          .hit = it != tickets_begun_.end()
+                     ? store_.LookupFor(it->second, history, lookup.resident_tokens, lookup.before)
+                     : store_.Lookup(history, lookup.resident_tokens, lookup.before),
+      });
+      return Status::Ok();
+    }
+    case LookupStep::kLookup: break;
+  }
+  replies.emplace_back(LookupResult{
+      .request_id = lookup.request_id,
+      .hit = store_.Lookup(history, lookup.resident_tokens, lookup.before),
+  });
+  return Status::Ok();
+}
+
 Status StoreDispatch::Handle(const AttachMessage& request, std::vector<AttachMessage>& replies) {
   const bool issuing = issuing_ && !store_stopped();
   if (const auto* lookup = std::get_if<LookupRequest>(&request)) {
-    if (lookup->resident_tokens > lookup->tokens.size()) {
-      return Status::InvalidArgument("Lookup: resident tokens beyond the history");
-    }
-    const PrefixHistory history(lookup->tokens);
-    replies.emplace_back(LookupResult{
-        .request_id = lookup->request_id,
-        .hit = store_.Lookup(history, lookup->resident_tokens, lookup->before),
-    });
+    return HandleLookup(*lookup, replies);
+  }
+  if (const auto* end = std::get_if<EndLookup>(&request)) {
+    if (auto node = tickets_begun_.extract(end->begun)) store_.EndLookup(node.mapped());
     return Status::Ok();
   }
   if (const auto* fetch = std::get_if<FetchRequest>(&request)) {

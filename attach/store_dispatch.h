@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <set>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -20,6 +21,9 @@
 #include "store/tier/host_store.h"
 
 namespace strata::attach {
+
+// Lookup tickets one attached runtime may hold open (the store's own bound).
+inline constexpr size_t kAttachTicketsMax = 256;
 
 // Jobs the store will never report: awaiting their event when it stopped.
 struct AbandonedJobs {
@@ -32,8 +36,17 @@ struct AbandonedJobs {
 class StoreDispatch {
  public:
   explicit StoreDispatch(HostStore& store) : store_(store) {}
+  // Ends the lookup tickets the runtime left open.
+  ~StoreDispatch();
+  StoreDispatch(const StoreDispatch&) = delete;
+  StoreDispatch& operator=(const StoreDispatch&) = delete;
 
-  // Handles one request (Lookup, Fetch, Store) and appends the replies.
+  // Handles one request (Lookup in any step, EndLookup, Fetch, Store) and
+  // appends the replies. A begun lookup opens the store's ticket
+  // (HostStore::BeginLookup) under the request's id, at most
+  // kAttachTicketsMax at once (beyond, none: its admission is a one-step
+  // Lookup); an admission of an unknown ticket is a one-step Lookup too. A
+  // begin whose id is open already is refused.
   // Anything else is refused with kInvalidArgument (the server detaches).
   // After StopIssuing or the store's kStopped, nothing reaches the store:
   // Fetch answers kFetchFailed, Store answers kDisabled.
@@ -58,10 +71,13 @@ class StoreDispatch {
   Status DetachStatus() const;
 
  private:
+  Status HandleLookup(const LookupRequest& lookup, std::vector<AttachMessage>& replies);
   // The Fetch / Store refusal while nothing may reach the store.
   Status NotIssuingReason() const;
 
   HostStore& store_;
+  // Tickets the runtime began, by the begin's request id.
+  std::unordered_map<uint64_t, LookupTicket> tickets_begun_;
   bool issuing_ = true;
   Status stop_reason_;                        // the kStopped event's status
   std::unordered_set<uint64_t> checkpoints_;  // kQueued, no kStored / kStoreFailed yet

@@ -84,11 +84,29 @@ struct HelloReject {
   reason @0 :Text;
 }
 
+# Protocol 2: lookups in two steps (docs/pool.md, "Lookups"). `begin`
+# when a request arrives starts its ticket under this request id and gets
+# no result; `admit` at admission answers for the ticket begun as `begun`
+# (the same history); `lookup` is the one-step lookup.
+enum LookupStep {
+  lookup @0;
+  begin @1;
+  admit @2;
+}
+
 struct LookupRequest {
   requestId @0 :UInt64;
   tokens @1 :List(UInt32);     # the request's whole history
   residentTokens @2 :UInt64;
   before @3 :UInt64;
+  step @4 :LookupStep;
+  begun @5 :UInt64;            # admit: the begin's request id
+}
+
+# Runtime -> strata: the ticket begun as `begun` is done (prefill started,
+# or the request went away). Unknown ids are ignored.
+struct EndLookup {
+  begun @0 :UInt64;
 }
 
 enum Tier {
@@ -183,5 +201,6 @@ struct Envelope {
     event @8 :Event;
     close @9 :Void;
     closeDone @10 :CloseDone;
+    endLookup @11 :EndLookup;
   }
 }

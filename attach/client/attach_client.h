@@ -85,6 +85,20 @@ class AttachClient {
 
   // Returns the request id its LookupResult will carry.
   Result<uint64_t> Lookup(std::span<const Token> tokens, uint64_t resident_tokens, uint64_t before);
+  // Two-step lookups (docs/embedding.md section 3; worth it with a pool,
+  // docs/pool.md "Lookups"): BeginLookup when the request arrives starts its
+  // pool lookup and returns the ticket's id (no result follows); LookupFor
+  // at admission, with the same history, returns the request id its
+  // LookupResult will carry (the pool's answer only if it came, strata
+  // waiting at most the rest of the grace, once; a later LookupFor of the
+  // same ticket may take a late answer once); EndLookup when prefill starts
+  // or the request went away. A ticket strata could not open (no pool, or
+  // too many open) answers LookupFor as Lookup.
+  Result<uint64_t> BeginLookup(std::span<const Token> tokens, uint64_t resident_tokens,
+                               uint64_t before);
+  Result<uint64_t> LookupFor(uint64_t ticket, std::span<const Token> tokens,
+                             uint64_t resident_tokens, uint64_t before);
+  Status EndLookup(uint64_t ticket);
   // Its StoreAnswer carries the checkpoint id; on kQueued, a kStored or
   // kStoreFailed event follows (keep the checkpoint pinned until then).
   Status Store(const PublishedCheckpoint& checkpoint);

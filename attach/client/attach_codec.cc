@@ -114,6 +114,13 @@ Status Put(s::Envelope::Builder env, const LookupRequest& m) {
   for (unsigned i = 0; i < tokens.size(); ++i) tokens.set(i, m.tokens[i]);
   out.setResidentTokens(m.resident_tokens);
   out.setBefore(m.before);
+  out.setStep(static_cast<s::LookupStep>(m.step));
+  out.setBegun(m.begun);
+  return Status::Ok();
+}
+
+Status Put(s::Envelope::Builder env, const EndLookup& m) {
+  env.initEndLookup().setBegun(m.begun);
   return Status::Ok();
 }
 
@@ -304,6 +311,12 @@ Result<AttachMessage> GetLookup(s::LookupRequest::Reader in) {
   for (Token t : tokens) m.tokens.push_back(t);
   m.resident_tokens = in.getResidentTokens();
   m.before = in.getBefore();
+  STRATA_ASSIGN_OR_RETURN(
+      m.step, (GetEnum<LookupStep>(in.getStep(), s::LookupStep::ADMIT, "Lookup.step")));
+  m.begun = in.getBegun();
+  if ((m.step == LookupStep::kAdmit) != (m.begun != 0)) {
+    return Invalid("Lookup.begun", "set exactly when the step is admit");
+  }
   return AttachMessage(std::move(m));
 }
 
@@ -381,6 +394,7 @@ Result<AttachMessage> Get(s::Envelope::Reader env) {
     }
     case W::EVENT: return GetEvent(env.getEvent());
     case W::CLOSE: return AttachMessage(CloseRequest{});
+    case W::END_LOOKUP: return AttachMessage(EndLookup{env.getEndLookup().getBegun()});
     case W::CLOSE_DONE: {
       auto in = env.getCloseDone();
       CloseDone m;

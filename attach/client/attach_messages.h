@@ -20,7 +20,8 @@
 
 namespace strata::attach {
 
-inline constexpr uint32_t kAttachProtocolVersion = 1;
+// 2: lookups in two steps (LookupStep, EndLookup).
+inline constexpr uint32_t kAttachProtocolVersion = 2;
 // Limits checked on decode (and on encode, so a sender learns first).
 inline constexpr size_t kAttachFrameBytesMax = size_t{32} << 20;
 inline constexpr size_t kAttachRanksMax = 64;
@@ -64,11 +65,25 @@ struct HelloReject {
   std::string reason;
 };
 
+// A lookup's step (HostStore::BeginLookup, LookupFor, Lookup).
+enum class LookupStep : unsigned char {
+  kLookup,  // one step: a LookupResult follows
+  kBegin,   // a ticket begun under request_id: no result
+  kAdmit,   // admission for the ticket begun as `begun`: a LookupResult follows
+};
+
 struct LookupRequest {
   uint64_t request_id = 0;
   std::vector<Token> tokens;
   uint64_t resident_tokens = 0;
   uint64_t before = 0;
+  LookupStep step = LookupStep::kLookup;
+  uint64_t begun = 0;  // kAdmit
+};
+
+// The ticket begun as `begun` ends.
+struct EndLookup {
+  uint64_t begun = 0;
 };
 
 struct LookupResult {
@@ -98,7 +113,7 @@ struct CloseDone {
 
 using AttachMessage =
     std::variant<AttachHello, HelloAccept, HelloReject, LookupRequest, LookupResult, FetchRequest,
-                 StoreRequest, StoreAnswer, StoreEvent, CloseRequest, CloseDone>;
+                 StoreRequest, StoreAnswer, StoreEvent, CloseRequest, CloseDone, EndLookup>;
 
 // Every rank's allocations: the number of fds a Hello carries.
 size_t AllocationCount(const AttachHello& hello);

@@ -52,6 +52,24 @@ class AttachHandle {
       return c.Lookup(tokens, resident_tokens, before.value_or(tokens.size()));
     });
   }
+  uint64_t BeginLookup(const std::vector<Token>& tokens, uint64_t resident_tokens,
+                       std::optional<uint64_t> before) {
+    return Call([&](AttachClient& c) {
+      return c.BeginLookup(tokens, resident_tokens, before.value_or(tokens.size()));
+    });
+  }
+  uint64_t LookupFor(uint64_t ticket, const std::vector<Token>& tokens, uint64_t resident_tokens,
+                     std::optional<uint64_t> before) {
+    return Call([&](AttachClient& c) {
+      return c.LookupFor(ticket, tokens, resident_tokens, before.value_or(tokens.size()));
+    });
+  }
+  void EndLookup(uint64_t ticket) {
+    Call([&](AttachClient& c) -> Result<bool> {
+      STRATA_RETURN_IF_ERROR(c.EndLookup(ticket));
+      return true;
+    });
+  }
   void Store(const CheckpointIn& in) {
     PublishedCheckpoint c = ValueOrThrow(ToCheckpoint(in));
     Call([&](AttachClient& client) -> Result<bool> {
@@ -219,6 +237,11 @@ void RegisterAttach(py::module_& m) {
   py::class_<AttachHandle>(m, "_AttachClient")
       .def("lookup", &AttachHandle::Lookup, py::arg("tokens"), py::arg("resident_tokens") = 0,
            py::arg("before") = py::none())
+      .def("begin_lookup", &AttachHandle::BeginLookup, py::arg("tokens"),
+           py::arg("resident_tokens") = 0, py::arg("before") = py::none())
+      .def("lookup_for", &AttachHandle::LookupFor, py::arg("ticket"), py::arg("tokens"),
+           py::arg("resident_tokens") = 0, py::arg("before") = py::none())
+      .def("end_lookup", &AttachHandle::EndLookup, py::arg("ticket"))
       .def(
           "store",
           [](AttachHandle& h, uint64_t checkpoint_id, std::vector<Token> tokens, uint64_t consumed,

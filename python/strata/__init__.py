@@ -302,6 +302,19 @@ class AttachedStore:
     def lookup(self, token_ids, resident_tokens=0, before=None):
         return self._client.lookup(tokens(token_ids), resident_tokens, before)
 
+    def begin_lookup(self, token_ids, resident_tokens=0, before=None):
+        """When a request arrives: the rank starts its pool lookup; returns
+        the ticket (no event follows)."""
+        return self._client.begin_lookup(tokens(token_ids), resident_tokens, before)
+
+    def lookup_for(self, ticket, token_ids, resident_tokens=0, before=None):
+        """At admission, for a ticket begun earlier with the same tokens: a
+        request id whose `lookup` event carries the hit."""
+        return self._client.lookup_for(ticket, tokens(token_ids), resident_tokens, before)
+
+    def end_lookup(self, ticket):
+        self._client.end_lookup(ticket)
+
     def store(self, checkpoint_id, token_ids, consumed, chain, row_slot, parent_consumed=None,
               tail_pages=None):
         self._client.store(checkpoint_id, tokens(token_ids), consumed, list(chain), row_slot,

@@ -75,9 +75,13 @@ def main():
         print(json.dumps({"stored": answer.outcome}), flush=True)
         threading.Event().wait()  # until the test kills this runtime
         return
-    request = client.lookup(tokens)
+    # In two steps, as a runtime begins a request's lookup when it arrives
+    # (a rank without a pool opens no ticket: the admission is a lookup).
+    ticket = client.begin_lookup(tokens)
+    request = client.lookup_for(ticket, tokens)
     found = rm.poll_until(client, "lookup")
     assert found.request_id == request and found.hit is not None, found
+    client.end_lookup(ticket)
     client.fetch(found.hit, 9, [20, 21, 22, 23], 5)
     rm.poll_until(client, "fetched")
     check = rm.check_restored(tensors, rank, [20, 21, 22, 23], 5) or "ok"

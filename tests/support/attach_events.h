@@ -39,15 +39,21 @@ inline size_t CountStoreEvents(const std::vector<attach::AttachEvent>& events,
 
 enum class AwaitRestore : unsigned char { kRequestOnly, kFetched };
 
-// Looks `tokens` up over `client` and asks for the hit's restore into
-// `ticket` (one page id per page of the hit); with kFetched also waits for
-// the outcome, which must be kFetched. A failure names the step.
+// Looks `tokens` up over `client` (as the admission of `lookup_ticket`,
+// begun earlier with BeginLookup, when it is nonzero) and asks for the
+// hit's restore into `ticket` (one page id per page of the hit); with
+// kFetched also waits for the outcome, which must be kFetched. A failure
+// names the step.
 inline ::testing::AssertionResult LookupAndRestore(attach::AttachClient& client,
                                                    const std::vector<Token>& tokens,
                                                    const InboundTicket& ticket,
                                                    std::chrono::milliseconds bound,
-                                                   AwaitRestore await) {
-  if (!client.Lookup(tokens, 0, tokens.size()).ok()) {
+                                                   AwaitRestore await,
+                                                   uint64_t lookup_ticket = 0) {
+  const Result<uint64_t> sent = lookup_ticket != 0
+                                    ? client.LookupFor(lookup_ticket, tokens, 0, tokens.size())
+                                    : client.Lookup(tokens, 0, tokens.size());
+  if (!sent.ok()) {
     return ::testing::AssertionFailure() << "lookup not sent";
   }
   std::vector<attach::AttachEvent> events;

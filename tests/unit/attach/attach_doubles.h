@@ -24,8 +24,21 @@ class ScriptedStore final : public HostStore {
  public:
   std::optional<HostHit> Lookup(const PrefixHistory& /*history*/, uint64_t /*resident_tokens*/,
                                 uint64_t /*before*/) override {
+    ++lookups;
     return std::nullopt;
   }
+  // Tickets 100, 101, ... while `give_tickets`; none otherwise.
+  LookupTicket BeginLookup(const PrefixHistory& /*history*/, uint64_t /*resident_tokens*/,
+                           uint64_t /*before*/) override {
+    if (!give_tickets) return LookupTicket{};
+    return begun.emplace_back(100 + begun.size());
+  }
+  std::optional<HostHit> LookupFor(LookupTicket ticket, const PrefixHistory& /*history*/,
+                                   uint64_t /*resident_tokens*/, uint64_t /*before*/) override {
+    admitted.push_back(ticket);
+    return std::nullopt;
+  }
+  void EndLookup(LookupTicket ticket) override { ended.push_back(ticket); }
   StoreOutcome Store(const PublishedCheckpoint& /*checkpoint*/) override {
     ++stores;
     return StoreOutcome::kQueued;
@@ -54,6 +67,9 @@ class ScriptedStore final : public HostStore {
   std::vector<StoreEvent> queued;  // reported by the next Poll
   int stores = 0;
   int fetches = 0;
+  int lookups = 0;  // one-step lookups
+  bool give_tickets = true;
+  std::vector<LookupTicket> begun, admitted, ended;
 };
 
 // A store's event about checkpoint `id` (kStored / kStoreFailed) or ticket `id`.

@@ -99,5 +99,72 @@ TEST(StoreDispatchTest, AbandonedIdsStayInUse) {
   EXPECT_EQ(f.d.Handle(FetchOf(7), replies).code(), StatusCode::kInvalidArgument);
 }
 
+LookupRequest LookupOf(uint64_t id, LookupStep step, uint64_t begun = 0) {
+  return LookupRequest{.request_id = id,
+                       .tokens = {1, 2, 3, 4},
+                       .resident_tokens = 0,
+                       .before = 4,
+                       .step = step,
+                       .begun = begun};
+}
+
+TEST(StoreDispatchTest, ABegunLookupOpensATicketItsAdmissionAndEndUse) {
+  ScriptedStore store;
+  StoreDispatch d{store};
+  std::vector<AttachMessage> out;
+  ASSERT_TRUE(d.Handle(LookupOf(5, LookupStep::kBegin), out).ok());
+  EXPECT_TRUE(out.empty()) << "a begin has no result";
+  ASSERT_EQ(store.begun.size(), 1u);
+  ASSERT_TRUE(d.Handle(LookupOf(6, LookupStep::kAdmit, 5), out).ok());
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(std::get<LookupResult>(out[0]).request_id, 6u);
+  EXPECT_EQ(store.admitted, store.begun);
+  EXPECT_EQ(store.lookups, 0);
+  ASSERT_TRUE(d.Handle(EndLookup{.begun = 5}, out).ok());
+  EXPECT_EQ(store.ended, store.begun);
+  ASSERT_TRUE(d.Handle(EndLookup{.begun = 5}, out).ok()) << "a second end is ignored";
+  EXPECT_EQ(store.ended.size(), 1u);
+  // Ended: its admission is a one-step lookup.
+  ASSERT_TRUE(d.Handle(LookupOf(7, LookupStep::kAdmit, 5), out).ok());
+  EXPECT_EQ(store.lookups, 1);
+  EXPECT_EQ(store.admitted.size(), 1u);
+}
+
+TEST(StoreDispatchTest, ABeginTwiceUnderOneIdIsRefused) {
+  ScriptedStore store;
+  StoreDispatch d{store};
+  std::vector<AttachMessage> out;
+  ASSERT_TRUE(d.Handle(LookupOf(5, LookupStep::kBegin), out).ok());
+  EXPECT_EQ(d.Handle(LookupOf(5, LookupStep::kBegin), out).code(), StatusCode::kInvalidArgument);
+}
+
+TEST(StoreDispatchTest, WithoutATicketAnAdmissionIsAOneStepLookup) {
+  ScriptedStore store;
+  store.give_tickets = false;  // a store without a pool
+  StoreDispatch d{store};
+  std::vector<AttachMessage> out;
+  ASSERT_TRUE(d.Handle(LookupOf(5, LookupStep::kBegin), out).ok());
+  ASSERT_TRUE(d.Handle(LookupOf(6, LookupStep::kAdmit, 5), out).ok());
+  EXPECT_EQ(store.lookups, 1);
+  EXPECT_TRUE(store.admitted.empty());
+  ASSERT_EQ(out.size(), 1u);
+}
+
+TEST(StoreDispatchTest, AtMostTheBoundOfTicketsIsOpenAndADetachEndsThem) {
+  ScriptedStore store;
+  {
+    StoreDispatch d{store};
+    std::vector<AttachMessage> out;
+    for (uint64_t id = 1; id <= kAttachTicketsMax + 3; ++id) {
+      ASSERT_TRUE(d.Handle(LookupOf(id, LookupStep::kBegin), out).ok());
+    }
+    EXPECT_EQ(store.begun.size(), kAttachTicketsMax);
+    ASSERT_TRUE(d.Handle(LookupOf(1'000, LookupStep::kAdmit, kAttachTicketsMax + 1), out).ok());
+    EXPECT_EQ(store.lookups, 1) << "the ticket past the bound was never opened";
+    EXPECT_TRUE(store.ended.empty());
+  }
+  EXPECT_EQ(store.ended.size(), kAttachTicketsMax) << "the runtime left: every ticket ends";
+}
+
 }  // namespace
 }  // namespace strata::attach

@@ -96,6 +96,48 @@ TEST(AttachCodecTest, StoreEventsAndCloseDoneRoundTripWithTheirStatus) {
   EXPECT_EQ(got.key.consumed, 128u);
 }
 
+TEST(AttachCodecTest, TwoStepLookupsRoundTripAndAnAdmissionNamesItsTicket) {
+  const LookupRequest admit{.request_id = 12,
+                            .tokens = {1, 2, 3},
+                            .resident_tokens = 1,
+                            .before = 3,
+                            .step = LookupStep::kAdmit,
+                            .begun = 11};
+  auto frame = EncodeAttachFrame(admit);
+  ASSERT_TRUE(frame.ok());
+  auto back = DecodeAttachFrame(frame->words);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  const auto& got = std::get<LookupRequest>(*back);
+  EXPECT_EQ(got.step, LookupStep::kAdmit);
+  EXPECT_EQ(got.begun, 11u);
+  EXPECT_EQ(got.tokens, admit.tokens);
+
+  auto end = EncodeAttachFrame(EndLookup{.begun = 11});
+  ASSERT_TRUE(end.ok());
+  auto end_back = DecodeAttachFrame(end->words);
+  ASSERT_TRUE(end_back.ok());
+  EXPECT_EQ(std::get<EndLookup>(*end_back).begun, 11u);
+
+  // An admission without its ticket, or a begin that names one: refused.
+  for (const LookupRequest& bad :
+       {LookupRequest{.request_id = 1,
+                      .tokens = {},
+                      .resident_tokens = 0,
+                      .before = 0,
+                      .step = LookupStep::kAdmit,
+                      .begun = 0},
+        LookupRequest{.request_id = 1,
+                      .tokens = {},
+                      .resident_tokens = 0,
+                      .before = 0,
+                      .step = LookupStep::kBegin,
+                      .begun = 4}}) {
+    auto f = EncodeAttachFrame(bad);
+    ASSERT_TRUE(f.ok());
+    EXPECT_EQ(DecodeAttachFrame(f->words).status().code(), StatusCode::kInvalidArgument);
+  }
+}
+
 TEST(AttachCodecTest, RankZerosRendezvousRoundTripsInHelloAndHelloAccept) {
   const AttachRendezvous r{.address = "[::1]:29470", .secret = std::string(40, 's')};
   auto accept = EncodeAttachFrame(HelloAccept{.rendezvous = r});
