@@ -1,5 +1,7 @@
 #include "cuda/cuda_registrar.h"
 
+#include <fmt/format.h>
+
 namespace strata {
 
 uint64_t RegistrationDeviceCostBytes(uint64_t registered_bytes) {
@@ -39,6 +41,19 @@ Status CudaHostRegistrar::Unregister(void* base) {
   ContextGuard guard(context_->driver(), context_->get());
   STRATA_RETURN_IF_ERROR(guard.status());
   return context_->driver().HostUnregister(base);
+}
+
+Status CudaHostRegistrar::CheckSameAddress(void* base) const {
+  if (!regions_.contains(base)) return Status::NotFound("host region was not registered here");
+  ContextGuard guard(context_->driver(), context_->get());
+  STRATA_RETURN_IF_ERROR(guard.status());
+  STRATA_ASSIGN_OR_RETURN(const uint64_t device, context_->driver().HostDevicePointer(base));
+  const auto host = reinterpret_cast<uint64_t>(base);
+  if (device != host) {
+    return Status::FailedPrecondition(fmt::format(
+        "registered host memory at {:#x} is addressed by the device at {:#x}", host, device));
+  }
+  return Status::Ok();
 }
 
 }  // namespace strata

@@ -36,6 +36,8 @@ class CudaHostRegistrar final : public HostRegistrar {
 
   Status Register(void* base, uint64_t bytes) override;
   Status Unregister(void* base) override;
+  // cuMemHostGetDevicePointer of `base` (registered here) equals `base`.
+  Status CheckSameAddress(void* base) const override;
 
   uint64_t registered_bytes() const { return registered_bytes_; }
   // What each device pays for the registrations held now.

@@ -151,6 +151,8 @@ class CudaDriver {
   // DEVICEMAP (kernels may address it); needs a current context.
   Status HostRegister(void* host, uint64_t bytes) const;
   Status HostUnregister(void* host) const;
+  // cuMemHostGetDevicePointer_v2: the device address of registered `host`.
+  Result<uint64_t> HostDevicePointer(void* host) const;
 
   // Virtual memory management, for per-rank split pools: pinned host memory
   // on one NUMA node, mapped into a reserved range, open to one device and

@@ -163,6 +163,13 @@ Status CudaDriver::HostUnregister(void* host) const {
   return Check(api_->cuMemHostUnregister_(host), "cuMemHostUnregister");
 }
 
+Result<uint64_t> CudaDriver::HostDevicePointer(void* host) const {
+  CUdeviceptr device = 0;
+  STRATA_RETURN_IF_ERROR(
+      Check(api_->cuMemHostGetDevicePointer_(&device, host, 0), "cuMemHostGetDevicePointer_v2"));
+  return static_cast<uint64_t>(device);
+}
+
 bool CudaDriver::has_vmm() const {
   return api_->cuMemCreate_ != nullptr && api_->cuMemAddressReserve_ != nullptr &&
          api_->cuMemMap_ != nullptr && api_->cuMemSetAccess_ != nullptr &&
@@ -298,6 +305,9 @@ Result<void*> CudaDriver::MemAllocHost(uint64_t) const { return Missing("cuMemAl
 Status CudaDriver::MemFreeHost(void*) const { return Missing("cuMemFreeHost"); }
 Status CudaDriver::HostRegister(void*, uint64_t) const { return Missing("cuMemHostRegister_v2"); }
 Status CudaDriver::HostUnregister(void*) const { return Missing("cuMemHostUnregister"); }
+Result<uint64_t> CudaDriver::HostDevicePointer(void*) const {
+  return Missing("cuMemHostGetDevicePointer_v2");
+}
 bool CudaDriver::has_vmm() const { return false; }
 Result<uint64_t> CudaDriver::HostNumaGranularity(int) const {
   return Missing("cuMemGetAllocationGranularity");

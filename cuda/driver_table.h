@@ -50,6 +50,7 @@
   X(cuMemFreeHost, 2000)                     \
   X(cuMemHostRegister, 6050)                 \
   X(cuMemHostUnregister, 4000)               \
+  X(cuMemHostGetDevicePointer, 3020)         \
   X(cuModuleLoadData, 2000)                  \
   X(cuModuleUnload, 2000)                    \
   X(cuModuleGetFunction, 2000)               \

@@ -109,8 +109,8 @@ Result<uint64_t> AttachClient::Lookup(std::span<const Token> tokens, uint64_t re
   return id;
 }
 
-Result<uint64_t> AttachClient::BeginLookup(std::span<const Token> tokens,
-                                           uint64_t resident_tokens, uint64_t before) {
+Result<uint64_t> AttachClient::BeginLookup(std::span<const Token> tokens, uint64_t resident_tokens,
+                                           uint64_t before) {
   const uint64_t id = impl_->next_request_id++;
   STRATA_RETURN_IF_ERROR(impl_->Request(LookupRequest{.request_id = id,
                                                       .tokens = {tokens.begin(), tokens.end()},
@@ -133,7 +133,9 @@ Result<uint64_t> AttachClient::LookupFor(uint64_t ticket, std::span<const Token>
   return id;
 }
 
-Status AttachClient::EndLookup(uint64_t ticket) { return impl_->Request(attach::EndLookup{ticket}); }
+Status AttachClient::EndLookup(uint64_t ticket) {
+  return impl_->Request(attach::EndLookup{ticket});
+}
 
 Status AttachClient::Store(const PublishedCheckpoint& checkpoint) {
   return impl_->Request(StoreRequest{checkpoint});

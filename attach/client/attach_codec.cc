@@ -311,8 +311,8 @@ Result<AttachMessage> GetLookup(s::LookupRequest::Reader in) {
   for (Token t : tokens) m.tokens.push_back(t);
   m.resident_tokens = in.getResidentTokens();
   m.before = in.getBefore();
-  STRATA_ASSIGN_OR_RETURN(
-      m.step, (GetEnum<LookupStep>(in.getStep(), s::LookupStep::ADMIT, "Lookup.step")));
+  STRATA_ASSIGN_OR_RETURN(m.step,
+                          (GetEnum<LookupStep>(in.getStep(), s::LookupStep::ADMIT, "Lookup.step")));
   m.begun = in.getBegun();
   if ((m.step == LookupStep::kAdmit) != (m.begun != 0)) {
     return Invalid("Lookup.begun", "set exactly when the step is admit");

@@ -17,8 +17,7 @@ std::optional<LookupTicket> LookupTickets::Begin(uint64_t connection, uint64_t r
 }
 
 std::optional<LookupTicket> LookupTickets::Answer(uint64_t connection, uint64_t request_id,
-                                                  std::vector<PrefixKey> chain,
-                                                  ChainSizes sizes) {
+                                                  std::vector<PrefixKey> chain, ChainSizes sizes) {
   for (auto& [ticket, e] : tickets_) {
     if (e.connection != connection || e.request_id != request_id) continue;
     if (e.state != TicketState::kPending) return std::nullopt;

@@ -133,7 +133,9 @@ class PoolClient {
   // zero-filled), checking it against its checksum in the same pass.
   // kCorruption when it fails it or its slots do not fit it; then `out`
   // holds unchecked bytes and must not be used.
-  Status CopyClaimed(const ClaimedRecord& r, std::vector<std::byte>& out) { return CopyOut(r, out); }
+  Status CopyClaimed(const ClaimedRecord& r, std::vector<std::byte>& out) {
+    return CopyOut(r, out);
+  }
   // Copies `bytes` into granted `slots`, hashing as it copies: the checksum
   // a commit carries. kCorruption (nothing copied) when the slots do not fit.
   Result<uint64_t> CopyIntoSlots(std::span<const SlotId> slots, std::span<const std::byte> bytes);

@@ -93,9 +93,9 @@ Status Put(s::Envelope::Builder env, const PoolLookup& m) {
 Status Put(s::Envelope::Builder env, const PoolLookupAnswer& m) {
   STRATA_RETURN_IF_ERROR(CheckCount(m.chain.size(), kPoolChainMax, "LookupAnswer.chain"));
   if (m.tail_pages.size() != m.chain.size()) {
-    return Status::InvalidArgument("LookupAnswer.tailPages: " +
-                                   std::to_string(m.tail_pages.size()) + " for a chain of " +
-                                   std::to_string(m.chain.size()));
+    return Status::InvalidArgument(
+        "LookupAnswer.tailPages: " + std::to_string(m.tail_pages.size()) + " for a chain of " +
+        std::to_string(m.chain.size()));
   }
   auto out = env.initLookupAnswer();
   PutOutcome(out.initOutcome(), m.request_id, m.status, m.progress_epoch);

@@ -80,6 +80,15 @@ Status PoolLink::RegisterArena(const PoolClient& client) {
     disabled_ = true;
     return s;
   }
+  // Slots are handed to copies by their host address: the devices must
+  // address the arena at the same one (seed 2.15, "Registration").
+  if (Status s = options_.registrar->CheckSameAddress(client.arena().base()); !s.ok()) {
+    spdlog::warn("prefix cache pool: the arena's device address differs ({}); local tiers only",
+                 s.ToString());
+    (void)options_.registrar->Unregister(client.arena().base());
+    disabled_ = true;
+    return s;
+  }
   registered_arena_ = client.shared_arena();
   return Status::Ok();
 }

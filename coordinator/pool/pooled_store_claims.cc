@@ -59,8 +59,9 @@ void PooledStore::AdvanceClaims(std::vector<StoreEvent>& events) {
       continue;
     }
     const auto* grant = std::get_if<PoolClaimAnswer>(&*answer);
-    Status landed = grant == nullptr      ? Status::Corruption("the pool answered a claim with "
-                                                               "another message")
+    Status landed = grant == nullptr ? Status::Corruption(
+                                           "the pool answered a claim with "
+                                           "another message")
                     : !grant->status.ok() ? grant->status
                                           : LandClaim(*client, c, *grant);
     if (!landed.ok() && !c.given_up) FailClaim(c, landed, events);
@@ -69,12 +70,11 @@ void PooledStore::AdvanceClaims(std::vector<StoreEvent>& events) {
 }
 
 Status PooledStore::LandClaim(PoolClient& client, PendingClaim& c, const PoolClaimAnswer& grant) {
-  Status copied = grant.records.size() == c.hit.chain.size()
-                      ? Status::Ok()
-                      : Status::Corruption("the pool granted " +
-                                           std::to_string(grant.records.size()) +
-                                           " records of a chain of " +
-                                           std::to_string(c.hit.chain.size()));
+  Status copied =
+      grant.records.size() == c.hit.chain.size()
+          ? Status::Ok()
+          : Status::Corruption("the pool granted " + std::to_string(grant.records.size()) +
+                               " records of a chain of " + std::to_string(c.hit.chain.size()));
   if (!c.given_up) {
     claimed_.resize(grant.records.size());
     for (size_t i = 0; i < grant.records.size() && copied.ok(); ++i) {
@@ -122,11 +122,11 @@ void PooledStore::FailClaim(PendingClaim& c, const Status& why, std::vector<Stor
     }
     if (tiers_.landing == tiers_.local) break;
   }
-  events.push_back(StoreEvent{.kind = StoreEvent::Kind::kFetchFailed,
-                              .ticket = c.ticket.ticket,
-                              .key = c.hit.endpoint,
-                              .status = why.WithContext("pool claim of " +
-                                                        c.hit.endpoint.ToFileStem())});
+  events.push_back(
+      StoreEvent{.kind = StoreEvent::Kind::kFetchFailed,
+                 .ticket = c.ticket.ticket,
+                 .key = c.hit.endpoint,
+                 .status = why.WithContext("pool claim of " + c.hit.endpoint.ToFileStem())});
 }
 
 }  // namespace strata::pool

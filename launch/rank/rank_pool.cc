@@ -20,8 +20,7 @@ Result<std::unique_ptr<pool::InstancePool>> AttachRankPool(
   const pool::InstancePoolOptions options{
       .socket_path = *config.prefix_cache.pool,
       .sources = PoolInstanceSources(config, registration.gpu_uuids),
-      .model_identity =
-          ComputeNamespaceIdentity(RankModelIdentity(config), StateMode::kOrdinary),
+      .model_identity = ComputeNamespaceIdentity(RankModelIdentity(config), StateMode::kOrdinary),
       .registrar = registration.registrar,
       .supply = registration.supply};
   return pool::InstancePool::Attach(options, geometry, chain, landing_transfers);

@@ -268,10 +268,9 @@ class SingleProcessStores final : public RuntimeDriver {
   // With prefix_cache.pool: the pool joins the local chain (rank_pool.h).
   Status AttachPool(pool::LocalChain chain) {
     if (!config_.prefix_cache.pool) return Status::Ok();
-    STRATA_ASSIGN_OR_RETURN(
-        pool_, AttachRankPool(
-                   config_, geometry_, chain, [this] { return MakeTransfers(); },
-                   PoolRegistration()));
+    STRATA_ASSIGN_OR_RETURN(pool_, AttachRankPool(
+                                       config_, geometry_, chain,
+                                       [this] { return MakeTransfers(); }, PoolRegistration()));
     if (store_ == nullptr) {
       summary_ = "pool only (claims land in " + Mib(pool::kPoolLandingBytes) + ")";
     }

@@ -49,9 +49,8 @@ class LocalStores final : public StoreOwner {
         // budget supply here: claims copy through the landing tier).
         .registrar = planes_->registrar(),
         .supply = {}};
-    STRATA_ASSIGN_OR_RETURN(pool_, pool::InstancePool::Attach(po, g, chain_, [this] {
-                              return planes_->MakeTransfers();
-                            }));
+    STRATA_ASSIGN_OR_RETURN(pool_, pool::InstancePool::Attach(
+                                       po, g, chain_, [this] { return planes_->MakeTransfers(); }));
     return Status::Ok();
   }
 
@@ -94,10 +93,9 @@ class LocalStores final : public StoreOwner {
       co.drain =
           o.drain_on_close ? ShutdownDrain{ShutdownDrain::Mode::kUntilDone, {}} : ShutdownDrain{};
       co.free_bytes = free_bytes;
-      STRATA_ASSIGN_OR_RETURN(
-          std::unique_ptr<CompositeStore> composite,
-          CompositeStore::Open(g, local_->pool(), std::move(memory), std::move(staged),
-                               local_->scan().records, co));
+      STRATA_ASSIGN_OR_RETURN(std::unique_ptr<CompositeStore> composite,
+                              CompositeStore::Open(g, local_->pool(), std::move(memory),
+                                                   std::move(staged), local_->scan().records, co));
       chain_ = composite.get();
       store_ = std::move(composite);
       return Status::Ok();

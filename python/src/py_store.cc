@@ -159,10 +159,7 @@ uint64_t StoreHandle::BeginLookup(const std::vector<Token>& tokens, uint64_t res
   py::gil_scoped_release release;
   std::lock_guard lock(mu_);
   const PrefixHistory history(tokens);
-  return Open()
-      .store()
-      .BeginLookup(history, resident_tokens, before.value_or(tokens.size()))
-      .value;
+  return Open().store().BeginLookup(history, resident_tokens, before.value_or(tokens.size())).value;
 }
 
 std::optional<HostHit> StoreHandle::LookupFor(uint64_t ticket, const std::vector<Token>& tokens,

@@ -27,6 +27,11 @@ class HostRegistrar {
   virtual ~HostRegistrar() = default;
   virtual Status Register(void* base, uint64_t bytes) = 0;
   virtual Status Unregister(void* base) = 0;
+  // Whether devices address registered `base` at its host address (what a
+  // region shared by address, such as a pool's arena, needs: seed 2.15).
+  // kFailedPrecondition naming both addresses when not. Default: host-only
+  // registrars have nothing else to address it by.
+  virtual Status CheckSameAddress(void* /*base*/) const { return Status::Ok(); }
 };
 
 // How many intake slots the automatic reservation wants (seed 1 and 2.11).

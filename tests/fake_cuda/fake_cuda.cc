@@ -241,6 +241,7 @@ void* Lookup(const char* symbol) {
       {"cuPointerGetAttribute", reinterpret_cast<void*>(&FakePointerGetAttribute)},
       {"cuMemHostRegister", reinterpret_cast<void*>(&FakeMemHostRegister)},
       {"cuMemHostUnregister", reinterpret_cast<void*>(&FakeMemHostUnregister)},
+      {"cuMemHostGetDevicePointer", reinterpret_cast<void*>(&FakeMemHostGetDevicePointer)},
       {"cuModuleLoadData", reinterpret_cast<void*>(&FakeModuleLoadData)},
       {"cuModuleUnload", reinterpret_cast<void*>(&FakeModuleUnload)},
       {"cuModuleGetFunction", reinterpret_cast<void*>(&FakeModuleGetFunction)},
@@ -287,6 +288,12 @@ __attribute__((visibility("default"))) long long strata_fake_cuda_value(const ch
   std::lock_guard lock(S().mu);
   auto it = S().values.find(key);
   return it == S().values.end() ? -1 : it->second;
+}
+
+__attribute__((visibility("default"))) void strata_fake_cuda_set_value(const char* key,
+                                                                       long long value) {
+  std::lock_guard lock(S().mu);
+  S().values[key] = value;
 }
 
 __attribute__((visibility("default"))) void strata_fake_cuda_reset() {

@@ -123,6 +123,20 @@ CUresult CUDAAPI FakeMemHostUnregister(void* p) {
   return CUDA_SUCCESS;
 }
 
+// The device address of registered memory: its host address, plus the
+// test's "device_pointer_offset" setting (strata_fake_cuda_set_value).
+CUresult CUDAAPI FakeMemHostGetDevicePointer(CUdeviceptr* out, void* p, unsigned int flags) {
+  FAKE_ENTER("cuMemHostGetDevicePointer");
+  if (!HasContext()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (out == nullptr || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(S().mu);
+  if (!Within(S().pinned, reinterpret_cast<uint64_t>(p), 1)) return CUDA_ERROR_INVALID_VALUE;
+  auto offset = S().values.find("device_pointer_offset");
+  *out = reinterpret_cast<uint64_t>(p) +
+         static_cast<uint64_t>(offset == S().values.end() ? 0 : offset->second);
+  return CUDA_SUCCESS;
+}
+
 CUresult CUDAAPI FakeModuleLoadData(CUmodule* module, const void* image) {
   FAKE_ENTER("cuModuleLoadData");
   if (!HasContext()) return CUDA_ERROR_INVALID_CONTEXT;

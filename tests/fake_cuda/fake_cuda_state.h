@@ -127,6 +127,7 @@ CUresult CUDAAPI FakePointerGetAttribute(void* data, CUpointer_attribute attribu
                                          CUdeviceptr device);
 CUresult CUDAAPI FakeMemHostRegister(void* p, size_t bytes, unsigned int flags);
 CUresult CUDAAPI FakeMemHostUnregister(void* p);
+CUresult CUDAAPI FakeMemHostGetDevicePointer(CUdeviceptr* out, void* p, unsigned int flags);
 CUresult CUDAAPI FakeModuleLoadData(CUmodule* module, const void* image);
 CUresult CUDAAPI FakeModuleUnload(CUmodule);
 CUresult CUDAAPI FakeModuleGetFunction(CUfunction* fn, CUmodule, const char* name);

@@ -129,9 +129,8 @@ enum class Lookups : unsigned char { kOneStep, kTicket };
   }
   ::testing::AssertionResult last = ::testing::AssertionFailure();
   for (int attempt = 0; attempt < kLookupAttempts && !last; ++attempt) {
-    last = strata::testing::LookupAndRestore(client, Tokens(c), ticket, kBound,
-                                             strata::testing::AwaitRestore::kFetched,
-                                             lookup_ticket);
+    last = strata::testing::LookupAndRestore(
+        client, Tokens(c), ticket, kBound, strata::testing::AwaitRestore::kFetched, lookup_ticket);
   }
   if (lookup_ticket != 0 && !client.EndLookup(lookup_ticket).ok()) {
     return ::testing::AssertionFailure() << "EndLookup not sent";

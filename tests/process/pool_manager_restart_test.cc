@@ -10,11 +10,10 @@
 //   - the claim granted and copied out by B, its release not delivered.
 // Each round checks that B recomputes (its restore fails, its planes
 // untouched: nothing restored, so nothing corrupt), or, killed only after B
-// copied and checked every record, restores byte-exact, and stays up; that the manager restarted with
-// the same --name and socket holds nothing of the old arena (docs/pool.md: a
-// restart starts a new, empty arena); that A and B reconnect without a
-// restart (at most once a second, on their next lookup); and that sharing
-// resumes: A's new evictions reach the new manager and B restores one
+// copied and checked every record, restores byte-exact, and stays up; that the manager restarted
+// with the same --name and socket holds nothing of the old arena (docs/pool.md: a restart starts a
+// new, empty arena); that A and B reconnect without a restart (at most once a second, on their next
+// lookup); and that sharing resumes: A's new evictions reach the new manager and B restores one
 // byte-exact. Every wait is bounded and waits on an event. A second test
 // restarts a manager on a named arena (--arena-file) and checks that it
 // keeps its generation (other sizes start a new one).
@@ -289,9 +288,9 @@ TEST_F(PoolManagerRestartTest, KilledMidClaimInstanceRecomputesThenSharingResume
     EXPECT_EQ(in_flight_at_kill, point.claims_in_flight);
     if (point.restores) {
       EXPECT_TRUE(restored) << b.Log();
-      EXPECT_EQ(strata::testing::ConversationMismatches(b_planes, RestoredUnits(target),
-                                                        Bytes(target)),
-                0u);
+      EXPECT_EQ(
+          strata::testing::ConversationMismatches(b_planes, RestoredUnits(target), Bytes(target)),
+          0u);
     } else {
       EXPECT_FALSE(restored) << "the restore must fail: " << b.Log();
       EXPECT_EQ(RestoredBytes(b_planes, target), before) << "B restored something";

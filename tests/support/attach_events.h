@@ -48,8 +48,7 @@ inline ::testing::AssertionResult LookupAndRestore(attach::AttachClient& client,
                                                    const std::vector<Token>& tokens,
                                                    const InboundTicket& ticket,
                                                    std::chrono::milliseconds bound,
-                                                   AwaitRestore await,
-                                                   uint64_t lookup_ticket = 0) {
+                                                   AwaitRestore await, uint64_t lookup_ticket = 0) {
   const Result<uint64_t> sent = lookup_ticket != 0
                                     ? client.LookupFor(lookup_ticket, tokens, 0, tokens.size())
                                     : client.Lookup(tokens, 0, tokens.size());

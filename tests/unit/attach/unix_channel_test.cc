@@ -119,19 +119,18 @@ TEST(AttachCodecTest, TwoStepLookupsRoundTripAndAnAdmissionNamesItsTicket) {
   EXPECT_EQ(std::get<EndLookup>(*end_back).begun, 11u);
 
   // An admission without its ticket, or a begin that names one: refused.
-  for (const LookupRequest& bad :
-       {LookupRequest{.request_id = 1,
-                      .tokens = {},
-                      .resident_tokens = 0,
-                      .before = 0,
-                      .step = LookupStep::kAdmit,
-                      .begun = 0},
-        LookupRequest{.request_id = 1,
-                      .tokens = {},
-                      .resident_tokens = 0,
-                      .before = 0,
-                      .step = LookupStep::kBegin,
-                      .begun = 4}}) {
+  for (const LookupRequest& bad : {LookupRequest{.request_id = 1,
+                                  .tokens = {},
+                                  .resident_tokens = 0,
+                                  .before = 0,
+                                  .step = LookupStep::kAdmit,
+                                  .begun = 0},
+                                   LookupRequest{.request_id = 1,
+                                   .tokens = {},
+                                   .resident_tokens = 0,
+                                   .before = 0,
+                                   .step = LookupStep::kBegin,
+                                   .begun = 4}}) {
     auto f = EncodeAttachFrame(bad);
     ASSERT_TRUE(f.ok());
     EXPECT_EQ(DecodeAttachFrame(f->words).status().code(), StatusCode::kInvalidArgument);

@@ -57,6 +57,10 @@ class FakeCuda {
     return Fn<long long (*)(const char*)>("strata_fake_cuda_value")(key);
   }
   void Reset() const { Fn<void (*)()>("strata_fake_cuda_reset")(); }
+  // Sets a setting the fake reads (e.g. "device_pointer_offset").
+  void SetValue(const char* key, long long value) const {
+    Fn<void (*)(const char*, long long)>("strata_fake_cuda_set_value")(key, value);
+  }
   void SetDeviceCount(int n) const { Fn<void (*)(int)>("strata_fake_cuda_set_device_count")(n); }
   void SetInitResult(int r) const { Fn<void (*)(int)>("strata_fake_cuda_set_init_result")(r); }
 

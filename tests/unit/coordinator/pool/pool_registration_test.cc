@@ -83,6 +83,7 @@ TEST_F(PoolRegistrationTest, AFittingPlanRegistersTheArenaOnceAndReconnectsReuse
     ASSERT_TRUE(link->sharing());
     ASSERT_NE(link->client(), nullptr);
     EXPECT_EQ(fake.Calls("cuMemHostRegister"), 1u);
+    EXPECT_EQ(fake.Calls("cuMemHostGetDevicePointer"), 1u) << "its device address was checked";
     EXPECT_EQ(registrar->registered_bytes(), kSlotBytes * kSlots);
     const std::byte* base = link->registered_base();
     ASSERT_NE(base, nullptr);
@@ -145,6 +146,19 @@ TEST_F(PoolRegistrationTest, ADriverRefusalLeavesTheInstanceLocal) {
   EXPECT_FALSE(link->sharing());
   EXPECT_EQ(link->phase(), AttachPhase::kLocalForever);
   EXPECT_EQ(link->registered_base(), nullptr);
+  EXPECT_EQ(registrar->registered_bytes(), 0u);
+}
+
+TEST_F(PoolRegistrationTest, AnArenaTheDeviceAddressesElsewhereIsUnregisteredAndStaysLocal) {
+  STRATA_USE_FAKE_CUDA(fake);
+  auto registrar = *CudaHostRegistrar::Create(fake.driver(), 0);
+  fake.SetValue("device_pointer_offset", 4096);  // the device maps it at another address
+  std::unique_ptr<PoolLink> link = PoolLink::AttachAtStartup(Options(registrar.get(), Roomy));
+  EXPECT_FALSE(link->sharing());
+  EXPECT_EQ(link->phase(), AttachPhase::kLocalForever);
+  EXPECT_EQ(link->registered_base(), nullptr);
+  EXPECT_EQ(fake.Calls("cuMemHostGetDevicePointer"), 1u);
+  EXPECT_EQ(fake.Calls("cuMemHostUnregister"), 1u) << "the registration is undone";
   EXPECT_EQ(registrar->registered_bytes(), 0u);
 }
 
