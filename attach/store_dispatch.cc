@@ -67,6 +67,15 @@ Status StoreDispatch::Handle(const AttachMessage& request, std::vector<AttachMes
     if (auto node = tickets_begun_.extract(end->begun)) store_.EndLookup(node.mapped());
     return Status::Ok();
   }
+  if (const auto* ask = std::get_if<TicketStatusRequest>(&request)) {
+    auto it = tickets_begun_.find(ask->begun);
+    replies.emplace_back(TicketStatusResult{
+        .request_id = ask->request_id,
+        .status =
+            it != tickets_begun_.end() ? store_.TicketStatus(it->second) : LookupTicketStatus{},
+    });
+    return Status::Ok();
+  }
   if (const auto* fetch = std::get_if<FetchRequest>(&request)) {
     const uint64_t ticket = fetch->ticket.ticket.value;
     if (tickets_.contains(ticket) || abandoned_.tickets.contains(ticket)) {

@@ -109,6 +109,30 @@ struct EndLookup {
   begun @0 :UInt64;
 }
 
+# Protocol 3: runtime -> strata, the state of the ticket begun as `begun`
+# (HostStore::TicketStatus): what a late answer's one retry of admission is
+# decided on (docs/pool.md, "Lookups"). A TicketStatusResult follows.
+struct TicketStatusRequest {
+  requestId @0 :UInt64;
+  begun @1 :UInt64;
+}
+
+enum TicketState {
+  none @0;       # no such ticket (never begun, ended, or no pool)
+  pending @1;    # the manager has not answered yet
+  ready @2;      # answered (or its connection was lost: then with nothing)
+}
+
+struct TicketStatusResult {
+  requestId @0 :UInt64;
+  state @1 :TicketState;
+  poolConsumed @2 :UInt64;       # ready: the pooled endpoint (0: none)
+  admittedConsumed @3 :UInt64;   # what the last admission answered (0: nothing)
+  admissions @4 :UInt32;         # admissions so far
+  answeredLate @5 :Bool;         # the first admission went on without the answer
+  retryUsed @6 :Bool;            # the one late retry is spent
+}
+
 enum Tier {
   memory @0;
   disk @1;
@@ -202,5 +226,7 @@ struct Envelope {
     close @9 :Void;
     closeDone @10 :CloseDone;
     endLookup @11 :EndLookup;
+    ticketStatus @12 :TicketStatusRequest;
+    ticketStatusResult @13 :TicketStatusResult;
   }
 }

@@ -31,6 +31,7 @@ struct AttachClient::Impl {
   // never receives (the channel is then treated as broken).
   static bool Sort(AttachMessage m, std::vector<AttachEvent>& events) {
     if (auto* r = std::get_if<LookupResult>(&m)) return events.emplace_back(std::move(*r)), true;
+    if (auto* t = std::get_if<TicketStatusResult>(&m)) return events.emplace_back(*t), true;
     if (auto* a = std::get_if<StoreAnswer>(&m)) return events.emplace_back(*a), true;
     if (auto* e = std::get_if<StoreEvent>(&m)) return events.emplace_back(std::move(*e)), true;
     return false;
@@ -130,6 +131,12 @@ Result<uint64_t> AttachClient::LookupFor(uint64_t ticket, std::span<const Token>
                                                       .before = before,
                                                       .step = LookupStep::kAdmit,
                                                       .begun = ticket}));
+  return id;
+}
+
+Result<uint64_t> AttachClient::TicketStatus(uint64_t ticket) {
+  const uint64_t id = impl_->next_request_id++;
+  STRATA_RETURN_IF_ERROR(impl_->Request(TicketStatusRequest{.request_id = id, .begun = ticket}));
   return id;
 }
 

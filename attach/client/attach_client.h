@@ -63,7 +63,7 @@ struct AttachIdentity {
 
 // A result the runtime polls: the answer to a Lookup or a Store, or a store
 // event (kStopped also when strata went away).
-using AttachEvent = std::variant<LookupResult, StoreAnswer, StoreEvent>;
+using AttachEvent = std::variant<LookupResult, StoreAnswer, StoreEvent, TicketStatusResult>;
 
 class AttachClient {
  public:
@@ -98,6 +98,12 @@ class AttachClient {
                                uint64_t before);
   Result<uint64_t> LookupFor(uint64_t ticket, std::span<const Token> tokens,
                              uint64_t resident_tokens, uint64_t before);
+  // The state of a ticket BeginLookup returned (pending, ready with the
+  // pool's endpoint, admissions so far, whether its answer came late):
+  // returns the request id its TicketStatusResult will carry. A runtime asks
+  // while an admitted request waits, and retries its admission once when
+  // the answer came late and is longer (DecideLateAnswer, docs/pool.md).
+  Result<uint64_t> TicketStatus(uint64_t ticket);
   Status EndLookup(uint64_t ticket);
   // Its StoreAnswer carries the checkpoint id; on kQueued, a kStored or
   // kStoreFailed event follows (keep the checkpoint pinned until then).

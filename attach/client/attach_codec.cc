@@ -124,6 +124,25 @@ Status Put(s::Envelope::Builder env, const EndLookup& m) {
   return Status::Ok();
 }
 
+Status Put(s::Envelope::Builder env, const TicketStatusRequest& m) {
+  auto out = env.initTicketStatus();
+  out.setRequestId(m.request_id);
+  out.setBegun(m.begun);
+  return Status::Ok();
+}
+
+Status Put(s::Envelope::Builder env, const TicketStatusResult& m) {
+  auto out = env.initTicketStatusResult();
+  out.setRequestId(m.request_id);
+  out.setState(static_cast<s::TicketState>(m.status.state));
+  out.setPoolConsumed(m.status.pool_consumed);
+  out.setAdmittedConsumed(m.status.admitted_consumed);
+  out.setAdmissions(m.status.admissions);
+  out.setAnsweredLate(m.status.answered_late);
+  out.setRetryUsed(m.status.retry_used);
+  return Status::Ok();
+}
+
 Status Put(s::Envelope::Builder env, const LookupResult& m) {
   auto out = env.initLookupResult();
   out.setRequestId(m.request_id);
@@ -320,6 +339,23 @@ Result<AttachMessage> GetLookup(s::LookupRequest::Reader in) {
   return AttachMessage(std::move(m));
 }
 
+Result<AttachMessage> GetTicketStatus(s::TicketStatusResult::Reader in) {
+  TicketStatusResult m{.request_id = in.getRequestId(), .status = {}};
+  LookupTicketStatus& st = m.status;
+  STRATA_ASSIGN_OR_RETURN(
+      st.state,
+      (GetEnum<LookupTicketState>(in.getState(), s::TicketState::READY, "TicketStatus.state")));
+  st.pool_consumed = in.getPoolConsumed();
+  st.admitted_consumed = in.getAdmittedConsumed();
+  st.admissions = in.getAdmissions();
+  st.answered_late = in.getAnsweredLate();
+  st.retry_used = in.getRetryUsed();
+  if (st.state != LookupTicketState::kReady && st.pool_consumed != 0) {
+    return Invalid("TicketStatus.poolConsumed", "set on a ticket that is not ready");
+  }
+  return AttachMessage(m);
+}
+
 Result<AttachMessage> GetFetch(s::FetchRequest::Reader in) {
   FetchRequest m;
   STRATA_ASSIGN_OR_RETURN(m.hit, GetHit(in.getHit()));
@@ -395,6 +431,12 @@ Result<AttachMessage> Get(s::Envelope::Reader env) {
     case W::EVENT: return GetEvent(env.getEvent());
     case W::CLOSE: return AttachMessage(CloseRequest{});
     case W::END_LOOKUP: return AttachMessage(EndLookup{env.getEndLookup().getBegun()});
+    case W::TICKET_STATUS: {
+      auto in = env.getTicketStatus();
+      return AttachMessage(
+          TicketStatusRequest{.request_id = in.getRequestId(), .begun = in.getBegun()});
+    }
+    case W::TICKET_STATUS_RESULT: return GetTicketStatus(env.getTicketStatusResult());
     case W::CLOSE_DONE: {
       auto in = env.getCloseDone();
       CloseDone m;

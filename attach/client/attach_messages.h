@@ -20,8 +20,9 @@
 
 namespace strata::attach {
 
-// 2: lookups in two steps (LookupStep, EndLookup).
-inline constexpr uint32_t kAttachProtocolVersion = 2;
+// 2: lookups in two steps (LookupStep, EndLookup); 3: a ticket's status
+// (TicketStatusRequest, TicketStatusResult).
+inline constexpr uint32_t kAttachProtocolVersion = 3;
 // Limits checked on decode (and on encode, so a sender learns first).
 inline constexpr size_t kAttachFrameBytesMax = size_t{32} << 20;
 inline constexpr size_t kAttachRanksMax = 64;
@@ -91,6 +92,18 @@ struct LookupResult {
   std::optional<HostHit> hit;
 };
 
+// The state of the ticket begun as `begun` (HostStore::TicketStatus); a
+// TicketStatusResult under request_id follows.
+struct TicketStatusRequest {
+  uint64_t request_id = 0;
+  uint64_t begun = 0;
+};
+
+struct TicketStatusResult {
+  uint64_t request_id = 0;
+  LookupTicketStatus status;  // state kNone: no such ticket
+};
+
 struct FetchRequest {
   HostHit hit;
   InboundTicket ticket;
@@ -113,7 +126,8 @@ struct CloseDone {
 
 using AttachMessage =
     std::variant<AttachHello, HelloAccept, HelloReject, LookupRequest, LookupResult, FetchRequest,
-                 StoreRequest, StoreAnswer, StoreEvent, CloseRequest, CloseDone, EndLookup>;
+                 StoreRequest, StoreAnswer, StoreEvent, CloseRequest, CloseDone, EndLookup,
+                 TicketStatusRequest, TicketStatusResult>;
 
 // Every rank's allocations: the number of fds a Hello carries.
 size_t AllocationCount(const AttachHello& hello);

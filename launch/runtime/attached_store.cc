@@ -18,7 +18,7 @@ AttachedStore::AttachedStore(std::unique_ptr<attach::AttachClient> client,
     : client_(std::move(client)), answer_bound_(answer_bound) {}
 
 template <typename Wanted>
-std::optional<attach::AttachEvent> AttachedStore::Await(Wanted wanted) {
+std::optional<attach::AttachEvent> AttachedStore::Await(Wanted wanted) const {
   const auto deadline = std::chrono::steady_clock::now() + answer_bound_;
   std::vector<attach::AttachEvent> fresh;
   while (true) {
@@ -41,9 +41,7 @@ std::optional<attach::AttachEvent> AttachedStore::Await(Wanted wanted) {
   }
 }
 
-std::optional<HostHit> AttachedStore::Lookup(const PrefixHistory& history, uint64_t resident_tokens,
-                                             uint64_t before) {
-  Result<uint64_t> id = client_->Lookup(history.tokens(), resident_tokens, before);
+std::optional<HostHit> AttachedStore::AwaitHit(const Result<uint64_t>& id) const {
   if (!id.ok()) return std::nullopt;
   std::optional<attach::AttachEvent> answer = Await([&](const attach::AttachEvent& e) {
     const auto* r = std::get_if<attach::LookupResult>(&e);
@@ -51,6 +49,39 @@ std::optional<HostHit> AttachedStore::Lookup(const PrefixHistory& history, uint6
   });
   if (!answer) return std::nullopt;
   return std::get<attach::LookupResult>(*answer).hit;
+}
+
+std::optional<HostHit> AttachedStore::Lookup(const PrefixHistory& history, uint64_t resident_tokens,
+                                             uint64_t before) {
+  return AwaitHit(client_->Lookup(history.tokens(), resident_tokens, before));
+}
+
+LookupTicket AttachedStore::BeginLookup(const PrefixHistory& history, uint64_t resident_tokens,
+                                        uint64_t before) {
+  Result<uint64_t> id = client_->BeginLookup(history.tokens(), resident_tokens, before);
+  return id.ok() ? LookupTicket(*id) : LookupTicket{};
+}
+
+std::optional<HostHit> AttachedStore::LookupFor(LookupTicket ticket, const PrefixHistory& history,
+                                                uint64_t resident_tokens, uint64_t before) {
+  if (ticket == LookupTicket{}) return Lookup(history, resident_tokens, before);
+  return AwaitHit(client_->LookupFor(ticket.value, history.tokens(), resident_tokens, before));
+}
+
+LookupTicketStatus AttachedStore::TicketStatus(LookupTicket ticket) const {
+  if (ticket == LookupTicket{}) return {};
+  Result<uint64_t> id = client_->TicketStatus(ticket.value);
+  if (!id.ok()) return {};
+  std::optional<attach::AttachEvent> answer = Await([&](const attach::AttachEvent& e) {
+    const auto* r = std::get_if<attach::TicketStatusResult>(&e);
+    return r != nullptr && r->request_id == *id;
+  });
+  if (!answer) return {};
+  return std::get<attach::TicketStatusResult>(*answer).status;
+}
+
+void AttachedStore::EndLookup(LookupTicket ticket) {
+  if (ticket != LookupTicket{}) (void)client_->EndLookup(ticket.value);
 }
 
 StoreOutcome AttachedStore::Store(const PublishedCheckpoint& checkpoint) {
@@ -72,7 +103,8 @@ void AttachedStore::Poll(uint64_t /*now_ms*/, std::vector<StoreEvent>& events) {
   (void)client_->Poll(fresh);  // once strata is gone, its kStopped event is among them
   for (attach::AttachEvent& e : fresh) kept_.push_back(std::move(e));
   for (attach::AttachEvent& e : kept_) {
-    // A LookupResult or StoreAnswer left here arrived after its bound: dropped.
+    // A LookupResult, TicketStatusResult or StoreAnswer left here arrived
+    // after its bound: dropped.
     if (auto* s = std::get_if<StoreEvent>(&e)) events.push_back(std::move(*s));
   }
   kept_.clear();

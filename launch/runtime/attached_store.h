@@ -3,8 +3,9 @@
 // `strata rank` in another process exactly as it drives a store it links.
 //
 // The channel's calls return at once and their results arrive as events;
-// HostStore's Lookup and Store return their answer, so those two wait for
-// it here (bounded by `answer_bound`), keeping every other event that
+// HostStore's Lookup, LookupFor, TicketStatus and Store return their
+// answer, so those wait for it here (bounded by `answer_bound`), keeping
+// every other event that
 // arrives meanwhile for the next Poll, in order. A real runtime would keep
 // working instead; the synthetic runtime's model thread has nothing else to do.
 //
@@ -30,6 +31,16 @@ class AttachedStore final : public HostStore {
   // channel) is a miss; the channel's kStopped event follows through Poll.
   std::optional<HostHit> Lookup(const PrefixHistory& history, uint64_t resident_tokens,
                                 uint64_t before) override;
+  // Two-step lookups over the channel: the rank's store keeps the ticket
+  // (BeginLookup waits for nothing; no ticket when the request cannot be
+  // sent). LookupFor answers as Lookup does on a lost or late answer;
+  // TicketStatus then answers kNone.
+  LookupTicket BeginLookup(const PrefixHistory& history, uint64_t resident_tokens,
+                           uint64_t before) override;
+  std::optional<HostHit> LookupFor(LookupTicket ticket, const PrefixHistory& history,
+                                   uint64_t resident_tokens, uint64_t before) override;
+  LookupTicketStatus TicketStatus(LookupTicket ticket) const override;
+  void EndLookup(LookupTicket ticket) override;
   // kDisabled when the request cannot be sent or answered within the bound.
   StoreOutcome Store(const PublishedCheckpoint& checkpoint) override;
   Status Fetch(const HostHit& hit, const InboundTicket& ticket) override;
@@ -44,12 +55,16 @@ class AttachedStore final : public HostStore {
  private:
   // Polls the channel until `wanted` returns true for an event (which is
   // taken out and returned), keeping the rest; nullopt after the bound.
+  // Const so that TicketStatus can ask: what it keeps is only events that
+  // arrived meanwhile, for the next Poll.
   template <typename Wanted>
-  std::optional<attach::AttachEvent> Await(Wanted wanted);
+  std::optional<attach::AttachEvent> Await(Wanted wanted) const;
+  // The LookupResult of request `id`, awaited; nullopt when it failed.
+  std::optional<HostHit> AwaitHit(const Result<uint64_t>& id) const;
 
   std::unique_ptr<attach::AttachClient> client_;
   std::chrono::milliseconds answer_bound_;
-  std::deque<attach::AttachEvent> kept_;  // arrived while awaiting an answer
+  mutable std::deque<attach::AttachEvent> kept_;  // arrived while awaiting an answer
 };
 
 }  // namespace strata

@@ -64,6 +64,9 @@ class AttachHandle {
       return c.LookupFor(ticket, tokens, resident_tokens, before.value_or(tokens.size()));
     });
   }
+  uint64_t TicketStatus(uint64_t ticket) {
+    return Call([&](AttachClient& c) { return c.TicketStatus(ticket); });
+  }
   void EndLookup(uint64_t ticket) {
     Call([&](AttachClient& c) -> Result<bool> {
       STRATA_RETURN_IF_ERROR(c.EndLookup(ticket));
@@ -142,6 +145,13 @@ class AttachHandle {
       e.kind = "store_answer";
       e.checkpoint_id = a.checkpoint_id;
       e.outcome = std::string(StoreOutcomeName(a.outcome));
+      return e;
+    }
+    PyEvent operator()(const attach::TicketStatusResult& r) const {
+      PyEvent e;
+      e.kind = "ticket_status";
+      e.request_id = r.request_id;
+      e.ticket_status = r.status;
       return e;
     }
     PyEvent operator()(const StoreEvent& s) const { return ToPyEvent(s); }
@@ -241,6 +251,7 @@ void RegisterAttach(py::module_& m) {
            py::arg("resident_tokens") = 0, py::arg("before") = py::none())
       .def("lookup_for", &AttachHandle::LookupFor, py::arg("ticket"), py::arg("tokens"),
            py::arg("resident_tokens") = 0, py::arg("before") = py::none())
+      .def("ticket_status", &AttachHandle::TicketStatus, py::arg("ticket"))
       .def("end_lookup", &AttachHandle::EndLookup, py::arg("ticket"))
       .def(
           "store",

@@ -172,13 +172,7 @@ std::optional<HostHit> StoreHandle::LookupFor(uint64_t ticket, const std::vector
                                   before.value_or(tokens.size()));
 }
 
-py::dict StoreHandle::TicketStatus(uint64_t ticket) {
-  LookupTicketStatus st;
-  {
-    py::gil_scoped_release release;
-    std::lock_guard lock(mu_);
-    st = Open().store().TicketStatus(LookupTicket(ticket));
-  }
+py::dict TicketStatusDict(const LookupTicketStatus& st) {
   py::dict d;
   d["state"] = st.state == LookupTicketState::kNone      ? "none"
                : st.state == LookupTicketState::kPending ? "pending"
@@ -189,6 +183,16 @@ py::dict StoreHandle::TicketStatus(uint64_t ticket) {
   d["answered_late"] = st.answered_late;
   d["retry_used"] = st.retry_used;
   return d;
+}
+
+py::dict StoreHandle::TicketStatus(uint64_t ticket) {
+  LookupTicketStatus st;
+  {
+    py::gil_scoped_release release;
+    std::lock_guard lock(mu_);
+    st = Open().store().TicketStatus(LookupTicket(ticket));
+  }
+  return TicketStatusDict(st);
 }
 
 void StoreHandle::EndLookup(uint64_t ticket) {
@@ -306,6 +310,11 @@ void RegisterStore(py::module_& m) {
       .def_readonly("request_id", &PyEvent::request_id)
       .def_readonly("hit", &PyEvent::hit)
       .def_readonly("outcome", &PyEvent::outcome)
+      .def_property_readonly("ticket_status",
+                             [](const PyEvent& e) -> py::object {
+                               if (!e.ticket_status) return py::none();
+                               return TicketStatusDict(*e.ticket_status);
+                             })
       .def("__repr__", [](const PyEvent& e) {
         return "<strata.Event " + e.kind + (e.ok ? "" : " " + e.error_kind + ": " + e.message) +
                ">";

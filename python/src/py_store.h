@@ -35,7 +35,9 @@ class StoreOwner {
 
 // One event of Poll, or of an attached client's Poll, as a plain value.
 struct PyEvent {
-  std::string kind;  // stored, store_failed, fetched, fetch_failed, stopped, lookup, store_answer
+  // stored, store_failed, fetched, fetch_failed, stopped, lookup,
+  // store_answer, ticket_status
+  std::string kind;
   uint64_t checkpoint_id = 0;
   uint64_t ticket = 0;
   uint64_t consumed = 0;  // the key's tokens
@@ -44,11 +46,15 @@ struct PyEvent {
   std::string error_kind;  // when !ok
   std::string message;     // when !ok
   uint64_t bytes = 0;
-  uint64_t request_id = 0;     // lookup
-  std::optional<HostHit> hit;  // lookup
-  std::string outcome;         // store_answer
+  uint64_t request_id = 0;                          // lookup
+  std::optional<HostHit> hit;                       // lookup
+  std::string outcome;                              // store_answer
+  std::optional<LookupTicketStatus> ticket_status;  // ticket_status
 };
 PyEvent ToPyEvent(const StoreEvent& e);
+// {"state": "none" | "pending" | "ready", "pool_consumed",
+// "admitted_consumed", "admissions", "answered_late", "retry_used"}.
+pybind11::dict TicketStatusDict(const LookupTicketStatus& status);
 
 // A checkpoint as the runtime describes it from Python.
 struct CheckpointIn {

@@ -293,7 +293,8 @@ class RankAgent:
 class AttachedStore:
     """A runtime attached to its local `strata rank`: lookup returns a
     request id whose result arrives through poll (an Event of kind
-    "lookup" carrying .hit); store's answer is an Event of kind
+    "lookup" carrying .hit); ticket_status's is an Event of kind
+    "ticket_status" (.ticket_status); store's answer is an Event of kind
     "store_answer" (.outcome); then the store events as in Store."""
 
     def __init__(self, client, geometry):
@@ -311,6 +312,12 @@ class AttachedStore:
         """At admission, for a ticket begun earlier with the same tokens: a
         request id whose `lookup` event carries the hit."""
         return self._client.lookup_for(ticket, tokens(token_ids), resident_tokens, before)
+
+    def ticket_status(self, ticket):
+        """Asks the state of a ticket begun earlier: a request id whose
+        `ticket_status` event carries .ticket_status, the dict Store's
+        ticket_status returns (what a late answer's retry is decided on)."""
+        return self._client.ticket_status(ticket)
 
     def end_lookup(self, ticket):
         self._client.end_lookup(ticket)

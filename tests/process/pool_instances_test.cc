@@ -132,8 +132,24 @@ enum class Lookups : unsigned char { kOneStep, kTicket };
     last = strata::testing::LookupAndRestore(
         client, Tokens(c), ticket, kBound, strata::testing::AwaitRestore::kFetched, lookup_ticket);
   }
-  if (lookup_ticket != 0 && !client.EndLookup(lookup_ticket).ok()) {
+  if (lookup_ticket == 0) return last << " (conversation " << c << ")";
+  // The rank's store kept the ticket: answered by the manager, admitted,
+  // and the pool's endpoint named; ended, it is gone.
+  const std::optional<LookupTicketStatus> st =
+      strata::testing::AwaitTicketStatus(client, lookup_ticket, kBound);
+  if (last && (!st || st->state != LookupTicketState::kReady || st->admissions == 0 ||
+               st->pool_consumed == 0)) {
+    return ::testing::AssertionFailure()
+           << "the ticket's status after its restore: "
+           << (st ? "not ready, unadmitted or without a pool hit" : "no answer");
+  }
+  if (!client.EndLookup(lookup_ticket).ok()) {
     return ::testing::AssertionFailure() << "EndLookup not sent";
+  }
+  const std::optional<LookupTicketStatus> ended =
+      strata::testing::AwaitTicketStatus(client, lookup_ticket, kBound);
+  if (!ended || ended->state != LookupTicketState::kNone) {
+    return ::testing::AssertionFailure() << "an ended ticket still has a status";
   }
   return last << " (conversation " << c << ")";
 }

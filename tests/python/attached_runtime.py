@@ -81,6 +81,10 @@ def main():
     request = client.lookup_for(ticket, tokens)
     found = rm.poll_until(client, "lookup")
     assert found.request_id == request and found.hit is not None, found
+    asked = client.ticket_status(ticket)
+    status = rm.poll_until(client, "ticket_status")
+    assert status.request_id == asked, status
+    assert status.ticket_status["state"] == "none", status.ticket_status  # no pool: no ticket
     client.end_lookup(ticket)
     client.fetch(found.hit, 9, [20, 21, 22, 23], 5)
     rm.poll_until(client, "fetched")

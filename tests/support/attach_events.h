@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <vector>
 
 #include "attach/client/attach_client.h"
@@ -35,6 +36,28 @@ inline size_t CountStoreEvents(const std::vector<attach::AttachEvent>& events,
     const auto* s = std::get_if<StoreEvent>(&e);
     return s != nullptr && s->kind == kind;
   }));
+}
+
+// The status of `lookup_ticket` (begun with BeginLookup) as strata answers
+// it over `client`; other events that arrive meanwhile are dropped (call it
+// with none outstanding). nullopt when no answer came within `bound`.
+inline std::optional<LookupTicketStatus> AwaitTicketStatus(attach::AttachClient& client,
+                                                           uint64_t lookup_ticket,
+                                                           std::chrono::milliseconds bound) {
+  const Result<uint64_t> sent = client.TicketStatus(lookup_ticket);
+  if (!sent.ok()) return std::nullopt;
+  std::vector<attach::AttachEvent> events;
+  const auto answer = [&](const attach::AttachEvent& e) {
+    const auto* r = std::get_if<attach::TicketStatusResult>(&e);
+    return r != nullptr && r->request_id == *sent;
+  };
+  if (!WaitAttachEvents(client, events, bound, [&](const auto& got) {
+        return std::any_of(got.begin(), got.end(), answer);
+      })) {
+    return std::nullopt;
+  }
+  return std::get<attach::TicketStatusResult>(*std::find_if(events.begin(), events.end(), answer))
+      .status;
 }
 
 enum class AwaitRestore : unsigned char { kRequestOnly, kFetched };

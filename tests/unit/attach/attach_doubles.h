@@ -3,6 +3,7 @@
 // when the test says, and planes that only record Import and Release.
 #pragma once
 
+#include <algorithm>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -38,6 +39,18 @@ class ScriptedStore final : public HostStore {
     admitted.push_back(ticket);
     return std::nullopt;
   }
+  // A ticket it began: pending until admitted, then ready with the pooled
+  // endpoint `pool_consumed`; kNone otherwise.
+  LookupTicketStatus TicketStatus(LookupTicket ticket) const override {
+    if (std::find(begun.begin(), begun.end(), ticket) == begun.end()) return {};
+    const bool ready = std::find(admitted.begin(), admitted.end(), ticket) != admitted.end();
+    return {.state = ready ? LookupTicketState::kReady : LookupTicketState::kPending,
+            .pool_consumed = ready ? pool_consumed : 0,
+            .admitted_consumed = 0,
+            .admissions = ready ? 1u : 0u,
+            .answered_late = false,
+            .retry_used = false};
+  }
   void EndLookup(LookupTicket ticket) override { ended.push_back(ticket); }
   StoreOutcome Store(const PublishedCheckpoint& /*checkpoint*/) override {
     ++stores;
@@ -69,6 +82,7 @@ class ScriptedStore final : public HostStore {
   int fetches = 0;
   int lookups = 0;  // one-step lookups
   bool give_tickets = true;
+  uint64_t pool_consumed = 0;  // an admitted ticket's pooled endpoint (TicketStatus)
   std::vector<LookupTicket> begun, admitted, ended;
 };
 

@@ -130,6 +130,31 @@ TEST(StoreDispatchTest, ABegunLookupOpensATicketItsAdmissionAndEndUse) {
   EXPECT_EQ(store.admitted.size(), 1u);
 }
 
+TEST(StoreDispatchTest, ATicketsStatusIsTheStoresUnderItsRequestIdAndNoneOnceEnded) {
+  ScriptedStore store;
+  store.pool_consumed = 192;
+  StoreDispatch d{store};
+  std::vector<AttachMessage> out;
+  const auto status_of = [&](uint64_t request_id, uint64_t begun) {
+    out.clear();
+    EXPECT_TRUE(d.Handle(TicketStatusRequest{.request_id = request_id, .begun = begun}, out).ok());
+    EXPECT_EQ(out.size(), 1u);
+    const auto& r = std::get<TicketStatusResult>(out.at(0));
+    EXPECT_EQ(r.request_id, request_id);
+    return r.status;
+  };
+  ASSERT_TRUE(d.Handle(LookupOf(5, LookupStep::kBegin), out).ok());
+  EXPECT_EQ(status_of(8, 5).state, LookupTicketState::kPending);
+  ASSERT_TRUE(d.Handle(LookupOf(6, LookupStep::kAdmit, 5), out).ok());
+  const LookupTicketStatus ready = status_of(9, 5);
+  EXPECT_EQ(ready.state, LookupTicketState::kReady);
+  EXPECT_EQ(ready.pool_consumed, 192u);
+  EXPECT_EQ(ready.admissions, 1u);
+  EXPECT_EQ(status_of(10, 4).state, LookupTicketState::kNone) << "never begun";
+  ASSERT_TRUE(d.Handle(EndLookup{.begun = 5}, out).ok());
+  EXPECT_EQ(status_of(11, 5).state, LookupTicketState::kNone) << "ended";
+}
+
 TEST(StoreDispatchTest, ABeginTwiceUnderOneIdIsRefused) {
   ScriptedStore store;
   StoreDispatch d{store};

@@ -137,6 +137,47 @@ TEST(AttachCodecTest, TwoStepLookupsRoundTripAndAnAdmissionNamesItsTicket) {
   }
 }
 
+TEST(AttachCodecTest, ATicketsStatusRoundTripsAndAnImpossibleOneIsRefused) {
+  auto ask = EncodeAttachFrame(TicketStatusRequest{.request_id = 21, .begun = 11});
+  ASSERT_TRUE(ask.ok());
+  auto ask_back = DecodeAttachFrame(ask->words);
+  ASSERT_TRUE(ask_back.ok());
+  EXPECT_EQ(std::get<TicketStatusRequest>(*ask_back).request_id, 21u);
+  EXPECT_EQ(std::get<TicketStatusRequest>(*ask_back).begun, 11u);
+
+  const TicketStatusResult late{.request_id = 21,
+                                .status = {.state = LookupTicketState::kReady,
+                                           .pool_consumed = 256,
+                                           .admitted_consumed = 64,
+                                           .admissions = 1,
+                                           .answered_late = true,
+                                           .retry_used = false}};
+  auto frame = EncodeAttachFrame(late);
+  ASSERT_TRUE(frame.ok());
+  auto back = DecodeAttachFrame(frame->words);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  const auto& got = std::get<TicketStatusResult>(*back);
+  EXPECT_EQ(got.request_id, 21u);
+  EXPECT_EQ(got.status.state, LookupTicketState::kReady);
+  EXPECT_EQ(got.status.pool_consumed, 256u);
+  EXPECT_EQ(got.status.admitted_consumed, 64u);
+  EXPECT_EQ(got.status.admissions, 1u);
+  EXPECT_TRUE(got.status.answered_late);
+  EXPECT_FALSE(got.status.retry_used);
+
+  // A pooled endpoint on a ticket still pending, and a state past the last:
+  // refused on receipt.
+  TicketStatusResult pending = late;
+  pending.status.state = LookupTicketState::kPending;
+  TicketStatusResult unknown = late;
+  unknown.status.state = static_cast<LookupTicketState>(7);
+  for (const TicketStatusResult& bad : {pending, unknown}) {
+    auto f = EncodeAttachFrame(bad);
+    ASSERT_TRUE(f.ok());
+    EXPECT_EQ(DecodeAttachFrame(f->words).status().code(), StatusCode::kInvalidArgument);
+  }
+}
+
 TEST(AttachCodecTest, RankZerosRendezvousRoundTripsInHelloAndHelloAccept) {
   const AttachRendezvous r{.address = "[::1]:29470", .secret = std::string(40, 's')};
   auto accept = EncodeAttachFrame(HelloAccept{.rendezvous = r});

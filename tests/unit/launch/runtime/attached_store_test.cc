@@ -81,5 +81,37 @@ TEST(AttachedStoreTest, AMissAnswersNothingAndAGoneRankReportsStopped) {
   EXPECT_EQ(events[0].kind, StoreEvent::Kind::kStopped);
 }
 
+TEST(AttachedStoreTest, TwoStepLookupsCrossTheChannelAndAStoreWithoutAPoolKeepsNoTicket) {
+  Attached a;
+  ASSERT_TRUE(a.server.ready());
+  ASSERT_NE(a.store, nullptr);
+  SyntheticRuntimeOptions options;
+  options.wait_bound = kBound;
+  SyntheticRuntime rt(*a.planes, a.store.get(), options);
+  const uint32_t c = rt.NewConversation();
+  ASSERT_TRUE(rt.Turn(c, 300).ok());
+  ASSERT_TRUE(rt.WaitForStores().ok());
+  rt.EvictGpu();
+  // The runtime's turn begins, admits (LookupFor) and ends its ticket over
+  // the channel; the server's memory store has no pool, so the admission is
+  // a one-step lookup there and still finds the published turn.
+  Result<TurnReport> again = rt.Turn(c, 10);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_TRUE(again->host_hit);
+  EXPECT_EQ(again->host_reused_tokens, 300u);
+  EXPECT_EQ(rt.stats().mismatches, 0u);
+
+  const std::vector<Token> tokens(256, 7);
+  const PrefixHistory h(tokens);
+  const LookupTicket t = a.store->BeginLookup(h, 0, h.size());
+  EXPECT_NE(t, LookupTicket{}) << "the channel's request id names the ticket";
+  EXPECT_EQ(a.store->TicketStatus(t).state, LookupTicketState::kNone)
+      << "a store without a pool opened none: the rank answers so";
+  EXPECT_FALSE(a.store->LookupFor(t, h, 0, h.size()).has_value());
+  a.store->EndLookup(t);
+  EXPECT_EQ(a.store->TicketStatus(LookupTicket{}).state, LookupTicketState::kNone);
+  EXPECT_TRUE(a.store->Close().ok());
+}
+
 }  // namespace
 }  // namespace strata
