@@ -196,6 +196,23 @@ TEST_F(GpuTest, TheDeviceUuidReadsAsNvidiaSmiPrintsIt) {
   std::printf("device %d: %s\n", ordinal_, uuid->c_str());
 }
 
+TEST_F(GpuTest, RegisteredHostMemoryIsAddressedByTheDeviceAtItsHostAddress) {
+  // What a pool instance requires of its registered arena (PoolLink::
+  // RegisterArena): claims straight into the planes read it at its host address.
+  constexpr uint64_t kBytes = 4ull << 20;
+  void* base = std::aligned_alloc(4096, kBytes);
+  ASSERT_NE(base, nullptr);
+  auto registrar = *CudaHostRegistrar::Create(driver_, ordinal_);
+  ASSERT_TRUE(registrar->Register(base, kBytes).ok());
+  const Status same = registrar->CheckSameAddress(base);
+  EXPECT_TRUE(same.ok()) << same.ToString();
+  EXPECT_EQ(registrar->CheckSameAddress(static_cast<std::byte*>(base) + 4096).code(),
+            StatusCode::kNotFound)
+      << "only a registered region's base is checked";
+  EXPECT_TRUE(registrar->Unregister(base).ok());
+  std::free(base);
+}
+
 TEST_F(GpuTest, ODirectFileReadLandsInRegisteredMemory) {
   constexpr uint64_t kBytes = 8ull << 20;
   auto registrar = *CudaHostRegistrar::Create(driver_, ordinal_);
