@@ -7,6 +7,8 @@
 #include <utility>
 
 #include "coordinator/pool/hashed_copy.h"
+#include "coordinator/pool/slot_copies.h"
+#include "store/base/assert.h"
 
 namespace strata::pool {
 
@@ -260,21 +262,15 @@ std::optional<PoolMessage> PoolClient::TakeAnswer(uint64_t id) {
 
 Result<uint64_t> PoolClient::CopyIntoSlots(std::span<const SlotId> slots,
                                            std::span<const std::byte> bytes) {
-  STRATA_RETURN_IF_ERROR(
-      CheckSlotsFit(slots, bytes.size(), arena_->slot_bytes(), arena_->slot_count()));
-  return CopyIn(slots, bytes);
+  return pool::CopyIntoSlots(*arena_, slots, bytes, hash_);
 }
 
 uint64_t PoolClient::CopyIn(std::span<const SlotId> slots, std::span<const std::byte> bytes) {
   // One pass: the checksum the commit carries is over the arena's bytes.
-  hash_.Reset();
-  uint64_t at = 0;
-  for (SlotId slot : slots) {
-    const uint64_t n = std::min<uint64_t>(arena_->slot_bytes(), bytes.size() - at);
-    CopyHashed(arena_->Slot(slot).first(n), bytes.subspan(at, n), hash_);
-    at += n;
-  }
-  return hash_.Digest();
+  // The caller checked that the slots fit.
+  Result<uint64_t> checksum = pool::CopyIntoSlots(*arena_, slots, bytes, hash_);
+  STRATA_ASSERT(checksum.ok(), "CopyIn: slots that do not fit");
+  return *checksum;
 }
 
 void PoolClient::AbortPut(PutId put) {
@@ -367,21 +363,7 @@ std::vector<Status> PoolClient::PutChain(std::span<const PutItem> items) {
 }
 
 Status PoolClient::CopyOut(const ClaimedRecord& r, std::vector<std::byte>& out) {
-  STRATA_RETURN_IF_ERROR(
-      CheckSlotsFit(r.slots, r.bytes, arena_->slot_bytes(), arena_->slot_count()));
-  // A buffer already this size keeps its bytes: they are all overwritten.
-  out.resize(r.bytes);
-  hash_.Reset();
-  uint64_t at = 0;
-  for (SlotId slot : r.slots) {
-    const uint64_t n = std::min<uint64_t>(arena_->slot_bytes(), r.bytes - at);
-    CopyHashed(std::span<std::byte>(out).subspan(at, n), arena_->Slot(slot).first(n), hash_);
-    at += n;
-  }
-  if (hash_.Digest() != r.checksum) {
-    return Status::Corruption("pooled record " + r.key.ToFileStem() + " fails its checksum");
-  }
-  return Status::Ok();
+  return CopyOutOfSlots(*arena_, r, out, hash_);
 }
 
 Status PoolClient::ClaimInto(std::span<const PrefixKey> chain,

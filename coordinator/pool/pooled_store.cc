@@ -246,6 +246,7 @@ int PooledStore::PollFd() const {
 }
 
 void PooledStore::NotifyOnProgress(std::shared_ptr<WakeSignal> signal) {
+  copier_.NotifyOnProgress(signal);
   if (own_landing()) tiers_.landing->NotifyOnProgress(signal);
   if (tiers_.local != nullptr) tiers_.local->NotifyOnProgress(std::move(signal));
 }
@@ -291,7 +292,8 @@ Status PooledStore::Close() {
                  puts_.stats().parked_records);
   }
   // Claims not landed: the manager releases their holds when the session
-  // ends; their destinations are never written.
+  // ends; their destinations are never written. A copy still in flight
+  // reads the arena through its own mapping and is dropped when it returns.
   claims_.clear();
   Status s = tiers_.local != nullptr ? tiers_.local->Close() : Status::Ok();
   if (own_landing()) {

@@ -6,9 +6,10 @@
 // prefix (ChooseSource: longest prefix, then the closest tier), with a hit
 // for the pooled chain, sized from the manager's answer (PooledHitOf) and
 // claimed by nothing yet. Its Fetch starts the claim and returns; the claim
-// advances in Poll, each step on an answer that has already arrived: the
-// grant, then every record copied out of the slots and checked in the same
-// pass (the manager's checksum, then the image), the release, the import
+// advances in Poll, each step on an answer or a copy that has already
+// arrived: the grant, then every record copied out of the slots and checked
+// in the same pass on the copier's thread (the manager's checksum, then the
+// image), the release once the copy came back, the import
 // into the landing tier's RecordIntake, and that tier's ordinary Fetch into
 // the ticket, whose kFetched or kFetchFailed arrives like any restore's.
 // The landing tier is the memory tier itself when the local chain is one;
@@ -52,8 +53,10 @@
 // only restores).
 //
 // Thread: the owner's (model worker) thread. No call waits for the manager
-// except LookupFor, at most the lookup grace, and Close (FlushPuts). The
-// copies of claims and puts run in Poll, on the owner's thread.
+// except LookupFor, at most the lookup grace, and Close (FlushPuts). A
+// claim's copies out of the arena run on the store's ClaimCopier thread
+// (claim_copier.h); the import into the landing tier and the puts' copies
+// run in Poll, on the owner's thread.
 #pragma once
 
 #include <chrono>
@@ -63,6 +66,7 @@
 #include <string>
 #include <unordered_set>
 
+#include "coordinator/pool/claim_copier.h"
 #include "coordinator/pool/export_ledger.h"
 #include "coordinator/pool/lookup_tickets.h"
 #include "coordinator/pool/pool_link.h"
@@ -207,19 +211,32 @@ class PooledStore final : public HostStore, public EvictionSink {
     HostHit hit;
     InboundTicket ticket;
     uint64_t deadline_ms = 0;  // the requester's (claim_rules.h), on the link's clock
-    // The fetch already failed (deadline): a grant that still comes is
-    // released at once.
+    // The fetch already failed (deadline, lost connection): a grant that
+    // still comes is released at once, a copy in flight is dropped when it
+    // comes back.
     bool given_up = false;
+    // Granted: the claim the manager holds for it, released once its copy
+    // came back (the ClaimCopier job `copy_job`, nonzero from then on).
+    ClaimId granted{};
+    uint64_t copy_job = 0;
   };
   // Fetch of a pooled hit: sends the claim and queues it.
   Status BeginClaim(const HostHit& hit, const InboundTicket& ticket);
   // Moves every pending claim along on what the client has read, appending
   // the failures' kFetchFailed.
   void AdvanceClaims(std::vector<StoreEvent>& events);
-  // Copies a granted claim's records out, releases it, imports them and
-  // starts the landing tier's Fetch; an error leaves the landing tier as it
-  // was apart from records already imported (they are whole and checked).
-  Status LandClaim(PoolClient& client, PendingClaim& claim, const PoolClaimAnswer& grant);
+  // Hands a granted claim's copies to the copier.
+  void StartClaimCopy(PoolClient& client, PendingClaim& claim, const PoolClaimAnswer& grant);
+  // A copy came back: releases its claim, then lands it or fails it.
+  void FinishClaimCopy(ClaimCopyJob& job, std::vector<StoreEvent>& events);
+  // Releases granted claim `claim` on the connection that granted it (none:
+  // the session's end released it).
+  void ReleaseClaim(const PendingClaim& claim);
+  // Imports a claim's checked records into the landing tier and starts its
+  // Fetch; an error leaves the landing tier as it was apart from records
+  // already imported (they are whole and checked).
+  Status ImportClaimed(const PendingClaim& claim,
+                       const std::vector<std::vector<std::byte>>& records);
   // A claim failed (`why`): a local copy of the same endpoint, else kFetchFailed.
   void FailClaim(PendingClaim& claim, const Status& why, std::vector<StoreEvent>& events);
   // Moves the parked puts along on what `client` has read; a lost
@@ -262,13 +279,17 @@ class PooledStore final : public HostStore, public EvictionSink {
   std::unique_ptr<PoolLink> link_;
   uint64_t now_ms_ = 0;
   PoolInstanceStats stats_;
-  // What LandClaim copies out of the arena: reused claim after claim,
-  // so a restore neither allocates nor page-faults its buffers again.
-  std::vector<std::vector<std::byte>> claimed_;
+  // The buffers a claim's copy fills, handed to the next copy job once one
+  // came back: reused claim after claim, so a restore neither allocates nor
+  // page-faults them again.
+  std::vector<std::vector<std::byte>> spare_buffers_;
+  uint64_t next_copy_job_ = 1;
   PutQueue puts_;
   uint64_t dropped_unshared_ = 0;  // evicted while the instance does not share
   ExportLedger exports_;
   LookupTickets tickets_;
+  // Last: destroyed first, so its thread has stopped before anything else goes.
+  ClaimCopier copier_;
 };
 
 }  // namespace strata::pool

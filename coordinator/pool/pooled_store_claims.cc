@@ -2,6 +2,7 @@
 // claim; Poll lands it on answers that have arrived, and never waits.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <string>
 #include <variant>
 
@@ -38,11 +39,28 @@ Status PooledStore::BeginClaim(const HostHit& hit, const InboundTicket& ticket) 
 }
 
 void PooledStore::AdvanceClaims(std::vector<StoreEvent>& events) {
+  for (ClaimCopyJob& job : copier_.TakeDone()) FinishClaimCopy(job, events);
   const uint64_t now_ms = link_->NowUs() / 1'000;
   for (auto it = claims_.begin(); it != claims_.end();) {
     PendingClaim& c = *it;
     PoolClient* client = link_->connected();
-    if (client == nullptr || c.connection != link_->connection()) {
+    const bool lost = client == nullptr || c.connection != link_->connection();
+    if (c.copy_job != 0) {
+      // Its copy is in flight into buffers of the store's own, never into
+      // the destination: a lost session or a passed deadline fails the fetch
+      // at once, and the copy is dropped when it comes back.
+      if (!c.given_up && (lost || now_ms > c.deadline_ms)) {
+        FailClaim(c,
+                  lost
+                      ? Status::Unavailable("the pool connection was lost")
+                      : Status::Aborted("the pool claim's copy did not finish within its deadline"),
+                  events);
+        c.given_up = true;
+      }
+      ++it;
+      continue;
+    }
+    if (lost) {
       // The session that would have granted it ended, and with it its holds.
       if (!c.given_up) FailClaim(c, Status::Unavailable("the pool connection was lost"), events);
       it = claims_.erase(it);
@@ -59,42 +77,68 @@ void PooledStore::AdvanceClaims(std::vector<StoreEvent>& events) {
       continue;
     }
     const auto* grant = std::get_if<PoolClaimAnswer>(&*answer);
-    Status landed = grant == nullptr ? Status::Corruption(
-                                           "the pool answered a claim with "
-                                           "another message")
-                    : !grant->status.ok() ? grant->status
-                                          : LandClaim(*client, c, *grant);
-    if (!landed.ok() && !c.given_up) FailClaim(c, landed, events);
+    if (grant != nullptr && grant->status.ok() && !c.given_up) {
+      StartClaimCopy(*client, c, *grant);
+      ++it;
+      continue;
+    }
+    if (grant != nullptr && grant->status.ok()) {
+      c.granted = grant->claim;
+      ReleaseClaim(c);  // given up before its grant: nothing to copy
+    } else if (!c.given_up) {
+      FailClaim(c,
+                grant == nullptr
+                    ? Status::Corruption("the pool answered a claim with another message")
+                    : grant->status,
+                events);
+    }
     it = claims_.erase(it);
   }
 }
 
-Status PooledStore::LandClaim(PoolClient& client, PendingClaim& c, const PoolClaimAnswer& grant) {
-  Status copied =
-      grant.records.size() == c.hit.chain.size()
-          ? Status::Ok()
-          : Status::Corruption("the pool granted " + std::to_string(grant.records.size()) +
-                               " records of a chain of " + std::to_string(c.hit.chain.size()));
-  if (!c.given_up) {
-    claimed_.resize(grant.records.size());
-    for (size_t i = 0; i < grant.records.size() && copied.ok(); ++i) {
-      copied = grant.records[i].key == c.hit.chain[i]
-                   ? client.CopyClaimed(grant.records[i], claimed_[i])
-                   : Status::Corruption("the pool granted " + grant.records[i].key.ToFileStem() +
-                                        " for " + c.hit.chain[i].ToFileStem());
+void PooledStore::StartClaimCopy(PoolClient& client, PendingClaim& c,
+                                 const PoolClaimAnswer& grant) {
+  c.granted = grant.claim;
+  c.copy_job = next_copy_job_++;
+  copier_.Submit(ClaimCopyJob{.id = c.copy_job,
+                              .arena = client.shared_arena(),
+                              .records = grant.records,
+                              .chain = c.hit.chain,
+                              .buffers = std::move(spare_buffers_),
+                              .status = Status::Ok()});
+  spare_buffers_.clear();
+}
+
+void PooledStore::FinishClaimCopy(ClaimCopyJob& job, std::vector<StoreEvent>& events) {
+  auto it = std::find_if(claims_.begin(), claims_.end(),
+                         [&](const PendingClaim& c) { return c.copy_job == job.id; });
+  if (it != claims_.end()) {
+    // Every copy from the slots has ended: only now may the manager reuse them.
+    ReleaseClaim(*it);
+    if (!it->given_up) {
+      Status landed = job.status.ok() ? ImportClaimed(*it, job.buffers) : job.status;
+      if (!landed.ok()) FailClaim(*it, landed, events);
     }
-  }
-  // Every copy from the slots has ended: only now may the manager reuse
-  // them. Its answer is not awaited (nothing depends on it).
-  if (Result<uint64_t> release = client.SendRelease(grant.claim); release.ok()) {
-    client.ForgetAnswer(*release);
+    claims_.erase(it);
+  }  // else Close dropped the claim: its session's end released it
+  spare_buffers_ = std::move(job.buffers);
+}
+
+void PooledStore::ReleaseClaim(const PendingClaim& c) {
+  PoolClient* client = link_->connected();
+  if (client == nullptr || c.connection != link_->connection()) return;
+  // Its answer is not awaited (nothing depends on it).
+  if (Result<uint64_t> release = client->SendRelease(c.granted); release.ok()) {
+    client->ForgetAnswer(*release);
   } else {
     LoseLink(release.status());  // the session's end releases it; the copies stand
   }
-  if (c.given_up) return Status::Ok();
-  STRATA_RETURN_IF_ERROR(copied);
+}
+
+Status PooledStore::ImportClaimed(const PendingClaim& c,
+                                  const std::vector<std::vector<std::byte>>& records) {
   for (size_t i = 0; i < c.hit.chain.size(); ++i) {
-    STRATA_ASSIGN_OR_RETURN(RecordView view, DecodeRecordImage(claimed_[i]));
+    STRATA_ASSIGN_OR_RETURN(RecordView view, DecodeRecordImage(records.at(i)));
     if (view.key != c.hit.chain[i]) {
       return Status::Corruption("pooled record " + c.hit.chain[i].ToFileStem() +
                                 " holds the image of " + view.key.ToFileStem());
@@ -102,7 +146,7 @@ Status PooledStore::LandClaim(PoolClient& client, PendingClaim& c, const PoolCla
     Status s = tiers_.intake->Import(view, now_ms_);
     if (!s.ok() && s.code() != StatusCode::kAlreadyExists) return s;
     ++stats_.claimed_records;
-    stats_.claimed_bytes += claimed_[i].size();
+    stats_.claimed_bytes += records[i].size();
   }
   STRATA_RETURN_IF_ERROR(tiers_.landing->Fetch(c.hit, c.ticket));
   ++stats_.claims;

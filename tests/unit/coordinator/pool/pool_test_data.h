@@ -1,4 +1,4 @@
-// Test data shared by the pool's unit tests: token runs and byte patterns.
+// Test data shared by the pool's unit tests: token runs, keys and byte patterns.
 #pragma once
 
 #include <cstddef>
@@ -31,6 +31,14 @@ inline PoolClientOptions ClientOptions(const std::string& socket_path, const std
   o.hello.rank_plane_bytes = {{1024, 4096, 4096}};
   o.hello.page_tokens = 64;
   return o;
+}
+
+// A key ending `consumed` tokens in, its digest told apart by that count.
+inline PrefixKey Key(uint64_t consumed) {
+  PrefixKey k;
+  k.consumed = consumed;
+  k.digest[0] = static_cast<uint8_t>(consumed);
+  return k;
 }
 
 // `bytes` bytes of a pattern that differs per `seed`.

@@ -2,18 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/unit/coordinator/pool/pool_test_data.h"
+
 namespace strata::pool {
 namespace {
 
+using testing::Key;
+
 constexpr uint32_t kPageTokens = 64;
 constexpr HitRecordBytes kBytes{.page = 1000, .row = 7};
-
-PrefixKey Key(uint64_t consumed) {
-  PrefixKey k;
-  k.consumed = consumed;
-  k.digest[0] = static_cast<uint8_t>(consumed);
-  return k;
-}
 
 // One row per case: the chain's endpoints, its sizes, the resident count,
 // and the skip and page count the index itself computes for that chain

@@ -1,0 +1,80 @@
+#include "coordinator/pool/claim_copier.h"
+
+#include "coordinator/pool/slot_copies.h"
+#include "store/record/checksum.h"
+
+namespace strata::pool {
+
+void RunClaimCopy(ClaimCopyJob& job) {
+  if (job.records.size() != job.chain.size()) {
+    job.status = Status::Corruption("the pool granted " + std::to_string(job.records.size()) +
+                                    " records of a chain of " + std::to_string(job.chain.size()));
+    return;
+  }
+  job.buffers.resize(job.records.size());
+  Xxh3Stream hash;
+  for (size_t i = 0; i < job.records.size(); ++i) {
+    const ClaimedRecord& r = job.records[i];
+    if (r.key != job.chain[i]) {
+      job.status = Status::Corruption("the pool granted " + r.key.ToFileStem() + " for " +
+                                      job.chain[i].ToFileStem());
+      return;
+    }
+    job.status = CopyOutOfSlots(*job.arena, r, job.buffers[i], hash);
+    if (!job.status.ok()) return;
+  }
+}
+
+ClaimCopier::ClaimCopier() : thread_([this] { Loop(); }) {}
+
+ClaimCopier::~ClaimCopier() {
+  {
+    MutexLock lock(mu_);
+    stopping_ = true;
+  }
+  work_.NotifyAll();
+  thread_.join();
+}
+
+void ClaimCopier::NotifyOnProgress(std::shared_ptr<WakeSignal> signal) {
+  MutexLock lock(mu_);
+  signal_ = std::move(signal);
+}
+
+void ClaimCopier::Submit(ClaimCopyJob job) {
+  {
+    MutexLock lock(mu_);
+    queued_.push_back(std::move(job));
+  }
+  work_.NotifyAll();
+}
+
+std::vector<ClaimCopyJob> ClaimCopier::TakeDone() {
+  MutexLock lock(mu_);
+  std::vector<ClaimCopyJob> out;
+  out.swap(done_);
+  return out;
+}
+
+void ClaimCopier::Loop() {
+  while (true) {
+    ClaimCopyJob job;
+    {
+      MutexLock lock(mu_);
+      while (queued_.empty() && !stopping_) work_.Wait(lock);
+      if (stopping_) return;
+      job = std::move(queued_.front());
+      queued_.pop_front();
+    }
+    RunClaimCopy(job);
+    std::shared_ptr<WakeSignal> signal;
+    {
+      MutexLock lock(mu_);
+      done_.push_back(std::move(job));
+      signal = signal_;
+    }
+    if (signal) signal->Notify();
+  }
+}
+
+}  // namespace strata::pool

@@ -1,0 +1,41 @@
+#include "coordinator/pool/slot_copies.h"
+
+#include <algorithm>
+
+#include "coordinator/pool/hashed_copy.h"
+
+namespace strata::pool {
+
+Result<uint64_t> CopyIntoSlots(const Arena& arena, std::span<const SlotId> slots,
+                               std::span<const std::byte> bytes, Xxh3Stream& hash) {
+  STRATA_RETURN_IF_ERROR(
+      CheckSlotsFit(slots, bytes.size(), arena.slot_bytes(), arena.slot_count()));
+  hash.Reset();
+  uint64_t at = 0;
+  for (SlotId slot : slots) {
+    const uint64_t n = std::min<uint64_t>(arena.slot_bytes(), bytes.size() - at);
+    CopyHashed(arena.Slot(slot).first(n), bytes.subspan(at, n), hash);
+    at += n;
+  }
+  return hash.Digest();
+}
+
+Status CopyOutOfSlots(const Arena& arena, const ClaimedRecord& r, std::vector<std::byte>& out,
+                      Xxh3Stream& hash) {
+  STRATA_RETURN_IF_ERROR(CheckSlotsFit(r.slots, r.bytes, arena.slot_bytes(), arena.slot_count()));
+  // A buffer already this size keeps its bytes: they are all overwritten.
+  out.resize(r.bytes);
+  hash.Reset();
+  uint64_t at = 0;
+  for (SlotId slot : r.slots) {
+    const uint64_t n = std::min<uint64_t>(arena.slot_bytes(), r.bytes - at);
+    CopyHashed(std::span<std::byte>(out).subspan(at, n), arena.Slot(slot).first(n), hash);
+    at += n;
+  }
+  if (hash.Digest() != r.checksum) {
+    return Status::Corruption("pooled record " + r.key.ToFileStem() + " fails its checksum");
+  }
+  return Status::Ok();
+}
+
+}  // namespace strata::pool
