@@ -56,21 +56,36 @@ std::vector<ClaimCopyJob> ClaimCopier::TakeDone() {
   return out;
 }
 
+size_t ClaimCopier::pending() const {
+  MutexLock lock(mu_);
+  return queued_.size() + in_hand_ + done_.size();
+}
+
+void ClaimCopier::SetHeld(bool held) {
+  {
+    MutexLock lock(mu_);
+    held_ = held;
+  }
+  work_.NotifyAll();
+}
+
 void ClaimCopier::Loop() {
   while (true) {
     ClaimCopyJob job;
     {
       MutexLock lock(mu_);
-      while (queued_.empty() && !stopping_) work_.Wait(lock);
+      while ((queued_.empty() || held_) && !stopping_) work_.Wait(lock);
       if (stopping_) return;
       job = std::move(queued_.front());
       queued_.pop_front();
+      in_hand_ = 1;
     }
     RunClaimCopy(job);
     std::shared_ptr<WakeSignal> signal;
     {
       MutexLock lock(mu_);
       done_.push_back(std::move(job));
+      in_hand_ = 0;
       signal = signal_;
     }
     if (signal) signal->Notify();

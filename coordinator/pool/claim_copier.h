@@ -52,14 +52,21 @@ class ClaimCopier {
   void Submit(ClaimCopyJob job);
   // The jobs finished since the last call, in submission order.
   std::vector<ClaimCopyJob> TakeDone();
+  // Jobs submitted and not yet taken back (queued, in hand, or done).
+  size_t pending() const;
+  // While held, queued jobs wait (the one in hand finishes): what a test
+  // uses to keep a claim's copy out while something else happens.
+  void SetHeld(bool held);
 
  private:
   void Loop();
 
-  Mutex mu_;
+  mutable Mutex mu_;
   CondVar work_;
   std::deque<ClaimCopyJob> queued_ GUARDED_BY(mu_);
   std::vector<ClaimCopyJob> done_ GUARDED_BY(mu_);
+  size_t in_hand_ GUARDED_BY(mu_) = 0;
+  bool held_ GUARDED_BY(mu_) = false;
   std::shared_ptr<WakeSignal> signal_ GUARDED_BY(mu_);
   bool stopping_ GUARDED_BY(mu_) = false;
   std::thread thread_;

@@ -202,6 +202,7 @@ class PooledStore final : public HostStore, public EvictionSink {
 
   PoolInstanceStats pool_stats() const;
   const PoolLink& link() const { return *link_; }
+  ClaimCopier& claim_copier() { return copier_; }
 
  private:
   // A claim begun by Fetch, landed by Poll (pooled_store_claims.cc).

@@ -54,6 +54,21 @@ class PooledStoreClaimsTest : public pooled_test::PooledRelayTest {
     return false;
   }
   bool PollUntilNoClaimHeld() { return PollUntilClaimsHeld(0); }
+  // Fetches `hit` into `ticket` with B's claim copier held, and polls B
+  // until the grant reached the copier (the copy is then out, held).
+  bool StartHeldCopy(const HostHit& hit, InboundTicket& ticket) {
+    ticket = TicketFor(hit);
+    b().claim_copier().SetHeld(true);
+    if (!b().Fetch(hit, ticket).ok()) return false;
+    const auto deadline = std::chrono::steady_clock::now() + kEventBound;
+    std::vector<StoreEvent> events;
+    while (b().claim_copier().pending() == 0 && std::chrono::steady_clock::now() < deadline) {
+      b().Poll(0, events);
+      std::this_thread::yield();
+    }
+    return b().claim_copier().pending() == 1 && events.empty();
+  }
+  InboundTicket ticket_;
 };
 
 TEST_F(PooledStoreClaimsTest, AdmissionAnswersThePoolsChainSizedLikeTheLandingTiersHit) {
@@ -121,6 +136,46 @@ TEST_F(PooledStoreClaimsTest, AGrantPastTheDeadlineFailsTheFetchAndIsReleasedWhe
   EXPECT_EQ(b().pool_stats().claims, 0u);
   EXPECT_EQ(b().pool_stats().claims_in_flight, 0u);
   EXPECT_FALSE(b_->memory->Lookup(h(), 0, h().size()).has_value());
+}
+
+TEST_F(PooledStoreClaimsTest, ADeadlinePassingDuringTheCopyFailsTheFetchAndReleasesAfterTheCopy) {
+  const HostHit hit = PoolHit();
+  ASSERT_TRUE(StartHeldCopy(hit, ticket_));
+  // The copy is out (held on the copier's thread); the deadline passes.
+  clock_.Advance(std::chrono::milliseconds(RequesterClaimBudgetMs(hit.bytes, 0) + 1));
+  const std::optional<StoreEvent> failed = WaitForFetch(ticket_.ticket);
+  ASSERT_TRUE(failed.has_value());
+  EXPECT_EQ(failed->kind, StoreEvent::Kind::kFetchFailed);
+  EXPECT_EQ(failed->status.code(), StatusCode::kAborted) << failed->status.ToString();
+  EXPECT_EQ(server_->Stats().catalog.claims_in_flight, 1u)
+      << "not released while the copy may still read its slots";
+  EXPECT_EQ(b().pool_stats().claims_in_flight, 1u);
+
+  b().claim_copier().SetHeld(false);
+  EXPECT_TRUE(PollUntilNoClaimHeld()) << "released once the copy came back";
+  EXPECT_EQ(EventsFor(ticket_.ticket), 0u) << "the copy that came back lands nothing";
+  EXPECT_EQ(b().pool_stats().claims, 0u);
+  EXPECT_EQ(b().pool_stats().claims_in_flight, 0u);
+  EXPECT_FALSE(b_->memory->Lookup(h(), 0, h().size()).has_value()) << "nothing imported";
+}
+
+TEST_F(PooledStoreClaimsTest, ALostConnectionDuringTheCopyFailsTheFetchOnce) {
+  const HostHit hit = PoolHit();
+  ASSERT_TRUE(StartHeldCopy(hit, ticket_));
+  proxy_.reset();  // B's connection closes while its copy is out
+  const std::optional<StoreEvent> failed = WaitForFetch(ticket_.ticket);
+  ASSERT_TRUE(failed.has_value());
+  EXPECT_EQ(failed->kind, StoreEvent::Kind::kFetchFailed);
+  EXPECT_EQ(failed->status.code(), StatusCode::kUnavailable) << failed->status.ToString();
+  b().claim_copier().SetHeld(false);
+  const auto deadline = std::chrono::steady_clock::now() + kEventBound;
+  while (b().claim_copier().pending() != 0 && std::chrono::steady_clock::now() < deadline) {
+    EXPECT_EQ(EventsFor(ticket_.ticket), 0u) << "no second event";
+  }
+  EXPECT_EQ(b().claim_copier().pending(), 0u) << "the copy came back and was dropped";
+  EXPECT_EQ(b().pool_stats().claims, 0u);
+  EXPECT_EQ(b().pool_stats().claims_in_flight, 0u);
+  EXPECT_FALSE(b_->memory->Lookup(h(), 0, h().size()).has_value()) << "nothing imported";
 }
 
 TEST_F(PooledStoreClaimsTest, ALostConnectionFailsThePendingClaim) {
