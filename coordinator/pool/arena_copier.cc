@@ -1,4 +1,4 @@
-#include "coordinator/pool/claim_copier.h"
+#include "coordinator/pool/arena_copier.h"
 
 #include "coordinator/pool/slot_copies.h"
 #include "store/record/checksum.h"
@@ -25,9 +25,14 @@ void RunClaimCopy(ClaimCopyJob& job) {
   }
 }
 
-ClaimCopier::ClaimCopier() : thread_([this] { Loop(); }) {}
+void RunPutCopy(PutCopyJob& job) {
+  Xxh3Stream hash;
+  job.checksum = CopyIntoSlots(*job.arena, job.slots, *job.image, hash);
+}
 
-ClaimCopier::~ClaimCopier() {
+ArenaCopier::ArenaCopier() : thread_([this] { Loop(); }) {}
+
+ArenaCopier::~ArenaCopier() {
   {
     MutexLock lock(mu_);
     stopping_ = true;
@@ -36,12 +41,12 @@ ClaimCopier::~ClaimCopier() {
   thread_.join();
 }
 
-void ClaimCopier::NotifyOnProgress(std::shared_ptr<WakeSignal> signal) {
+void ArenaCopier::NotifyOnProgress(std::shared_ptr<WakeSignal> signal) {
   MutexLock lock(mu_);
   signal_ = std::move(signal);
 }
 
-void ClaimCopier::Submit(ClaimCopyJob job) {
+void ArenaCopier::Enqueue(Job job) {
   {
     MutexLock lock(mu_);
     queued_.push_back(std::move(job));
@@ -49,19 +54,38 @@ void ClaimCopier::Submit(ClaimCopyJob job) {
   work_.NotifyAll();
 }
 
-std::vector<ClaimCopyJob> ClaimCopier::TakeDone() {
+void ArenaCopier::Submit(ClaimCopyJob job) { Enqueue(std::move(job)); }
+void ArenaCopier::SubmitPut(PutCopyJob job) { Enqueue(std::move(job)); }
+
+std::vector<ClaimCopyJob> ArenaCopier::TakeDone() {
   MutexLock lock(mu_);
   std::vector<ClaimCopyJob> out;
-  out.swap(done_);
+  out.swap(claims_done_);
   return out;
 }
 
-size_t ClaimCopier::pending() const {
+std::vector<PutCopyJob> ArenaCopier::TakePutsDone() {
   MutexLock lock(mu_);
-  return queued_.size() + in_hand_ + done_.size();
+  std::vector<PutCopyJob> out;
+  out.swap(puts_done_);
+  return out;
 }
 
-void ClaimCopier::SetHeld(bool held) {
+size_t ArenaCopier::pending() const {
+  MutexLock lock(mu_);
+  return queued_.size() + in_hand_ + claims_done_.size() + puts_done_.size();
+}
+
+bool ArenaCopier::WaitIdle(std::chrono::milliseconds bound) {
+  const auto deadline = std::chrono::steady_clock::now() + bound;
+  MutexLock lock(mu_);
+  while (!queued_.empty() || in_hand_ != 0) {
+    if (!idle_.WaitUntil(lock, deadline)) break;
+  }
+  return queued_.empty() && in_hand_ == 0;
+}
+
+void ArenaCopier::SetHeld(bool held) {
   {
     MutexLock lock(mu_);
     held_ = held;
@@ -69,9 +93,9 @@ void ClaimCopier::SetHeld(bool held) {
   work_.NotifyAll();
 }
 
-void ClaimCopier::Loop() {
+void ArenaCopier::Loop() {
   while (true) {
-    ClaimCopyJob job;
+    Job job;
     {
       MutexLock lock(mu_);
       while ((queued_.empty() || held_) && !stopping_) work_.Wait(lock);
@@ -80,14 +104,17 @@ void ClaimCopier::Loop() {
       queued_.pop_front();
       in_hand_ = 1;
     }
-    RunClaimCopy(job);
+    if (auto* claim = std::get_if<ClaimCopyJob>(&job)) RunClaimCopy(*claim);
+    if (auto* put = std::get_if<PutCopyJob>(&job)) RunPutCopy(*put);
     std::shared_ptr<WakeSignal> signal;
     {
       MutexLock lock(mu_);
-      done_.push_back(std::move(job));
+      if (auto* claim = std::get_if<ClaimCopyJob>(&job)) claims_done_.push_back(std::move(*claim));
+      if (auto* put = std::get_if<PutCopyJob>(&job)) puts_done_.push_back(std::move(*put));
       in_hand_ = 0;
       signal = signal_;
     }
+    idle_.NotifyAll();
     if (signal) signal->Notify();
   }
 }
