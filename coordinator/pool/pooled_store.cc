@@ -118,14 +118,6 @@ void PooledStore::FileAnswers(PoolClient& client) {
 
 void PooledStore::LoseLink(const Status& why) {
   if (PoolClient* client = link_->connected(); client != nullptr) FileAnswers(*client);
-  // A put's copy may still write the slots this session was granted: the
-  // session ends only after it (the manager may hand them out at once).
-  if (puts_.copying() && !copier_.WaitIdle(kPutCopyDrainBound)) {
-    spdlog::warn(
-        "prefix cache pool: a put's copy into the arena outlasted {} ms; the session "
-        "ends anyway",
-        kPutCopyDrainBound.count());
-  }
   link_->Lost(why);
   puts_.Lost();
   (void)tickets_.FailPending(std::nullopt);
@@ -329,7 +321,7 @@ void PooledStore::AdvancePuts(PoolClient* client) {
   }
   if (client == nullptr) return;
   Status s = client->Pump();
-  if (s.ok()) s = puts_.Advance(*client, now_ms_, copier_);
+  if (s.ok()) s = puts_.Advance(*client, now_ms_);
   if (!s.ok()) LoseLink(s);
 }
 
@@ -361,15 +353,10 @@ bool PooledStore::FlushPuts(std::chrono::milliseconds bound) {
     PoolClient* client = link_->connected();
     const std::optional<uint64_t> awaited = puts_.awaited();
     // Nothing out: the rest wait for a gate (or a connection), not for us.
-    if (client == nullptr || (!awaited && !puts_.copying())) break;
+    if (client == nullptr || !awaited) break;
     const auto left = std::chrono::duration_cast<std::chrono::microseconds>(
         deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) break;
-    if (!awaited) {
-      (void)copier_.WaitIdle(std::chrono::duration_cast<std::chrono::milliseconds>(left) +
-                             std::chrono::milliseconds(1));
-      continue;
-    }
     if (Status s = client->WaitAnswer(*awaited, left); !s.ok()) LoseLink(s);
   }
   return puts_.empty();

@@ -53,12 +53,10 @@
 // only restores).
 //
 // Thread: the owner's (model worker) thread. No call waits for the manager
-// except LookupFor, at most the lookup grace, and Close (FlushPuts). The
-// copies into and out of the arena (claims and puts) run on the store's
-// ArenaCopier thread (arena_copier.h); a lost connection waits for a put's
-// copy still out (kPutCopyDrainBound) before the session ends. The import
-// of a claim into the landing tier, and the copy of an evicted record into
-// its parked image, run on the owner's thread.
+// except LookupFor, at most the lookup grace, and Close (FlushPuts). A
+// claim's copies out of the arena run on the store's ClaimCopier thread
+// (claim_copier.h); the import into the landing tier and the puts' copies
+// run in Poll, on the owner's thread.
 #pragma once
 
 #include <chrono>
@@ -68,7 +66,7 @@
 #include <string>
 #include <unordered_set>
 
-#include "coordinator/pool/arena_copier.h"
+#include "coordinator/pool/claim_copier.h"
 #include "coordinator/pool/export_ledger.h"
 #include "coordinator/pool/lookup_tickets.h"
 #include "coordinator/pool/pool_link.h"
@@ -81,8 +79,6 @@ namespace strata::pool {
 
 // How long Close waits for parked puts to reach the manager.
 inline constexpr std::chrono::milliseconds kPutFlushBound{2'000};
-// How long a session's end waits for a put's copy into its slots.
-inline constexpr std::chrono::milliseconds kPutCopyDrainBound{1'000};
 
 // Counters of the instance's pool traffic (metrics `strata_pool_*`).
 struct PoolInstanceStats {
@@ -206,7 +202,7 @@ class PooledStore final : public HostStore, public EvictionSink {
 
   PoolInstanceStats pool_stats() const;
   const PoolLink& link() const { return *link_; }
-  ArenaCopier& copier() { return copier_; }
+  ClaimCopier& claim_copier() { return copier_; }
 
  private:
   // A claim begun by Fetch, landed by Poll (pooled_store_claims.cc).
@@ -221,7 +217,7 @@ class PooledStore final : public HostStore, public EvictionSink {
     // comes back.
     bool given_up = false;
     // Granted: the claim the manager holds for it, released once its copy
-    // came back (the ArenaCopier job `copy_job`, nonzero from then on).
+    // came back (the ClaimCopier job `copy_job`, nonzero from then on).
     ClaimId granted{};
     uint64_t copy_job = 0;
   };
@@ -294,7 +290,7 @@ class PooledStore final : public HostStore, public EvictionSink {
   ExportLedger exports_;
   LookupTickets tickets_;
   // Last: destroyed first, so its thread has stopped before anything else goes.
-  ArenaCopier copier_;
+  ClaimCopier copier_;
 };
 
 }  // namespace strata::pool

@@ -8,10 +8,9 @@ namespace strata::pool {
 
 namespace {
 
-template <typename Record>
-uint64_t ImageBytes(const std::vector<Record>& records, size_t from) {
+uint64_t ImageBytes(const std::vector<ParkedRecord>& records, size_t from) {
   uint64_t n = 0;
-  for (size_t i = from; i < records.size(); ++i) n += records[i].image->size();
+  for (size_t i = from; i < records.size(); ++i) n += records[i].image.size();
   return n;
 }
 
@@ -24,15 +23,7 @@ uint64_t PutQueue::abandoned_total() const {
 
 void PutQueue::Park(std::vector<ParkedRecord> chain) {
   if (chain.empty()) return;
-  Chain c;
-  c.records.reserve(chain.size());
-  for (ParkedRecord& r : chain) {
-    c.records.push_back(
-        Queued{.key = r.key,
-               .parent = r.parent,
-               .bucket_digest = r.bucket_digest,
-               .image = std::make_shared<const std::vector<std::byte>>(std::move(r.image))});
-  }
+  Chain c{.records = std::move(chain)};
   c.bytes = ImageBytes(c.records, 0);
   if (c.bytes > budget_bytes_) {
     ++stats_.abandoned["oversize"];
@@ -67,11 +58,9 @@ void PutQueue::Lost() {
   if (!chains_.empty()) chains_.front().gated = false;
 }
 
-Status PutQueue::Advance(PoolClient& client, uint64_t now_ms, PutCopies& copies) {
-  for (const PutCopyJob& job : copies.TakePutsDone()) STRATA_RETURN_IF_ERROR(OnCopied(client, job));
+Status PutQueue::Advance(PoolClient& client, uint64_t now_ms) {
   while (!chains_.empty()) {
     Chain& c = chains_.front();
-    if (step_ == Step::kCopying) return Status::Ok();
     if (step_ == Step::kIdle) {
       bool sent = false;
       STRATA_RETURN_IF_ERROR(Start(client, c, now_ms, sent));
@@ -79,7 +68,7 @@ Status PutQueue::Advance(PoolClient& client, uint64_t now_ms, PutCopies& copies)
     }
     std::optional<PoolMessage> m = client.TakeAnswer(request_);
     if (!m) return Status::Ok();
-    STRATA_RETURN_IF_ERROR(OnAnswer(client, c, *m, now_ms, copies));
+    STRATA_RETURN_IF_ERROR(OnAnswer(client, c, *m, now_ms));
   }
   return Status::Ok();
 }
@@ -104,20 +93,19 @@ Status PutQueue::Start(PoolClient& client, Chain& c, uint64_t now_ms, bool& sent
     c.gated = false;
     ++stats_.retries;
   }
-  const Queued& r = c.records[c.next];
+  const ParkedRecord& r = c.records[c.next];
   STRATA_ASSIGN_OR_RETURN(request_,
                           client.SendPut(PoolClient::PutItem{.key = r.key,
                                                              .parent = r.parent,
                                                              .bucket_digest = r.bucket_digest,
-                                                             .bytes = *r.image,
+                                                             .bytes = r.image,
                                                              .kind = PutKind::kCascade}));
   step_ = Step::kAwaitGrant;
   sent = true;
   return Status::Ok();
 }
 
-Status PutQueue::OnAnswer(PoolClient& client, Chain& c, PoolMessage& m, uint64_t now_ms,
-                          PutCopies& copies) {
+Status PutQueue::OnAnswer(PoolClient& client, Chain& c, PoolMessage& m, uint64_t now_ms) {
   const Step step = std::exchange(step_, Step::kIdle);
   if (step == Step::kAwaitGrant) {
     auto* grant = std::get_if<PoolPutAnswer>(&m);
@@ -140,12 +128,15 @@ Status PutQueue::OnAnswer(PoolClient& client, Chain& c, PoolMessage& m, uint64_t
              grant->progress_epoch, now_ms);
       return Status::Ok();
     }
-    copying_put_ = grant->put;
-    copies.SubmitPut(PutCopyJob{.id = ++copy_id_,
-                                .arena = client.shared_arena(),
-                                .slots = grant->slots,
-                                .image = c.records[c.next].image});
-    step_ = Step::kCopying;
+    Result<uint64_t> checksum = client.CopyIntoSlots(grant->slots, c.records[c.next].image);
+    if (!checksum.ok()) {
+      abort_why_ = checksum.status();
+      STRATA_ASSIGN_OR_RETURN(request_, client.SendAbort(grant->put));
+      step_ = Step::kAwaitAbort;
+      return Status::Ok();
+    }
+    STRATA_ASSIGN_OR_RETURN(request_, client.SendCommit(grant->put, *checksum));
+    step_ = Step::kAwaitCommit;
     return Status::Ok();
   }
   auto* done = std::get_if<PoolDone>(&m);
@@ -160,28 +151,14 @@ Status PutQueue::OnAnswer(PoolClient& client, Chain& c, PoolMessage& m, uint64_t
   return Status::Ok();
 }
 
-Status PutQueue::OnCopied(PoolClient& client, const PutCopyJob& job) {
-  if (step_ != Step::kCopying || job.id != copy_id_) return Status::Ok();  // Lost or dropped since
-  step_ = Step::kIdle;
-  if (!job.checksum.ok()) {
-    abort_why_ = job.checksum.status();  // the slots do not fit: nothing was written
-    STRATA_ASSIGN_OR_RETURN(request_, client.SendAbort(copying_put_));
-    step_ = Step::kAwaitAbort;
-    return Status::Ok();
-  }
-  STRATA_ASSIGN_OR_RETURN(request_, client.SendCommit(copying_put_, *job.checksum));
-  step_ = Step::kAwaitCommit;
-  return Status::Ok();
-}
-
 void PutQueue::Accept(Chain& c) {
-  std::shared_ptr<const std::vector<std::byte>>& image = c.records[c.next].image;
+  std::vector<std::byte>& image = c.records[c.next].image;
   ++stats_.accepted;
-  stats_.accepted_bytes += image->size();
+  stats_.accepted_bytes += image.size();
   --stats_.parked_records;
-  stats_.parked_bytes -= image->size();
-  c.bytes -= image->size();
-  image = std::make_shared<const std::vector<std::byte>>();  // the manager holds it now
+  stats_.parked_bytes -= image.size();
+  c.bytes -= image.size();
+  std::vector<std::byte>().swap(image);  // the manager holds it now
   c.failures = 0;
   if (++c.next == c.records.size()) chains_.pop_front();
 }

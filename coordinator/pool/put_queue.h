@@ -4,9 +4,8 @@
 // The end of the local chain hands over each record it evicts, with its held
 // ancestors (parents first), as record images; the queue keeps them (parked)
 // and moves them to the manager one record at a time, each step taken on an
-// answer or a copy that has already arrived: the grant, the copy into the
-// granted slots (hashed as it is copied, on a PutCopies runner: the store's
-// ArenaCopier thread), the commit. The parked image is the source that
+// answer that has already arrived: the grant, the copy into the granted slots
+// (hashed as it is copied), the commit. The parked image is the source that
 // put_rules.h retains until the manager accepts: a refusal or a failed
 // transfer keeps it and retries after the manager's progress (the epoch its
 // answers carry) or a short back-off, as DecidePut says. While a refused
@@ -22,19 +21,16 @@
 // answer but busy) or kPutRefusalsBeforeAbandon times ("refused"), and
 // everything when the instance stops sharing for good ("unshared").
 //
-// Thread: one thread at a time (the model worker); the copies on the
-// runner's.
+// Thread: one thread at a time (the model worker).
 #pragma once
 
 #include <cstdint>
 #include <deque>
 #include <map>
-#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "coordinator/pool/arena_copier.h"
 #include "coordinator/pool/pool_client.h"
 #include "coordinator/pool/put_rules.h"
 
@@ -74,40 +70,26 @@ class PutQueue {
   // a chain larger than the whole budget is abandoned at once ("oversize").
   void Park(std::vector<ParkedRecord> chain);
   // Moves the puts along on the answers `client` has already read (call
-  // client.Pump() first) and the copies `copies` has finished, without
-  // waiting; a granted record's copy goes to `copies`. An error is the
-  // connection's: the caller drops it and calls Lost (after the copy out,
-  // if any, came back: copying()).
-  Status Advance(PoolClient& client, uint64_t now_ms, PutCopies& copies);
+  // client.Pump() first), without waiting. An error is the connection's:
+  // the caller drops it and calls Lost.
+  Status Advance(PoolClient& client, uint64_t now_ms);
   // Gives up every parked chain (the instance stopped sharing for good).
   void AbandonAll(const std::string& reason);
   // The connection went: the record in flight is put again, from its grant,
-  // on the next connection, and a refused chain retries there at once. A
-  // copy still out is ignored when it comes back.
+  // on the next connection, and a refused chain retries there at once.
   void Lost();
 
   bool empty() const { return chains_.empty(); }
   // The request whose answer the queue waits for; nullopt when none is out.
   std::optional<uint64_t> awaited() const {
-    return step_ == Step::kIdle || step_ == Step::kCopying ? std::nullopt
-                                                           : std::optional<uint64_t>(request_);
+    return step_ == Step::kIdle ? std::nullopt : std::optional<uint64_t>(request_);
   }
-  // A granted record's copy into its slots is out (on the PutCopies runner).
-  bool copying() const { return step_ == Step::kCopying; }
   const PutQueueStats& stats() const { return stats_; }
   uint64_t abandoned_total() const;
 
  private:
-  // A parked record as the queue keeps it: its image shared with a copy
-  // job that may still read it after the chain was dropped.
-  struct Queued {
-    PrefixKey key;
-    std::optional<PrefixKey> parent;
-    Digest128 bucket_digest;
-    std::shared_ptr<const std::vector<std::byte>> image;
-  };
   struct Chain {
-    std::vector<Queued> records;
+    std::vector<ParkedRecord> records;
     size_t next = 0;     // the first record not yet accepted
     uint64_t bytes = 0;  // image bytes of records [next, end)
     bool gated = false;  // refused or failed: waits for `gate`
@@ -119,7 +101,6 @@ class PutQueue {
   enum class Step : uint8_t {
     kIdle,         // nothing out
     kAwaitGrant,   // the grant request of records[next] is out
-    kCopying,      // its copy into the granted slots is out (copy_id_)
     kAwaitCommit,  // its commit is out
     kAwaitAbort,   // its abort is out (the granted slots did not fit)
   };
@@ -127,9 +108,7 @@ class PutQueue {
   // Sends records[next]'s grant request, or waits for its gate.
   Status Start(PoolClient& client, Chain& c, uint64_t now_ms, bool& sent);
   // The grant, commit or abort answer `m` of the front chain.
-  Status OnAnswer(PoolClient& client, Chain& c, PoolMessage& m, uint64_t now_ms, PutCopies& copies);
-  // A copy came back: commit (or abort) records[next]; a stale one is ignored.
-  Status OnCopied(PoolClient& client, const PutCopyJob& job);
+  Status OnAnswer(PoolClient& client, Chain& c, PoolMessage& m, uint64_t now_ms);
   // records[next] is pooled: release its image; the chain leaves when done.
   void Accept(Chain& c);
   // records[next] was refused (`event`) with `why`: gate, or abandon.
@@ -142,8 +121,6 @@ class PutQueue {
   Step step_ = Step::kIdle;
   uint64_t request_ = 0;  // the request awaited (step_ != kIdle)
   Status abort_why_;      // kAwaitAbort: why the grant was given back
-  PutId copying_put_{};   // kCopying: the grant whose slots the copy fills
-  uint64_t copy_id_ = 0;  // kCopying: the job out; earlier ids are stale
   PutQueueStats stats_;
 };
 

@@ -1,7 +1,7 @@
 // Copies between a record's bytes and the arena slots that hold them, hashed
 // in the same pass (hashed_copy.h): a put's copy in, whose checksum its commit
 // carries, and a claim's copy out, checked against the record's checksum.
-// Used by PoolClient on the owner's thread and by ArenaCopier on its own;
+// Used by PoolClient on the owner's thread and by ClaimCopier on its own;
 // neither keeps anything between calls.
 #pragma once
 

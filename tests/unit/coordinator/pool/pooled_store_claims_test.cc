@@ -58,15 +58,15 @@ class PooledStoreClaimsTest : public pooled_test::PooledRelayTest {
   // until the grant reached the copier (the copy is then out, held).
   bool StartHeldCopy(const HostHit& hit, InboundTicket& ticket) {
     ticket = TicketFor(hit);
-    b().copier().SetHeld(true);
+    b().claim_copier().SetHeld(true);
     if (!b().Fetch(hit, ticket).ok()) return false;
     const auto deadline = std::chrono::steady_clock::now() + kEventBound;
     std::vector<StoreEvent> events;
-    while (b().copier().pending() == 0 && std::chrono::steady_clock::now() < deadline) {
+    while (b().claim_copier().pending() == 0 && std::chrono::steady_clock::now() < deadline) {
       b().Poll(0, events);
       std::this_thread::yield();
     }
-    return b().copier().pending() == 1 && events.empty();
+    return b().claim_copier().pending() == 1 && events.empty();
   }
   InboundTicket ticket_;
 };
@@ -151,7 +151,7 @@ TEST_F(PooledStoreClaimsTest, ADeadlinePassingDuringTheCopyFailsTheFetchAndRelea
       << "not released while the copy may still read its slots";
   EXPECT_EQ(b().pool_stats().claims_in_flight, 1u);
 
-  b().copier().SetHeld(false);
+  b().claim_copier().SetHeld(false);
   EXPECT_TRUE(PollUntilNoClaimHeld()) << "released once the copy came back";
   EXPECT_EQ(EventsFor(ticket_.ticket), 0u) << "the copy that came back lands nothing";
   EXPECT_EQ(b().pool_stats().claims, 0u);
@@ -167,12 +167,12 @@ TEST_F(PooledStoreClaimsTest, ALostConnectionDuringTheCopyFailsTheFetchOnce) {
   ASSERT_TRUE(failed.has_value());
   EXPECT_EQ(failed->kind, StoreEvent::Kind::kFetchFailed);
   EXPECT_EQ(failed->status.code(), StatusCode::kUnavailable) << failed->status.ToString();
-  b().copier().SetHeld(false);
+  b().claim_copier().SetHeld(false);
   const auto deadline = std::chrono::steady_clock::now() + kEventBound;
-  while (b().copier().pending() != 0 && std::chrono::steady_clock::now() < deadline) {
+  while (b().claim_copier().pending() != 0 && std::chrono::steady_clock::now() < deadline) {
     EXPECT_EQ(EventsFor(ticket_.ticket), 0u) << "no second event";
   }
-  EXPECT_EQ(b().copier().pending(), 0u) << "the copy came back and was dropped";
+  EXPECT_EQ(b().claim_copier().pending(), 0u) << "the copy came back and was dropped";
   EXPECT_EQ(b().pool_stats().claims, 0u);
   EXPECT_EQ(b().pool_stats().claims_in_flight, 0u);
   EXPECT_FALSE(b_->memory->Lookup(h(), 0, h().size()).has_value()) << "nothing imported";

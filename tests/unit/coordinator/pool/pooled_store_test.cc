@@ -10,9 +10,6 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include <chrono>
-#include <thread>
-
 #include "coordinator/pool/pool_server.h"
 #include "tests/unit/coordinator/pool/pooled_test_instance.h"
 
@@ -89,31 +86,6 @@ TEST_F(PooledStoreTest, EvictedRecordsReachThePoolAndAnotherInstanceRestoresThem
   EXPECT_EQ(claimed.claims, 1u);
   EXPECT_EQ(claimed.claim_failures, 0u);
   EXPECT_GT(claimed.claimed_bytes, 0u);
-}
-
-TEST_F(PooledStoreTest, APutsCopyRunsOnTheCopierAndCommitsOnlyAfterItCameBack) {
-  Instance a(Options("host-a"));
-  ASSERT_TRUE(a.pooled->link().sharing());
-  a.pooled->copier().SetHeld(true);
-  a.Compute(/*flush_puts=*/false);  // evicts; the first granted put's copy waits, held
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  std::vector<StoreEvent> events;
-  while (a.pooled->copier().pending() == 0 && std::chrono::steady_clock::now() < deadline) {
-    a.pooled->Poll(0, events);
-    std::this_thread::yield();
-  }
-  ASSERT_EQ(a.pooled->copier().pending(), 1u) << "one put granted, its copy out";
-  EXPECT_EQ(a.pooled->pool_stats().puts, 0u) << "nothing committed while its copy is out";
-  EXPECT_GT(a.pooled->pool_stats().parked_records, 0u);
-
-  a.pooled->copier().SetHeld(false);
-  ASSERT_TRUE(a.pooled->FlushPuts(std::chrono::seconds(10)));
-  EXPECT_GT(a.pooled->pool_stats().puts, 0u);
-  EXPECT_EQ(a.pooled->pool_stats().parked_records, 0u);
-  Instance b(Options("host-b"));
-  TurnReport t = *b.runtime->Turn(b.runtime->NewConversation(), kConversationTokens + 5);
-  EXPECT_TRUE(t.host_hit) << "what the copier wrote restores";
-  EXPECT_EQ(b.runtime->stats().mismatches, 0u);
 }
 
 TEST_F(PooledStoreTest, AMultiTurnConversationIsSharedWholeChain) {

@@ -66,33 +66,22 @@ class PutQueueTest : public ::testing::Test {
     return chain;
   }
 
-  // Advances `q` on `client`'s answers and copier_'s copies at `now_ms`
-  // until `done` holds, waiting only for answers and copies (at most 10 s
-  // in all).
+  // Advances `q` on `client`'s answers at `now_ms` until `done` holds,
+  // waiting only for answers (at most 10 s in all).
   template <typename Done>
-  bool Drive(PutQueue& q, PoolClient& client, uint64_t now_ms, Done done) {
+  static bool Drive(PutQueue& q, PoolClient& client, uint64_t now_ms, Done done) {
     const auto deadline = std::chrono::steady_clock::now() + 10s;
     while (!done()) {
       if (std::chrono::steady_clock::now() > deadline) return false;
-      if (!client.Pump().ok() || !q.Advance(client, now_ms, copier_).ok()) return false;
+      if (!client.Pump().ok() || !q.Advance(client, now_ms).ok()) return false;
       if (done()) return true;
       if (std::optional<uint64_t> id = q.awaited()) {
         if (!client.WaitAnswer(*id, 100ms).ok()) return false;
-      } else if (q.copying()) {
-        (void)copier_.WaitIdle(100ms);
       } else {
         std::this_thread::sleep_for(1ms);  // a probe's answer is not awaited by id
       }
     }
     return true;
-  }
-
-  // Instances "GPU-a" (which parks) and "GPU-b" connected, and one record of
-  // `bytes` (pattern `seed`) ending 64 tokens into `tokens` parked in `q`.
-  std::pair<std::unique_ptr<PoolClient>, std::unique_ptr<PoolClient>> ConnectAndPark(
-      PutQueue& q, const std::vector<Token>& tokens, uint64_t bytes, uint8_t seed) {
-    q.Park(Chain(PrefixHistory(tokens), 64, bytes, seed));
-    return {Connect("GPU-a"), Connect("GPU-b")};
   }
 
   // The record `key` as another instance claims it.
@@ -106,7 +95,6 @@ class PutQueueTest : public ::testing::Test {
   std::string dir_;
   std::string socket_path_;
   std::unique_ptr<PoolServer> server_;
-  ArenaCopier copier_;  // where the queue's copies run, as in a PooledStore
 };
 
 TEST_F(PutQueueTest, ARefusedPutWaitsParkedAndGoesByteExactAfterTheManagersProgress) {
@@ -138,7 +126,7 @@ TEST_F(PutQueueTest, ARefusedPutWaitsParkedAndGoesByteExactAfterTheManagersProgr
   EXPECT_FALSE(q.awaited().has_value()) << "a refused put waits for its gate";
 
   // Time alone does not reopen it, and nothing is asked before the probe is due.
-  ASSERT_TRUE(q.Advance(*a, kPutBackoffMs - 1, copier_).ok());
+  ASSERT_TRUE(q.Advance(*a, kPutBackoffMs - 1).ok());
   EXPECT_EQ(q.stats().probes, 0u);
   EXPECT_EQ(q.stats().retries, 0u);
 
@@ -156,11 +144,14 @@ TEST_F(PutQueueTest, ARefusedPutWaitsParkedAndGoesByteExactAfterTheManagersProgr
 }
 
 TEST_F(PutQueueTest, ALostConnectionPutsTheRecordInFlightAgainOnTheNextOne) {
-  const std::vector<Token> tokens = Tokens(128, 40);
-  PutQueue q(kPutQueueBytesDefault);
-  auto [a, b] = ConnectAndPark(q, tokens, kSlotBytes + 17, 8);
+  auto a = Connect("GPU-a");
+  auto b = Connect("GPU-b");
   ASSERT_TRUE(a && b);
-  ASSERT_TRUE(q.Advance(*a, 0, copier_).ok());
+  const std::vector<Token> tokens = Tokens(128, 40);
+  const PrefixHistory history(tokens);
+  PutQueue q(kPutQueueBytesDefault);
+  q.Park(Chain(history, 64, kSlotBytes + 17, 8));
+  ASSERT_TRUE(q.Advance(*a, 0).ok());
   ASSERT_TRUE(q.awaited().has_value()) << "the grant request went out";
   // The connection goes before the answer is read (its session's puts end).
   q.Lost();
@@ -171,29 +162,6 @@ TEST_F(PutQueueTest, ALostConnectionPutsTheRecordInFlightAgainOnTheNextOne) {
   ASSERT_TRUE(Drive(q, *again, 0, [&] { return q.empty(); }));
   EXPECT_EQ(q.stats().accepted, 1u);
   EXPECT_EQ(ClaimedBy(*b, tokens), Pattern(kSlotBytes + 17, 8));
-}
-
-TEST_F(PutQueueTest, ACopyOutWhenTheConnectionGoesIsIgnoredAndTheRecordGoesAgain) {
-  const std::vector<Token> tokens = Tokens(128, 80);
-  PutQueue q(kPutQueueBytesDefault);
-  auto [a, b] = ConnectAndPark(q, tokens, kSlotBytes + 99, 5);
-  ASSERT_TRUE(a && b);
-  copier_.SetHeld(true);
-  ASSERT_TRUE(Drive(q, *a, 0, [&] { return q.copying(); })) << "granted; its copy is out";
-  EXPECT_FALSE(q.awaited().has_value()) << "no answer awaited while the copy is out";
-  EXPECT_EQ(copier_.pending(), 1u);
-  q.Lost();
-  EXPECT_FALSE(q.copying());
-  // As PooledStore does, the session ends only after the copy came back.
-  copier_.SetHeld(false);
-  ASSERT_TRUE(copier_.WaitIdle(10s));
-  a.reset();
-  auto again = Connect("GPU-a");
-  ASSERT_NE(again, nullptr);
-  ASSERT_TRUE(Drive(q, *again, 0, [&] { return q.empty(); }));
-  EXPECT_EQ(q.stats().accepted, 1u) << "the stale copy committed nothing";
-  EXPECT_EQ(server_->Stats().catalog.records, 1u);
-  EXPECT_EQ(ClaimedBy(*b, tokens), Pattern(kSlotBytes + 99, 5));
 }
 
 TEST_F(PutQueueTest, ARecordLargerThanTheArenaIsAbandonedAsOversizeAtOnce) {

@@ -1,4 +1,4 @@
-#include "coordinator/pool/arena_copier.h"
+#include "coordinator/pool/claim_copier.h"
 
 #include "coordinator/pool/slot_copies.h"
 #include "store/record/checksum.h"
@@ -25,14 +25,9 @@ void RunClaimCopy(ClaimCopyJob& job) {
   }
 }
 
-void RunPutCopy(PutCopyJob& job) {
-  Xxh3Stream hash;
-  job.checksum = CopyIntoSlots(*job.arena, job.slots, *job.image, hash);
-}
+ClaimCopier::ClaimCopier() : thread_([this] { Loop(); }) {}
 
-ArenaCopier::ArenaCopier() : thread_([this] { Loop(); }) {}
-
-ArenaCopier::~ArenaCopier() {
+ClaimCopier::~ClaimCopier() {
   {
     MutexLock lock(mu_);
     stopping_ = true;
@@ -41,12 +36,12 @@ ArenaCopier::~ArenaCopier() {
   thread_.join();
 }
 
-void ArenaCopier::NotifyOnProgress(std::shared_ptr<WakeSignal> signal) {
+void ClaimCopier::NotifyOnProgress(std::shared_ptr<WakeSignal> signal) {
   MutexLock lock(mu_);
   signal_ = std::move(signal);
 }
 
-void ArenaCopier::Enqueue(Job job) {
+void ClaimCopier::Submit(ClaimCopyJob job) {
   {
     MutexLock lock(mu_);
     queued_.push_back(std::move(job));
@@ -54,38 +49,19 @@ void ArenaCopier::Enqueue(Job job) {
   work_.NotifyAll();
 }
 
-void ArenaCopier::Submit(ClaimCopyJob job) { Enqueue(std::move(job)); }
-void ArenaCopier::SubmitPut(PutCopyJob job) { Enqueue(std::move(job)); }
-
-std::vector<ClaimCopyJob> ArenaCopier::TakeDone() {
+std::vector<ClaimCopyJob> ClaimCopier::TakeDone() {
   MutexLock lock(mu_);
   std::vector<ClaimCopyJob> out;
-  out.swap(claims_done_);
+  out.swap(done_);
   return out;
 }
 
-std::vector<PutCopyJob> ArenaCopier::TakePutsDone() {
+size_t ClaimCopier::pending() const {
   MutexLock lock(mu_);
-  std::vector<PutCopyJob> out;
-  out.swap(puts_done_);
-  return out;
+  return queued_.size() + in_hand_ + done_.size();
 }
 
-size_t ArenaCopier::pending() const {
-  MutexLock lock(mu_);
-  return queued_.size() + in_hand_ + claims_done_.size() + puts_done_.size();
-}
-
-bool ArenaCopier::WaitIdle(std::chrono::milliseconds bound) {
-  const auto deadline = std::chrono::steady_clock::now() + bound;
-  MutexLock lock(mu_);
-  while (!queued_.empty() || in_hand_ != 0) {
-    if (!idle_.WaitUntil(lock, deadline)) break;
-  }
-  return queued_.empty() && in_hand_ == 0;
-}
-
-void ArenaCopier::SetHeld(bool held) {
+void ClaimCopier::SetHeld(bool held) {
   {
     MutexLock lock(mu_);
     held_ = held;
@@ -93,9 +69,9 @@ void ArenaCopier::SetHeld(bool held) {
   work_.NotifyAll();
 }
 
-void ArenaCopier::Loop() {
+void ClaimCopier::Loop() {
   while (true) {
-    Job job;
+    ClaimCopyJob job;
     {
       MutexLock lock(mu_);
       while ((queued_.empty() || held_) && !stopping_) work_.Wait(lock);
@@ -104,17 +80,14 @@ void ArenaCopier::Loop() {
       queued_.pop_front();
       in_hand_ = 1;
     }
-    if (auto* claim = std::get_if<ClaimCopyJob>(&job)) RunClaimCopy(*claim);
-    if (auto* put = std::get_if<PutCopyJob>(&job)) RunPutCopy(*put);
+    RunClaimCopy(job);
     std::shared_ptr<WakeSignal> signal;
     {
       MutexLock lock(mu_);
-      if (auto* claim = std::get_if<ClaimCopyJob>(&job)) claims_done_.push_back(std::move(*claim));
-      if (auto* put = std::get_if<PutCopyJob>(&job)) puts_done_.push_back(std::move(*put));
+      done_.push_back(std::move(job));
       in_hand_ = 0;
       signal = signal_;
     }
-    idle_.NotifyAll();
     if (signal) signal->Notify();
   }
 }

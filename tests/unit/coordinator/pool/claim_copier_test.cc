@@ -1,6 +1,6 @@
-// ArenaCopier: a granted chain copied out of a real memfd arena on the
+// ClaimCopier: a granted chain copied out of a real memfd arena on the
 // copier's thread, checked as it is copied, handed back in submission order.
-#include "coordinator/pool/arena_copier.h"
+#include "coordinator/pool/claim_copier.h"
 
 #include <gtest/gtest.h>
 
@@ -51,7 +51,7 @@ struct Granted {
 };
 
 // The jobs `copier` handed back once `n` came (within a bound).
-std::vector<ClaimCopyJob> AwaitDone(ArenaCopier& copier, WakeSignal& signal, size_t n) {
+std::vector<ClaimCopyJob> AwaitDone(ClaimCopier& copier, WakeSignal& signal, size_t n) {
   std::vector<ClaimCopyJob> done;
   const auto deadline = std::chrono::steady_clock::now() + 10s;
   while (done.size() < n && std::chrono::steady_clock::now() < deadline) {
@@ -61,9 +61,9 @@ std::vector<ClaimCopyJob> AwaitDone(ArenaCopier& copier, WakeSignal& signal, siz
   return done;
 }
 
-TEST(ArenaCopierTest, AGrantedChainComesBackCopiedAndCheckedInSubmissionOrder) {
+TEST(ClaimCopierTest, AGrantedChainComesBackCopiedAndCheckedInSubmissionOrder) {
   Granted g;
-  ArenaCopier copier;
+  ClaimCopier copier;
   auto signal = std::make_shared<WakeSignal>();
   copier.NotifyOnProgress(signal);
   copier.Submit(g.Job(7));
@@ -81,7 +81,7 @@ TEST(ArenaCopierTest, AGrantedChainComesBackCopiedAndCheckedInSubmissionOrder) {
   EXPECT_GE(signal->notifications(), 1u) << "the owner's signal was raised";
 }
 
-TEST(ArenaCopierTest, ReusedBuffersAreResizedAndOverwritten) {
+TEST(ClaimCopierTest, ReusedBuffersAreResizedAndOverwritten) {
   Granted g;
   ClaimCopyJob job = g.Job(1);
   job.buffers = {std::vector<std::byte>(g.images[0].size(), std::byte{0xee}),
@@ -92,7 +92,7 @@ TEST(ArenaCopierTest, ReusedBuffersAreResizedAndOverwritten) {
   EXPECT_EQ(job.buffers[1], g.images[1]);
 }
 
-TEST(ArenaCopierTest, AByteChangedInASlotAnotherRecordOrAShortGrantFailsTheCopy) {
+TEST(ClaimCopierTest, AByteChangedInASlotAnotherRecordOrAShortGrantFailsTheCopy) {
   Granted g;
   g.arena->Slot(SlotId(2))[10] ^= std::byte{1};  // inside the first record's second slot
   ClaimCopyJob flipped = g.Job(1);
@@ -117,47 +117,10 @@ TEST(ArenaCopierTest, AByteChangedInASlotAnotherRecordOrAShortGrantFailsTheCopy)
   EXPECT_EQ(outside.status.code(), StatusCode::kCorruption);
 }
 
-TEST(ArenaCopierTest, APutsImageGoesIntoItsSlotsWithTheChecksumItsCommitCarries) {
-  Granted g;
-  ArenaCopier copier;
-  auto image = std::make_shared<const std::vector<std::byte>>(Pattern(kSlotBytes + 300, 9));
-  copier.SetHeld(true);
-  copier.SubmitPut({.id = 3, .arena = g.arena, .slots = {SlotId(6), SlotId(7)}, .image = image});
-  copier.Submit(g.Job(4));
-  EXPECT_FALSE(copier.WaitIdle(50ms)) << "held: nothing runs";
-  EXPECT_EQ(copier.pending(), 2u);
-  copier.SetHeld(false);
-  ASSERT_TRUE(copier.WaitIdle(10s));
-  std::vector<PutCopyJob> puts = copier.TakePutsDone();
-  ASSERT_EQ(puts.size(), 1u);
-  EXPECT_EQ(puts[0].id, 3u);
-  ASSERT_TRUE(puts[0].checksum.ok()) << puts[0].checksum.status().ToString();
-  EXPECT_EQ(*puts[0].checksum, Xxh3(*image));
-  // What was written reads back through a claim of those slots.
-  ClaimCopyJob back{.id = 5,
-                    .arena = g.arena,
-                    .records = {{.key = Key(64),
-                                 .bytes = image->size(),
-                                 .checksum = *puts[0].checksum,
-                                 .slots = {SlotId(6), SlotId(7)}}},
-                    .chain = {Key(64)},
-                    .buffers = {},
-                    .status = Status::Ok()};
-  RunClaimCopy(back);
-  ASSERT_TRUE(back.status.ok()) << back.status.ToString();
-  EXPECT_EQ(back.buffers[0], *image);
-  EXPECT_EQ(copier.TakeDone().size(), 1u) << "the claim job came back on its own list";
-  EXPECT_EQ(copier.pending(), 0u);
-
-  PutCopyJob misfit{.id = 6, .arena = g.arena, .slots = {SlotId(6)}, .image = image};
-  RunPutCopy(misfit);
-  EXPECT_EQ(misfit.checksum.status().code(), StatusCode::kCorruption) << "one slot is too few";
-}
-
-TEST(ArenaCopierTest, DestroyedWithJobsQueuedItReturns) {
+TEST(ClaimCopierTest, DestroyedWithJobsQueuedItReturns) {
   Granted g;
   {
-    ArenaCopier copier;
+    ClaimCopier copier;
     for (uint64_t id = 1; id <= 50; ++id) copier.Submit(g.Job(id));
   }  // the job in hand finishes, the rest are dropped
   SUCCEED();
