@@ -120,22 +120,15 @@ class PoolClient {
   Result<uint64_t> SendAbort(PutId put);
   // A claim's steps without waiting (PooledStore's claims): SendClaim's
   // answer is a PoolClaimAnswer, SendRelease's a PoolDone, kept likewise.
-  // Between the two, CopyClaimed copies each granted record out; the
-  // release goes only after the last copy from the slots has ended.
+  // Between the two, each granted record is copied out (CopyOutOfSlots,
+  // slot_copies.h; PooledStore's ClaimCopier); the release goes only after
+  // the last copy from the slots has ended.
   Result<uint64_t> SendClaim(std::span<const PrefixKey> chain);
   Result<uint64_t> SendRelease(ClaimId claim);
   // The kept answer to request `id` once it came (then forgotten); nullopt before.
   std::optional<PoolMessage> TakeAnswer(uint64_t id);
   // Stops keeping request `id`: its answer, now or later, is skipped.
   void ForgetAnswer(uint64_t id) { kept_.erase(id); }
-  // Copies claimed record `r` out of its slots into `out` (resized to its
-  // bytes; a buffer already that size is neither reallocated nor
-  // zero-filled), checking it against its checksum in the same pass.
-  // kCorruption when it fails it or its slots do not fit it; then `out`
-  // holds unchecked bytes and must not be used.
-  Status CopyClaimed(const ClaimedRecord& r, std::vector<std::byte>& out) {
-    return CopyOut(r, out);
-  }
   // Copies `bytes` into granted `slots`, hashing as it copies: the checksum
   // a commit carries. kCorruption (nothing copied) when the slots do not fit.
   Result<uint64_t> CopyIntoSlots(std::span<const SlotId> slots, std::span<const std::byte> bytes);
