@@ -43,8 +43,9 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Start(CoordinatorOptions optio
       LocalDisk::Open(options.geometry, options.identity, fingerprint, options.disk);
   if (!disk.ok()) return disk.status().WithContext("rank 0 cannot open its record directory");
   c->disk_ = std::move(*disk);
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<StagedTransport> staged,
-                          c->disk_->MakeTransport(std::move(transfers), options.staged));
+  Result<std::unique_ptr<DiskTransport>> local =
+      MakeRankTransport(options.make_transport, *c->disk_, std::move(transfers), options.staged);
+  if (!local.ok()) return local.status().WithContext("rank 0 cannot open its record transport");
 
   wire::ListenerOptions listen;
   listen.bind = options.listen;
@@ -60,12 +61,12 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Start(CoordinatorOptions optio
   spdlog::info("rank 0 record listener on {}", c->listen_endpoint_.ToString());
   if (options.on_listening) options.on_listening(c->listen_endpoint_);
 
-  STRATA_RETURN_IF_ERROR(c->Join(options, rendezvous, std::move(staged)));
+  STRATA_RETURN_IF_ERROR(c->Join(options, rendezvous, std::move(*local)));
   return c;
 }
 
 Status Coordinator::Join(CoordinatorOptions& options, RendezvousServer& rendezvous,
-                         std::unique_ptr<StagedTransport> staged) {
+                         std::unique_ptr<DiskTransport> local) {
   const Clock::time_point deadline = Clock::now() + options.join_timeout;
   Result<PeerTable> table =
       rendezvous.AwaitPeers(options.world_size, listen_endpoint_.port, deadline);
@@ -88,11 +89,11 @@ Status Coordinator::Join(CoordinatorOptions& options, RendezvousServer& rendezvo
   }
   std::vector<ShardedPeer> peers = session.TakePeers();
   links_->CloseAll();  // connections that never sent a Hello
-  staged->Seed(disk_->scan());
+  local->Seed(disk_->scan());
 
   ShardedClock clock = options.clock;
   if (!clock) clock = [] { return Clock::now(); };
-  auto sharded = std::make_unique<ShardedTransport>(std::move(staged), std::move(peers), inbox_,
+  auto sharded = std::make_unique<ShardedTransport>(std::move(local), std::move(peers), inbox_,
                                                     std::move(clock), options.sharded);
   sharded_ = sharded.get();
   DiskStoreOptions store_options = options.store;

@@ -1,6 +1,7 @@
 // Coordinator: rank zero's disk store when a model's ranks run on separate
 // hosts (seed 2.14, DESIGN.md "Ranks on separate hosts"). Start opens rank
-// zero's own record directory and staged transport, a record listener on a
+// zero's own record directory and transport (staged unless
+// options.make_transport chooses another), a record listener on a
 // wildcard address, runs the rendezvous (each peer learns the nonce and the
 // address to dial), checks every peer's Hello, collects scan summaries,
 // agrees on the records every rank keeps and has every rank (itself too)
@@ -42,6 +43,8 @@ struct CoordinatorOptions {
   uint64_t disk_limit_bytes = 0;  // rank zero's own limit (> 0); the store uses the smallest
   DiskStoreOptions store;         // its disk_limit_bytes is replaced by the agreed limit
   StagedOptions staged;
+  // Rank zero's own transport (LocalDisk's DiskTransportFactory); empty: staged.
+  DiskTransportFactory make_transport;
   // The record listener: a numeric address peers reach (the rendezvous hands
   // them the address they reached rank zero on); port 0 picks one.
   wire::Endpoint listen{"127.0.0.1", 0};
@@ -99,7 +102,7 @@ class Coordinator {
  private:
   Coordinator() = default;
   Status Join(CoordinatorOptions& options, RendezvousServer& rendezvous,
-              std::unique_ptr<StagedTransport> staged);
+              std::unique_ptr<DiskTransport> local);
 
   // Destruction runs bottom-up: the store (and the peer links inside its
   // transport) first, then the listener, links still in the join, the

@@ -31,14 +31,14 @@ std::string CloseDescription(const wire::LinkState& state) {
          (state.reason.ok() ? "" : ": " + state.reason.message());
 }
 
-// ServingRules' runner: this rank's staged transport.
-class StagedRunner final : public JobRunner {
+// ServingRules' runner: this rank's transport.
+class TransportRunner final : public JobRunner {
  public:
-  explicit StagedRunner(StagedTransport& staged) : staged_(staged) {}
-  Status Submit(const RecordJob& job) override { return staged_.Submit(job); }
+  explicit TransportRunner(DiskTransport& transport) : transport_(transport) {}
+  Status Submit(const RecordJob& job) override { return transport_.Submit(job); }
 
  private:
-  StagedTransport& staged_;
+  DiskTransport& transport_;
 };
 
 }  // namespace
@@ -92,11 +92,11 @@ Result<std::unique_ptr<RankAgent>> RankAgent::Start(RankAgentOptions options, Ra
   if (!disk.ok()) return disk.status().WithContext(context);
   agent->disk_ = std::move(*disk);
   agent->record_dir_ = agent->disk_->path();
-  Result<std::unique_ptr<StagedTransport>> staged =
-      agent->disk_->MakeTransport(std::move(transfers), o.staged);
-  if (!staged.ok()) return staged.status().WithContext(context);
-  agent->staged_ = std::move(*staged);
-  agent->staged_->NotifyOnCompletion(agent->wake_);
+  Result<std::unique_ptr<DiskTransport>> transport =
+      MakeRankTransport(o.make_transport, *agent->disk_, std::move(transfers), o.staged);
+  if (!transport.ok()) return transport.status().WithContext(context);
+  agent->transport_ = std::move(*transport);
+  agent->transport_->NotifyOnCompletion(agent->wake_);
   agent->thread_ = std::thread([a = agent.get()] { a->Run(); });
   return agent;
 }
@@ -219,7 +219,7 @@ Status RankAgent::ReceiveAgreement(Clock::time_point deadline) {
     if (part->last) break;
   }
   Status applied = ApplyAgreement(*disk_, verdicts, options_.disk.durability);
-  if (applied.ok()) staged_->Seed(disk_->scan());
+  if (applied.ok()) transport_->Seed(disk_->scan());
   STRATA_RETURN_IF_ERROR(
       SendPatiently(wire::AgreementApplied{wire::FitForWire(applied)}, deadline));
   return applied.WithContext(RankName(options_.rank) + " applying the agreement");
@@ -293,10 +293,10 @@ wire::LinkHandlers RankAgent::RecordLinkHandlers() {
 
 Status RankAgent::Serve() {
   state_ = AgentState::kServing;
-  staged_wake_ = std::make_shared<WakeSignal>();
-  staged_wake_->AlsoRun([this] { PostPump(); });
-  staged_->NotifyOnCompletion(staged_wake_);
-  // From here on only the link's I/O thread calls staged_, until this
+  transport_wake_ = std::make_shared<WakeSignal>();
+  transport_wake_->AlsoRun([this] { PostPump(); });
+  transport_->NotifyOnCompletion(transport_wake_);
+  // From here on only the link's I/O thread calls transport_, until this
   // thread takes it back (drain_handoff_, serve_end_, or the link closed).
   link_->Post(
       [this, leftovers = std::move(events_)]() mutable { BeginServing(std::move(leftovers)); });
@@ -307,12 +307,12 @@ Status RankAgent::Serve() {
     {
       MutexLock lock(serve_mu_);
       if (serve_end_) return *serve_end_;
-      drain = drain_handoff_ && !staged_closed_;
+      drain = drain_handoff_ && !transport_closed_;
     }
     if (drain) {
       // Nothing is held or active: Close stops the threads and returns.
-      drain_status_ = staged_->Close(options_.drain_timeout);
-      staged_closed_ = true;
+      drain_status_ = transport_->Close(options_.drain_timeout);
+      transport_closed_ = true;
       MutexLock lock(serve_mu_);
       rules_.MarkDrained();
       STRATA_RETURN_IF_ERROR(link_->Send(wire::Drained{wire::FitForWire(drain_status_)}));
@@ -350,7 +350,7 @@ void RankAgent::PostPump() {
 
 void RankAgent::ServeEvent(const wire::LinkEvent& e) {
   if (serve_end_) return;
-  StagedRunner runner(*staged_);
+  TransportRunner runner(*transport_);
   std::optional<Status> ended = Handle(e, runner);
   Status sent = SendAnswers();
   if (!sent.ok()) {
@@ -374,10 +374,10 @@ std::optional<Status> RankAgent::Handle(const wire::LinkEvent& e, JobRunner& run
 
 void RankAgent::ServePump() {
   if (serve_end_ || drain_handoff_) return;  // the agent's thread has the transport
-  StagedRunner runner(*staged_);
+  TransportRunner runner(*transport_);
   rules_.SubmitHeld(runner, answers_);
   done_.clear();
-  staged_->Poll(done_);
+  transport_->Poll(done_);
   for (const RecordJobDone& d : done_) rules_.OnFinished(d, answers_);
   Status sent = SendAnswers();
   if (!sent.ok()) {
@@ -415,21 +415,21 @@ Status RankAgent::SendAnswers() {
 Status RankAgent::Finish(Status outcome) {
   // No pump is posted to the link from now on (the disk thread may outlive
   // it when the drain is not confirmed).
-  if (staged_wake_) staged_wake_->AlsoRun(nullptr);
+  if (transport_wake_) transport_wake_->AlsoRun(nullptr);
   if (link_) {
     if (!outcome.ok()) {
       (void)link_->Send(wire::Close{wire::FitText(outcome.message())});
     }
     link_->Close();
   }
-  if (!staged_closed_) {
-    drain_status_ = staged_->Close(options_.drain_timeout);
-    staged_closed_ = true;
+  if (!transport_closed_) {
+    drain_status_ = transport_->Close(options_.drain_timeout);
+    transport_closed_ = true;
   }
   if (!drain_status_.ok()) {
     // Copies or disk I/O may still use the staging and this rank's planes:
     // keep the transport, its threads, the pool and the directory alive.
-    LeakOnPurpose(std::move(staged_));
+    LeakOnPurpose(std::move(transport_));
     LeakOnPurpose(std::move(disk_));
     const std::string kept = RankName(options_.rank) +
                              " did not confirm its drain; its transport, threads and staging "

@@ -1,21 +1,22 @@
 // RankAgent: a peer rank's record service when ranks run on separate hosts
 // (seed 2.14, docs/wire.md). It opens its own record directory, slab pool,
-// disk thread and staged transport (over the caller's transfer threads)
+// disk thread and transport (staged over the caller's transfer threads,
+// unless options.make_transport chooses another)
 // before it joins, so a rank that cannot open them fails here and never
 // joins. Then, on its own thread: the rendezvous, the record link to rank
 // zero, Hello, its scan summary and the agreement (delete / truncate,
-// rescan). Every Job rank zero sends then runs on its own staged transport
+// rescan). Every Job rank zero sends then runs on its own transport
 // and is answered with JobDone. On Drain it finishes the jobs it accepted
 // and reports Drained; Close from rank zero ends the session. What it
 // decides while serving (hold, busy, drain, the answers) is ServingRules
 // (serving_rules.h); this class does the I/O around it.
 //
 // Serving runs on the record link's I/O thread, not the agent's: the thread
-// that read a Job submits it to the staged transport, and the transport's
+// that read a Job submits it to the transport, and the transport's
 // completions post the serving pump to that thread, which answers with one
 // inline sendmsg (no hand-off to another thread either way; the handlers
 // never block, as the link requires). The agent's thread waits meanwhile and
-// does what may block: closing the staged transport when a drain is due or
+// does what may block: closing the transport when a drain is due or
 // the session ended. The serving state is guarded by one mutex, so the
 // transport has one caller at a time.
 //
@@ -74,13 +75,15 @@ struct RankAgentOptions {
   LocalDiskOptions disk;          // base_dir: where this rank's record directory goes
   uint64_t disk_limit_bytes = 0;  // > 0; rank zero uses the smallest limit of all ranks
   StagedOptions staged;
+  // This rank's transport (LocalDisk's DiskTransportFactory); empty: staged.
+  DiskTransportFactory make_transport;
   wire::LinkOptions link;  // the record link to rank zero
   // Bound on the whole join: rendezvous, Hello, scan summary, agreement.
   std::chrono::milliseconds join_timeout{120'000};
   // Bound on finishing accepted jobs and stopping threads (Drain, a lost
   // link, Stop).
   std::chrono::milliseconds drain_timeout{30'000};
-  // Jobs held while the staged transport is full; beyond, a job fails with
+  // Jobs held while the transport is full; beyond, a job fails with
   // kBusy on this rank.
   size_t held_jobs_max = 1024;
   size_t inbox_messages_max = wire::LinkInbox::kDefaultMessagesMax;
@@ -105,10 +108,10 @@ class RankAgent {
  public:
   // Opens the record directory ("<base>/<identity>-<this rank's
   // fingerprint>", scanned and cleaned), the pool, the disk thread and the
-  // staged transport over `transfers` (this rank's planes, which must
+  // transport over `transfers` (this rank's planes, which must
   // outlive the agent), then starts the agent's thread, which calls `join`
-  // first. Errors: invalid options, or what LocalDisk::Open / MakeTransport
-  // report.
+  // first. Errors: invalid options, or what LocalDisk::Open /
+  // MakeRankTransport report.
   static Result<std::unique_ptr<RankAgent>> Start(RankAgentOptions options, RankJoin join,
                                                   std::unique_ptr<Transfers> transfers);
   // Stop(), then waits for the agent's thread (bounded by the join and drain
@@ -155,7 +158,7 @@ class RankAgent {
   void BeginServing(std::deque<wire::LinkEvent> leftovers);
   // I/O thread: one event from rank zero, then the pump.
   void OnServingEvent(const wire::LinkEvent& event);
-  // Any thread (the staged transport's signal): posts one pump to the I/O
+  // Any thread (the transport's signal): posts one pump to the I/O
   // thread unless one is already posted.
   void PostPump();
   // Serving: one event from rank zero; how the session ended, if it did.
@@ -176,21 +179,21 @@ class RankAgent {
   // thread feeds the inbox) goes first, the transport before the disk.
   std::unique_ptr<LocalDisk> disk_;
   // The agent thread's one wait. Raised by the inbox (frames from rank zero
-  // while joining, Stop), the staged transport outside serving, and the
+  // while joining, Stop), the transport outside serving, and the
   // serving loop (a due drain, the session's end).
   std::shared_ptr<WakeSignal> wake_;
-  std::unique_ptr<StagedTransport> staged_;
+  std::unique_ptr<DiskTransport> transport_;
   std::shared_ptr<wire::LinkInbox> inbox_;
   std::unique_ptr<wire::Link> link_;
 
-  // Raised by the staged transport while serving; its hook posts the
+  // Raised by the transport while serving; its hook posts the
   // serving pump to the link's I/O thread (detached in Finish).
-  std::shared_ptr<WakeSignal> staged_wake_;
+  std::shared_ptr<WakeSignal> transport_wake_;
   std::atomic<bool> pump_posted_{false};
 
   // Agent thread only.
   std::deque<wire::LinkEvent> events_;  // taken from the inbox while joining
-  bool staged_closed_ = false;          // staged_->Close ran
+  bool transport_closed_ = false;       // transport_->Close ran
   Status drain_status_;                 // its result
 
   // Link I/O thread only: BeginServing ran.
@@ -199,12 +202,12 @@ class RankAgent {
   // Serving state: the link's I/O thread while serving; the agent's thread
   // when it drains and after the link closed. Until the agent's thread takes
   // the transport back (drain_handoff_, serve_end_, link closed), only the
-  // I/O thread calls staged_.
+  // I/O thread calls transport_.
   Mutex serve_mu_;
   ServingRules rules_ GUARDED_BY(serve_mu_);
   JobAnswers answers_ GUARDED_BY(serve_mu_);  // not yet sent
   std::vector<RecordJobDone> done_ GUARDED_BY(serve_mu_);
-  // A drain is due: the agent's thread closes staged_ (the I/O thread no
+  // A drain is due: the agent's thread closes transport_ (the I/O thread no
   // longer touches it), then sends Drained.
   bool drain_handoff_ GUARDED_BY(serve_mu_) = false;
   // How the session ended, decided on the I/O thread.

@@ -44,7 +44,7 @@
 
 namespace strata {
 
-// Where accepted jobs run: the staged transport in RankAgent, a simulated
+// Where accepted jobs run: the rank's transport in RankAgent, a simulated
 // disk in the simulation.
 class JobRunner {
  public:

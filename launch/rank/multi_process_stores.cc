@@ -2,6 +2,9 @@
 // coordinator (its own record directory, the record listener, the one
 // DiskStore over the sharded transport); every other rank runs a rank agent
 // on its own record directory. Records move only over the record links.
+// Each rank chooses its own record transport by its own GPUDirect probe
+// ([prefix_cache] transport): its share of every job runs direct where its
+// host accepts, staged otherwise.
 //
 // Every rank serves attach.socket: its planes are its attached runtime's
 // memory (attach/; `strata runtime` or an embedding runtime), rank zero's
@@ -22,6 +25,8 @@
 #include "launch/rank/attach_workload.h"
 #include "launch/rank/multi_process_stores.h"
 #include "launch/rank/peer_rendezvous.h"
+#include "launch/rank/rank_disk_transport.h"
+#include "launch/rank/rank_transport.h"
 #include "launch/runtime/attach_planes.h"
 #include "rank_agent/rank_agent.h"
 #include "store/base/deliberate_leak.h"
@@ -76,6 +81,31 @@ std::string LinkSecurityOf(const std::shared_ptr<const wire::TlsContext>& tls) {
 // Heartbeats and the silence timeout of every record link ([cluster]).
 wire::LivenessOptions RecordLinkLiveness(const ClusterConfig& cl) {
   return {.heartbeat_interval = cl.heartbeat_interval, .silence_timeout = cl.silence_timeout};
+}
+
+// This rank's record transport, by its own probe on its own host (seed 2.6:
+// with ranks on separate hosts each runs its own, and the job runs direct
+// where that host accepts it), over the attached planes behind `gate`.
+// `decision` receives the choice (for the startup line and /status); a
+// transport = "direct" that the probe refuses fails the rank's startup.
+DiskTransportFactory AttachedTransportFactory(const RankConfig& config, AttachPlanes& planes,
+                                              GatedTransfers& gate, TransportDecision& decision) {
+  return [config, &planes, &gate, &decision](
+             LocalDisk& disk, std::unique_ptr<Transfers> transfers,
+             const StagedOptions& staged) -> Result<std::unique_ptr<DiskTransport>> {
+    STRATA_ASSIGN_OR_RETURN(RankTransportChoice chosen, ChooseRankTransport(config, disk.path()));
+    decision = chosen.decision;
+    const CuFileIoMode mode = CuFileIoModeFor(chosen.decision.kind);
+    return OpenAttachedDiskTransport(chosen.decision, disk, planes.bases(), std::move(transfers),
+                                     staged, gate, [&]() -> Result<DirectSeams> {
+                                       const std::optional<AttachedGpu> gpu = planes.gpu();
+                                       if (!gpu) {
+                                         return Status::FailedPrecondition(
+                                             "the direct transport needs the planes in GPU memory");
+                                       }
+                                       return CuFileAttachedSeams(chosen.library, mode, *gpu);
+                                     });
+  };
 }
 
 std::string HostPort(const std::string& address, uint16_t port) {
@@ -135,6 +165,7 @@ class RankZeroStores final : public RuntimeDriver {
     o.link.tls = tls_;
     o.link.liveness = RecordLinkLiveness(cl);
     o.store.latencies = latencies_;
+    o.make_transport = AttachedTransportFactory(config, *attached_, *gate_, transport_);
     STRATA_ASSIGN_OR_RETURN(coordinator_,
                             Coordinator::Start(std::move(o), *rendezvous_, std::move(gated)));
     const JoinStats& j = coordinator_->join_stats();
@@ -142,11 +173,13 @@ class RankZeroStores final : public RuntimeDriver {
                coordinator_->record_dir() + ", limit " + std::to_string(j.disk_limit_bytes >> 20) +
                " MiB (smallest of all ranks), " +
                std::to_string(coordinator_->store().Stats().disk.records) + " records agreed, " +
-               std::to_string(cl.world_size - 1) + " peer(s) joined, " + attached_->Describe();
+               std::to_string(cl.world_size - 1) + " peer(s) joined, " + attached_->Describe() +
+               ", " + TransportSummary(transport_);
     return Status::Ok();
   }
 
   HostStore* store() override { return coordinator_ ? &coordinator_->store() : nullptr; }
+  TransportDecision Transport() const override { return transport_; }
   std::vector<MetricFamily> ExtraMetrics() const override {
     if (!coordinator_) return {};
     return {UnpooledEndOfChainDrops(coordinator_->store().Stats(), /*has_disk=*/true)};
@@ -221,6 +254,7 @@ class RankZeroStores final : public RuntimeDriver {
   std::unique_ptr<TcpRendezvousServer> rendezvous_;
   std::unique_ptr<attach::AttachServer> early_attach_;  // cluster.rendezvous = "attach"
   std::unique_ptr<Coordinator> coordinator_;
+  TransportDecision transport_{.kind = TransportKind::kStaged, .reason = "configured"};
   std::string summary_;
 };
 
@@ -256,17 +290,19 @@ class PeerStores final : public PeerRank {
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> inner, attached_->MakeTransfers());
     auto gated = std::make_unique<GatedTransfers>(std::move(inner));
     gate_ = gated.get();
+    o.make_transport = AttachedTransportFactory(config, *attached_, *gate_, transport_);
     STRATA_ASSIGN_OR_RETURN(agent_, RankAgent::Start(std::move(o), join, std::move(gated)));
     summary_ = "rank agent " + std::to_string(cl.rank) + " of " + std::to_string(cl.world_size) +
                ", record directory " + agent_->record_dir() + ", limit " +
                std::to_string(me.disk_limit >> 20) + " MiB, joining rank zero through " +
                (from_attach_ ? std::string("the rendezvous its runtime hands over at attach")
                              : HostPort(cl.master_addr, cl.master_port)) +
-               ", " + attached_->Describe();
+               ", " + attached_->Describe() + ", " + TransportSummary(transport_);
     return Status::Ok();
   }
 
   HostStore* store() override { return nullptr; }
+  TransportDecision Transport() const override { return transport_; }
   std::string Summary() const override { return summary_; }
   std::string LinkSecurity() const override { return LinkSecurityOf(tls_); }
   PlaneImporter* attach_planes() override { return &attached_->importer(); }
@@ -332,6 +368,7 @@ class PeerStores final : public PeerRank {
   bool from_attach_ = false;                    // cluster.rendezvous = "attach"
   std::unique_ptr<PeerRendezvous> rendezvous_;  // outlives the agent's join
   std::unique_ptr<RankAgent> agent_;
+  TransportDecision transport_{.kind = TransportKind::kStaged, .reason = "configured"};
   std::string summary_;
 };
 

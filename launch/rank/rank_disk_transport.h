@@ -1,6 +1,7 @@
 // Builds the disk transport a TransportDecision names (rank_transport.h) over
-// one process's ranks: staged, or (direct, or compatibility mode under the
-// test-only switch) a SplitDiskTransport whose device jobs run on a
+// one process's ranks, or over the planes an attached runtime shares with a
+// rank in its own process: staged, or (direct, or compatibility mode under
+// the test-only switch) a SplitDiskTransport whose device jobs run on a
 // DirectTransport over the ranks' planes and whose host jobs (a composite's
 // write_from / read_into) run staged.
 //
@@ -17,9 +18,12 @@
 #include "cuda/cufile_api.h"
 #include "cuda/cufile_io.h"
 #include "cuda/gds_probe.h"
+#include "launch/runtime/attach_planes.h"
 #include "store/tier/direct_transport_split.h"
 #include "store/tier/local_disk.h"
 #include "store/transfer/device_planes.h"
+#include "store/transfer/gated_transfers.h"
+#include "store/transfer/plane_bases.h"
 
 namespace strata {
 
@@ -45,6 +49,13 @@ CuFileIoMode CuFileIoModeFor(TransportKind kind);
 // when a registration fails.
 DirectSeamsFactory CuFileSeams(std::shared_ptr<CuFileLibrary> library, CuFileIoMode mode);
 
+// The seams over an attached runtime's planes on `gpu`: GpuRecordChecksums
+// there and CuFileDirectIo in `mode` with no buffer registered (the planes
+// come and go with each attachment, so cuFile moves every entry through
+// its own registered buffers). The errors MakeCuFileSeams gives.
+Result<DirectSeams> CuFileAttachedSeams(const std::shared_ptr<CuFileLibrary>& library,
+                                        CuFileIoMode mode, const AttachedGpu& gpu);
+
 // The transport `decision` names: kStaged -> disk.MakeTransport(transfers);
 // kDirect / kDirectCompat -> SplitDiskTransport(direct over `planes` with
 // seams(planes), staged over `transfers`). A seam that cannot be made fails
@@ -54,5 +65,19 @@ Result<std::unique_ptr<DiskTransport>> OpenRankDiskTransport(const TransportDeci
                                                              const DevicePlanes& planes,
                                                              std::unique_ptr<Transfers> transfers,
                                                              const DirectSeamsFactory& seams);
+
+// The transport of a rank whose planes are an attached runtime's (ranks in
+// separate processes, launch/rank/multi_process_stores.h), each rank's by
+// its own probe: kStaged -> the staged transport over `gated_transfers` (the
+// attach gate's transfers); kDirect / kDirectCompat -> a SplitDiskTransport
+// whose direct side runs each job on the planes `bases` maps when it is
+// submitted, with seams() (CuFileAttachedSeams), behind `gate`
+// (GatedDiskTransport: a detach waits for its stores and fetches too).
+// Null `bases` (host planes) or a seam that cannot be made fails.
+Result<std::unique_ptr<DiskTransport>> OpenAttachedDiskTransport(
+    const TransportDecision& decision, LocalDisk& disk,
+    std::shared_ptr<const PlaneBaseSource> bases, std::unique_ptr<Transfers> gated_transfers,
+    const StagedOptions& staged, GatedTransfers& gate,
+    const std::function<Result<DirectSeams>()>& seams);
 
 }  // namespace strata

@@ -50,10 +50,15 @@ class DeviceAttachPlanes final : public AttachPlanes {
   }
   HostRegistrar* registrar() override { return registrar_.get(); }
   std::string Describe() const override { return describe_; }
+  std::shared_ptr<const PlaneBaseSource> bases() const override { return planes_; }
+  // Ranks in separate processes hold one rank each: one GPU.
+  std::optional<AttachedGpu> gpu() const override {
+    return AttachedGpu{.driver = driver_, .ordinal = planes_->device_ordinals().front()};
+  }
 
  private:
   std::shared_ptr<const CudaDriver> driver_;
-  std::unique_ptr<AttachedDevicePlanes> planes_;
+  std::shared_ptr<AttachedDevicePlanes> planes_;
   std::unique_ptr<CudaHostRegistrar> registrar_;
   std::string describe_;
 };

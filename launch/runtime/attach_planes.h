@@ -7,14 +7,24 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "cuda/driver_api.h"
+#include "store/transfer/plane_bases.h"
 #include "store/transfer/plane_importer.h"
 #include "store/transfer/slab_pool.h"
 #include "store/transfer/transfers.h"
 
 namespace strata {
+
+// The GPU an attached runtime's planes are on (ranks in separate
+// processes: one rank, one GPU per process).
+struct AttachedGpu {
+  std::shared_ptr<const CudaDriver> driver;
+  int ordinal = 0;
+};
 
 class AttachPlanes {
  public:
@@ -31,6 +41,11 @@ class AttachPlanes {
   virtual HostRegistrar* registrar() = 0;
   // For the startup line.
   virtual std::string Describe() const = 0;
+  // For the direct transport (launch/rank/rank_disk_transport.h): where the
+  // planes of the attachment now mapped are, read per job, and the GPU they
+  // are on. Null / nullopt for host memory.
+  virtual std::shared_ptr<const PlaneBaseSource> bases() const { return nullptr; }
+  virtual std::optional<AttachedGpu> gpu() const { return std::nullopt; }
 };
 
 }  // namespace strata

@@ -11,16 +11,19 @@ namespace strata {
 // by a Close that timed out keeps it alive.
 struct DirectTransport::Worker {
   Worker(const CacheGeometry& geometry, RecordHeaderBasis header_basis, FileSystem& file_system,
-         int directory, std::vector<RankPlanes> rank_planes, std::unique_ptr<DirectFileIo> file_io,
-         std::unique_ptr<DeviceRecordChecksums> sums, DirectOptions opts)
+         int directory, std::shared_ptr<const PlaneBaseSource> rank_planes,
+         std::unique_ptr<DirectFileIo> file_io, std::unique_ptr<DeviceRecordChecksums> sums,
+         DirectOptions opts)
       : layout(geometry),
         basis(std::move(header_basis)),
         fs(file_system),
         dir_fd(directory),
-        planes(std::move(rank_planes)),
+        plane_source(std::move(rank_planes)),
         io(std::move(file_io)),
         checksums(std::move(sums)),
-        options(std::move(opts)) {}
+        options(std::move(opts)),
+        row_checksums(options.row_checksums ? options.row_checksums
+                                            : std::make_shared<RowChecksums>()) {}
 
   // Runs jobs until stopped and drained (or abandoned), then releases the
   // seams: their cuFile registrations end with the worker, not with the
@@ -28,13 +31,14 @@ struct DirectTransport::Worker {
   // purpose by its owner, DiskFiles::Close).
   void Loop();
   void RunJobs();
-  RecordJobDone Run(const RecordJob& job);
-  Status Store(const RecordJob& job, uint64_t& bytes);
-  Status Fetch(const RecordJob& job, uint64_t& bytes);
+  // `planes`: the snapshot Submit took (stores and fetches; null otherwise).
+  RecordJobDone Run(const RecordJob& job, const PlaneBases* planes);
+  Status Store(const RecordJob& job, const PlaneBases& planes, uint64_t& bytes);
+  Status Fetch(const RecordJob& job, const PlaneBases& planes, uint64_t& bytes);
   RecordHeader HeaderFor(const RecordJob& job);
   uint64_t CreatedNs() const;
   Status RunEntries(int fd, TransferDirection direction, const RecordJob& job,
-                    const RecordExtents& extents, uint64_t& bytes);
+                    const PlaneBases& planes, const RecordExtents& extents, uint64_t& bytes);
   void Count(uint64_t DirectStats::*counter, uint64_t n = 1) {
     MutexLock lock(mu);
     stats.*counter += n;
@@ -45,36 +49,41 @@ struct DirectTransport::Worker {
   const RecordHeaderBasis basis;
   FileSystem& fs;
   const int dir_fd;
-  const std::vector<RankPlanes> planes;
+  const std::shared_ptr<const PlaneBaseSource> plane_source;
   // Reset by Loop when it ends (worker only).
   std::unique_ptr<DirectFileIo> io;
   std::unique_ptr<DeviceRecordChecksums> checksums;
   const DirectOptions options;
+  const std::shared_ptr<RowChecksums> row_checksums;  // synchronises itself
 
   Mutex mu;
   CondVar work;     // a job queued or stop set
   CondVar drained;  // queue empty and nothing running
-  std::deque<RecordJob> queue GUARDED_BY(mu);
+  // A job and the planes' snapshot it runs on (null: no planes touched).
+  struct Queued {
+    RecordJob job;
+    std::shared_ptr<const PlaneBases> planes;
+  };
+  std::deque<Queued> queue GUARDED_BY(mu);
   bool running GUARDED_BY(mu) = false;
   bool stop GUARDED_BY(mu) = false;
   // Close's deadline passed: queued jobs fail with kAborted, unrun.
   bool abandon GUARDED_BY(mu) = false;
   std::vector<RecordJobDone> done GUARDED_BY(mu);
   std::shared_ptr<WakeSignal> signal GUARDED_BY(mu) = std::make_shared<WakeSignal>();
-  std::unordered_map<PrefixKey, uint64_t> row_checksums GUARDED_BY(mu);
   DirectStats stats GUARDED_BY(mu);
 };
 
 DirectTransport::DirectTransport(const CacheGeometry& geometry, const NamespaceIdentity& identity,
                                  const LayoutFingerprint& fingerprint, FileSystem& fs, int dir_fd,
-                                 std::vector<RankPlanes> planes, std::unique_ptr<DirectFileIo> io,
+                                 std::shared_ptr<const PlaneBaseSource> planes,
+                                 std::unique_ptr<DirectFileIo> io,
                                  std::unique_ptr<DeviceRecordChecksums> checksums,
                                  DirectOptions options)
     : worker_(std::make_shared<Worker>(
           geometry, RecordHeaderBasis{identity, fingerprint, ShapeOf(geometry)}, fs, dir_fd,
           std::move(planes), std::move(io), std::move(checksums), std::move(options))) {
-  STRATA_ASSERT(worker_->planes.size() == worker_->layout.rank_count(),
-                "one RankPlanes per rank of the geometry");
+  STRATA_ASSERT(worker_->plane_source != nullptr, "a direct transport needs its planes' source");
   thread_ = std::thread([w = worker_] { w->Loop(); });
 }
 
@@ -82,23 +91,29 @@ DirectTransport::~DirectTransport() {
   if (!closed_) (void)Close(std::chrono::milliseconds(30'000));
 }
 
-void DirectTransport::Seed(const ScanReport& report) {
-  MutexLock lock(worker_->mu);
-  for (const ScannedRecord& r : report.records) {
-    worker_->row_checksums[r.key] = r.header.row_checksum;
-  }
-}
+void DirectTransport::Seed(const ScanReport& report) { worker_->row_checksums->Seed(report); }
 
 Status DirectTransport::Submit(RecordJob job) {
   if (closed_) return Status::Aborted("direct transport is closed");
   STRATA_RETURN_IF_ERROR(CheckDeviceRecordJob(job, worker_->basis.shape.page_tokens));
   Worker& w = *worker_;
+  std::shared_ptr<const PlaneBases> planes;
+  if (job.kind == RecordJobKind::kStore || job.kind == RecordJobKind::kFetch) {
+    planes = w.plane_source->current_bases();
+    if (planes == nullptr) {
+      return Status::Unavailable("no planes are mapped here: the record job was not issued");
+    }
+    if (planes->size() != w.layout.rank_count()) {
+      return Status::Internal("the planes name " + std::to_string(planes->size()) +
+                              " ranks; the geometry has " + std::to_string(w.layout.rank_count()));
+    }
+  }
   MutexLock lock(w.mu);
   const size_t waiting = w.queue.size() + (w.running ? 1 : 0);
   if (waiting >= w.options.max_waiting_jobs) {
     return Status::Busy("direct transport has " + std::to_string(waiting) + " jobs");
   }
-  w.queue.push_back(std::move(job));
+  w.queue.push_back({std::move(job), std::move(planes)});
   w.work.NotifyOne();
   return Status::Ok();
 }
@@ -174,22 +189,23 @@ void DirectTransport::Worker::Loop() {
 
 void DirectTransport::Worker::RunJobs() {
   for (;;) {
-    RecordJob job;
+    Queued next;
     bool abandoned = false;
     {
       MutexLock lock(mu);
       while (queue.empty() && !stop) work.Wait(lock);
       if (queue.empty()) return;
-      job = std::move(queue.front());
+      next = std::move(queue.front());
       queue.pop_front();
       running = true;
       abandoned = abandon;
     }
+    const RecordJob& job = next.job;
     RecordJobDone d =
         abandoned
             ? RecordJobDone{.id = job.id,
                             .status = Status::Aborted("the direct transport closed before it ran")}
-            : Run(job);
+            : Run(job, next.planes.get());
     std::shared_ptr<WakeSignal> wake;
     {
       MutexLock lock(mu);
@@ -203,21 +219,18 @@ void DirectTransport::Worker::RunJobs() {
   }
 }
 
-RecordJobDone DirectTransport::Worker::Run(const RecordJob& job) {
+RecordJobDone DirectTransport::Worker::Run(const RecordJob& job, const PlaneBases* planes) {
   uint64_t bytes = 0;
   Status s;
   switch (job.kind) {
-    case RecordJobKind::kStore: s = Store(job, bytes); break;
-    case RecordJobKind::kFetch: s = Fetch(job, bytes); break;
+    case RecordJobKind::kStore: s = Store(job, *planes, bytes); break;
+    case RecordJobKind::kFetch: s = Fetch(job, *planes, bytes); break;
     case RecordJobKind::kTruncate:
       s = TruncateRecordRow(fs, dir_fd, HeaderFor(job), options.durability);
       break;
     case RecordJobKind::kUnlink:
       s = UnlinkRecord(fs, dir_fd, job.key, options.durability);
-      if (s.ok()) {
-        MutexLock lock(mu);
-        row_checksums.erase(job.key);
-      }
+      if (s.ok()) row_checksums->Erase(job.key);
       break;
   }
   const bool full = s.code() == StatusCode::kFsFull;
@@ -231,18 +244,12 @@ uint64_t DirectTransport::Worker::CreatedNs() const {
 }
 
 RecordHeader DirectTransport::Worker::HeaderFor(const RecordJob& job) {
-  uint64_t row_checksum = 0;
-  {
-    MutexLock lock(mu);
-    auto it = row_checksums.find(job.key);
-    if (it != row_checksums.end()) row_checksum = it->second;
-  }
-  return DirectRecordHeader(basis, job, row_checksum, CreatedNs());
+  return DirectRecordHeader(basis, job, row_checksums->Get(job.key), CreatedNs());
 }
 
 Status DirectTransport::Worker::RunEntries(int fd, TransferDirection direction,
-                                           const RecordJob& job, const RecordExtents& extents,
-                                           uint64_t& bytes) {
+                                           const RecordJob& job, const PlaneBases& planes,
+                                           const RecordExtents& extents, uint64_t& bytes) {
   const std::vector<std::vector<DirectIoEntry>> batches =
       PlanDirectJob(layout, extents, planes, job, direction, options.batch);
   const std::vector<Status> results = io->Run(fd, direction, batches);
@@ -261,7 +268,8 @@ Status DirectTransport::Worker::RunEntries(int fd, TransferDirection direction,
   return Status::Ok();
 }
 
-Status DirectTransport::Worker::Store(const RecordJob& job, uint64_t& bytes) {
+Status DirectTransport::Worker::Store(const RecordJob& job, const PlaneBases& planes,
+                                      uint64_t& bytes) {
   const std::string name = RecordFileName(job.key);
   Result<std::vector<uint64_t>> sums = checksums->Compute(DirectChecksumRecords(
       layout, planes, job.page_ids, job.replicated_pages, job.row_slot, job.replicated_row));
@@ -282,7 +290,7 @@ Status DirectTransport::Worker::Store(const RecordJob& job, uint64_t& bytes) {
                         head.span().subspan(extents->checksum_segment_offset));
     s = fs.WriteAt(*fd, head.span(), 0);
   }
-  if (s.ok()) s = RunEntries(*fd, TransferDirection::kDeviceToHost, job, *extents, bytes);
+  if (s.ok()) s = RunEntries(*fd, TransferDirection::kDeviceToHost, job, planes, *extents, bytes);
   if (s.ok() && options.durability == Durability::kSync) s = fs.SyncData(*fd);
   fs.Close(*fd);
   if (s.ok()) s = CommitRecordWrite(fs, dir_fd, job.key);
@@ -300,13 +308,14 @@ Status DirectTransport::Worker::Store(const RecordJob& job, uint64_t& bytes) {
       return s.WithContext("fsync directory").WithContext("write " + name);
     }
   }
+  row_checksums->Set(job.key, row_sum);
   MutexLock lock(mu);
-  row_checksums[job.key] = row_sum;
   stats.bytes_written += bytes;
   return Status::Ok();
 }
 
-Status DirectTransport::Worker::Fetch(const RecordJob& job, uint64_t& bytes) {
+Status DirectTransport::Worker::Fetch(const RecordJob& job, const PlaneBases& planes,
+                                      uint64_t& bytes) {
   const std::string name = RecordFileName(job.key);
   const RecordHeader expected = HeaderFor(job);
   Result<RecordExtents> extents = ComputeExtents(expected);
@@ -348,7 +357,7 @@ Status DirectTransport::Worker::Fetch(const RecordJob& job, uint64_t& bytes) {
       return Status::Corruption("short checksum segment").WithContext("read " + name);
     }
   }
-  Status s = RunEntries(*fd, TransferDirection::kHostToDevice, job, *extents, bytes);
+  Status s = RunEntries(*fd, TransferDirection::kHostToDevice, job, planes, *extents, bytes);
   if (!s.ok()) return s.WithContext("read " + name);
   Result<std::vector<uint64_t>> sums = checksums->Compute(DirectChecksumRecords(
       layout, planes, job.page_ids, job.replicated_pages, job.row_slot, job.replicated_row));

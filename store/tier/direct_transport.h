@@ -38,7 +38,9 @@
 #include "store/tier/direct_file_io.h"
 #include "store/tier/direct_transport_job.h"
 #include "store/tier/disk_transport.h"
+#include "store/tier/row_checksums.h"
 #include "store/tier/store_clock.h"
+#include "store/transfer/plane_bases.h"
 
 namespace strata {
 
@@ -47,6 +49,9 @@ struct DirectOptions {
   Durability durability = Durability::kNone;  // fdatasync + directory fsync per record
   DirectBatchBounds batch;                    // cuFile batch bounds
   StoreClock clock{};                         // only `wall` (header creation time)
+  // Shared with the other transports over the same record directory
+  // (row_checksums.h; LocalDisk sets it); null: the transport keeps its own.
+  std::shared_ptr<RowChecksums> row_checksums = nullptr;
 };
 
 struct DirectStats {
@@ -61,11 +66,14 @@ struct DirectStats {
 class DirectTransport final : public DiskTransport {
  public:
   // `fs` and the directory at `dir_fd` (the record directory) outlive the
-  // transport; `planes` holds one RankPlanes per rank of `geometry`, device
-  // addresses that `io` and `checksums` accept.
+  // transport; `planes` gives one RankPlanes per rank of `geometry`, device
+  // addresses that `io` and `checksums` accept. Submit reads its
+  // current_bases() for each store and fetch, and the job runs on that
+  // snapshot (plane_bases.h's contract: an attached runtime's planes that
+  // may open elsewhere on each attach); none mapped refuses the job.
   DirectTransport(const CacheGeometry& geometry, const NamespaceIdentity& identity,
                   const LayoutFingerprint& fingerprint, FileSystem& fs, int dir_fd,
-                  std::vector<RankPlanes> planes, std::unique_ptr<DirectFileIo> io,
+                  std::shared_ptr<const PlaneBaseSource> planes, std::unique_ptr<DirectFileIo> io,
                   std::unique_ptr<DeviceRecordChecksums> checksums, DirectOptions options = {});
   ~DirectTransport() override;
   DirectTransport(const DirectTransport&) = delete;
@@ -73,8 +81,9 @@ class DirectTransport final : public DiskTransport {
 
   // Remembers the row checksums of the records a scan kept (call before the
   // first Submit that fetches them).
-  void Seed(const ScanReport& report);
+  void Seed(const ScanReport& report) override;
 
+  // kUnavailable for a store or fetch while `planes` has none mapped.
   Status Submit(RecordJob job) override;
   void Poll(std::vector<RecordJobDone>& out) override;
   bool WaitForCompletion(std::chrono::milliseconds timeout) override;

@@ -35,6 +35,11 @@ class SplitDiskTransport final : public DiskTransport {
   Status SubmitHost(const RecordJob& job, const HostBuffers& buffers) override {
     return staged_->SubmitHost(job, buffers);
   }
+  // Seeds both sides (either may read a record the other wrote).
+  void Seed(const ScanReport& report) override {
+    direct_->Seed(report);
+    staged_->Seed(report);
+  }
   void Poll(std::vector<RecordJobDone>& out) override;
   // Waits on one signal both sides raise.
   bool WaitForCompletion(std::chrono::milliseconds timeout) override;

@@ -24,6 +24,7 @@
 #include "store/base/status.h"
 #include "store/base/wake_signal.h"
 #include "store/disk/disk_thread.h"
+#include "store/record/record_scan.h"
 
 namespace strata {
 
@@ -46,6 +47,11 @@ class DiskTransport {
   // the job's replicated flags describe `buffers`. Only a transport over this
   // process's own ranks can; the default refuses with kFailedPrecondition.
   virtual Status SubmitHost(const RecordJob& job, const HostBuffers& buffers);
+  // Remembers the row checksums of the records a scan kept (the rescan
+  // after rank zero's agreement, seed 2.14), for the fetches and truncates
+  // that follow. Call before the first Submit that touches them. A
+  // transport that keeps no per-record state ignores it (the default).
+  virtual void Seed(const ScanReport& report) { (void)report; }
   // Appends finished jobs. Never blocks.
   virtual void Poll(std::vector<RecordJobDone>& out) = 0;
   // Blocks up to `timeout` until a completion is ready; returns at once when

@@ -57,6 +57,7 @@ Result<std::unique_ptr<StagedTransport>> LocalDisk::MakeTransport(
     std::unique_ptr<Transfers> transfers, StagedOptions options) {
   if (!disk_) return Status::FailedPrecondition("the staged transport was already made");
   options.durability = options_.durability;
+  options.row_checksums = row_checksums_;
   auto t = std::make_unique<StagedTransport>(geometry_, identity_, fingerprint_, pool_,
                                              std::move(transfers), std::move(disk_), options);
   t->Seed(scan_);
@@ -64,14 +65,25 @@ Result<std::unique_ptr<StagedTransport>> LocalDisk::MakeTransport(
 }
 
 std::unique_ptr<DirectTransport> LocalDisk::MakeDirectTransport(
-    std::vector<RankPlanes> planes, std::unique_ptr<DirectFileIo> io,
+    std::shared_ptr<const PlaneBaseSource> planes, std::unique_ptr<DirectFileIo> io,
     std::unique_ptr<DeviceRecordChecksums> checksums, DirectOptions options) {
   options.durability = options_.durability;
+  options.row_checksums = row_checksums_;
   auto t = std::make_unique<DirectTransport>(geometry_, identity_, fingerprint_, *fs_, dir_->fd(),
                                              std::move(planes), std::move(io), std::move(checksums),
                                              std::move(options));
   t->Seed(scan_);
   return t;
+}
+
+Result<std::unique_ptr<DiskTransport>> MakeRankTransport(const DiskTransportFactory& factory,
+                                                         LocalDisk& disk,
+                                                         std::unique_ptr<Transfers> transfers,
+                                                         const StagedOptions& staged) {
+  if (factory) return factory(disk, std::move(transfers), staged);
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<StagedTransport> t,
+                          disk.MakeTransport(std::move(transfers), staged));
+  return std::unique_ptr<DiskTransport>(std::move(t));
 }
 
 }  // namespace strata

@@ -60,12 +60,12 @@ class LocalDisk {
   Result<std::unique_ptr<StagedTransport>> MakeTransport(std::unique_ptr<Transfers> transfers,
                                                          StagedOptions options = {});
 
-  // The direct transport (seed 2.6) over `planes` (one RankPlanes per rank,
-  // addresses `io` and `checksums` accept), on this record directory, with
+  // The direct transport (seed 2.6) over `planes` (one RankPlanes per rank
+  // per job, addresses `io` and `checksums` accept), on this record directory, with
   // its durability, seeded with the startup scan. The directory and the
   // filesystem must outlive it.
   std::unique_ptr<DirectTransport> MakeDirectTransport(
-      std::vector<RankPlanes> planes, std::unique_ptr<DirectFileIo> io,
+      std::shared_ptr<const PlaneBaseSource> planes, std::unique_ptr<DirectFileIo> io,
       std::unique_ptr<DeviceRecordChecksums> checksums, DirectOptions options = {});
 
   const std::string& path() const { return dir_->path(); }
@@ -95,6 +95,21 @@ class LocalDisk {
   IntakePlan intake_;
   std::shared_ptr<SlabPool> pool_;
   std::unique_ptr<DiskThread> disk_;
+  // Shared by every transport made here, seeded with the scan.
+  std::shared_ptr<RowChecksums> row_checksums_ = std::make_shared<RowChecksums>();
 };
+
+// Makes the transport a rank's record jobs run on, over its opened
+// LocalDisk and the transfers of its planes: a process that may run the
+// direct transport supplies one (launch/rank/); empty means
+// disk.MakeTransport(transfers, staged).
+using DiskTransportFactory = std::function<Result<std::unique_ptr<DiskTransport>>(
+    LocalDisk& disk, std::unique_ptr<Transfers> transfers, const StagedOptions& staged)>;
+
+// `factory`'s transport, or the staged one when it is empty.
+Result<std::unique_ptr<DiskTransport>> MakeRankTransport(const DiskTransportFactory& factory,
+                                                         LocalDisk& disk,
+                                                         std::unique_ptr<Transfers> transfers,
+                                                         const StagedOptions& staged);
 
 }  // namespace strata

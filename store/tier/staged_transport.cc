@@ -23,7 +23,9 @@ StagedTransport::StagedTransport(const CacheGeometry& geometry, const NamespaceI
       signal_(std::make_shared<WakeSignal>()),
       tracker_(*transfers_),
       options_(std::move(options)),
-      row_slots_(RowSlots(layout_.row_segment_bytes(), pool_->slot_bytes())) {
+      row_slots_(RowSlots(layout_.row_segment_bytes(), pool_->slot_bytes())),
+      row_checksums_(options_.row_checksums ? options_.row_checksums
+                                            : std::make_shared<RowChecksums>()) {
   STRATA_ASSERT(pool_->slot_bytes() >= layout_.page_record_bytes(),
                 "staging slots must hold a page record");
   transfers_->NotifyOnCompletion(signal_);
@@ -41,9 +43,7 @@ StagedTransport::~StagedTransport() {
   if (!closed_) (void)Close(std::chrono::milliseconds(30'000));
 }
 
-void StagedTransport::Seed(const ScanReport& report) {
-  for (const ScannedRecord& r : report.records) row_checksums_[r.key] = r.header.row_checksum;
-}
+void StagedTransport::Seed(const ScanReport& report) { row_checksums_->Seed(report); }
 
 RecordHeader StagedTransport::HeaderFor(const RecordJob& job) const {
   RecordHeader h;
@@ -56,8 +56,7 @@ RecordHeader StagedTransport::HeaderFor(const RecordJob& job) const {
   h.bucket = job.bucket;
   h.tail_page_count = job.tail_pages;
   h.shape = shape_;
-  auto it = row_checksums_.find(job.key);
-  h.row_checksum = it == row_checksums_.end() ? 0 : it->second;
+  h.row_checksum = row_checksums_->Get(job.key);
   h.created_unix_ns = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(options_.clock.wall().time_since_epoch())
           .count());
@@ -315,7 +314,7 @@ void StagedTransport::Poll(std::vector<RecordJobDone>& out) {
     }
     switch (a.phase) {
       case Phase::kWrite:
-        if (c.header) row_checksums_[a.job.key] = c.header->row_checksum;
+        if (c.header) row_checksums_->Set(a.job.key, c.header->row_checksum);
         stats_.bytes_written += c.payload_bytes;
         if (a.host) a.bytes += c.payload_bytes;
         Finish(c.id.value, Status::Ok());
@@ -330,7 +329,7 @@ void StagedTransport::Poll(std::vector<RecordJobDone>& out) {
         }
         break;
       default:
-        if (a.job.kind == RecordJobKind::kUnlink) row_checksums_.erase(a.job.key);
+        if (a.job.kind == RecordJobKind::kUnlink) row_checksums_->Erase(a.job.key);
         Finish(c.id.value, Status::Ok());
         break;
     }

@@ -23,6 +23,7 @@
 #include "store/record/record_header.h"
 #include "store/record/record_scan.h"
 #include "store/tier/disk_transport.h"
+#include "store/tier/row_checksums.h"
 #include "store/tier/store_clock.h"
 #include "store/transfer/slab_pool.h"
 #include "store/transfer/transfer_tracker.h"
@@ -35,6 +36,9 @@ struct StagedOptions {
   // Only `wall` is read (record headers' creation time): the waits sleep on
   // the wake signal, which keeps real time. Default: the real clocks.
   StoreClock clock{};
+  // Shared with the other transports over the same record directory
+  // (row_checksums.h; LocalDisk sets it); null: the transport keeps its own.
+  std::shared_ptr<RowChecksums> row_checksums = nullptr;
 };
 
 struct StagedStats {
@@ -56,7 +60,7 @@ class StagedTransport final : public DiskTransport {
   ~StagedTransport() override;
 
   // Remembers the row checksums of the records a scan kept.
-  void Seed(const ScanReport& report);
+  void Seed(const ScanReport& report) override;
 
   Status Submit(RecordJob job) override;
   Status SubmitHost(const RecordJob& job, const HostBuffers& buffers) override;
@@ -108,7 +112,7 @@ class StagedTransport final : public DiskTransport {
   uint64_t row_slots_;
   std::map<uint64_t, Active> active_;  // by job id, ordered: older jobs start first
   std::deque<std::pair<uint64_t, DiskJob>> disk_backlog_;  // refused with kBusy
-  std::unordered_map<PrefixKey, uint64_t> row_checksums_;
+  std::shared_ptr<RowChecksums> row_checksums_;            // options_.row_checksums or its own
   std::vector<RecordJobDone> done_;
   std::vector<FinishedOperation> finished_;
   std::vector<DiskCompletion> disk_done_;

@@ -4,17 +4,35 @@ namespace strata {
 
 GatedTransfers::GatedTransfers(std::unique_ptr<Transfers> inner) : inner_(std::move(inner)) {}
 
+namespace {
+
+Status NotAttached() {
+  return Status::Unavailable(
+      "no runtime's planes are attached to this rank: the copy was not issued");
+}
+
+}  // namespace
+
 Status GatedTransfers::Submit(TransferJob job) {
   // Held across the inner Submit (which never blocks), so a Shut either
   // precedes the check or sees the job counted.
   std::lock_guard<std::mutex> lock(mu_);
-  if (!open_) {
-    return Status::Unavailable(
-        "no runtime's planes are attached to this rank: the copy was not issued");
-  }
+  if (!open_) return NotAttached();
   STRATA_RETURN_IF_ERROR(inner_->Submit(std::move(job)));
   ++in_flight_;
   return Status::Ok();
+}
+
+Status GatedTransfers::Enter() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!open_) return NotAttached();
+  ++in_flight_;
+  return Status::Ok();
+}
+
+void GatedTransfers::Leave() {
+  std::lock_guard<std::mutex> lock(mu_);
+  --in_flight_;
 }
 
 void GatedTransfers::Poll(std::vector<TransferCompletion>& out) {

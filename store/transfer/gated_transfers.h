@@ -33,8 +33,16 @@ class GatedTransfers final : public Transfers {
   // The planes are going: no job is accepted from now on. Jobs already
   // accepted still run; wait for in_flight() == 0 before unmapping.
   void Shut();
-  // Jobs accepted and not yet returned by Poll.
+  // Jobs accepted and not yet returned by Poll, plus copies entered and not
+  // yet left.
   size_t in_flight() const;
+
+  // For another copier over the same planes (the direct transport's record
+  // jobs, store/tier/gated_disk_transport.h): Enter counts one copy in
+  // flight, or refuses with kUnavailable while shut (nothing counted);
+  // Leave ends one that Enter counted, once it no longer touches the planes.
+  Status Enter();
+  void Leave();
 
  private:
   std::unique_ptr<Transfers> inner_;

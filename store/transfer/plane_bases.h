@@ -30,4 +30,15 @@ class PlaneBaseSource {
   virtual std::shared_ptr<const PlaneBases> current_bases() const = 0;
 };
 
+// Planes that never move (this process's own): always the same snapshot.
+class FixedPlaneBases final : public PlaneBaseSource {
+ public:
+  explicit FixedPlaneBases(PlaneBases bases)
+      : bases_(std::make_shared<const PlaneBases>(std::move(bases))) {}
+  std::shared_ptr<const PlaneBases> current_bases() const override { return bases_; }
+
+ private:
+  std::shared_ptr<const PlaneBases> bases_;
+};
+
 }  // namespace strata

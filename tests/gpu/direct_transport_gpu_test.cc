@@ -97,7 +97,8 @@ TEST_P(GpuDirectTransportTest, StoresVerifiesOnTheHostAndFetchesBack) {
   direct_options.durability = Durability::kSync;
   auto direct_owned = std::make_unique<DirectTransport>(
       geometry, testing::TestIdentity(), fingerprint, (*disk)->fs(), (*disk)->dir().fd(),
-      std::vector<RankPlanes>{planes}, std::move(*io), std::move(*sums), direct_options);
+      std::make_shared<FixedPlaneBases>(PlaneBases{planes}), std::move(*io), std::move(*sums),
+      direct_options);
   DirectTransport& direct = *direct_owned;
   auto run = [&](const RecordJob& job) { return test::RunRecordJob(direct, job, kBound); };
   RecordJob store;

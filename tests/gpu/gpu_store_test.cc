@@ -128,10 +128,10 @@ INSTANTIATE_TEST_SUITE_P(
                       // in cuFile's compatibility mode (the only one the project's
                       // GPU host has) it finishes since that mode runs synchronous
                       // calls (about 70 us per entry, against 5.4 ms through the
-                      // batch API; docs/operations.md). composite_deepseek over
-                      // direct is left out: on the H200 its conversation 1 missed
-                      // the host store (not yet explained; docs/operations.md).
+                      // batch API; docs/operations.md).
                       StoreCase{"disk_qwen_direct", false, true, "qwen-like",
+                                TransportChoice::kDirect},
+                      StoreCase{"composite_deepseek_direct", true, true, "deepseek-like",
                                 TransportChoice::kDirect}),
     [](const ::testing::TestParamInfo<StoreCase>& info) { return std::string(info.param.name); });
 

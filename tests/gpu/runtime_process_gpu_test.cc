@@ -3,7 +3,11 @@
 // device) and two `strata runtime --gpus N` processes, each runtime sharing
 // its planes as CUDA VMM allocations (launch/runtime/vmm_planes.h). Phases
 // 1-2, then every process restarted for phase 3: every phase passes (every
-// restored byte is checked on both ranks) and every process exits 0.
+// restored byte is checked on both ranks) and every process exits 0. Run
+// twice: on the transport each rank's probe picks (staged here), and with
+// transport = "direct" under the test-only compatibility switch, where each
+// rank's share of every record job moves between its record files and its
+// attached runtime's GPU planes through cuFile.
 //
 // Opt-in like the other GPU tests (STRATA_GPU_TESTS=1, STRATA_GPU_DEVICE).
 // STRATA_BIN names the strata binary (default: next to this binary, or one
@@ -23,6 +27,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "tests/gpu/cufile_gpu_support.h"
 
 extern char** environ;
 
@@ -128,14 +134,16 @@ class GpuRuntimeProcessTest : public ::testing::Test {
   }
 
   // Every rank and runtime for `workload`; the exit codes of the runtimes
-  // (rank zero's first) and then of the ranks.
-  std::vector<int> RunPhase(const std::string& workload) {
+  // (rank zero's first) and then of the ranks. `rank_flags` go to every rank.
+  std::vector<int> RunPhase(const std::string& workload,
+                            const std::vector<std::string>& rank_flags = {}) {
     std::vector<pid_t> ranks, runtimes;
     for (int r = 0; r < kWorld; ++r) {
       std::vector<std::string> a = Common(r);
       a.insert(a.begin(), "rank");
       a.insert(a.end(), {"--prefix-cache-disk", (dir_ / ("rank" + std::to_string(r))).string(),
                          "--prefix-cache-disk-limit", "2GiB"});
+      a.insert(a.end(), rank_flags.begin(), rank_flags.end());
       ranks.push_back(Spawn(a, dir_ / ("rank" + std::to_string(r) + "." + workload + ".log")));
     }
     for (int r = kWorld - 1; r >= 0; --r) {
@@ -166,6 +174,27 @@ TEST_F(GpuRuntimeProcessTest, TwoRanksWithAttachedRuntimesPassEveryPhaseOnVmmPla
   EXPECT_EQ(Count(first, "\"ok\": true"), 2u) << first;
   EXPECT_NE(Slurp(dir_ / "runtime1.qualify.log").find("CUDA VMM planes"), std::string::npos);
   EXPECT_EQ(RunPhase("restore"), all_zero) << Slurp(dir_ / "runtime0.restore.log");
+  const std::string restored = Slurp(dir_ / "summary.restore.json");
+  EXPECT_EQ(Count(restored, "\"ok\": true"), 1u) << restored;
+}
+
+TEST_F(GpuRuntimeProcessTest, TwoRanksRunTheirRecordJobsDirectOnAttachedGpuPlanes) {
+  if (std::optional<std::string> why = testing::CuFileCompatSwitchMissing()) GTEST_SKIP() << *why;
+  if (std::optional<std::string> why = testing::CuFileCannotRegisterFiles(dir_.string())) {
+    ASSERT_EQ(why->rfind("cuFile failed", 0), std::string::npos) << *why;
+    GTEST_SKIP() << *why;
+  }
+  const std::vector<std::string> direct = {"--prefix-cache-transport", "direct"};
+  const std::vector<int> all_zero(2 * kWorld, 0);
+  EXPECT_EQ(RunPhase("qualify", direct), all_zero) << Slurp(dir_ / "runtime0.qualify.log");
+  for (int r = 0; r < kWorld; ++r) {
+    const std::string log = Slurp(dir_ / ("rank" + std::to_string(r) + ".qualify.log"));
+    EXPECT_NE(log.find("transport direct-compat"), std::string::npos) << log;
+  }
+  const std::string first = Slurp(dir_ / "summary.qualify.json");
+  EXPECT_EQ(Count(first, "\"ok\": true"), 2u) << first;
+  // Phase 3 reads back, direct, what phases 1-2 wrote direct.
+  EXPECT_EQ(RunPhase("restore", direct), all_zero) << Slurp(dir_ / "runtime0.restore.log");
   const std::string restored = Slurp(dir_ / "summary.restore.json");
   EXPECT_EQ(Count(restored, "\"ok\": true"), 1u) << restored;
 }

@@ -11,11 +11,15 @@
 #       restarted for phase 3: every phase passes on rank zero's runtime
 #       (restored bytes checked on every rank), every process exits 0, and
 #       every rank holds the same record files (names and sizes) and moved
-#       the same bytes.
+#       the same bytes; each rank ran its own GPUDirect probe, and its
+#       startup line says its record jobs run staged and why.
 #   runtime_cluster_test.sh STRATA serve  rank zero's runtime serves turns;
 #       once a record reached rank 2, SIGTERM to rank zero's runtime ends it
 #       with 0, the peers' runtimes are told and exit 0, then SIGTERM drains
 #       every rank and each exits 0.
+#   runtime_cluster_test.sh STRATA direct  every rank with transport =
+#       "direct" on host planes: each refuses its own startup (exit 1) with
+#       its probe's reason, before any peer joined.
 #
 # Every wait is bounded; on failure the logs are printed.
 set -euo pipefail
@@ -40,6 +44,10 @@ case $MODE in
     same_files_on_every_rank "$WORLD"
     phases_passed "$DIR/summary.qualify.json" 2
     phases_passed "$DIR/summary.restore.json" 1
+    for ((r = 0; r < WORLD; r++)); do
+      grep -q "transport staged (direct refused: the page planes are not in GPU memory)" \
+        "$DIR/rank$r.qualify.log" || fail "rank $r did not say which transport it runs and why"
+    done
     for ((r = 1; r < WORLD; r++)); do
       grep -q "restored bytes checked here" "$DIR/runtime$r.qualify.log" ||
         fail "rank $r's runtime did not report its checks"
@@ -63,6 +71,17 @@ case $MODE in
     kill -TERM "${PIDS[@]}"
     wait_all 0
     echo "PASS: SIGTERM ended rank zero's serving runtime, the peers' runtimes followed, every process exited 0"
+    ;;
+  direct)
+    WITH_RUNTIME=0
+    EXTRA=(--prefix-cache-transport direct)
+    for ((r = 0; r < WORLD; r++)); do start_rank "$r" "$WORLD" direct; done
+    wait_all 1
+    for ((r = 0; r < WORLD; r++)); do
+      grep -q 'startup failed: .*transport = "direct" refused: the page planes are not in GPU memory' \
+        "$DIR/rank$r.direct.log" || fail "rank $r did not refuse the direct transport with its reason"
+    done
+    echo "PASS: transport = \"direct\" on host planes: every rank refused its own startup, naming why"
     ;;
   *) fail "unknown mode $MODE" ;;
 esac

@@ -1,18 +1,22 @@
 // DirectTransport over its CPU doubles (HostFileIo, HostRecordChecksums) and
 // host planes: its files are the staged transport's (each reads what the
 // other wrote, and with one clock both write identical bytes), a failed
-// entry fails only its job, and a corrupted page fails verification.
+// entry fails only its job, a corrupted page fails verification, and each
+// store or fetch runs on the planes mapped when it was submitted (and, gated,
+// holds the attach gate until reported).
 #include "store/tier/direct_transport.h"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <iterator>
+#include <mutex>
 #include <set>
 
 #include "launch/presets.h"
 #include "store/record/fingerprint.h"
 #include "store/tier/direct_transport_host_doubles.h"
+#include "store/tier/gated_disk_transport.h"
 #include "store/tier/local_disk.h"
 #include "store/transfer/host_planes.h"
 #include "tests/unit/coordinator/multi_rank_test_support.h"
@@ -34,6 +38,29 @@ CacheGeometry TwoRanks() {
   EXPECT_TRUE(g.ok()) << g.status().ToString();
   return g.ok() ? *g : CacheGeometry{};
 }
+
+// Planes that come and go, as an attached runtime's do: the test maps them.
+class SwitchableBases final : public PlaneBaseSource {
+ public:
+  void Map(const HostPlanes& planes) {
+    PlaneBases bases;
+    for (uint32_t r = 0; r < planes.geometry().rank_count(); ++r) bases.push_back(planes.planes(r));
+    std::lock_guard<std::mutex> lock(mu_);
+    bases_ = std::make_shared<const PlaneBases>(std::move(bases));
+  }
+  void Unmap() {
+    std::lock_guard<std::mutex> lock(mu_);
+    bases_.reset();
+  }
+  std::shared_ptr<const PlaneBases> current_bases() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return bases_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::shared_ptr<const PlaneBases> bases_;
+};
 
 struct DirectRig {
   DirectRig() : geometry(TwoRanks()), planes(geometry) {
@@ -60,18 +87,17 @@ struct DirectRig {
       return;
     }
     staged = std::move(*made);
-    std::vector<RankPlanes> rank_planes;
-    for (uint32_t r = 0; r < kRanks; ++r) rank_planes.push_back(planes.planes(r));
+    bases->Map(planes);
     auto file_io = std::make_unique<HostFileIo>(disk->fs());
     io = file_io.get();
     DirectOptions direct_options;
     direct_options.clock.wall = [] { return kFixedWall; };
     // Small batches: a store spans several.
     direct_options.batch = {.max_entries = 16, .max_bytes = uint64_t{64} << 10};
-    direct = std::make_unique<DirectTransport>(
-        geometry, testing::TestIdentity(), fingerprint, disk->fs(), disk->dir().fd(),
-        std::move(rank_planes), std::move(file_io), std::make_unique<HostRecordChecksums>(),
-        direct_options);
+    // From the LocalDisk, as `strata rank` makes it: it shares the staged
+    // side's row checksums.
+    direct = disk->MakeDirectTransport(bases, std::move(file_io),
+                                       std::make_unique<HostRecordChecksums>(), direct_options);
   }
   ~DirectRig() {
     if (direct) {
@@ -158,12 +184,6 @@ struct DirectRig {
     }
     return std::nullopt;
   }
-  // Tells both transports the row checksums of the files now on disk.
-  void Reseed() {
-    ASSERT_TRUE(disk->Rescan().ok());
-    staged->Seed(disk->scan());
-    direct->Seed(disk->scan());
-  }
   std::string FilePath(const RecordJob& job) const {
     return disk->path() + "/" + RecordFileName(job.key);
   }
@@ -175,6 +195,7 @@ struct DirectRig {
   testing::ScratchDir dir;
   CacheGeometry geometry;
   HostPlanes planes;
+  std::shared_ptr<SwitchableBases> bases = std::make_shared<SwitchableBases>();
   Status status;
   std::unique_ptr<LocalDisk> disk;
   std::unique_ptr<StagedTransport> staged;
@@ -197,7 +218,8 @@ TEST(DirectTransportTest, StagedReadsWhatDirectWrote) {
   std::optional<RecordJobDone> stored = DirectRig::Run(*rig.direct, rig.Store(1, 1));
   EXPECT_DONE_OK(stored);
   EXPECT_GT(stored->bytes, 0u);
-  rig.Reseed();
+  // No rescan between: the staged side knows the row checksum the direct
+  // side wrote through the directory's one RowChecksums.
   std::optional<RecordJobDone> fetched = DirectRig::Run(*rig.staged, rig.Fetch(2, 1, 0));
   EXPECT_DONE_OK(fetched);
   EXPECT_TRUE(rig.FetchedMatches(0));
@@ -208,7 +230,6 @@ TEST(DirectTransportTest, DirectReadsWhatStagedWrote) {
   STRATA_OK_OR_SKIP_DIRECT_IO(rig.status);
   rig.Fill();
   EXPECT_DONE_OK(DirectRig::Run(*rig.staged, rig.Store(1, 2)));
-  rig.Reseed();
   std::optional<RecordJobDone> fetched = DirectRig::Run(*rig.direct, rig.Fetch(2, 2, 3));
   EXPECT_DONE_OK(fetched);
   EXPECT_TRUE(rig.FetchedMatches(3));
@@ -275,6 +296,76 @@ TEST(DirectTransportTest, ACorruptedPageFailsVerification) {
   EXPECT_NE(fetched->status.message().find("page 7 "), std::string::npos)
       << fetched->status.ToString();
   EXPECT_EQ(rig.direct->stats().checksum_failures, 1u);
+}
+
+TEST(DirectTransportTest, EachStoreAndFetchRunsOnThePlanesMappedWhenSubmitted) {
+  DirectRig rig;
+  STRATA_OK_OR_SKIP_DIRECT_IO(rig.status);
+  rig.Fill();
+  rig.bases->Unmap();
+  EXPECT_EQ(rig.direct->Submit(rig.Store(1, 8)).code(), StatusCode::kUnavailable);
+  EXPECT_EQ(rig.direct->Submit(rig.Fetch(2, 8, 0)).code(), StatusCode::kUnavailable);
+  RecordJob unlink = rig.Store(3, 8);  // touches no planes: still runs
+  unlink.kind = RecordJobKind::kUnlink;
+  EXPECT_TRUE(DirectRig::Run(*rig.direct, unlink).has_value());
+
+  rig.bases->Map(rig.planes);
+  EXPECT_DONE_OK(DirectRig::Run(*rig.direct, rig.Store(4, 8)));
+  // A later attachment's planes elsewhere: the fetch lands there only.
+  HostPlanes elsewhere(rig.geometry);
+  rig.bases->Map(elsewhere);
+  EXPECT_DONE_OK(DirectRig::Run(*rig.direct, rig.Fetch(5, 8, 0)));
+  for (uint32_t r = 0; r < kRanks; ++r) {
+    const uint64_t unit = rig.geometry.ranks[r].page_planes[0].unit_bytes;
+    EXPECT_EQ(std::memcmp(rig.planes.page(r, 0, PageId(7)),
+                          elsewhere.page(r, 0, PageId(kFetchBase + 7)), unit),
+              0)
+        << "rank " << r;
+    const std::vector<uint8_t> zeros(unit, 0);
+    EXPECT_EQ(std::memcmp(rig.planes.page(r, 0, PageId(kFetchBase + 7)), zeros.data(), unit), 0)
+        << "rank " << r << ": the fetch wrote the planes mapped before it";
+    EXPECT_EQ(std::memcmp(rig.planes.row(r, StateSlot(0)), elsewhere.row(r, StateSlot(1)),
+                          rig.geometry.ranks[r].row.unit_bytes),
+              0);
+  }
+}
+
+// Over an attached runtime's planes the direct transport's stores and
+// fetches count in the attach gate, so the planes stay mapped until Poll
+// reported them.
+TEST(DirectTransportTest, GatedStoresAndFetchesHoldTheAttachGateUntilPolled) {
+  DirectRig rig;
+  STRATA_OK_OR_SKIP_DIRECT_IO(rig.status);
+  rig.Fill();
+  Result<std::unique_ptr<Transfers>> transfers = MakeHostTransfers(rig.planes);
+  ASSERT_TRUE(transfers.ok());
+  GatedTransfers gate(std::move(*transfers));
+  GatedDiskTransport gated(std::move(rig.direct), gate);
+
+  EXPECT_EQ(gated.Submit(rig.Store(1, 9)).code(), StatusCode::kUnavailable);
+  RecordJob unlink = rig.Store(2, 9);
+  unlink.kind = RecordJobKind::kUnlink;
+  EXPECT_TRUE(DirectRig::Run(gated, unlink).has_value());
+  EXPECT_EQ(gate.in_flight(), 0u);
+
+  gate.Open();
+  ASSERT_TRUE(gated.Submit(rig.Store(3, 9)).ok());
+  EXPECT_EQ(gate.in_flight(), 1u);  // finished or not, it holds the gate until polled
+  EXPECT_EQ(gated.entered(), 1u);
+  gate.Shut();  // a detach begins: the store already accepted still runs
+  std::vector<RecordJobDone> done;
+  const auto until = std::chrono::steady_clock::now() + kClusterBound;
+  while (done.empty() && std::chrono::steady_clock::now() < until) {
+    (void)gated.WaitForCompletion(kClusterBound);
+    gated.Poll(done);
+  }
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_TRUE(done[0].status.ok()) << done[0].status.ToString();
+  EXPECT_EQ(gate.in_flight(), 0u);
+  EXPECT_EQ(gated.entered(), 0u);
+  EXPECT_EQ(gated.Submit(rig.Fetch(4, 9, 0)).code(), StatusCode::kUnavailable);
+  EXPECT_EQ(gate.in_flight(), 0u);
+  EXPECT_TRUE(gated.Close(kClusterBound).ok());
 }
 
 TEST(DirectTransportTest, RefusesJobsOnceClosed) {

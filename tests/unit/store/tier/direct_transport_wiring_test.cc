@@ -11,6 +11,7 @@
 #include "launch/rank/rank_transport.h"
 #include "store/record/fingerprint.h"
 #include "store/tier/direct_transport_host_doubles.h"
+#include "store/tier/gated_disk_transport.h"
 #include "store/transfer/host_planes.h"
 #include "tests/support/record_jobs.h"
 #include "tests/unit/store/record/record_test_support.h"
@@ -182,6 +183,26 @@ struct WiringRig {
                                        .keep_alive = {}});
                                  });
   }
+  // Job 1 stores pages 0-1 and row 0 under a key of `salt`.
+  RecordJob StoreJob(uint8_t salt) const {
+    RecordJob store;
+    store.id = JobId(1);
+    store.key = testing::KeyOf(uint64_t{2} * geometry.page_tokens, salt);
+    store.tail_pages = 2;
+    store.page_ids = {PageId(0), PageId(1)};
+    store.row_slot = StateSlot(0);
+    return store;
+  }
+  // Job 2 fetches `store`'s record into pages 10-11 and row 1.
+  static RecordJob FetchOf(const RecordJob& store) {
+    RecordJob fetch = store;
+    fetch.id = JobId(2);
+    fetch.kind = RecordJobKind::kFetch;
+    fetch.page_ids = {PageId(10), PageId(11)};
+    fetch.row_slot = StateSlot(1);
+    return fetch;
+  }
+
   testing::ScratchDir dir;
   CacheGeometry geometry;
   HostPlanes planes;
@@ -212,18 +233,9 @@ TEST(DirectTransportWiringTest, DirectDecisionRunsDeviceJobsOnTheDirectSide) {
     auto* split = dynamic_cast<SplitDiskTransport*>(t->get());
     ASSERT_NE(split, nullptr);
     EXPECT_EQ(rig.seams_made, 1);
-    RecordJob store;
-    store.id = JobId(1);
-    store.key = testing::KeyOf(uint64_t{2} * rig.geometry.page_tokens, 1);
-    store.tail_pages = 2;
-    store.page_ids = {PageId(0), PageId(1)};
-    store.row_slot = StateSlot(0);
+    const RecordJob store = rig.StoreJob(1);
     ASSERT_TRUE(RunJob(*split, store).ok());
-    RecordJob fetch = store;
-    fetch.id = JobId(2);
-    fetch.kind = RecordJobKind::kFetch;
-    fetch.page_ids = {PageId(10), PageId(11)};
-    fetch.row_slot = StateSlot(1);
+    const RecordJob fetch = WiringRig::FetchOf(store);
     ASSERT_TRUE(RunJob(*split, fetch).ok());
     std::vector<uint8_t> back(page.size());
     ASSERT_TRUE(rig.planes.ReadPage(0, 0, PageId(11), back).ok());
@@ -247,6 +259,73 @@ TEST(DirectTransportWiringTest, SeamsThatCannotBeMadeFailTheOpenNamingWhy) {
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.status().message().find("direct transport"), std::string::npos);
   EXPECT_NE(t.status().message().find("no GPU here"), std::string::npos);
+}
+
+// A rank whose planes are an attached runtime's: the direct side runs on
+// the planes the source maps, behind the attach gate.
+TEST(DirectTransportWiringTest, AttachedPlanesRunDirectBehindTheAttachGate) {
+  WiringRig rig;
+  ASSERT_NE(rig.disk, nullptr);
+  const std::vector<uint8_t> page(rig.geometry.ranks[0].page_planes[0].unit_bytes, 0x6b);
+  ASSERT_TRUE(rig.planes.WritePage(0, 0, PageId(1), page).ok());
+  Result<std::unique_ptr<Transfers>> transfers = MakeHostTransfers(rig.planes);
+  ASSERT_TRUE(transfers.ok());
+  auto gated = std::make_unique<GatedTransfers>(std::move(*transfers));
+  GatedTransfers& gate = *gated;
+  auto bases = std::make_shared<FixedPlaneBases>(PlaneBases{rig.planes.planes(0)});
+  int seams_made = 0;
+  Result<std::unique_ptr<DiskTransport>> t = OpenAttachedDiskTransport(
+      {.kind = TransportKind::kDirectCompat, .reason = "test"}, *rig.disk, bases, std::move(gated),
+      StagedOptions{}, gate, [&]() -> Result<DirectSeams> {
+        ++seams_made;
+        return DirectSeams{.io = std::make_unique<HostFileIo>(rig.disk->fs()),
+                           .checksums = std::make_unique<HostRecordChecksums>(),
+                           .keep_alive = {}};
+      });
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(seams_made, 1);
+  ASSERT_NE(dynamic_cast<GatedDiskTransport*>(t->get()), nullptr);
+  const RecordJob store = rig.StoreJob(2);
+  EXPECT_EQ((*t)->Submit(store).code(), StatusCode::kUnavailable);  // no runtime attached
+  gate.Open();
+  ASSERT_TRUE(RunJob(**t, store).ok());
+  const RecordJob fetch = WiringRig::FetchOf(store);
+  ASSERT_TRUE(RunJob(**t, fetch).ok());
+  std::vector<uint8_t> back(page.size());
+  ASSERT_TRUE(rig.planes.ReadPage(0, 0, PageId(11), back).ok());
+  EXPECT_EQ(back, page);
+  EXPECT_EQ(gate.in_flight(), 0u);
+  EXPECT_TRUE((*t)->Close(kBound).ok());
+}
+
+TEST(DirectTransportWiringTest, AttachedStagedDecisionOrHostPlanesNeedNoSeams) {
+  int seams_made = 0;
+  auto seams = [&]() -> Result<DirectSeams> {
+    ++seams_made;
+    return Status::Internal("not reached");
+  };
+  for (TransportKind kind : {TransportKind::kStaged, TransportKind::kDirect}) {
+    WiringRig rig;
+    ASSERT_NE(rig.disk, nullptr);
+    Result<std::unique_ptr<Transfers>> transfers = MakeHostTransfers(rig.planes);
+    ASSERT_TRUE(transfers.ok());
+    auto gated = std::make_unique<GatedTransfers>(std::move(*transfers));
+    GatedTransfers& gate = *gated;
+    // Host planes: no bases for the direct side.
+    Result<std::unique_ptr<DiskTransport>> t =
+        OpenAttachedDiskTransport({.kind = kind, .reason = "test"}, *rig.disk, nullptr,
+                                  std::move(gated), StagedOptions{}, gate, seams);
+    if (kind == TransportKind::kStaged) {
+      ASSERT_TRUE(t.ok()) << t.status().ToString();
+      EXPECT_NE(dynamic_cast<StagedTransport*>(t->get()), nullptr);
+      EXPECT_TRUE((*t)->Close(kBound).ok());
+    } else {
+      ASSERT_FALSE(t.ok());
+      EXPECT_NE(t.status().message().find("GPU memory"), std::string::npos)
+          << t.status().ToString();
+    }
+  }
+  EXPECT_EQ(seams_made, 0);
 }
 
 TEST(DirectTransportWiringTest, CuFileSeamsRefuseHostPlanes) {

@@ -1,0 +1,55 @@
+// GatedDiskTransport: a DiskTransport whose record jobs copy straight
+// between record files and planes that can go away (an attached runtime's
+// memory, through the direct transport, seed 2.6 and 2.14), counted in the
+// same gate as the transfers over those planes
+// (store/transfer/gated_transfers.h). A store or fetch enters the gate at
+// Submit (kUnavailable while it is shut, nothing queued) and leaves it when
+// Poll reports the job, so the attach server unmaps the planes only once
+// these jobs finished too. Truncates, unlinks and host jobs touch no planes
+// and pass straight through.
+//
+// A job the inner transport never reports (its Close timed out) keeps its
+// count: the planes then stay mapped, never unmapped under a copy.
+//
+// Thread: the owner's, as DiskTransport; the gate is opened and shut from
+// the attach server's.
+#pragma once
+
+#include <memory>
+#include <unordered_set>
+
+#include "store/tier/disk_transport.h"
+#include "store/transfer/gated_transfers.h"
+
+namespace strata {
+
+class GatedDiskTransport final : public DiskTransport {
+ public:
+  // `gate` outlives the transport.
+  GatedDiskTransport(std::unique_ptr<DiskTransport> inner, GatedTransfers& gate);
+
+  Status Submit(RecordJob job) override;
+  Status SubmitHost(const RecordJob& job, const HostBuffers& buffers) override {
+    return inner_->SubmitHost(job, buffers);
+  }
+  void Seed(const ScanReport& report) override { inner_->Seed(report); }
+  void Poll(std::vector<RecordJobDone>& out) override;
+  bool WaitForCompletion(std::chrono::milliseconds timeout) override {
+    return inner_->WaitForCompletion(timeout);
+  }
+  void NotifyOnCompletion(std::shared_ptr<WakeSignal> signal) override {
+    inner_->NotifyOnCompletion(std::move(signal));
+  }
+  Status stopped() const override { return inner_->stopped(); }
+  Status Close(std::chrono::milliseconds deadline) override { return inner_->Close(deadline); }
+
+  // Stores and fetches accepted and not yet reported.
+  size_t entered() const { return entered_.size(); }
+
+ private:
+  std::unique_ptr<DiskTransport> inner_;
+  GatedTransfers& gate_;
+  std::unordered_set<uint64_t> entered_;  // job ids holding the gate
+};
+
+}  // namespace strata
