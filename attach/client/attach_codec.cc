@@ -131,7 +131,21 @@ Status Put(s::Envelope::Builder env, const TicketStatusRequest& m) {
   return Status::Ok();
 }
 
+// A ticket's status as the store can report it, either way across the
+// channel: a known state, and a pooled endpoint only on a ready ticket.
+Status CheckTicketStatus(const LookupTicketStatus& st) {
+  if (st.state > LookupTicketState::kReady) {
+    return Invalid("TicketStatus.state",
+                   fmt::format("unknown value {}", static_cast<unsigned>(st.state)));
+  }
+  if (st.state != LookupTicketState::kReady && st.pool_consumed != 0) {
+    return Invalid("TicketStatus.poolConsumed", "set on a ticket that is not ready");
+  }
+  return Status::Ok();
+}
+
 Status Put(s::Envelope::Builder env, const TicketStatusResult& m) {
+  STRATA_RETURN_IF_ERROR(CheckTicketStatus(m.status));
   auto out = env.initTicketStatusResult();
   out.setRequestId(m.request_id);
   out.setState(static_cast<s::TicketState>(m.status.state));
@@ -350,9 +364,7 @@ Result<AttachMessage> GetTicketStatus(s::TicketStatusResult::Reader in) {
   st.admissions = in.getAdmissions();
   st.answered_late = in.getAnsweredLate();
   st.retry_used = in.getRetryUsed();
-  if (st.state != LookupTicketState::kReady && st.pool_consumed != 0) {
-    return Invalid("TicketStatus.poolConsumed", "set on a ticket that is not ready");
-  }
+  STRATA_RETURN_IF_ERROR(CheckTicketStatus(st));
   return AttachMessage(m);
 }
 

@@ -367,7 +367,7 @@ PoolInstanceStats PooledStore::pool_stats() const {
   s.reconnects = link_->reconnects();
   s.attached = link_->sharing();
   s.end_of_chain_tier = tiers_.end_of_chain_tier;
-  s.claims_in_flight = claims_.size();
+  for (const PendingClaim& c : claims_) ++(c.given_up ? s.claims_failed_held : s.claims_in_flight);
   const PutQueueStats& q = puts_.stats();
   s.puts = q.accepted;
   s.put_bytes = q.accepted_bytes;

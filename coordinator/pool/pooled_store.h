@@ -93,7 +93,10 @@ struct PoolInstanceStats {
   uint64_t claims = 0;                  // chains claimed, imported and fetched from DRAM
   uint64_t claim_failures = 0;          // claims that fell back to local or recompute
   uint64_t claim_fallbacks = 0;         // of those, restored from a local copy instead
-  uint64_t claims_in_flight = 0;        // gauge: claims begun by Fetch, not yet landed
+  uint64_t claims_in_flight = 0;        // gauge: claims begun by Fetch, not yet landed or failed
+  // Gauge: claims whose fetch failed (deadline, lost connection) that still
+  // hold their grant or copy; released when it comes back.
+  uint64_t claims_failed_held = 0;
   uint64_t claimed_records = 0;
   uint64_t claimed_bytes = 0;
   uint64_t puts = 0;  // records the manager accepted (evicted ones and their ancestors)

@@ -7,6 +7,8 @@
 #include "attach/client/attach_codec.h"
 #include "attach/client/memfd_region.h"
 #include "tests/unit/attach/attach_test_support.h"
+#include "wire/attach.capnp.h"
+#include "wire/codec_support.h"
 
 namespace strata::attach {
 namespace {
@@ -166,13 +168,22 @@ TEST(AttachCodecTest, ATicketsStatusRoundTripsAndAnImpossibleOneIsRefused) {
   EXPECT_FALSE(got.status.retry_used);
 
   // A pooled endpoint on a ticket still pending, and a state past the last:
-  // refused on receipt.
+  // never sent, and refused on receipt (frames built by hand, as a hostile
+  // peer would).
   TicketStatusResult pending = late;
   pending.status.state = LookupTicketState::kPending;
   TicketStatusResult unknown = late;
   unknown.status.state = static_cast<LookupTicketState>(7);
   for (const TicketStatusResult& bad : {pending, unknown}) {
-    auto f = EncodeAttachFrame(bad);
+    EXPECT_EQ(EncodeAttachFrame(bad).status().code(), StatusCode::kInvalidArgument);
+    auto f = wire::codec::EncodeEnvelope<wire::attach_schema::Envelope>(
+        kAttachFrameBytesMax, "a hostile frame", [&](wire::attach_schema::Envelope::Builder env) {
+          auto out = env.initTicketStatusResult();
+          out.setRequestId(bad.request_id);
+          out.setState(static_cast<wire::attach_schema::TicketState>(bad.status.state));
+          out.setPoolConsumed(bad.status.pool_consumed);
+          return Status::Ok();
+        });
     ASSERT_TRUE(f.ok());
     EXPECT_EQ(DecodeAttachFrame(f->words).status().code(), StatusCode::kInvalidArgument);
   }

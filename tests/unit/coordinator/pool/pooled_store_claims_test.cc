@@ -127,7 +127,8 @@ TEST_F(PooledStoreClaimsTest, AGrantPastTheDeadlineFailsTheFetchAndIsReleasedWhe
   EXPECT_EQ(failed->kind, StoreEvent::Kind::kFetchFailed);
   EXPECT_EQ(failed->status.code(), StatusCode::kAborted) << failed->status.ToString();
   EXPECT_EQ(b().pool_stats().claim_failures, 1u);
-  EXPECT_EQ(b().pool_stats().claims_in_flight, 1u) << "kept until its grant can be released";
+  EXPECT_EQ(b().pool_stats().claims_in_flight, 0u);
+  EXPECT_EQ(b().pool_stats().claims_failed_held, 1u) << "kept until its grant can be released";
 
   // The grant comes after all: released at once, nothing lands, no second event.
   proxy_->ReleaseHeld();
@@ -135,6 +136,7 @@ TEST_F(PooledStoreClaimsTest, AGrantPastTheDeadlineFailsTheFetchAndIsReleasedWhe
   EXPECT_EQ(EventsFor(ticket.ticket), 0u);
   EXPECT_EQ(b().pool_stats().claims, 0u);
   EXPECT_EQ(b().pool_stats().claims_in_flight, 0u);
+  EXPECT_EQ(b().pool_stats().claims_failed_held, 0u);
   EXPECT_FALSE(b_->memory->Lookup(h(), 0, h().size()).has_value());
 }
 
@@ -149,13 +151,15 @@ TEST_F(PooledStoreClaimsTest, ADeadlinePassingDuringTheCopyFailsTheFetchAndRelea
   EXPECT_EQ(failed->status.code(), StatusCode::kAborted) << failed->status.ToString();
   EXPECT_EQ(server_->Stats().catalog.claims_in_flight, 1u)
       << "not released while the copy may still read its slots";
-  EXPECT_EQ(b().pool_stats().claims_in_flight, 1u);
+  EXPECT_EQ(b().pool_stats().claims_in_flight, 0u);
+  EXPECT_EQ(b().pool_stats().claims_failed_held, 1u);
 
   b().claim_copier().SetHeld(false);
   EXPECT_TRUE(PollUntilNoClaimHeld()) << "released once the copy came back";
   EXPECT_EQ(EventsFor(ticket_.ticket), 0u) << "the copy that came back lands nothing";
   EXPECT_EQ(b().pool_stats().claims, 0u);
   EXPECT_EQ(b().pool_stats().claims_in_flight, 0u);
+  EXPECT_EQ(b().pool_stats().claims_failed_held, 0u);
   EXPECT_FALSE(b_->memory->Lookup(h(), 0, h().size()).has_value()) << "nothing imported";
 }
 
@@ -175,6 +179,7 @@ TEST_F(PooledStoreClaimsTest, ALostConnectionDuringTheCopyFailsTheFetchOnce) {
   EXPECT_EQ(b().claim_copier().pending(), 0u) << "the copy came back and was dropped";
   EXPECT_EQ(b().pool_stats().claims, 0u);
   EXPECT_EQ(b().pool_stats().claims_in_flight, 0u);
+  EXPECT_EQ(b().pool_stats().claims_failed_held, 0u);
   EXPECT_FALSE(b_->memory->Lookup(h(), 0, h().size()).has_value()) << "nothing imported";
 }
 
