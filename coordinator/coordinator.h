@@ -43,7 +43,8 @@ struct CoordinatorOptions {
   uint64_t disk_limit_bytes = 0;  // rank zero's own limit (> 0); the store uses the smallest
   DiskStoreOptions store;         // its disk_limit_bytes is replaced by the agreed limit
   StagedOptions staged;
-  // Rank zero's own transport (LocalDisk's DiskTransportFactory); empty: staged.
+  // Rank zero's own transport (LocalDisk's DiskTransportFactory), called
+  // once during Start; empty: staged.
   DiskTransportFactory make_transport;
   // The record listener: a numeric address peers reach (the rendezvous hands
   // them the address they reached rank zero on); port 0 picks one.

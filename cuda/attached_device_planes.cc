@@ -45,19 +45,37 @@ Status AttachedDevicePlanes::Import(std::span<const PlaneFd> fds) {
   }
   STRATA_RETURN_IF_ERROR(form->Import(fds));
   active_ = form;
-  MutexLock lock(mu_);
-  if (ipc) {
-    ipc_active_ = true;
-  } else {
-    auto bases = std::make_shared<PlaneBases>();
-    for (uint32_t r = 0; r < geometry_.rank_count(); ++r) bases->push_back(vmm_->planes(r));
-    vmm_bases_ = std::move(bases);
+  {
+    MutexLock lock(mu_);
+    if (ipc) {
+      ipc_active_ = true;
+    } else {
+      auto bases = std::make_shared<PlaneBases>();
+      for (uint32_t r = 0; r < geometry_.rank_count(); ++r) bases->push_back(vmm_->planes(r));
+      vmm_bases_ = std::move(bases);
+    }
+  }
+  MutexLock observing(observer_mu_);
+  if (observer_) {
+    const std::shared_ptr<const PlaneBases> mapped = current_bases();
+    observer_(mapped.get());
   }
   return Status::Ok();
 }
 
+void AttachedDevicePlanes::SetMappingObserver(MappingObserver observer) {
+  MutexLock observing(observer_mu_);
+  observer_ = std::move(observer);
+  const std::shared_ptr<const PlaneBases> mapped = current_bases();
+  if (observer_ && mapped != nullptr) observer_(mapped.get());
+}
+
 void AttachedDevicePlanes::Release() {
   if (active_ == nullptr) return;
+  {
+    MutexLock observing(observer_mu_);
+    if (observer_) observer_(nullptr);
+  }
   {
     MutexLock lock(mu_);  // no job is submitted over these planes from now on
     vmm_bases_ = nullptr;

@@ -14,6 +14,7 @@
 // current_bases from any.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -43,6 +44,14 @@ class AttachedDevicePlanes final : public PlaneImporter, public PlaneBaseSource 
   // PlaneBaseSource.
   std::shared_ptr<const PlaneBases> current_bases() const override;
 
+  // Told of each attachment's planes: called with their bases once they are
+  // mapped (Import, before the attach gate opens), and with null before
+  // they are unmapped (Release, after the gate drained); called at once with
+  // the bases mapped now, if any. Replaces the previous one; empty clears
+  // it. Thread: any (Import and Release call it under the same lock).
+  using MappingObserver = std::function<void(const PlaneBases* mapped)>;
+  void SetMappingObserver(MappingObserver observer);
+
  private:
   AttachedDevicePlanes(const CacheGeometry& geometry, std::vector<int> ordinals)
       : geometry_(geometry), ordinals_(std::move(ordinals)) {}
@@ -57,6 +66,8 @@ class AttachedDevicePlanes final : public PlaneImporter, public PlaneBaseSource 
   // they are imported, else (ipc_active_) the IPC importer's snapshot.
   std::shared_ptr<const PlaneBases> vmm_bases_ GUARDED_BY(mu_);
   bool ipc_active_ GUARDED_BY(mu_) = false;
+  Mutex observer_mu_;  // held across the observer's calls
+  MappingObserver observer_ GUARDED_BY(observer_mu_);
 };
 
 }  // namespace strata

@@ -11,6 +11,7 @@
 #include <string>
 #include <system_error>
 #include <thread>
+#include <utility>
 
 namespace strata {
 
@@ -49,27 +50,48 @@ Result<std::unique_ptr<CuFileDirectIo>> CuFileDirectIo::Create(
   if (properties.ok() && properties->max_batch_io_entries > 0) {
     io->max_batch_entries_ = std::min(properties->max_batch_io_entries, kCuFileMaxBatchEntries);
   }
-  for (const CuFileBuffer& b : buffers) {
-    Status s = io->library_->BufRegister(b.device, b.bytes);
-    if (!s.ok()) {
-      return s.WithContext("register " + std::to_string(b.bytes) + " device bytes for GPUDirect");
-    }
-    io->registered_.push_back(b);  // `io`'s destructor deregisters these on any return
-  }
+  STRATA_RETURN_IF_ERROR(io->Register(buffers));
   return io;
 }
 
-CuFileDirectIo::~CuFileDirectIo() {
-  if (registered_.empty()) return;
+CuFileDirectIo::~CuFileDirectIo() { DeregisterAll(); }
+
+Status CuFileDirectIo::Register(const std::vector<CuFileBuffer>& buffers) {
+  if (buffers.empty()) return Status::Ok();
   ContextGuard guard(context_->driver(), context_->get());
-  for (const CuFileBuffer& b : registered_) (void)library_->BufDeregister(b.device);
+  if (!guard.status().ok()) return guard.status();
+  Buffers added;
+  for (const CuFileBuffer& b : buffers) {
+    Status s = library_->BufRegister(b.device, b.bytes);
+    if (!s.ok()) {
+      for (const CuFileBuffer& undo : added) (void)library_->BufDeregister(undo.device);
+      return s.WithContext("register " + std::to_string(b.bytes) + " device bytes for GPUDirect");
+    }
+    added.push_back(b);
+  }
+  MutexLock lock(mu_);
+  auto now = std::make_shared<Buffers>(*registered_);
+  now->insert(now->end(), added.begin(), added.end());
+  registered_ = std::move(now);
+  return Status::Ok();
 }
 
-const CuFileBuffer* CuFileDirectIo::BufferOf(uint64_t device, uint64_t bytes) const {
-  for (const CuFileBuffer& b : registered_) {
-    if (device >= b.device && device + bytes <= b.device + b.bytes) return &b;
+void CuFileDirectIo::DeregisterAll() {
+  std::shared_ptr<const Buffers> gone;
+  {
+    MutexLock lock(mu_);
+    gone = std::exchange(registered_, std::make_shared<const Buffers>());
   }
-  return nullptr;
+  if (gone->empty()) return;
+  ContextGuard guard(context_->driver(), context_->get());
+  for (const CuFileBuffer& b : *gone) (void)library_->BufDeregister(b.device);
+}
+
+size_t CuFileDirectIo::registered() const { return Registered()->size(); }
+
+std::shared_ptr<const CuFileDirectIo::Buffers> CuFileDirectIo::Registered() const {
+  MutexLock lock(mu_);
+  return registered_;
 }
 
 std::vector<Status> CuFileDirectIo::Run(int fd, TransferDirection direction,
@@ -93,13 +115,14 @@ std::vector<Status> CuFileDirectIo::Run(int fd, TransferDirection direction,
   }
   const CuFileOp op =
       direction == TransferDirection::kDeviceToHost ? CuFileOp::kWrite : CuFileOp::kRead;
+  const std::shared_ptr<const Buffers> registered = Registered();
   if (options_.mode == CuFileIoMode::kSynchronous) {
-    out = RunSynchronous(*file, op, batches);
+    out = RunSynchronous(*registered, *file, op, batches);
   } else {
     for (const std::vector<DirectIoEntry>& b : batches) {
       for (size_t first = 0; first < b.size(); first += max_batch_entries_) {
         const size_t n = std::min<size_t>(max_batch_entries_, b.size() - first);
-        RunBatch(*file, op, std::span<const DirectIoEntry>(b).subspan(first, n), out);
+        RunBatch(*registered, *file, op, std::span<const DirectIoEntry>(b).subspan(first, n), out);
       }
     }
   }
@@ -108,8 +131,15 @@ std::vector<Status> CuFileDirectIo::Run(int fd, TransferDirection direction,
   return out;
 }
 
-CuFileIo CuFileDirectIo::IoOf(CuFileHandle file, CuFileOp op, const DirectIoEntry& e) const {
-  const CuFileBuffer* b = BufferOf(e.device, e.bytes);
+CuFileIo CuFileDirectIo::IoOf(const Buffers& registered, CuFileHandle file, CuFileOp op,
+                              const DirectIoEntry& e) const {
+  const CuFileBuffer* b = nullptr;
+  for (const CuFileBuffer& r : registered) {
+    if (e.device >= r.device && e.device + e.bytes <= r.device + r.bytes) {
+      b = &r;
+      break;
+    }
+  }
   return {.op = op,
           .file = file,
           .device_base = b != nullptr ? b->device : e.device,
@@ -119,7 +149,8 @@ CuFileIo CuFileDirectIo::IoOf(CuFileHandle file, CuFileOp op, const DirectIoEntr
 }
 
 std::vector<Status> CuFileDirectIo::RunSynchronous(
-    CuFileHandle file, CuFileOp op, std::span<const std::vector<DirectIoEntry>> batches) const {
+    const Buffers& registered, CuFileHandle file, CuFileOp op,
+    std::span<const std::vector<DirectIoEntry>> batches) const {
   std::vector<DirectIoEntry> entries;
   for (const std::vector<DirectIoEntry>& b : batches) {
     entries.insert(entries.end(), b.begin(), b.end());
@@ -128,7 +159,7 @@ std::vector<Status> CuFileDirectIo::RunSynchronous(
   // Each share writes only its own elements of `out`.
   auto run_share = [&](DirectIoShare share) {
     for (size_t i = share.first; i < share.end; ++i) {
-      out[i] = library_->SyncIo(IoOf(file, op, entries[i]));
+      out[i] = library_->SyncIo(IoOf(registered, file, op, entries[i]));
     }
   };
   auto run_share_on_worker = [&](DirectIoShare share) {
@@ -155,7 +186,8 @@ std::vector<Status> CuFileDirectIo::RunSynchronous(
   return out;
 }
 
-void CuFileDirectIo::RunBatch(CuFileHandle file, CuFileOp op, std::span<const DirectIoEntry> batch,
+void CuFileDirectIo::RunBatch(const Buffers& registered, CuFileHandle file, CuFileOp op,
+                              std::span<const DirectIoEntry> batch,
                               std::vector<Status>& out) const {
   if (batch.empty()) return;
   const size_t first = out.size();
@@ -163,7 +195,7 @@ void CuFileDirectIo::RunBatch(CuFileHandle file, CuFileOp op, std::span<const Di
   std::vector<CuFileIo> ios;
   ios.reserve(batch.size());
   for (size_t i = 0; i < batch.size(); ++i) {
-    ios.push_back(IoOf(file, op, batch[i]));
+    ios.push_back(IoOf(registered, file, op, batch[i]));
     ios.back().cookie = i;
   }
   Result<CuFileBatch> handle = library_->BatchSetUp(static_cast<uint32_t>(batch.size()));

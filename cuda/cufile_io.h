@@ -1,6 +1,7 @@
 // CuFileDirectIo (not cufile_api.h's CuFileIo, one entry): the DirectFileIo of one process's GPU
 // ranks (seed 2.6) over cuFile (cuda/cufile_api.h). Registers the plane and row buffers once
-// (cuFileBufRegister) and deregisters them when destroyed; each Run registers the file's handle
+// (cuFileBufRegister; an attached runtime's planes on each attachment, Register / DeregisterAll)
+// and deregisters them when destroyed; each Run registers the file's handle
 // (cuFileHandleRegister; the transport opened it O_DIRECT), moves the entries in the mode its
 // options name, and deregisters the handle. Either way an entry inside a registered buffer is
 // given as that buffer's base and the offset within it (cuFile requires the registered base), and
@@ -32,6 +33,7 @@
 #include "cuda/cufile_api.h"
 #include "cuda/cufile_policy.h"
 #include "cuda/driver_api.h"
+#include "store/base/mutex.h"
 #include "store/tier/direct_file_io.h"
 
 namespace strata {
@@ -75,26 +77,40 @@ class CuFileDirectIo final : public DirectFileIo {
   std::vector<Status> Run(int fd, TransferDirection direction,
                           std::span<const std::vector<DirectIoEntry>> batches) override;
 
+  // For planes that come and go with an attached runtime: registers
+  // `buffers` beside those already registered, or none (a failure
+  // deregisters the ones this call registered; the error names the buffer).
+  // Contract: no Run addresses these buffers until it returns (the attach
+  // gate opens after the planes are mapped and registered).
+  Status Register(const std::vector<CuFileBuffer>& buffers);
+  // Deregisters every registered buffer. Contract: no Run addresses them
+  // (the attach gate drained before the planes are unmapped).
+  void DeregisterAll();
+  size_t registered() const;
+
  private:
   CuFileDirectIo(std::shared_ptr<CuFileLibrary> library,
                  std::shared_ptr<const PrimaryContext> context, CuFileDirectIoOptions options)
       : library_(std::move(library)), context_(std::move(context)), options_(options) {}
-  // The registered buffer holding [device, + bytes), or none.
-  const CuFileBuffer* BufferOf(uint64_t device, uint64_t bytes) const;
+  using Buffers = std::vector<CuFileBuffer>;
+  // The registered buffers now (a Run keeps the snapshot it started with).
+  std::shared_ptr<const Buffers> Registered() const;
   // `e` as one cuFile entry: the registered buffer's base and the offset in it
-  // when a registered buffer holds it, its own address otherwise. Both modes.
-  CuFileIo IoOf(CuFileHandle file, CuFileOp op, const DirectIoEntry& e) const;
-  void RunBatch(CuFileHandle file, CuFileOp op, std::span<const DirectIoEntry> batch,
-                std::vector<Status>& out) const;
+  // when one of `registered` holds it, its own address otherwise. Both modes.
+  CuFileIo IoOf(const Buffers& registered, CuFileHandle file, CuFileOp op,
+                const DirectIoEntry& e) const;
+  void RunBatch(const Buffers& registered, CuFileHandle file, CuFileOp op,
+                std::span<const DirectIoEntry> batch, std::vector<Status>& out) const;
   // Every entry of `batches` (flattened, in order) as one synchronous call each.
-  std::vector<Status> RunSynchronous(CuFileHandle file, CuFileOp op,
+  std::vector<Status> RunSynchronous(const Buffers& registered, CuFileHandle file, CuFileOp op,
                                      std::span<const std::vector<DirectIoEntry>> batches) const;
 
   std::shared_ptr<CuFileLibrary> library_;
   std::shared_ptr<const PrimaryContext> context_;
   CuFileDirectIoOptions options_;
   uint32_t max_batch_entries_ = kCuFileMaxBatchEntries;  // the driver's, from its properties
-  std::vector<CuFileBuffer> registered_;
+  mutable Mutex mu_;  // guards the snapshot's replacement, not the driver calls
+  std::shared_ptr<const Buffers> registered_ GUARDED_BY(mu_) = std::make_shared<const Buffers>();
 };
 
 }  // namespace strata

@@ -108,8 +108,8 @@ std::vector<MetricFamily> PoolClientMetrics(const pool::PoolInstanceStats& pool)
                     "Claims a restore began that have not landed or failed yet.",
                     pool.claims_in_flight));
   out.push_back(one("strata_pool_client_claims_failed_held", MetricKind::kGauge,
-                    "Claims whose restore failed (deadline, lost connection) that still hold "
-                    "their grant or copy; released when it comes back.",
+                    "Claims whose restore failed (deadline, lost connection) that still hold or "
+                    "await their grant or copy; released when it comes back.",
                     pool.claims_failed_held));
   out.push_back(one("strata_pool_client_claimed_bytes_total", MetricKind::kCounter,
                     "Bytes of records claimed from the pool.", pool.claimed_bytes));

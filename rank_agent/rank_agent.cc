@@ -94,6 +94,7 @@ Result<std::unique_ptr<RankAgent>> RankAgent::Start(RankAgentOptions options, Ra
   agent->record_dir_ = agent->disk_->path();
   Result<std::unique_ptr<DiskTransport>> transport =
       MakeRankTransport(o.make_transport, *agent->disk_, std::move(transfers), o.staged);
+  agent->options_.make_transport = nullptr;  // called once: what it refers to is not kept
   if (!transport.ok()) return transport.status().WithContext(context);
   agent->transport_ = std::move(*transport);
   agent->transport_->NotifyOnCompletion(agent->wake_);

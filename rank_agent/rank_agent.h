@@ -75,7 +75,8 @@ struct RankAgentOptions {
   LocalDiskOptions disk;          // base_dir: where this rank's record directory goes
   uint64_t disk_limit_bytes = 0;  // > 0; rank zero uses the smallest limit of all ranks
   StagedOptions staged;
-  // This rank's transport (LocalDisk's DiskTransportFactory); empty: staged.
+  // This rank's transport (LocalDisk's DiskTransportFactory), called once
+  // during Start and then dropped; empty: staged.
   DiskTransportFactory make_transport;
   wire::LinkOptions link;  // the record link to rank zero
   // Bound on the whole join: rendezvous, Hello, scan summary, agreement.

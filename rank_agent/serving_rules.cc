@@ -75,7 +75,7 @@ JobAdmission ServingRules::OnJob(const RecordJob& job, JobRunner& runner, JobAns
     if (held_.size() >= held_jobs_max_) {
       answers.push_back(AnswerFor({job.id,
                                    Status::Busy(Name() + " holds " + std::to_string(held_.size()) +
-                                                " jobs waiting for staging"),
+                                                " jobs waiting for the transport"),
                                    false, 0}));
       return JobAdmission::kRefusedBusy;
     }

@@ -95,7 +95,7 @@ struct PoolInstanceStats {
   uint64_t claim_fallbacks = 0;         // of those, restored from a local copy instead
   uint64_t claims_in_flight = 0;        // gauge: claims begun by Fetch, not yet landed or failed
   // Gauge: claims whose fetch failed (deadline, lost connection) that still
-  // hold their grant or copy; released when it comes back.
+  // hold or await their grant or copy; released when it comes back.
   uint64_t claims_failed_held = 0;
   uint64_t claimed_records = 0;
   uint64_t claimed_bytes = 0;

@@ -83,6 +83,20 @@ wire::LivenessOptions RecordLinkLiveness(const ClusterConfig& cl) {
   return {.heartbeat_interval = cl.heartbeat_interval, .silence_timeout = cl.silence_timeout};
 }
 
+// The direct side's seams over `planes` (an attached runtime's, on one
+// GPU), whose io registers each attachment's planes with cuFile from now on
+// (the one mapped already too, when the runtime attached before the join).
+Result<DirectSeams> AttachedSeams(const RankTransportChoice& chosen, AttachPlanes& planes) {
+  const std::optional<AttachedGpu> gpu = planes.gpu();
+  if (!gpu)
+    return Status::FailedPrecondition("the direct transport needs the planes in GPU memory");
+  STRATA_ASSIGN_OR_RETURN(DirectSeams seams,
+                          CuFileAttachedSeams(chosen.library, CuFileIoModeFor(chosen.decision.kind),
+                                              *gpu, planes.importer().shared_geometry()));
+  planes.ObserveMappings(seams.on_mapping);
+  return seams;
+}
+
 // This rank's record transport, by its own probe on its own host (seed 2.6:
 // with ranks on separate hosts each runs its own, and the job runs direct
 // where that host accepts it), over the attached planes behind `gate`.
@@ -95,16 +109,8 @@ DiskTransportFactory AttachedTransportFactory(const RankConfig& config, AttachPl
              const StagedOptions& staged) -> Result<std::unique_ptr<DiskTransport>> {
     STRATA_ASSIGN_OR_RETURN(RankTransportChoice chosen, ChooseRankTransport(config, disk.path()));
     decision = chosen.decision;
-    const CuFileIoMode mode = CuFileIoModeFor(chosen.decision.kind);
     return OpenAttachedDiskTransport(chosen.decision, disk, planes.bases(), std::move(transfers),
-                                     staged, gate, [&]() -> Result<DirectSeams> {
-                                       const std::optional<AttachedGpu> gpu = planes.gpu();
-                                       if (!gpu) {
-                                         return Status::FailedPrecondition(
-                                             "the direct transport needs the planes in GPU memory");
-                                       }
-                                       return CuFileAttachedSeams(chosen.library, mode, *gpu);
-                                     });
+                                     staged, gate, [&] { return AttachedSeams(chosen, planes); });
   };
 }
 

@@ -1,5 +1,7 @@
 #include "launch/rank/rank_disk_transport.h"
 
+#include <spdlog/spdlog.h>
+
 #include "cuda/cuda_planes.h"
 #include "cuda/cufile_io.h"
 #include "cuda/device_record_checksums_kernel.h"
@@ -15,13 +17,12 @@ std::vector<RankPlanes> PlanesOf(const DevicePlanes& planes) {
   return out;
 }
 
-// Every page plane and the row plane of every rank, whole.
-std::vector<CuFileBuffer> BuffersOf(const DevicePlanes& planes) {
+// Every page plane and the row plane of every rank of `g`, whole, at `bases`.
+std::vector<CuFileBuffer> BuffersOf(const CacheGeometry& g, const PlaneBases& bases) {
   std::vector<CuFileBuffer> out;
-  const CacheGeometry& g = planes.geometry();
   for (uint32_t r = 0; r < g.rank_count(); ++r) {
     const RankGeometry& rank = g.ranks[r];
-    const RankPlanes p = planes.planes(r);
+    const RankPlanes& p = bases.at(r);
     for (size_t k = 0; k < rank.page_planes.size(); ++k) {
       out.push_back({p.page_plane_base[k], rank.page_planes[k].unit_bytes * rank.page_count});
     }
@@ -30,11 +31,31 @@ std::vector<CuFileBuffer> BuffersOf(const DevicePlanes& planes) {
   return out;
 }
 
+// A DirectFileIo over a CuFileDirectIo it shares with the attachment
+// observer, which registers each attachment's planes on it.
+class SharedCuFileIo final : public DirectFileIo {
+ public:
+  explicit SharedCuFileIo(std::shared_ptr<CuFileDirectIo> io) : io_(std::move(io)) {}
+  std::vector<Status> Run(int fd, TransferDirection direction,
+                          std::span<const std::vector<DirectIoEntry>> batches) override {
+    return io_->Run(fd, direction, batches);
+  }
+
+ private:
+  std::shared_ptr<CuFileDirectIo> io_;
+};
+
 // The seams on GPU `ordinal` (every plane of the process there), with
-// `buffers` registered (none: cuFile bounces each entry through its own).
-Result<DirectSeams> MakeSeamsOnGpu(const std::shared_ptr<CuFileLibrary>& library, CuFileIoMode mode,
-                                   const std::shared_ptr<const CudaDriver>& driver, int ordinal,
-                                   const std::vector<CuFileBuffer>& buffers) {
+// `buffers` registered (none: cuFile bounces each entry through its own),
+// the io still of its own type.
+struct GpuSeams {
+  std::unique_ptr<CuFileDirectIo> io;
+  std::unique_ptr<DeviceRecordChecksums> checksums;
+  std::vector<std::shared_ptr<void>> keep_alive;
+};
+Result<GpuSeams> MakeSeamsOnGpu(const std::shared_ptr<CuFileLibrary>& library, CuFileIoMode mode,
+                                const std::shared_ptr<const CudaDriver>& driver, int ordinal,
+                                const std::vector<CuFileBuffer>& buffers) {
   if (library == nullptr) return Status::FailedPrecondition("the cuFile driver is not open");
   if (!RecordChecksumKernelBuilt()) {
     return Status::FailedPrecondition(
@@ -43,7 +64,7 @@ Result<DirectSeams> MakeSeamsOnGpu(const std::shared_ptr<CuFileLibrary>& library
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<PrimaryContext> owned,
                           PrimaryContext::Retain(driver, ordinal));
   std::shared_ptr<PrimaryContext> context = std::move(owned);
-  DirectSeams seams;
+  GpuSeams seams;
   STRATA_ASSIGN_OR_RETURN(seams.checksums,
                           GpuRecordChecksums::Load(driver, context->get(), ordinal));
   // The io keeps the library and context alive itself: its registrations
@@ -68,7 +89,12 @@ Result<DirectSeams> MakeCuFileSeams(const std::shared_ptr<CuFileLibrary>& librar
           "several");
     }
   }
-  return MakeSeamsOnGpu(library, mode, cuda->driver(), ordinals.front(), BuffersOf(planes));
+  STRATA_ASSIGN_OR_RETURN(GpuSeams made,
+                          MakeSeamsOnGpu(library, mode, cuda->driver(), ordinals.front(),
+                                         BuffersOf(planes.geometry(), PlanesOf(planes))));
+  return DirectSeams{.io = std::move(made.io),
+                     .checksums = std::move(made.checksums),
+                     .keep_alive = std::move(made.keep_alive)};
 }
 
 }  // namespace
@@ -78,8 +104,36 @@ CuFileIoMode CuFileIoModeFor(TransportKind kind) {
 }
 
 Result<DirectSeams> CuFileAttachedSeams(const std::shared_ptr<CuFileLibrary>& library,
-                                        CuFileIoMode mode, const AttachedGpu& gpu) {
-  return MakeSeamsOnGpu(library, mode, gpu.driver, gpu.ordinal, {});
+                                        CuFileIoMode mode, const AttachedGpu& gpu,
+                                        const CacheGeometry& geometry) {
+  STRATA_ASSIGN_OR_RETURN(GpuSeams made,
+                          MakeSeamsOnGpu(library, mode, gpu.driver, gpu.ordinal, {}));
+  std::shared_ptr<CuFileDirectIo> io = std::move(made.io);
+  std::weak_ptr<CuFileDirectIo> registrar = io;
+  DirectSeams seams{.io = std::make_unique<SharedCuFileIo>(std::move(io)),
+                    .checksums = std::move(made.checksums),
+                    .keep_alive = std::move(made.keep_alive)};
+  seams.on_mapping = [registrar, geometry](const PlaneBases* mapped) {
+    std::shared_ptr<CuFileDirectIo> live = registrar.lock();
+    if (live == nullptr) return;  // the transport is gone, and its registrations with it
+    if (mapped == nullptr) {
+      live->DeregisterAll();
+      return;
+    }
+    const std::vector<CuFileBuffer> buffers = BuffersOf(geometry, *mapped);
+    if (Status s = live->Register(buffers); !s.ok()) {
+      spdlog::warn(
+          "direct transport: this attachment's planes stay unregistered with cuFile (each entry "
+          "moves through cuFile's own buffers): {}",
+          s.ToString());
+      return;
+    }
+    uint64_t bytes = 0;
+    for (const CuFileBuffer& b : buffers) bytes += b.bytes;
+    spdlog::info("direct transport: this attachment's {} planes ({} MiB) registered with cuFile",
+                 buffers.size(), bytes >> 20);
+  };
+  return seams;
 }
 
 DirectSeamsFactory CuFileSeams(std::shared_ptr<CuFileLibrary> library, CuFileIoMode mode) {

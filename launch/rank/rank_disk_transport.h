@@ -32,6 +32,10 @@ struct DirectSeams {
   std::unique_ptr<DirectFileIo> io;
   std::unique_ptr<DeviceRecordChecksums> checksums;
   std::vector<std::shared_ptr<void>> keep_alive;  // released after the transport
+  // Planes that come and go (an attached runtime's): registers each
+  // attachment's planes with cuFile (AttachPlanes::ObserveMappings); a
+  // no-op once the io is gone. Empty for planes registered once.
+  std::function<void(const PlaneBases* mapped)> on_mapping = nullptr;
 };
 using DirectSeamsFactory = std::function<Result<DirectSeams>(const DevicePlanes& planes)>;
 
@@ -49,12 +53,16 @@ CuFileIoMode CuFileIoModeFor(TransportKind kind);
 // when a registration fails.
 DirectSeamsFactory CuFileSeams(std::shared_ptr<CuFileLibrary> library, CuFileIoMode mode);
 
-// The seams over an attached runtime's planes on `gpu`: GpuRecordChecksums
-// there and CuFileDirectIo in `mode` with no buffer registered (the planes
-// come and go with each attachment, so cuFile moves every entry through
-// its own registered buffers). The errors MakeCuFileSeams gives.
+// The seams over an attached runtime's planes of `geometry` on `gpu`:
+// GpuRecordChecksums there and CuFileDirectIo in `mode`, whose buffers
+// on_mapping registers for each attachment (every page plane and the row of
+// every rank) and deregisters before the planes are unmapped. A
+// registration cuFile refuses is logged once per attachment and leaves
+// that attachment unregistered (cuFile then moves each entry through its
+// own buffers). The errors MakeCuFileSeams gives.
 Result<DirectSeams> CuFileAttachedSeams(const std::shared_ptr<CuFileLibrary>& library,
-                                        CuFileIoMode mode, const AttachedGpu& gpu);
+                                        CuFileIoMode mode, const AttachedGpu& gpu,
+                                        const CacheGeometry& geometry);
 
 // The transport `decision` names: kStaged -> disk.MakeTransport(transfers);
 // kDirect / kDirectCompat -> SplitDiskTransport(direct over `planes` with

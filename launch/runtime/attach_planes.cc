@@ -55,6 +55,9 @@ class DeviceAttachPlanes final : public AttachPlanes {
   std::optional<AttachedGpu> gpu() const override {
     return AttachedGpu{.driver = driver_, .ordinal = planes_->device_ordinals().front()};
   }
+  void ObserveMappings(std::function<void(const PlaneBases* mapped)> observer) override {
+    planes_->SetMappingObserver(std::move(observer));
+  }
 
  private:
   std::shared_ptr<const CudaDriver> driver_;

@@ -6,6 +6,7 @@
 // whose planes the synthetic runtime owns.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -46,6 +47,13 @@ class AttachPlanes {
   // are on. Null / nullopt for host memory.
   virtual std::shared_ptr<const PlaneBaseSource> bases() const { return nullptr; }
   virtual std::optional<AttachedGpu> gpu() const { return std::nullopt; }
+  // Tells `observer` of each attachment's GPU planes (AttachedDevicePlanes::
+  // SetMappingObserver: their bases once mapped, null before unmapped), so
+  // the direct transport registers them with cuFile per attachment. Host
+  // planes: never called.
+  virtual void ObserveMappings(std::function<void(const PlaneBases* mapped)> observer) {
+    (void)observer;
+  }
 };
 
 }  // namespace strata

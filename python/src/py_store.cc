@@ -51,6 +51,7 @@ py::dict PoolDict(const pool::PoolInstanceStats& p) {
   d["claim_failures"] = p.claim_failures;
   d["claim_fallbacks"] = p.claim_fallbacks;
   d["claims_in_flight"] = p.claims_in_flight;
+  d["claims_failed_held"] = p.claims_failed_held;
   d["claimed_records"] = p.claimed_records;
   d["claimed_bytes"] = p.claimed_bytes;
   d["puts"] = p.puts;

@@ -1,4 +1,5 @@
-// DirectTransport (seed 2.6): the DiskTransport of one process's ranks over
+// DirectTransport (seed 2.6): the DiskTransport of one process's ranks (or of
+// one rank's share of a job, with an attached runtime's planes) over
 // GPUDirect Storage. Record bytes move between device planes and the record
 // file without host staging, through two seams: DirectFileIo (cuFile batch
 // I/O, store/tier/direct_file_io.h) and DeviceRecordChecksums (the GPU XXH3

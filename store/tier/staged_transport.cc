@@ -274,6 +274,11 @@ void StagedTransport::Finish(uint64_t id, Status status) {
 }
 
 void StagedTransport::Poll(std::vector<RecordJobDone>& out) {
+  if (shut_down_) {
+    for (RecordJobDone& d : done_) out.push_back(std::move(d));
+    done_.clear();
+    return;
+  }
   finished_.clear();
   tracker_.Pump(finished_);
   for (const FinishedOperation& f : finished_) {
@@ -367,6 +372,7 @@ Status StagedTransport::Close(std::chrono::milliseconds deadline) {
   }
   done_.insert(done_.begin(), std::make_move_iterator(kept.begin()),
                std::make_move_iterator(kept.end()));
+  shut_down_ = true;
   auto left = [&] {
     return std::max(std::chrono::milliseconds(1),
                     std::chrono::duration_cast<std::chrono::milliseconds>(

@@ -117,6 +117,9 @@ class StagedTransport final : public DiskTransport {
   std::vector<FinishedOperation> finished_;
   std::vector<DiskCompletion> disk_done_;
   bool closed_ = false;
+  // Close drained (or gave up on) the copies and the disk thread: Poll only
+  // hands out what Close kept, touching neither.
+  bool shut_down_ = false;
   StagedStats stats_;
 };
 

@@ -87,6 +87,35 @@ TEST(AttachedDevicePlanesTest, EachAttachmentRestoresByteExactThroughItsOwnMappi
   ASSERT_TRUE(rig.transfers->Close(std::chrono::seconds(10)).ok());
 }
 
+// What the direct transport registers with cuFile per attachment.
+TEST(AttachedDevicePlanesTest, AMappingObserverHearsOfEachAttachmentAndEachRelease) {
+  STRATA_USE_FAKE_CUDA(fake);
+  Rig rig(fake);
+  const CudaDriver& d = *fake.driver();
+  std::vector<std::optional<uint64_t>> heard;  // each call: the first plane's base, or none
+  auto observe = [&](const PlaneBases* mapped) {
+    heard.push_back(mapped != nullptr ? std::optional<uint64_t>((*mapped)[0].page_plane_base[0])
+                                      : std::nullopt);
+  };
+  auto first = *CudaPlanes::Create(fake.driver(), Geometry(), {0});
+  ASSERT_TRUE(rig.planes->Import(IpcHandlesOf(d, *first)).ok());
+  const uint64_t first_base = (*rig.planes->current_bases())[0].page_plane_base[0];
+  rig.planes->SetMappingObserver(observe);  // told at once of the planes mapped now
+  ASSERT_EQ(heard.size(), 1u);
+  EXPECT_EQ(heard[0], first_base);
+  rig.planes->Release();
+  ASSERT_EQ(heard.size(), 2u);
+  EXPECT_EQ(heard[1], std::nullopt);
+  auto second = *CudaPlanes::Create(fake.driver(), Geometry(), {0});
+  ASSERT_TRUE(rig.planes->Import(IpcHandlesOf(d, *second)).ok());
+  ASSERT_EQ(heard.size(), 3u);
+  EXPECT_EQ(heard[2], (*rig.planes->current_bases())[0].page_plane_base[0]);
+  rig.planes->SetMappingObserver(nullptr);
+  rig.planes->Release();
+  EXPECT_EQ(heard.size(), 3u) << "a cleared observer hears nothing";
+  ASSERT_TRUE(rig.transfers->Close(std::chrono::seconds(10)).ok());
+}
+
 TEST(AttachedDevicePlanesTest, PlanesSharedPartlyByHandleAndPartlyByFdAreRefused) {
   STRATA_USE_FAKE_CUDA(fake);
   Rig rig(fake);

@@ -58,6 +58,34 @@ TEST(CuFileDirectIoTest, TheFakeRefusesASecondRegistrationLikeTheDriver) {
   EXPECT_TRUE(rig.Create().ok());
 }
 
+// An attached runtime's planes: registered when mapped, deregistered
+// before unmapped, each attachment anew.
+TEST(CuFileDirectIoTest, PlanesThatComeAndGoAreRegisteredPerAttachment) {
+  STRATA_USE_IO_RIG(rig);
+  Result<std::unique_ptr<CuFileDirectIo>> io =
+      CuFileDirectIo::Create(rig.cufile.library(), rig.context, {});
+  ASSERT_TRUE(io.ok()) << io.status().ToString();
+  EXPECT_EQ(rig.cufile.Registered(), 0u);
+  ASSERT_TRUE((*io)->Register(rig.buffers).ok());
+  EXPECT_EQ(rig.cufile.Registered(), 3u);
+  EXPECT_EQ((*io)->registered(), 3u);
+  // Registered twice without a release: the driver refuses; nothing changes.
+  Status again = (*io)->Register(rig.buffers);
+  EXPECT_NE(again.message().find("5023"), std::string::npos) << again.ToString();
+  EXPECT_EQ(rig.cufile.Registered(), 3u);
+  EXPECT_EQ((*io)->registered(), 3u);
+  (*io)->DeregisterAll();
+  EXPECT_EQ(rig.cufile.Registered(), 0u);
+  // A refusal halfway through undoes this call's registrations only.
+  rig.cufile.FailRegister(2);
+  EXPECT_FALSE((*io)->Register(rig.buffers).ok());
+  EXPECT_EQ(rig.cufile.Registered(), 0u);
+  EXPECT_EQ((*io)->registered(), 0u);
+  ASSERT_TRUE((*io)->Register(rig.buffers).ok());
+  io->reset();
+  EXPECT_EQ(rig.cufile.Registered(), 0u) << "the last owner deregisters what is left";
+}
+
 TEST(CuFileDirectIoTest, AFailedRegistrationDeregistersTheOnesBeforeIt) {
   STRATA_USE_IO_RIG(rig);
   rig.cufile.FailRegister(3);

@@ -365,7 +365,21 @@ TEST(DirectTransportTest, GatedStoresAndFetchesHoldTheAttachGateUntilPolled) {
   EXPECT_EQ(gated.entered(), 0u);
   EXPECT_EQ(gated.Submit(rig.Fetch(4, 9, 0)).code(), StatusCode::kUnavailable);
   EXPECT_EQ(gate.in_flight(), 0u);
+
+  // A second job under an id in flight is refused, counted once.
+  gate.Open();
+  ASSERT_TRUE(gated.Submit(rig.Fetch(5, 9, 0)).ok());
+  EXPECT_EQ(gated.Submit(rig.Fetch(5, 9, 0)).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(gate.in_flight(), 1u);
+  // Close drains it: it leaves the gate there, and the next Poll reports it.
   EXPECT_TRUE(gated.Close(kClusterBound).ok());
+  EXPECT_EQ(gate.in_flight(), 0u);
+  EXPECT_EQ(gated.entered(), 0u);
+  done.clear();
+  gated.Poll(done);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].id, JobId(5));
+  EXPECT_TRUE(done[0].status.ok()) << done[0].status.ToString();
 }
 
 TEST(DirectTransportTest, RefusesJobsOnceClosed) {
