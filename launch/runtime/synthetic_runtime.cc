@@ -319,6 +319,7 @@ Status SyntheticRuntime::Restore(const PrefixHistory& h, std::optional<PrefixKey
   AddNode(hit->endpoint, resident, ticket.page_ids, ticket.row_slot);
   unpin();
   STRATA_RETURN_IF_ERROR(verified);
+  PublishRestored(h, hit->endpoint);
   ++stats_.host_hits;
   stats_.host_reused_tokens += hit->endpoint.consumed - a;
   report.host_hit = true;
@@ -327,10 +328,9 @@ Status SyntheticRuntime::Restore(const PrefixHistory& h, std::optional<PrefixKey
   return Status::Ok();
 }
 
-void SyntheticRuntime::Publish(const PrefixHistory& h, const PrefixKey& key, TurnReport& report) {
-  if (store_ == nullptr) return;
+PublishedCheckpoint SyntheticRuntime::CheckpointOf(const PrefixHistory& h,
+                                                   const PrefixKey& key) const {
   PublishedCheckpoint cp;
-  cp.checkpoint_id = next_checkpoint_id_++;
   cp.key = key;
   cp.bucket = h.bucket_digest(key.consumed);
   cp.chain = Chain(key);
@@ -346,6 +346,21 @@ void SyntheticRuntime::Publish(const PrefixHistory& h, const PrefixKey& key, Tur
   }
   cp.tail_pages =
       static_cast<uint32_t>(key.consumed / page_tokens_ - parent_consumed / page_tokens_);
+  return cp;
+}
+
+void SyntheticRuntime::PublishRestored(const PrefixHistory& h, const PrefixKey& key) {
+  PublishedCheckpoint cp = CheckpointOf(h, key);
+  cp.checkpoint_id = next_checkpoint_id_++;
+  if (StoreCall().Store(cp) != StoreOutcome::kQueued) return;  // held already: nothing to do
+  ++nodes_.at(key).pins;                                       // until the store copied it in
+  in_flight_[cp.checkpoint_id] = key;
+}
+
+void SyntheticRuntime::Publish(const PrefixHistory& h, const PrefixKey& key, TurnReport& report) {
+  if (store_ == nullptr) return;
+  PublishedCheckpoint cp = CheckpointOf(h, key);
+  cp.checkpoint_id = next_checkpoint_id_++;
   // Deferred and retry outcomes wait for store progress (an eviction's unlink,
   // a free transfer queue); a bounded number of re-offers, then give up.
   StoreOutcome outcome = StoreCall().Store(cp);

@@ -167,6 +167,15 @@ class SyntheticRuntime {
   Status VerifyRestore(const PrefixHistory& h, uint64_t first_page, const InboundTicket& t,
                        const PrefixKey& endpoint);
   void Publish(const PrefixHistory& h, const PrefixKey& key, TurnReport& report);
+  // The checkpoint of node `key` as the store is offered it (its parent the
+  // nearest offered ancestor); no id.
+  PublishedCheckpoint CheckpointOf(const PrefixHistory& h, const PrefixKey& key) const;
+  // A checkpoint restored from the host offered once more (seed 2.7,
+  // finish_inbound publishes it): a store holding it answers kPresent; a
+  // composite whose restore came straight from its files copies it into
+  // memory (kQueued: pinned until stored). Changes neither the node's
+  // offered flag nor the turn's report.
+  void PublishRestored(const PrefixHistory& h, const PrefixKey& key);
   void PollStore();
   // The store, after handing it the queued eviction notices (and
   // EvictionsLost after an overflow): every store call goes through it.

@@ -1,7 +1,8 @@
 // CompositeStore restores (seed 2.4): resident chain records upload from
 // their slabs; disk-only ones are first read into memory slabs (read_into)
 // and become durable residents; a chain memory cannot hold streams from disk
-// straight to the ticket.
+// straight to the ticket, as does, with the direct transport
+// (options.direct_fetch), every chain whole on disk and not all in memory.
 #include "store/tier/composite/composite_store.h"
 
 namespace strata {
@@ -33,26 +34,48 @@ Status CompositeStore::Fetch(const HostHit& hit, const InboundTicket& ticket) {
     return Status::FailedPrecondition("chain of " + hit.endpoint.ToFileStem() +
                                       " changed since the lookup");
   }
+  bool all_in_memory = true;  // every record resident and usable now
+  bool warming = false;       // some record's copy-in from the GPU is under way
+  for (const PrefixKey& k : hit.chain) {
+    auto r = residents_.find(k);
+    warming = warming || (r != residents_.end() && r->second.state == Residence::kWarming);
+    all_in_memory = all_in_memory && r != residents_.end() &&
+                    r->second.state != Residence::kReading &&
+                    r->second.state != Residence::kWarming;
+  }
+  if (options_.direct_fetch && whole_on_disk && !all_in_memory) {
+    // Straight from the files to the ticket; memory warms when the runtime
+    // publishes the restored checkpoint (Warm).
+    Status direct = StreamFromDisk(hit, ticket);
+    if (direct.ok()) ++stats_.fetches;
+    return direct;
+  }
+  if (warming) {
+    return Status::Busy("a record of the chain of " + hit.endpoint.ToFileStem() +
+                        " is still being copied into memory");
+  }
   bool fits = true;
   Status started = StartFetch(hit, ticket, fits);
   if (!fits && !whole_on_disk) {
     return Status::Busy("chain of " + hit.endpoint.ToFileStem() +
                         " fits neither memory nor, yet, disk alone");
   }
-  if (!fits) {
-    // Stream through staging, unretained: one record at a time, so room for
-    // the largest record's staging lets it run.
-    uint64_t staging = 0;
-    for (const PrefixKey& k : hit.chain) {
-      staging = std::max(staging, records_.SlotsFor({held_->ShapeOf(k)->tail_pages}));
-    }
-    if (!MakeFree(staging)) {
-      return Status::Busy("no staging room for the chain of " + hit.endpoint.ToFileStem());
-    }
-    started = disk_->Fetch(hit, ticket);
-  }
+  if (!fits) started = StreamFromDisk(hit, ticket);
   if (started.ok()) ++stats_.fetches;
   return started;
+}
+
+Status CompositeStore::StreamFromDisk(const HostHit& hit, const InboundTicket& ticket) {
+  // Unretained, one record at a time (through staging on the staged
+  // transport), so room for the largest record's staging lets it run.
+  uint64_t staging = 0;
+  for (const PrefixKey& k : hit.chain) {
+    staging = std::max(staging, records_.SlotsFor({held_->ShapeOf(k)->tail_pages}));
+  }
+  if (!MakeFree(staging)) {
+    return Status::Busy("no staging room for the chain of " + hit.endpoint.ToFileStem());
+  }
+  return disk_->Fetch(hit, ticket);
 }
 
 // Starts a restore through memory. `fits` is false (and nothing started) when

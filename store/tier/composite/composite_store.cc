@@ -9,7 +9,7 @@ namespace {
 TransferState DiskStateOf(uint8_t residence) {
   constexpr TransferState kStates[] = {TransferState::kInFlight, TransferState::kParked,
                                        TransferState::kSpilling, TransferState::kReady,
-                                       TransferState::kReady};
+                                       TransferState::kReady,    TransferState::kReady};
   return kStates[residence];
 }
 
@@ -173,7 +173,8 @@ std::optional<HostHit> CompositeStore::Lookup(const PrefixHistory& history,
   for (const PrefixKey& k : hit->chain) {
     to_read += SlotsToRead(k);
     auto r = residents_.find(k);
-    all_resident = all_resident && r != residents_.end() && r->second.state != Residence::kReading;
+    all_resident = all_resident && r != residents_.end() &&
+                   r->second.state != Residence::kReading && r->second.state != Residence::kWarming;
   }
   hit->tier = all_resident ? Tier::kMemory : Tier::kDisk;
   const uint64_t room = pool_->free_slots() + slots_in_[static_cast<size_t>(Residence::kDurable)];
@@ -188,7 +189,9 @@ std::optional<HostHit> CompositeStore::Lookup(const PrefixHistory& history,
 
 StoreOutcome CompositeStore::Store(const PublishedCheckpoint& cp) {
   if (closed_) return Count(StoreOutcome::kDisabled);
-  if (disk_->index().Contains(cp.key)) return Count(StoreOutcome::kPresent);
+  if (disk_->index().Contains(cp.key)) {
+    return Count(options_.direct_fetch ? Warm(cp) : StoreOutcome::kPresent);
+  }
   const uint64_t pt = geometry_.page_tokens;
   const uint64_t chain_pages = cp.key.consumed / pt;
   STRATA_ASSERT(cp.chain.size() == chain_pages,
@@ -225,18 +228,55 @@ StoreOutcome CompositeStore::Store(const PublishedCheckpoint& cp) {
     return Count(s.code() == StatusCode::kBusy ? StoreOutcome::kRetry : StoreOutcome::kDeferred);
   }
   AddResident(cp.key, record, Residence::kCopying);
-  copy_outs_[op] = CopyOut{cp.key, cp.checkpoint_id, record};
+  copy_outs_[op] = CopyOut{cp.key, cp.checkpoint_id, record, /*warming=*/false};
   return Count(StoreOutcome::kQueued);
+}
+
+StoreOutcome CompositeStore::Warm(const PublishedCheckpoint& cp) {
+  if (residents_.count(cp.key) != 0) return StoreOutcome::kPresent;
+  const std::optional<IndexEntry> e = disk_->index().Find(cp.key);
+  // Only a committed file with its row (a memory copy always holds the row)
+  // whose tail the published chain covers.
+  if (!e || e->state != TransferState::kReady || e->row != RowPresence::kPresent ||
+      e->tail_page_count > cp.chain.size()) {
+    return StoreOutcome::kPresent;
+  }
+  const uint64_t tail = e->tail_page_count;
+  const uint64_t need = records_.SlotsFor({tail});
+  std::vector<SlotId> slots;
+  if (need + pool_->intake_slots() > pool_->total_slots() || !ReserveWarm(need, slots)) {
+    return StoreOutcome::kPresent;  // memory has no clean room: the file serves it
+  }
+  const uint64_t record = records_.Add(std::move(slots), {tail});
+  std::vector<PageId> ids(cp.chain.end() - static_cast<std::ptrdiff_t>(tail), cp.chain.end());
+  const uint64_t op = next_op_++;
+  if (Status s = tracker_.Start(op, records_.PlanCopyOut(record, ids, cp.row_slot)); !s.ok()) {
+    records_.Remove(record);
+    records_.Release(record);
+    return StoreOutcome::kPresent;
+  }
+  (void)held_->Pin(cp.key);  // the file (and its row) stays while memory copies it in
+  AddResident(cp.key, record, Residence::kWarming);
+  copy_outs_[op] = CopyOut{cp.key, cp.checkpoint_id, record, /*warming=*/true};
+  return StoreOutcome::kQueued;
 }
 
 void CompositeStore::FinishCopyOut(const CopyOut& c, const FinishedOperation& f) {
   auto it = residents_.find(c.key);
   const bool mine = it != residents_.end() && it->second.record == c.record;
+  const bool warming = c.warming;
   Status status = f.status;
   if (!mine) status = Status::Aborted("record removed while copying");
-  if (mine && !status.ok()) held_->DropHeld(c.key);  // removes the memory copy too
+  if (mine && !status.ok()) {
+    if (warming) {
+      EraseResident(c.key);  // the file stays the record's one copy
+    } else {
+      held_->DropHeld(c.key);  // removes the memory copy too
+    }
+  }
   if (!status.ok()) {
     records_.Release(c.record);
+    if (warming) held_->Unpin({c.key});
     ++stats_.store_failed;
     events_.push_back({StoreEvent::Kind::kStoreFailed, c.checkpoint_id, {}, c.key, status, 0});
     return;
@@ -244,12 +284,12 @@ void CompositeStore::FinishCopyOut(const CopyOut& c, const FinishedOperation& f)
   Resident& r = it->second;
   Account(r, -1);
   const bool packed = options_.pack_replicated && records_.Pack(c.record);
-  r.state = Residence::kParked;
+  r.state = warming ? Residence::kDurable : Residence::kParked;
   Account(r, +1);
   ++(packed ? stats_.memory.packed_total : stats_.memory.per_rank_total);
   ++stats_.memory.stored_total;
   stats_.memory.bytes_in_total += f.bytes;
-  (void)held_->MarkParked(c.key);
+  if (!warming) (void)held_->MarkParked(c.key);
   records_.Release(c.record);
   held_->Unpin({c.key});  // may drop the row the index deferred
   events_.push_back({StoreEvent::Kind::kStored, c.checkpoint_id, {}, c.key, Status::Ok(), f.bytes});

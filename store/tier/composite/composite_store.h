@@ -21,6 +21,12 @@
 //            evicting clean unused residents) and become durable residents.
 //            A chain memory cannot hold streams from disk through staging
 //            straight to the ticket (the disk tier's own fetch).
+//            With options.direct_fetch (the direct transport, seed 2.6) a
+//            chain whole on disk and not all in memory goes straight from its
+//            files to the ticket, and memory is warmed through publication:
+//            a Store of a record already on disk but not in memory (the
+//            runtime publishing the restored checkpoint) copies it in from
+//            the GPU as a durable resident (kWarming, then kDurable).
 //
 // The disk tier is a DiskStore (streamed stores and fetches) and, over its
 // files, a HeldRecords (held_records.h: the records held in memory).
@@ -70,6 +76,11 @@ struct CompositeStoreOptions {
   std::chrono::milliseconds close_deadline{30'000};
   // The disk tier's operation latencies (DiskStoreOptions::latencies).
   std::shared_ptr<DiskJobLatencies> latencies = nullptr;
+  // The disk transport moves record files to and from the GPU planes
+  // without host staging (the direct transport): restore chains whole on
+  // disk straight from their files, and warm memory when the runtime
+  // publishes the restored checkpoint (above).
+  bool direct_fetch = false;
   StoreClock clock{};  // deadlines and latencies; default: the real clocks
   std::function<Result<uint64_t>()> free_bytes = nullptr;  // DiskStoreOptions::free_bytes
 };
@@ -129,8 +140,9 @@ class CompositeStore final : public HostStore, private DiskTierListener {
     kSpilling,  // complete, its file being written from it (disk: kSpilling)
     kDurable,   // complete, its file committed (disk: kReady): clean
     kReading,   // being read from its file (disk: kReady); not yet usable
+    kWarming,   // copied in from the GPU, its file committed (disk: kReady); not yet usable
   };
-  static constexpr size_t kResidences = 5;
+  static constexpr size_t kResidences = 6;
   struct Resident {
     uint64_t record = 0;  // in records_
     Residence state = Residence::kCopying;
@@ -142,6 +154,7 @@ class CompositeStore final : public HostStore, private DiskTierListener {
     PrefixKey key;
     uint64_t checkpoint_id = 0;
     uint64_t record = 0;
+    bool warming = false;  // Warm's copy-in (its file pinned), not a new record
   };
   struct Read {
     PrefixKey key;
@@ -185,12 +198,19 @@ class CompositeStore final : public HostStore, private DiskTierListener {
   // Warm slots a record of `key` read from disk needs; 0 when resident.
   uint64_t SlotsToRead(const PrefixKey& key) const;
   StoreOutcome Count(StoreOutcome o);
+  // options_.direct_fetch: a Store of `cp` whose record is on disk and not
+  // in memory: kQueued with a copy-in under way (kWarming), else kPresent.
+  StoreOutcome Warm(const PublishedCheckpoint& cp);
   void PollOnce();
   void FinishCopyOut(const CopyOut& c, const FinishedOperation& f);
   void OnHostDone(const HostJobDone& d);
 
   // Restores (composite_fetch.cc).
   Status StartFetch(const HostHit& hit, const InboundTicket& ticket, bool& fits);
+  // The disk tier's own fetch of `hit` into `ticket`, once room for the
+  // largest record's staging is free (kBusy when clean residents cannot
+  // make it).
+  Status StreamFromDisk(const HostHit& hit, const InboundTicket& ticket);
   void FinishRead(const HostJobDone& d);
   void StartUpload(uint64_t fetch);
   // `status` by value: it may live in the fetch entry this erases.

@@ -2,7 +2,8 @@
 // GPU evictions, full disks, I/O errors, expiry and restarts (with and
 // without a shutdown drain) drive a real composite store through the
 // synthetic runtime, which checks every restored byte. After every step the
-// store's invariants are checked: memory is a subset of disk, residence
+// store's invariants are checked (again as over the direct transport,
+// options.direct_fetch): memory is a subset of disk, residence
 // states match disk states, rows agree, and when idle no pin, user or slot
 // is left over (pool slots in use == slots held by records).
 //
@@ -41,8 +42,11 @@ std::optional<uint64_t> EnvNumber(const char* name) {
 
 class RandomRun {
  public:
-  RandomRun(uint64_t seed, const std::string& dir)
+  // `direct_fetch`: as over the direct transport (restores of chains on
+  // disk straight from the files, memory warmed through publication).
+  RandomRun(uint64_t seed, const std::string& dir, bool direct_fetch)
       : rng_(seed), dir_(dir), planes_(*PresetGeometry("tiny", 2, 1024, 16)) {
+    options_.store.direct_fetch = direct_fetch;
     options_.warm_slots = Pick(24, 160);
     options_.intake_slots = Pick(24, 48);
     const uint64_t record = RecordFileBytes(RecordLayout(planes_.geometry()), {.tail_pages = 12});
@@ -176,7 +180,7 @@ class RandomRun {
   uint64_t host_hits_ = 0;
 };
 
-TEST(CompositeRandomTest, InvariantsHoldAndEveryRestoredByteIsExact) {
+void RunSeeds(bool direct_fetch) {
   std::optional<uint64_t> replay = EnvNumber("STRATA_TEST_SEED");
   const uint64_t ops = EnvNumber("STRATA_TEST_OPS").value_or(kDefaultOps);
   std::vector<uint64_t> seeds;
@@ -192,12 +196,18 @@ TEST(CompositeRandomTest, InvariantsHoldAndEveryRestoredByteIsExact) {
     SCOPED_TRACE("seed " + std::to_string(seed) +
                  " (replay: STRATA_TEST_SEED=" + std::to_string(seed) + ")");
     ScratchDir dir;
-    RandomRun run(seed, dir.path());
+    RandomRun run(seed, dir.path(), direct_fetch);
     run.Run(ops);
-    if (HasFailure() || IsSkipped()) return;
+    if (::testing::Test::HasFailure() || ::testing::Test::IsSkipped()) return;
     hits += run.host_hits();
   }
   EXPECT_GT(hits, 0u);  // the run exercised restores
+}
+
+TEST(CompositeRandomTest, InvariantsHoldAndEveryRestoredByteIsExact) { RunSeeds(false); }
+
+TEST(CompositeRandomTest, WithDirectFetchInvariantsHoldAndEveryRestoredByteIsExact) {
+  RunSeeds(true);
 }
 
 }  // namespace
