@@ -319,7 +319,7 @@ Status SyntheticRuntime::Restore(const PrefixHistory& h, std::optional<PrefixKey
   AddNode(hit->endpoint, resident, ticket.page_ids, ticket.row_slot);
   unpin();
   STRATA_RETURN_IF_ERROR(verified);
-  PublishRestored(h, hit->endpoint);
+  if (hit->tier == Tier::kDisk) PublishRestored(h, hit->endpoint);
   ++stats_.host_hits;
   stats_.host_reused_tokens += hit->endpoint.consumed - a;
   report.host_hit = true;

@@ -170,11 +170,12 @@ class SyntheticRuntime {
   // The checkpoint of node `key` as the store is offered it (its parent the
   // nearest offered ancestor); no id.
   PublishedCheckpoint CheckpointOf(const PrefixHistory& h, const PrefixKey& key) const;
-  // A checkpoint restored from the host offered once more (seed 2.7,
+  // A checkpoint restored from the disk tier offered once more (seed 2.7,
   // finish_inbound publishes it): a store holding it answers kPresent; a
   // composite whose restore came straight from its files copies it into
   // memory (kQueued: pinned until stored). Changes neither the node's
-  // offered flag nor the turn's report.
+  // offered flag nor the turn's report. Memory and pool hits are not
+  // offered again (their tiers hold them).
   void PublishRestored(const PrefixHistory& h, const PrefixKey& key);
   void PollStore();
   // The store, after handing it the queued eviction notices (and

@@ -67,7 +67,11 @@ Status CompositeStore::Fetch(const HostHit& hit, const InboundTicket& ticket) {
 
 Status CompositeStore::StreamFromDisk(const HostHit& hit, const InboundTicket& ticket) {
   // Unretained, one record at a time (through staging on the staged
-  // transport), so room for the largest record's staging lets it run.
+  // transport), so room for the largest record's staging lets it run. The
+  // direct transport moves the files straight into the GPU and needs no
+  // staging, but the store cannot tell a transport's needs, so the room is
+  // made either way (it may evict clean residents the direct path would not
+  // have needed to).
   uint64_t staging = 0;
   for (const PrefixKey& k : hit.chain) {
     staging = std::max(staging, records_.SlotsFor({held_->ShapeOf(k)->tail_pages}));

@@ -235,11 +235,24 @@ StoreOutcome CompositeStore::Store(const PublishedCheckpoint& cp) {
 StoreOutcome CompositeStore::Warm(const PublishedCheckpoint& cp) {
   if (residents_.count(cp.key) != 0) return StoreOutcome::kPresent;
   const std::optional<IndexEntry> e = disk_->index().Find(cp.key);
-  // Only a committed file with its row (a memory copy always holds the row)
-  // whose tail the published chain covers.
+  // Only a committed file with its row (the GPU holds the endpoint's row, so
+  // the copy is made with it, as the file has it) whose tail the published
+  // chain covers.
   if (!e || e->state != TransferState::kReady || e->row != RowPresence::kPresent ||
       e->tail_page_count > cp.chain.size()) {
     return StoreOutcome::kPresent;
+  }
+  // Only when it completes a chain memory holds: an ancestor missing from
+  // memory (its row is not on the GPU to copy) keeps the chain restoring
+  // from its files, and a warmed endpoint alone would take room for nothing.
+  for (std::optional<PrefixKey> p = e->parent; p;) {
+    auto r = residents_.find(*p);
+    if (r == residents_.end() || r->second.state == Residence::kReading ||
+        r->second.state == Residence::kWarming) {
+      return StoreOutcome::kPresent;
+    }
+    const std::optional<IndexEntry> up = disk_->index().Find(*p);
+    p = up ? up->parent : std::nullopt;
   }
   const uint64_t tail = e->tail_page_count;
   const uint64_t need = records_.SlotsFor({tail});
@@ -276,7 +289,7 @@ void CompositeStore::FinishCopyOut(const CopyOut& c, const FinishedOperation& f)
   }
   if (!status.ok()) {
     records_.Release(c.record);
-    if (warming) held_->Unpin({c.key});
+    if (warming && mine) held_->Unpin({c.key});  // else the entry (and its pin) left
     ++stats_.store_failed;
     events_.push_back({StoreEvent::Kind::kStoreFailed, c.checkpoint_id, {}, c.key, status, 0});
     return;

@@ -26,7 +26,10 @@
 //            files to the ticket, and memory is warmed through publication:
 //            a Store of a record already on disk but not in memory (the
 //            runtime publishing the restored checkpoint) copies it in from
-//            the GPU as a durable resident (kWarming, then kDurable).
+//            the GPU as a durable resident (kWarming, then kDurable), when
+//            every ancestor record is in memory already (their rows are not
+//            on the GPU: a chain with an ancestor only on disk keeps
+//            restoring from its files).
 //
 // The disk tier is a DiskStore (streamed stores and fetches) and, over its
 // files, a HeldRecords (held_records.h: the records held in memory).

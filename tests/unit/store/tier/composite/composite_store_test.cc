@@ -202,11 +202,41 @@ TEST_F(TwoRecordsOnDisk, DirectFetchRestoresFromTheFilesAndWarmsMemoryThroughPub
   EXPECT_EQ(restored.memory.bytes_out_total, 0u) << "nothing uploaded from memory";
   EXPECT_EQ(restored.disk.bytes_in_total, 0u) << "nothing written again";
   std::vector<IndexEntry> e = Entries(*rig->store);
-  ASSERT_GE(e.size(), 1u);
+  ASSERT_EQ(e.size(), 2u);
   EXPECT_TRUE(rig->store->durable(e[0].key)) << "warmed by the restored checkpoint's publication";
+  EXPECT_FALSE(rig->store->resident(e[1].key)) << "not restored: not warmed";
   EXPECT_EQ(restored.memory.stored_total, 1u);
   EXPECT_TRUE(rig->store->CheckInvariants().ok()) << rig->store->CheckInvariants().ToString();
   ExpectTheSameRestoreFromMemoryOnly(restored);
+  // The conversation's next turn: its record comes from its file (the chain
+  // is not all in memory), and, its ancestor in memory now, warms too.
+  TurnReport second = *rt.Turn(a, 5000);
+  EXPECT_TRUE(second.host_hit);
+  EXPECT_EQ(rt.stats().mismatches, 0u);
+  ASSERT_TRUE(rt.WaitForStores().ok());
+  ASSERT_TRUE(rig->store->WaitIdle(NowMs(), kBound));
+  EXPECT_TRUE(rig->store->durable(e[1].key));
+  EXPECT_TRUE(rig->store->CheckInvariants().ok()) << rig->store->CheckInvariants().ToString();
+}
+
+// A restored record whose ancestor memory does not hold is not warmed: its
+// chain keeps restoring from its files, and no room is taken for it.
+TEST_F(TwoRecordsOnDisk, DirectFetchDoesNotWarmARecordWhoseAncestorIsOnlyOnDisk) {
+  ASSERT_NO_FATAL_FAILURE(Reopen(/*direct_fetch=*/true));
+  if (IsSkipped()) return;
+  SyntheticRuntime rt(planes, rig->store.get());
+  uint32_t a = rt.NewConversation();
+  TurnReport whole = *rt.Turn(a, 6000);  // both records' tokens in one turn
+  EXPECT_TRUE(whole.host_hit);
+  EXPECT_EQ(whole.host_reused_tokens, 6000u);
+  EXPECT_EQ(rt.stats().mismatches, 0u);
+  ASSERT_TRUE(rt.WaitForStores().ok());
+  ASSERT_TRUE(rig->store->WaitIdle(NowMs(), kBound));
+  for (const IndexEntry& e : Entries(*rig->store)) {
+    EXPECT_FALSE(rig->store->resident(e.key)) << e.key.ToFileStem();
+  }
+  EXPECT_EQ(rig->store->Stats().memory.stored_total, 0u);
+  EXPECT_TRUE(rig->store->CheckInvariants().ok()) << rig->store->CheckInvariants().ToString();
 }
 
 TEST(CompositeStoreTest, FetchOfARecordWhoseWriteIsInFlightComesFromMemory) {
