@@ -6,6 +6,8 @@
 // write that stays in flight.
 #pragma once
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -128,6 +130,15 @@ class CompositeRig {
     return Status::Ok();
   }
 };
+
+// Index entries of the disk tier, shortest first.
+inline std::vector<IndexEntry> Entries(const CompositeStore& s) {
+  std::vector<IndexEntry> e = s.disk().index().Entries();
+  std::sort(e.begin(), e.end(), [](const IndexEntry& a, const IndexEntry& b) {
+    return a.key.consumed < b.key.consumed;
+  });
+  return e;
+}
 
 #define OPEN_COMPOSITE(rig, base, planes, fs, options)              \
   CompositeRig rig(base, planes, fs, options);                      \
