@@ -74,6 +74,9 @@ class ShardedTransport final : public DiskTransport {
   ShardedTransport& operator=(const ShardedTransport&) = delete;
 
   Status Submit(RecordJob job) override;
+  // As rank zero's own transport (every rank runs the same kind where its
+  // probe agrees; a rank that stages needs no room in rank zero's pool).
+  bool device_jobs_stage() const override { return local_->device_jobs_stage(); }
   void Poll(std::vector<RecordJobDone>& out) override;
   // Sleeps on one signal that rank zero's transport and every peer's link
   // raise, so whichever finishes last wakes it at once.

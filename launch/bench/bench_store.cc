@@ -336,7 +336,7 @@ Status StoreBench::Composite(uint32_t round) {
   co.disk_limit_bytes = 4 * file_bytes_;
   co.drain.mode = ShutdownDrain::Mode::kUntilDone;
   co.close_deadline = std::chrono::minutes(5);
-  co.direct_fetch = transport_->decision().kind != TransportKind::kStaged;
+  co.direct = transport_->decision().kind != TransportKind::kStaged;
   Sample write;
   for (int life = 0; life < 2; ++life) {
     // Warm retention for every record, and twice the intake free besides:

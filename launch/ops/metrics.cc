@@ -8,7 +8,7 @@ namespace strata {
 
 // RenderMetrics names every field; a new field must be exported too.
 static_assert(sizeof(TierStats) == 12 * sizeof(uint64_t), "export the new TierStats field");
-static_assert(sizeof(StoreStats) == 19 * sizeof(uint64_t) + 2 * sizeof(TierStats),
+static_assert(sizeof(StoreStats) == 20 * sizeof(uint64_t) + 2 * sizeof(TierStats),
               "export the new StoreStats field");
 
 namespace {
@@ -117,6 +117,10 @@ constexpr ScalarMetric kStoreScalars[] = {
     {"strata_disk_limit_lowered_total", Kind::kCounter,
      "Times a full filesystem lowered the disk tier's limit.",
      &StoreStats::disk_limit_lowered_total},
+    {"strata_fanout_writes_total", Kind::kCounter,
+     "Record files written straight from the GPU beside their memory copy (composite over the "
+     "direct transport).",
+     &StoreStats::fanout_writes},
 };
 
 struct OutcomeMetric {

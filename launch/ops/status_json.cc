@@ -44,6 +44,7 @@ nlohmann::json StoreJson(const StoreStats& s) {
       {"fs_full_retries", s.fs_full_retries},
       {"disk_limit_bytes", s.disk_limit_bytes},
       {"disk_limit_lowered_total", s.disk_limit_lowered_total},
+      {"fanout_writes", s.fanout_writes},
       {"memory", TierJson(s.memory)},
       {"disk", TierJson(s.disk)},
   };

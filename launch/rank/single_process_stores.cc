@@ -235,7 +235,7 @@ class SingleProcessStores final : public RuntimeDriver {
       co.latencies = latencies_;
       co.free_bytes = [disk = local_.get()] { return disk->FreeBytes(); };
       // Restores of chains on disk go straight into the GPU (seed 2.6).
-      co.direct_fetch = transport_.kind != TransportKind::kStaged;
+      co.direct = transport_.kind != TransportKind::kStaged;
       STRATA_ASSIGN_OR_RETURN(composite_,
                               CompositeStore::Open(geometry_, local_->pool(), std::move(memory),
                                                    std::move(staged), local_->scan().records, co));

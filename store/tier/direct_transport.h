@@ -86,6 +86,7 @@ class DirectTransport final : public DiskTransport {
 
   // kUnavailable for a store or fetch while `planes` has none mapped.
   Status Submit(RecordJob job) override;
+  bool device_jobs_stage() const override { return false; }
   void Poll(std::vector<RecordJobDone>& out) override;
   bool WaitForCompletion(std::chrono::milliseconds timeout) override;
   void NotifyOnCompletion(std::shared_ptr<WakeSignal> signal) override;

@@ -40,6 +40,8 @@ class SplitDiskTransport final : public DiskTransport {
     direct_->Seed(report);
     staged_->Seed(report);
   }
+  // Device jobs run on the direct side.
+  bool device_jobs_stage() const override { return false; }
   void Poll(std::vector<RecordJobDone>& out) override;
   // Waits on one signal both sides raise.
   bool WaitForCompletion(std::chrono::milliseconds timeout) override;

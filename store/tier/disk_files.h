@@ -196,6 +196,8 @@ class DiskFiles {
   uint64_t cleanup_failures() const { return cleanup_failures_; }
   // Operations under way.
   size_t operations() const { return ops_.size(); }
+  // DiskTransport::device_jobs_stage of this tier's transport.
+  bool device_jobs_stage() const { return transport_->device_jobs_stage(); }
 
   // A lookup over records in `states`, counted in no statistic.
   std::optional<HostHit> LookupIn(const PrefixHistory& history, uint64_t resident_tokens,

@@ -52,6 +52,12 @@ class DiskTransport {
   // that follow. Call before the first Submit that touches them. A
   // transport that keeps no per-record state ignores it (the default).
   virtual void Seed(const ScanReport& report) { (void)report; }
+  // Whether a store or fetch on device ids (Submit) stages its record
+  // through the host slab pool it shares with a composite's memory tier, so
+  // that the composite must leave room for it (the staged transport: true,
+  // the default). The direct transport moves files and GPU planes without
+  // host memory: false.
+  virtual bool device_jobs_stage() const { return true; }
   // Appends finished jobs. Never blocks.
   virtual void Poll(std::vector<RecordJobDone>& out) = 0;
   // Blocks up to `timeout` until a completion is ready; returns at once when

@@ -38,6 +38,7 @@ class GatedDiskTransport final : public DiskTransport {
     return inner_->SubmitHost(job, buffers);
   }
   void Seed(const ScanReport& report) override { inner_->Seed(report); }
+  bool device_jobs_stage() const override { return inner_->device_jobs_stage(); }
   void Poll(std::vector<RecordJobDone>& out) override;
   bool WaitForCompletion(std::chrono::milliseconds timeout) override {
     return inner_->WaitForCompletion(timeout);

@@ -28,28 +28,31 @@ Result<uint32_t> HeldRecords::InsertHeld(const PublishedCheckpoint& cp) {
   return ins->tail_page_count;
 }
 
-Status HeldRecords::MarkParked(const PrefixKey& key) {
-  return files_.index().SetState(key, TransferState::kParked).status();
+Status HeldRecords::MarkCopied(const PrefixKey& key) {
+  std::optional<IndexEntry> e = files_.index().Find(key);
+  if (!e) return Status::NotFound("record " + key.ToFileStem() + " is not indexed");
+  if (e->state != TransferState::kInFlight) return Status::Ok();  // written meanwhile
+  const bool writing = files_.file(e->location.value).writing;
+  return files_.index()
+      .SetState(key, writing ? TransferState::kSpilling : TransferState::kParked)
+      .status();
 }
 
-Status HeldRecords::Spill(const PrefixKey& key, SharePacking packing, HostBuffers buffers,
-                          uint64_t tag) {
+Result<uint64_t> HeldRecords::BeginWrite(const PrefixKey& key, SharePacking packing,
+                                         bool in_flight_too) {
   if (!files_.accepting()) return Status::Aborted("disk tier is closed or stopped");
   std::optional<IndexEntry> e = files_.index().Find(key);
-  if (!e || e->state != TransferState::kParked) {
-    return Status::FailedPrecondition("record " + key.ToFileStem() + " is not parked");
+  const bool state_ok = e && (e->state == TransferState::kParked ||
+                              (in_flight_too && e->state == TransferState::kInFlight));
+  if (!state_ok || files_.file(e->location.value).writing) {
+    return Status::FailedPrecondition("record " + key.ToFileStem() + " is not held unwritten");
   }
   const uint64_t file_id = e->location.value;
   const DiskFiles::File& held = files_.file(file_id);
-  const bool has_row = held.has_row;
-  if (!has_row) buffers.row.clear();
-  if (has_row && buffers.row.empty()) {
-    return Status::InvalidArgument("spill of " + key.ToFileStem() + " lacks its row");
-  }
   const FileShape shape{.tail_pages = held.tail_pages,
-                        .has_row = has_row,
+                        .has_row = held.has_row,
                         .replicated_pages = packing.pages,
-                        .replicated_row = packing.row && has_row};
+                        .replicated_row = packing.row && held.has_row};
   const uint64_t bytes = RecordFileBytes(files_.layout(), shape);
   if (bytes > files_.configured_limit_bytes()) {
     return Status::FailedPrecondition("record " + key.ToFileStem() + " (" + std::to_string(bytes) +
@@ -64,8 +67,25 @@ Status HeldRecords::Spill(const PrefixKey& key, SharePacking packing, HostBuffer
   f.bytes = bytes;
   f.writing = true;
   files_.Charge(bytes);
-  (void)files_.index().SetState(key, TransferState::kSpilling);
+  if (e->state == TransferState::kParked) {
+    (void)files_.index().SetState(key, TransferState::kSpilling);
+  }
   (void)files_.index().Pin(key);
+  return file_id;
+}
+
+Status HeldRecords::Spill(const PrefixKey& key, SharePacking packing, HostBuffers buffers,
+                          uint64_t tag) {
+  std::optional<IndexEntry> e = files_.index().Find(key);
+  if (e && e->state == TransferState::kParked) {
+    const bool has_row = files_.file(e->location.value).has_row;
+    if (!has_row) buffers.row.clear();
+    if (has_row && buffers.row.empty()) {
+      return Status::InvalidArgument("spill of " + key.ToFileStem() + " lacks its row");
+    }
+  }
+  STRATA_ASSIGN_OR_RETURN(const uint64_t file_id,
+                          BeginWrite(key, packing, /*in_flight_too=*/false));
   DiskOperation op{.kind = DiskOperation::Kind::kSpill,
                    .owner = this,
                    .key = key,
@@ -74,6 +94,29 @@ Status HeldRecords::Spill(const PrefixKey& key, SharePacking packing, HostBuffer
                    .host = std::move(buffers),
                    .pinned = {key}};
   op.unsubmitted.push_back(files_.JobFor(RecordJobKind::kStore, key));
+  files_.Start(std::move(op));
+  return Status::Ok();
+}
+
+Status HeldRecords::WriteFromDevice(const PrefixKey& key, std::vector<PageId> page_ids,
+                                    StateSlot row_slot, uint64_t tag) {
+  if (std::optional<IndexEntry> e = files_.index().Find(key);
+      e && page_ids.size() != e->tail_page_count) {
+    return Status::InvalidArgument("write of " + key.ToFileStem() + " names " +
+                                   std::to_string(page_ids.size()) + " pages for a tail of " +
+                                   std::to_string(e->tail_page_count));
+  }
+  STRATA_ASSIGN_OR_RETURN(const uint64_t file_id, BeginWrite(key, {}, /*in_flight_too=*/true));
+  RecordJob job = files_.JobFor(RecordJobKind::kStore, key);
+  job.page_ids = std::move(page_ids);
+  if (files_.file(file_id).has_row) job.row_slot = row_slot;
+  DiskOperation op{.kind = DiskOperation::Kind::kSpill,
+                   .owner = this,
+                   .key = key,
+                   .file_id = file_id,
+                   .tag = tag,
+                   .pinned = {key}};
+  op.unsubmitted.push_back(std::move(job));
   files_.Start(std::move(op));
   return Status::Ok();
 }
@@ -124,8 +167,12 @@ void HeldRecords::FinishSpill(DiskOperation& op) {
     case WriteEnd::kFailed:
       done.status = op.status;
       if (op.status.code() == StatusCode::kFsFull) {
-        // Out of space: the record stays parked in host memory and is retried.
-        (void)files_.index().SetState(op.key, TransferState::kParked);
+        // Out of space: the record stays held in host memory (parked, or
+        // still being copied there) and is retried.
+        if (std::optional<IndexEntry> e = files_.index().Find(op.key);
+            e && e->state == TransferState::kSpilling) {
+          (void)files_.index().SetState(op.key, TransferState::kParked);
+        }
         files_.Unpin(op.pinned);
         done.fs_full = true;
         break;

@@ -57,8 +57,10 @@ class HeldRecords final : private DiskOperationOwner {
   // key is indexed; kBusy while an earlier file of that name is still being
   // written; kAborted once closed or stopped.
   Result<uint32_t> InsertHeld(const PublishedCheckpoint& cp);
-  // kInFlight -> kParked: the held bytes are complete.
-  Status MarkParked(const PrefixKey& key);
+  // The held bytes are complete: kInFlight -> kParked, or kSpilling while a
+  // WriteFromDevice of the record is in flight. A record whose
+  // WriteFromDevice already committed (kReady) stays so.
+  Status MarkCopied(const PrefixKey& key);
   // Removes a held record whose bytes never arrived, with its descendants.
   void DropHeld(const PrefixKey& key) { files_.RemoveWithDescendants(key); }
   // Starts writing a kParked record's file from `buffers` (its stored
@@ -66,6 +68,17 @@ class HeldRecords final : private DiskOperationOwner {
   // it): kSpilling, charged, pinned until the write completes (HostJobDone).
   // kBusy: no room under the disk limit now; the record stays parked.
   Status Spill(const PrefixKey& key, SharePacking packing, HostBuffers buffers, uint64_t tag);
+  // Starts writing a held record's file straight from the device pages it
+  // was published from (`page_ids`: its tail's ids; `row_slot`: its row),
+  // while or after its host copy runs: the direct transport's fan-out on
+  // store (seed 2.6). A kInFlight record stays kInFlight (MarkCopied then
+  // makes it kSpilling), a kParked one becomes kSpilling; charged, pinned
+  // until the write completes (HostJobDone, kSpill; the file commits as
+  // kReady). kBusy: no room under the disk limit now, nothing started. Out
+  // of space, the record goes back to where its host copy stands (kInFlight
+  // or kParked).
+  Status WriteFromDevice(const PrefixKey& key, std::vector<PageId> page_ids, StateSlot row_slot,
+                         uint64_t tag);
   // Reads a kReady record's pages [first_page, tail) and, when buffers.row
   // is set, its row into host memory; pinned until done (HostJobDone). A
   // record that fails its checksums is discarded.
@@ -81,6 +94,11 @@ class HeldRecords final : private DiskOperationOwner {
  private:
   // DiskOperationOwner: a spill or read finished.
   void FinishOperation(DiskOperation& op) override;
+  // Checks that held record `key` (a kParked one, or with `in_flight_too` a
+  // kInFlight one too) can be written now with its shares as `packing`
+  // says, then charges its file, marks it writing and pins it; returns the
+  // file's id. kBusy: no room under the disk limit.
+  Result<uint64_t> BeginWrite(const PrefixKey& key, SharePacking packing, bool in_flight_too);
   void FinishSpill(DiskOperation& op);
   void FinishReadInto(DiskOperation& op);
 

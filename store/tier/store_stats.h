@@ -50,6 +50,10 @@ struct StoreStats {
   // filesystem lowered it below the configured limit.
   uint64_t disk_limit_bytes = 0;
   uint64_t disk_limit_lowered_total = 0;
+  // A composite over the direct transport: records whose file write was
+  // started straight from the GPU pages beside their memory copy (the
+  // fan-out on store, seed 2.6).
+  uint64_t fanout_writes = 0;
 
   TierStats memory;
   TierStats disk;

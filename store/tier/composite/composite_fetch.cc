@@ -2,7 +2,7 @@
 // their slabs; disk-only ones are first read into memory slabs (read_into)
 // and become durable residents; a chain memory cannot hold streams from disk
 // straight to the ticket, as does, with the direct transport
-// (options.direct_fetch), every chain whole on disk and not all in memory.
+// (options.direct), every chain whole on disk and not all in memory.
 #include "store/tier/composite/composite_store.h"
 
 namespace strata {
@@ -43,7 +43,7 @@ Status CompositeStore::Fetch(const HostHit& hit, const InboundTicket& ticket) {
                     r->second.state != Residence::kReading &&
                     r->second.state != Residence::kWarming;
   }
-  if (options_.direct_fetch && whole_on_disk && !all_in_memory) {
+  if (options_.direct && whole_on_disk && !all_in_memory) {
     // Straight from the files to the ticket; memory warms when the runtime
     // publishes the restored checkpoint (Warm).
     Status direct = StreamFromDisk(hit, ticket);
@@ -68,13 +68,12 @@ Status CompositeStore::Fetch(const HostHit& hit, const InboundTicket& ticket) {
 Status CompositeStore::StreamFromDisk(const HostHit& hit, const InboundTicket& ticket) {
   // Unretained, one record at a time (through staging on the staged
   // transport), so room for the largest record's staging lets it run. The
-  // direct transport moves the files straight into the GPU and needs no
-  // staging, but the store cannot tell a transport's needs, so the room is
-  // made either way (it may evict clean residents the direct path would not
-  // have needed to).
+  // direct transport moves the files straight into the GPU and needs none.
   uint64_t staging = 0;
-  for (const PrefixKey& k : hit.chain) {
-    staging = std::max(staging, records_.SlotsFor({held_->ShapeOf(k)->tail_pages}));
+  if (disk_->files().device_jobs_stage()) {
+    for (const PrefixKey& k : hit.chain) {
+      staging = std::max(staging, records_.SlotsFor({held_->ShapeOf(k)->tail_pages}));
+    }
   }
   if (!MakeFree(staging)) {
     return Status::Busy("no staging room for the chain of " + hit.endpoint.ToFileStem());

@@ -72,19 +72,25 @@ SpillStart CompositeStore::StartSpill(const PrefixKey& key) {
 void CompositeStore::FinishSpill(const HostJobDone& d) {
   auto it = spills_.find(d.tag);
   if (it == spills_.end()) return;
-  const Spill sp = it->second;
+  Spill sp = std::move(it->second);
   spills_.erase(it);
   auto r = residents_.find(sp.key);
   if (r != residents_.end() && r->second.record == sp.record) {
+    const Residence state = r->second.state;
     if (d.status.ok()) {
-      SetResidence(r->second, Residence::kDurable);
-    } else if (d.fs_full) {
+      // A fan-out write can commit before the memory copy finishes: the
+      // copy then completes a resident whose file is already there.
+      SetResidence(r->second,
+                   state == Residence::kCopying ? Residence::kWarming : Residence::kDurable);
+    } else if (d.fs_full && state == Residence::kSpilling) {
       SetResidence(r->second, Residence::kParked);
       r->second.retry_at_ms = policy_.RetryAt(now_ms_);
     }
-    // A terminal failure already discarded the record through the listener.
+    // Out of space while still copying, the copy parks the record; a
+    // terminal failure already discarded it through the listener.
   }
-  records_.Release(sp.record);
+  if (!sp.from_device) records_.Release(sp.record);
+  if (sp.event) events_.push_back(std::move(*sp.event));
 }
 
 void CompositeStore::Maintain() {

@@ -190,7 +190,7 @@ std::optional<HostHit> CompositeStore::Lookup(const PrefixHistory& history,
 StoreOutcome CompositeStore::Store(const PublishedCheckpoint& cp) {
   if (closed_) return Count(StoreOutcome::kDisabled);
   if (disk_->index().Contains(cp.key)) {
-    return Count(options_.direct_fetch ? Warm(cp) : StoreOutcome::kPresent);
+    return Count(options_.direct ? Warm(cp) : StoreOutcome::kPresent);
   }
   const uint64_t pt = geometry_.page_tokens;
   const uint64_t chain_pages = cp.key.consumed / pt;
@@ -228,7 +228,20 @@ StoreOutcome CompositeStore::Store(const PublishedCheckpoint& cp) {
     return Count(s.code() == StatusCode::kBusy ? StoreOutcome::kRetry : StoreOutcome::kDeferred);
   }
   AddResident(cp.key, record, Residence::kCopying);
-  copy_outs_[op] = CopyOut{cp.key, cp.checkpoint_id, record, /*warming=*/false};
+  CopyOut& copy = copy_outs_[op] = CopyOut{cp.key, cp.checkpoint_id, record, /*warming=*/false};
+  // A transport that stages device jobs (a stand-in for the direct one)
+  // takes the write's staging from the slots ReserveWarm left free.
+  const bool write_fits = !disk_->files().device_jobs_stage() || need <= pool_->intake_slots();
+  if (options_.direct && write_fits) {
+    // Fan out: the file from the GPU pages beside the memory copy. Refused
+    // (no room under the disk limit), the record spills from memory later.
+    const uint64_t tag = next_op_++;
+    if (held_->WriteFromDevice(cp.key, std::move(ids), cp.row_slot, tag).ok()) {
+      spills_[tag] = Spill{.key = cp.key, .record = record, .from_device = true};
+      copy.write = tag;
+      ++stats_.fanout_writes;
+    }
+  }
   return Count(StoreOutcome::kQueued);
 }
 
@@ -277,35 +290,49 @@ StoreOutcome CompositeStore::Warm(const PublishedCheckpoint& cp) {
 void CompositeStore::FinishCopyOut(const CopyOut& c, const FinishedOperation& f) {
   auto it = residents_.find(c.key);
   const bool mine = it != residents_.end() && it->second.record == c.record;
-  const bool warming = c.warming;
+  // Its file is committed (Warm's copy-in, or a fan-out write that finished
+  // first): a failed copy leaves the file the record's one copy.
+  const bool file_kept = mine && it->second.state == Residence::kWarming;
   Status status = f.status;
   if (!mine) status = Status::Aborted("record removed while copying");
   if (mine && !status.ok()) {
-    if (warming) {
-      EraseResident(c.key);  // the file stays the record's one copy
+    if (file_kept) {
+      EraseResident(c.key);
+      held_->Unpin({c.key});
     } else {
       held_->DropHeld(c.key);  // removes the memory copy too
     }
   }
   if (!status.ok()) {
     records_.Release(c.record);
-    if (warming && mine) held_->Unpin({c.key});  // else the entry (and its pin) left
     ++stats_.store_failed;
-    events_.push_back({StoreEvent::Kind::kStoreFailed, c.checkpoint_id, {}, c.key, status, 0});
+    EmitAfterWrite(c, {StoreEvent::Kind::kStoreFailed, c.checkpoint_id, {}, c.key, status, 0});
     return;
   }
   Resident& r = it->second;
+  const bool writing = c.write != 0 && spills_.count(c.write) != 0;
   Account(r, -1);
   const bool packed = options_.pack_replicated && records_.Pack(c.record);
-  r.state = warming ? Residence::kDurable : Residence::kParked;
+  r.state = file_kept  ? Residence::kDurable
+            : writing ? Residence::kSpilling
+                      : Residence::kParked;
   Account(r, +1);
   ++(packed ? stats_.memory.packed_total : stats_.memory.per_rank_total);
   ++stats_.memory.stored_total;
   stats_.memory.bytes_in_total += f.bytes;
-  if (!warming) (void)held_->MarkParked(c.key);
+  if (!file_kept) (void)held_->MarkCopied(c.key);
   records_.Release(c.record);
   held_->Unpin({c.key});  // may drop the row the index deferred
-  events_.push_back({StoreEvent::Kind::kStored, c.checkpoint_id, {}, c.key, Status::Ok(), f.bytes});
+  EmitAfterWrite(c, {StoreEvent::Kind::kStored, c.checkpoint_id, {}, c.key, Status::Ok(), f.bytes});
+}
+
+void CompositeStore::EmitAfterWrite(const CopyOut& c, StoreEvent event) {
+  auto w = c.write != 0 ? spills_.find(c.write) : spills_.end();
+  if (w != spills_.end()) {
+    w->second.event = std::move(event);
+  } else {
+    events_.push_back(std::move(event));
+  }
 }
 
 void CompositeStore::OnHostDone(const HostJobDone& d) {

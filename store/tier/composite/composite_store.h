@@ -5,7 +5,14 @@
 //            the record is indexed in the disk tier as kInFlight, then
 //            kParked, without charging file space. A record memory cannot
 //            hold, even by evicting clean records, streams straight to disk
-//            through the staging (intake) slots instead.
+//            through the staging (intake) slots instead. With options.direct
+//            (the direct transport, seed 2.6) the store fans out: the
+//            record's file is written straight from the GPU pages while the
+//            memory copy runs (HeldRecords::WriteFromDevice), so the record
+//            is clean once both finish, and its kStored (or kStoreFailed)
+//            event waits for both, since both read the pinned GPU pages. A
+//            fan-out write with no room under the disk limit is not started:
+//            the record parks and spills from memory later, as without it.
 //   Poll     when free + clean slots fall below 2 x intake, writes the
 //            coldest parked records to disk from their slabs (write_from,
 //            the memory tier's packing decision kept), as the SpillPolicy
@@ -21,7 +28,7 @@
 //            evicting clean unused residents) and become durable residents.
 //            A chain memory cannot hold streams from disk through staging
 //            straight to the ticket (the disk tier's own fetch).
-//            With options.direct_fetch (the direct transport, seed 2.6) a
+//            With options.direct a
 //            chain whole on disk and not all in memory goes straight from its
 //            files to the ticket, and memory is warmed through publication:
 //            a Store of a record already on disk but not in memory (the
@@ -80,10 +87,10 @@ struct CompositeStoreOptions {
   // The disk tier's operation latencies (DiskStoreOptions::latencies).
   std::shared_ptr<DiskJobLatencies> latencies = nullptr;
   // The disk transport moves record files to and from the GPU planes
-  // without host staging (the direct transport): restore chains whole on
-  // disk straight from their files, and warm memory when the runtime
-  // publishes the restored checkpoint (above).
-  bool direct_fetch = false;
+  // without host staging (the direct transport): fan out on store, restore
+  // chains whole on disk straight from their files, and warm memory when
+  // the runtime publishes the restored checkpoint (above).
+  bool direct = false;
   StoreClock clock{};  // deadlines and latencies; default: the real clocks
   std::function<Result<uint64_t>()> free_bytes = nullptr;  // DiskStoreOptions::free_bytes
 };
@@ -138,9 +145,9 @@ class CompositeStore final : public HostStore, private DiskTierListener {
  private:
   // Where a memory copy stands; the disk entry's state follows it.
   enum class Residence : unsigned char {
-    kCopying,   // copy-out under way (disk: kInFlight)
+    kCopying,   // copy-out under way; its fan-out write may be too (disk: kInFlight)
     kParked,    // complete, no file (disk: kParked)
-    kSpilling,  // complete, its file being written from it (disk: kSpilling)
+    kSpilling,  // complete, its file being written, from it or the GPU (disk: kSpilling)
     kDurable,   // complete, its file committed (disk: kReady): clean
     kReading,   // being read from its file (disk: kReady); not yet usable
     kWarming,   // copied in from the GPU, its file committed (disk: kReady); not yet usable
@@ -158,6 +165,7 @@ class CompositeStore final : public HostStore, private DiskTierListener {
     uint64_t checkpoint_id = 0;
     uint64_t record = 0;
     bool warming = false;  // Warm's copy-in (its file pinned), not a new record
+    uint64_t write = 0;    // the fan-out write's tag in spills_; 0: none
   };
   struct Read {
     PrefixKey key;
@@ -167,6 +175,10 @@ class CompositeStore final : public HostStore, private DiskTierListener {
   struct Spill {
     PrefixKey key;
     uint64_t record = 0;
+    bool from_device = false;  // a fan-out write (from the GPU), not from the slabs
+    // A fan-out write's checkpoint event, held while the write still reads
+    // the GPU pages after the memory copy finished.
+    std::optional<StoreEvent> event = std::nullopt;
   };
   struct FetchOp {
     InboundTicket ticket;
@@ -201,11 +213,14 @@ class CompositeStore final : public HostStore, private DiskTierListener {
   // Warm slots a record of `key` read from disk needs; 0 when resident.
   uint64_t SlotsToRead(const PrefixKey& key) const;
   StoreOutcome Count(StoreOutcome o);
-  // options_.direct_fetch: a Store of `cp` whose record is on disk and not
+  // options_.direct: a Store of `cp` whose record is on disk and not
   // in memory: kQueued with a copy-in under way (kWarming), else kPresent.
   StoreOutcome Warm(const PublishedCheckpoint& cp);
   void PollOnce();
   void FinishCopyOut(const CopyOut& c, const FinishedOperation& f);
+  // Emits a copy-out's checkpoint event now, or, while its fan-out write
+  // still runs, when that write finishes.
+  void EmitAfterWrite(const CopyOut& c, StoreEvent event);
   void OnHostDone(const HostJobDone& d);
 
   // Restores (composite_fetch.cc).

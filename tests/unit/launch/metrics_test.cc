@@ -17,7 +17,7 @@ StoreStats DistinctStats() {
        {&s.slots_in_use, &s.slots_total, &s.intake_slots, &s.parked_records, &s.store_queued,
         &s.store_present, &s.store_deferred, &s.store_retry, &s.store_oversize, &s.store_failed,
         &s.lookups, &s.hits, &s.reused_tokens, &s.fetches, &s.fetch_failed, &s.fs_full_retries,
-        &s.fetch_checksum_failures, &s.disk_limit_bytes, &s.disk_limit_lowered_total}) {
+        &s.fetch_checksum_failures, &s.disk_limit_bytes, &s.disk_limit_lowered_total, &s.fanout_writes}) {
     *f = v++;
   }
   for (TierStats* t : {&s.memory, &s.disk}) {
@@ -82,6 +82,7 @@ TEST(MetricsTest, EveryStoreStatsFieldIsExported) {
   EXPECT_EQ(ValueOf(e, "strata_fetch_checksum_failures_total"), is(s.fetch_checksum_failures));
   EXPECT_EQ(ValueOf(e, "strata_disk_limit_bytes"), is(s.disk_limit_bytes));
   EXPECT_EQ(ValueOf(e, "strata_disk_limit_lowered_total"), is(s.disk_limit_lowered_total));
+  EXPECT_EQ(ValueOf(e, "strata_fanout_writes_total"), is(s.fanout_writes));
   for (const auto& [tier, t] :
        {std::pair<std::string, TierStats>{"memory", s.memory}, {"disk", s.disk}}) {
     const std::map<std::string, std::string> l = {{"tier", tier}};
@@ -100,7 +101,7 @@ TEST(MetricsTest, EveryStoreStatsFieldIsExported) {
     EXPECT_EQ(ValueOf(e, "strata_host_cache_bytes_in_total", l), is(t.bytes_in_total));
     EXPECT_EQ(ValueOf(e, "strata_host_cache_bytes_out_total", l), is(t.bytes_out_total));
   }
-  // 19 store fields + 12 per tier, each once, each with its own value.
+  // 20 store fields + 12 per tier, each once, each with its own value.
   std::set<std::string> values;
   for (const Sample& smp : e.samples) {
     if (smp.name.rfind("strata_host_cache_", 0) == 0 || smp.name.rfind("strata_store_", 0) == 0 ||
@@ -108,11 +109,12 @@ TEST(MetricsTest, EveryStoreStatsFieldIsExported) {
         smp.name == "strata_reused_tokens_total" || smp.name == "strata_fetches_total" ||
         smp.name == "strata_fetch_failures_total" || smp.name == "strata_fs_full_retries_total" ||
         smp.name == "strata_fetch_checksum_failures_total" ||
-        smp.name == "strata_disk_limit_bytes" || smp.name == "strata_disk_limit_lowered_total") {
+        smp.name == "strata_disk_limit_bytes" || smp.name == "strata_disk_limit_lowered_total" ||
+        smp.name == "strata_fanout_writes_total") {
       EXPECT_TRUE(values.insert(smp.value).second) << smp.name;
     }
   }
-  EXPECT_EQ(values.size(), 19u + 2 * 12u);
+  EXPECT_EQ(values.size(), 20u + 2 * 12u);
 }
 
 TEST(MetricsTest, LatencyHistogramIsCumulativeInSeconds) {

@@ -3,7 +3,7 @@
 // without a shutdown drain) drive a real composite store through the
 // synthetic runtime, which checks every restored byte. After every step the
 // store's invariants are checked (again as over the direct transport,
-// options.direct_fetch): memory is a subset of disk, residence
+// options.direct): memory is a subset of disk, residence
 // states match disk states, rows agree, and when idle no pin, user or slot
 // is left over (pool slots in use == slots held by records).
 //
@@ -42,11 +42,11 @@ std::optional<uint64_t> EnvNumber(const char* name) {
 
 class RandomRun {
  public:
-  // `direct_fetch`: as over the direct transport (restores of chains on
+  // `direct`: as over the direct transport (fan-out on store, restores of chains on
   // disk straight from the files, memory warmed through publication).
-  RandomRun(uint64_t seed, const std::string& dir, bool direct_fetch)
+  RandomRun(uint64_t seed, const std::string& dir, bool direct)
       : rng_(seed), dir_(dir), planes_(*PresetGeometry("tiny", 2, 1024, 16)) {
-    options_.store.direct_fetch = direct_fetch;
+    options_.store.direct = direct;
     options_.warm_slots = Pick(24, 160);
     options_.intake_slots = Pick(24, 48);
     const uint64_t record = RecordFileBytes(RecordLayout(planes_.geometry()), {.tail_pages = 12});
@@ -93,14 +93,15 @@ class RandomRun {
           stderr,
           "  life: turns %llu hits %llu stored %llu failed %llu | queued %llu deferred "
           "%llu retry %llu | mem stored %llu evicted %llu | disk stored %llu evicted "
-          "%llu expired %llu io %llu fsfull %llu\n",
+          "%llu expired %llu io %llu fsfull %llu | fan-out writes %llu\n",
           (unsigned long long)rt_->stats().turns, (unsigned long long)rt_->stats().host_hits,
           (unsigned long long)rt_->stats().stored, (unsigned long long)rt_->stats().store_failed,
           (unsigned long long)st.store_queued, (unsigned long long)st.store_deferred,
           (unsigned long long)st.store_retry, (unsigned long long)st.memory.stored_total,
           (unsigned long long)st.memory.evicted_total, (unsigned long long)st.disk.stored_total,
           (unsigned long long)st.disk.evicted_total, (unsigned long long)st.disk.expired_total,
-          (unsigned long long)st.disk.dropped_io_total, (unsigned long long)st.fs_full_retries);
+          (unsigned long long)st.disk.dropped_io_total, (unsigned long long)st.fs_full_retries,
+          (unsigned long long)st.fanout_writes);
     }
     if (rt_) host_hits_ += rt_->stats().host_hits;
     rt_.reset();
@@ -156,7 +157,8 @@ class RandomRun {
   }
 
   void Settle() {
-    ASSERT_TRUE(rt_->WaitForStores().ok());
+    const Status stores = rt_->WaitForStores();
+    ASSERT_TRUE(stores.ok()) << stores.ToString();
     ASSERT_TRUE(rig_->store->WaitIdle(Now(), kBound));
     ASSERT_EQ(rt_->stats().mismatches, 0u);
     Status inv = rig_->store->CheckInvariants();
@@ -180,7 +182,7 @@ class RandomRun {
   uint64_t host_hits_ = 0;
 };
 
-void RunSeeds(bool direct_fetch) {
+void RunSeeds(bool direct) {
   std::optional<uint64_t> replay = EnvNumber("STRATA_TEST_SEED");
   const uint64_t ops = EnvNumber("STRATA_TEST_OPS").value_or(kDefaultOps);
   std::vector<uint64_t> seeds;
@@ -196,7 +198,7 @@ void RunSeeds(bool direct_fetch) {
     SCOPED_TRACE("seed " + std::to_string(seed) +
                  " (replay: STRATA_TEST_SEED=" + std::to_string(seed) + ")");
     ScratchDir dir;
-    RandomRun run(seed, dir.path(), direct_fetch);
+    RandomRun run(seed, dir.path(), direct);
     run.Run(ops);
     if (::testing::Test::HasFailure() || ::testing::Test::IsSkipped()) return;
     hits += run.host_hits();
@@ -206,7 +208,7 @@ void RunSeeds(bool direct_fetch) {
 
 TEST(CompositeRandomTest, InvariantsHoldAndEveryRestoredByteIsExact) { RunSeeds(false); }
 
-TEST(CompositeRandomTest, WithDirectFetchInvariantsHoldAndEveryRestoredByteIsExact) {
+TEST(CompositeRandomTest, OverTheDirectPathInvariantsHoldAndEveryRestoredByteIsExact) {
   RunSeeds(true);
 }
 

@@ -1,6 +1,6 @@
 // A composite store reopened over records an earlier life left on disk:
 // disk hits read into memory, and with the direct transport
-// (options.direct_fetch) restores straight from the files with memory
+// (options.direct) restores straight from the files with memory
 // warmed through the runtime's publication of the restored checkpoint.
 #include <gtest/gtest.h>
 
@@ -38,12 +38,12 @@ void WriteTwoRecords(const std::string& dir, HostPlanes& planes, const RigOption
 }
 
 // Two records on disk (WriteTwoRecords), then the composite reopened over
-// them with `direct_fetch` as the test says.
+// them with `direct` as the test says.
 class TwoRecordsOnDisk : public ::testing::Test {
  protected:
-  void Reopen(bool direct_fetch) {
+  void Reopen(bool direct) {
     o.store.drain.mode = ShutdownDrain::Mode::kUntilDone;
-    o.store.direct_fetch = direct_fetch;
+    o.store.direct = direct;
     ASSERT_NO_FATAL_FAILURE(WriteTwoRecords(dir.path(), planes, o));
     if (IsSkipped()) return;
     rig = std::make_unique<CompositeRig>(dir.path(), planes, fs, o);
@@ -73,7 +73,7 @@ class TwoRecordsOnDisk : public ::testing::Test {
 };
 
 TEST_F(TwoRecordsOnDisk, DiskHitIsReadIntoMemoryAndBecomesResident) {
-  ASSERT_NO_FATAL_FAILURE(Reopen(/*direct_fetch=*/false));
+  ASSERT_NO_FATAL_FAILURE(Reopen(/*direct=*/false));
   if (IsSkipped()) return;
   SyntheticRuntime rt(planes, rig->store.get());
   uint32_t a = rt.NewConversation();
@@ -95,12 +95,12 @@ TEST_F(TwoRecordsOnDisk, DiskHitIsReadIntoMemoryAndBecomesResident) {
   ExpectTheSameRestoreFromMemoryOnly(before);
 }
 
-// With the direct transport (options.direct_fetch) a chain on disk goes
+// With the direct transport (options.direct) a chain on disk goes
 // straight from its files to the ticket, and memory warms through the
 // runtime's publication of the restored checkpoint (here over the staged
 // transport, which serves the same disk-tier fetch through staging).
 TEST_F(TwoRecordsOnDisk, DirectFetchRestoresFromTheFilesAndWarmsMemoryThroughPublication) {
-  ASSERT_NO_FATAL_FAILURE(Reopen(/*direct_fetch=*/true));
+  ASSERT_NO_FATAL_FAILURE(Reopen(/*direct=*/true));
   if (IsSkipped()) return;
   SyntheticRuntime rt(planes, rig->store.get());
   uint32_t a = rt.NewConversation();
@@ -134,7 +134,7 @@ TEST_F(TwoRecordsOnDisk, DirectFetchRestoresFromTheFilesAndWarmsMemoryThroughPub
 // A restored record whose ancestor memory does not hold is not warmed: its
 // chain keeps restoring from its files, and no room is taken for it.
 TEST_F(TwoRecordsOnDisk, DirectFetchDoesNotWarmARecordWhoseAncestorIsOnlyOnDisk) {
-  ASSERT_NO_FATAL_FAILURE(Reopen(/*direct_fetch=*/true));
+  ASSERT_NO_FATAL_FAILURE(Reopen(/*direct=*/true));
   if (IsSkipped()) return;
   SyntheticRuntime rt(planes, rig->store.get());
   uint32_t a = rt.NewConversation();
