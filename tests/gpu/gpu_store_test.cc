@@ -98,12 +98,11 @@ TEST_P(GpuStoreTest, QualificationRestoresEveryByteThroughTheStoreOnTheGpu) {
     EXPECT_EQ(stores->runtime().stats().mismatches, 0u);
     std::fprintf(stderr, "%s: %s, %.2f GB/s\n", GetParam().name, host.detail.c_str(),
                  host.restore_gbps);
-    if (GetParam().memory && GetParam().disk &&
-        GetParam().transport == TransportChoice::kDirect) {
+    if (GetParam().memory && GetParam().disk && GetParam().transport == TransportChoice::kDirect) {
       // The composite fans out on store: files written from the GPU pages.
       const StoreStats st = stores->store()->Stats();
-      std::fprintf(stderr, "%s: %llu fan-out writes, %llu disk records stored\n",
-                   GetParam().name, static_cast<unsigned long long>(st.fanout_writes),
+      std::fprintf(stderr, "%s: %llu fan-out writes, %llu disk records stored\n", GetParam().name,
+                   static_cast<unsigned long long>(st.fanout_writes),
                    static_cast<unsigned long long>(st.disk.stored_total));
       EXPECT_GT(st.fanout_writes, 0u);
     }

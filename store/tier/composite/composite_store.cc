@@ -313,9 +313,7 @@ void CompositeStore::FinishCopyOut(const CopyOut& c, const FinishedOperation& f)
   const bool writing = c.write != 0 && spills_.count(c.write) != 0;
   Account(r, -1);
   const bool packed = options_.pack_replicated && records_.Pack(c.record);
-  r.state = file_kept  ? Residence::kDurable
-            : writing ? Residence::kSpilling
-                      : Residence::kParked;
+  r.state = file_kept ? Residence::kDurable : writing ? Residence::kSpilling : Residence::kParked;
   Account(r, +1);
   ++(packed ? stats_.memory.packed_total : stats_.memory.per_rank_total);
   ++stats_.memory.stored_total;

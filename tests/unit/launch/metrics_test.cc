@@ -13,11 +13,26 @@ namespace {
 StoreStats DistinctStats() {
   StoreStats s;
   uint64_t v = 1000;
-  for (uint64_t* f :
-       {&s.slots_in_use, &s.slots_total, &s.intake_slots, &s.parked_records, &s.store_queued,
-        &s.store_present, &s.store_deferred, &s.store_retry, &s.store_oversize, &s.store_failed,
-        &s.lookups, &s.hits, &s.reused_tokens, &s.fetches, &s.fetch_failed, &s.fs_full_retries,
-        &s.fetch_checksum_failures, &s.disk_limit_bytes, &s.disk_limit_lowered_total, &s.fanout_writes}) {
+  for (uint64_t* f : {&s.slots_in_use,
+                      &s.slots_total,
+                      &s.intake_slots,
+                      &s.parked_records,
+                      &s.store_queued,
+                      &s.store_present,
+                      &s.store_deferred,
+                      &s.store_retry,
+                      &s.store_oversize,
+                      &s.store_failed,
+                      &s.lookups,
+                      &s.hits,
+                      &s.reused_tokens,
+                      &s.fetches,
+                      &s.fetch_failed,
+                      &s.fs_full_retries,
+                      &s.fetch_checksum_failures,
+                      &s.disk_limit_bytes,
+                      &s.disk_limit_lowered_total,
+                      &s.fanout_writes}) {
     *f = v++;
   }
   for (TierStats* t : {&s.memory, &s.disk}) {

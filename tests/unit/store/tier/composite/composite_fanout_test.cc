@@ -36,7 +36,8 @@ class FanOutTest : public ::testing::Test {
     o.store.drain.mode = ShutdownDrain::Mode::kOff;
     o.store.spill_retry_ms = 100;
     rig = std::make_unique<CompositeRig>(dir.path(), planes, fs, o);
-    if (rig->status.code() == StatusCode::kFailedPrecondition) GTEST_SKIP() << rig->status.message();
+    if (rig->status.code() == StatusCode::kFailedPrecondition)
+      GTEST_SKIP() << rig->status.message();
     ASSERT_TRUE(rig->status.ok()) << rig->status.ToString();
     SyntheticRuntimeOptions ro;
     ro.wait_bound = 30s;
