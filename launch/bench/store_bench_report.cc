@@ -50,6 +50,10 @@ void PrintStoreTable(const nlohmann::json& j, std::span<const char* const> phase
               "p50 ms", "p99 ms", "CPU s/GB");
   for (const char* phase : phases) {
     const nlohmann::json& x = j[phase];
+    if (x.contains("skipped")) {
+      std::printf("%-21s skipped: %s\n", phase, x["skipped"].get<std::string>().c_str());
+      continue;
+    }
     std::printf("%-21s %8.2f %-30s %9.2f %7.2f %8.1f %8.1f %9.3f\n", phase, x["gbps"].get<double>(),
                 x["baseline"].get<std::string>().c_str(), x["baseline_gbps"].get<double>(),
                 x["ratio"].get<double>(), x["p50_ms"].get<double>(), x["p99_ms"].get<double>(),

@@ -8,7 +8,7 @@ namespace strata {
 
 // RenderMetrics names every field; a new field must be exported too.
 static_assert(sizeof(TierStats) == 12 * sizeof(uint64_t), "export the new TierStats field");
-static_assert(sizeof(StoreStats) == 20 * sizeof(uint64_t) + 2 * sizeof(TierStats),
+static_assert(sizeof(StoreStats) == 21 * sizeof(uint64_t) + 2 * sizeof(TierStats),
               "export the new StoreStats field");
 
 namespace {
@@ -121,6 +121,9 @@ constexpr ScalarMetric kStoreScalars[] = {
      "Record files written straight from the GPU beside their memory copy (composite over the "
      "direct transport).",
      &StoreStats::fanout_writes},
+    {"strata_fanout_write_failures_total", Kind::kCounter,
+     "Fan-out writes that failed (the record stayed in memory, to spill from there later).",
+     &StoreStats::fanout_write_failures},
 };
 
 struct OutcomeMetric {

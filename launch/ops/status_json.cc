@@ -45,6 +45,7 @@ nlohmann::json StoreJson(const StoreStats& s) {
       {"disk_limit_bytes", s.disk_limit_bytes},
       {"disk_limit_lowered_total", s.disk_limit_lowered_total},
       {"fanout_writes", s.fanout_writes},
+      {"fanout_write_failures", s.fanout_write_failures},
       {"memory", TierJson(s.memory)},
       {"disk", TierJson(s.disk)},
   };

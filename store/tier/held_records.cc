@@ -164,23 +164,25 @@ void HeldRecords::FinishSpill(DiskOperation& op) {
     case WriteEnd::kOrphaned:
       done.status = Status::Aborted("record removed while its file was written");
       break;
-    case WriteEnd::kFailed:
+    case WriteEnd::kFailed: {
       done.status = op.status;
-      if (op.status.code() == StatusCode::kFsFull) {
-        // Out of space: the record stays held in host memory (parked, or
-        // still being copied there) and is retried.
+      const bool from_device = !op.host.has_value();  // a fan-out write
+      if (op.status.code() == StatusCode::kFsFull || from_device) {
+        // The record stays held in host memory (parked, or still being
+        // copied there) and is written from there later.
         if (std::optional<IndexEntry> e = files_.index().Find(op.key);
             e && e->state == TransferState::kSpilling) {
           (void)files_.index().SetState(op.key, TransferState::kParked);
         }
         files_.Unpin(op.pinned);
-        done.fs_full = true;
+        done.kept = true;
         break;
       }
       ++files_.stats().disk.dropped_io_total;
       done_.push_back(std::move(done));
       DropHeld(op.key);  // terminal: the record and its descendants go
       return;
+    }
   }
   done_.push_back(std::move(done));
 }

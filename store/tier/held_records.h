@@ -22,7 +22,10 @@ struct HostJobDone {
   PrefixKey key{};
   Kind kind = Kind::kSpill;
   Status status{};       // OK, or why not
-  bool fs_full = false;  // kSpill: out of space; the record is parked again
+  // kSpill: no file, and the record stays held in host memory, to spill
+  // from there later: out of space, or a fan-out write (WriteFromDevice)
+  // that failed, whose host copy does not depend on it.
+  bool kept = false;
   uint64_t bytes = 0;    // payload bytes moved
 };
 
@@ -74,9 +77,11 @@ class HeldRecords final : private DiskOperationOwner {
   // store (seed 2.6). A kInFlight record stays kInFlight (MarkCopied then
   // makes it kSpilling), a kParked one becomes kSpilling; charged, pinned
   // until the write completes (HostJobDone, kSpill; the file commits as
-  // kReady). kBusy: no room under the disk limit now, nothing started. Out
-  // of space, the record goes back to where its host copy stands (kInFlight
-  // or kParked).
+  // kReady). kBusy: no room under the disk limit now, nothing started. A
+  // write that fails for any reason (out of space, an I/O error, the
+  // transport refusing it) leaves the record where its host copy stands
+  // (kInFlight or kParked; HostJobDone::kept), counted in
+  // fanout_write_failures: unlike a spill's, its failure loses nothing.
   Status WriteFromDevice(const PrefixKey& key, std::vector<PageId> page_ids, StateSlot row_slot,
                          uint64_t tag);
   // Reads a kReady record's pages [first_page, tail) and, when buffers.row

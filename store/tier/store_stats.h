@@ -54,6 +54,9 @@ struct StoreStats {
   // started straight from the GPU pages beside their memory copy (the
   // fan-out on store, seed 2.6).
   uint64_t fanout_writes = 0;
+  // Of those, writes that failed (out of space, an I/O error, refused):
+  // the record stayed in memory, to spill from there later.
+  uint64_t fanout_write_failures = 0;
 
   TierStats memory;
   TierStats disk;

@@ -38,10 +38,9 @@ Status CompositeStore::Fetch(const HostHit& hit, const InboundTicket& ticket) {
   bool warming = false;       // some record's copy-in from the GPU is under way
   for (const PrefixKey& k : hit.chain) {
     auto r = residents_.find(k);
-    warming = warming || (r != residents_.end() && r->second.state == Residence::kWarming);
-    all_in_memory = all_in_memory && r != residents_.end() &&
-                    r->second.state != Residence::kReading &&
-                    r->second.state != Residence::kWarming;
+    warming = warming || (r != residents_.end() && (r->second.state == Residence::kWarming ||
+                                                    r->second.state == Residence::kCopying));
+    all_in_memory = all_in_memory && r != residents_.end() && r->second.usable();
   }
   if (options_.direct && whole_on_disk && !all_in_memory) {
     // Straight from the files to the ticket; memory warms when the runtime

@@ -82,13 +82,15 @@ void CompositeStore::FinishSpill(const HostJobDone& d) {
       // copy then completes a resident whose file is already there.
       SetResidence(r->second,
                    state == Residence::kCopying ? Residence::kWarming : Residence::kDurable);
-    } else if (d.fs_full && state == Residence::kSpilling) {
-      SetResidence(r->second, Residence::kParked);
+    } else if (d.kept) {
+      // No file: parked (now, or by the copy still running), written from
+      // memory after the backoff.
+      if (state == Residence::kSpilling) SetResidence(r->second, Residence::kParked);
       r->second.retry_at_ms = policy_.RetryAt(now_ms_);
     }
-    // Out of space while still copying, the copy parks the record; a
-    // terminal failure already discarded it through the listener.
+    // A terminal failure already discarded the record through the listener.
   }
+  if (sp.from_device && !d.status.ok() && d.kept) ++stats_.fanout_write_failures;
   if (!sp.from_device) records_.Release(sp.record);
   if (sp.event) events_.push_back(std::move(*sp.event));
 }

@@ -173,8 +173,7 @@ std::optional<HostHit> CompositeStore::Lookup(const PrefixHistory& history,
   for (const PrefixKey& k : hit->chain) {
     to_read += SlotsToRead(k);
     auto r = residents_.find(k);
-    all_resident = all_resident && r != residents_.end() &&
-                   r->second.state != Residence::kReading && r->second.state != Residence::kWarming;
+    all_resident = all_resident && r != residents_.end() && r->second.usable();
   }
   hit->tier = all_resident ? Tier::kMemory : Tier::kDisk;
   const uint64_t room = pool_->free_slots() + slots_in_[static_cast<size_t>(Residence::kDurable)];
@@ -228,7 +227,7 @@ StoreOutcome CompositeStore::Store(const PublishedCheckpoint& cp) {
     return Count(s.code() == StatusCode::kBusy ? StoreOutcome::kRetry : StoreOutcome::kDeferred);
   }
   AddResident(cp.key, record, Residence::kCopying);
-  CopyOut& copy = copy_outs_[op] = CopyOut{cp.key, cp.checkpoint_id, record, /*warming=*/false};
+  CopyOut& copy = copy_outs_[op] = CopyOut{cp.key, cp.checkpoint_id, record};
   // A transport that stages device jobs (a stand-in for the direct one)
   // takes the write's staging from the slots ReserveWarm left free.
   const bool write_fits = !disk_->files().device_jobs_stage() || need <= pool_->intake_slots();
@@ -260,10 +259,7 @@ StoreOutcome CompositeStore::Warm(const PublishedCheckpoint& cp) {
   // from its files, and a warmed endpoint alone would take room for nothing.
   for (std::optional<PrefixKey> p = e->parent; p;) {
     auto r = residents_.find(*p);
-    if (r == residents_.end() || r->second.state == Residence::kReading ||
-        r->second.state == Residence::kWarming) {
-      return StoreOutcome::kPresent;
-    }
+    if (r == residents_.end() || !r->second.usable()) return StoreOutcome::kPresent;
     const std::optional<IndexEntry> up = disk_->index().Find(*p);
     p = up ? up->parent : std::nullopt;
   }
@@ -283,7 +279,7 @@ StoreOutcome CompositeStore::Warm(const PublishedCheckpoint& cp) {
   }
   (void)held_->Pin(cp.key);  // the file (and its row) stays while memory copies it in
   AddResident(cp.key, record, Residence::kWarming);
-  copy_outs_[op] = CopyOut{cp.key, cp.checkpoint_id, record, /*warming=*/true};
+  copy_outs_[op] = CopyOut{cp.key, cp.checkpoint_id, record};
   return StoreOutcome::kQueued;
 }
 
@@ -291,13 +287,14 @@ void CompositeStore::FinishCopyOut(const CopyOut& c, const FinishedOperation& f)
   auto it = residents_.find(c.key);
   const bool mine = it != residents_.end() && it->second.record == c.record;
   // Its file is committed (Warm's copy-in, or a fan-out write that finished
-  // first): a failed copy leaves the file the record's one copy.
-  const bool file_kept = mine && it->second.state == Residence::kWarming;
+  // first, whether or not FinishSpill ran yet): the index says so.
+  const std::optional<IndexEntry> e = disk_->index().Find(c.key);
+  const bool file_kept = mine && e && e->state == TransferState::kReady;
   Status status = f.status;
   if (!mine) status = Status::Aborted("record removed while copying");
   if (mine && !status.ok()) {
     if (file_kept) {
-      EraseResident(c.key);
+      EraseResident(c.key);  // the file stays the record's one copy
       held_->Unpin({c.key});
     } else {
       held_->DropHeld(c.key);  // removes the memory copy too
@@ -305,6 +302,11 @@ void CompositeStore::FinishCopyOut(const CopyOut& c, const FinishedOperation& f)
   }
   if (!status.ok()) {
     records_.Release(c.record);
+    if (file_kept) {
+      // Stored all the same: the file holds the record.
+      EmitAfterWrite(c, {StoreEvent::Kind::kStored, c.checkpoint_id, {}, c.key, Status::Ok(), 0});
+      return;
+    }
     ++stats_.store_failed;
     EmitAfterWrite(c, {StoreEvent::Kind::kStoreFailed, c.checkpoint_id, {}, c.key, status, 0});
     return;

@@ -159,13 +159,19 @@ class CompositeStore final : public HostStore, private DiskTierListener {
     uint64_t tick = 0;         // position in lru_
     uint64_t retry_at_ms = 0;  // kParked: no spill before this
     uint64_t read = 0;         // kReading: the read's tag
+    // Complete and usable by a restore: not kCopying, kReading or
+    // kWarming. (A fan-out write can commit, and the index show the record
+    // kReady, before the composite hears of it; its copy is still running.)
+    bool usable() const {
+      return state != Residence::kCopying && state != Residence::kReading &&
+             state != Residence::kWarming;
+    }
   };
   struct CopyOut {
     PrefixKey key;
     uint64_t checkpoint_id = 0;
     uint64_t record = 0;
-    bool warming = false;  // Warm's copy-in (its file pinned), not a new record
-    uint64_t write = 0;    // the fan-out write's tag in spills_; 0: none
+    uint64_t write = 0;  // the fan-out write's tag in spills_; 0: none
   };
   struct Read {
     PrefixKey key;

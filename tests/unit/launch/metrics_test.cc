@@ -32,7 +32,8 @@ StoreStats DistinctStats() {
                       &s.fetch_checksum_failures,
                       &s.disk_limit_bytes,
                       &s.disk_limit_lowered_total,
-                      &s.fanout_writes}) {
+                      &s.fanout_writes,
+        &s.fanout_write_failures}) {
     *f = v++;
   }
   for (TierStats* t : {&s.memory, &s.disk}) {
@@ -98,6 +99,7 @@ TEST(MetricsTest, EveryStoreStatsFieldIsExported) {
   EXPECT_EQ(ValueOf(e, "strata_disk_limit_bytes"), is(s.disk_limit_bytes));
   EXPECT_EQ(ValueOf(e, "strata_disk_limit_lowered_total"), is(s.disk_limit_lowered_total));
   EXPECT_EQ(ValueOf(e, "strata_fanout_writes_total"), is(s.fanout_writes));
+  EXPECT_EQ(ValueOf(e, "strata_fanout_write_failures_total"), is(s.fanout_write_failures));
   for (const auto& [tier, t] :
        {std::pair<std::string, TierStats>{"memory", s.memory}, {"disk", s.disk}}) {
     const std::map<std::string, std::string> l = {{"tier", tier}};
@@ -116,7 +118,7 @@ TEST(MetricsTest, EveryStoreStatsFieldIsExported) {
     EXPECT_EQ(ValueOf(e, "strata_host_cache_bytes_in_total", l), is(t.bytes_in_total));
     EXPECT_EQ(ValueOf(e, "strata_host_cache_bytes_out_total", l), is(t.bytes_out_total));
   }
-  // 20 store fields + 12 per tier, each once, each with its own value.
+  // 21 store fields + 12 per tier, each once, each with its own value.
   std::set<std::string> values;
   for (const Sample& smp : e.samples) {
     if (smp.name.rfind("strata_host_cache_", 0) == 0 || smp.name.rfind("strata_store_", 0) == 0 ||
@@ -125,11 +127,12 @@ TEST(MetricsTest, EveryStoreStatsFieldIsExported) {
         smp.name == "strata_fetch_failures_total" || smp.name == "strata_fs_full_retries_total" ||
         smp.name == "strata_fetch_checksum_failures_total" ||
         smp.name == "strata_disk_limit_bytes" || smp.name == "strata_disk_limit_lowered_total" ||
-        smp.name == "strata_fanout_writes_total") {
+        smp.name == "strata_fanout_writes_total" ||
+        smp.name == "strata_fanout_write_failures_total") {
       EXPECT_TRUE(values.insert(smp.value).second) << smp.name;
     }
   }
-  EXPECT_EQ(values.size(), 20u + 2 * 12u);
+  EXPECT_EQ(values.size(), 21u + 2 * 12u);
 }
 
 TEST(MetricsTest, LatencyHistogramIsCumulativeInSeconds) {
