@@ -21,12 +21,12 @@ struct HostJobDone {
   uint64_t tag = 0;  // the caller's
   PrefixKey key{};
   Kind kind = Kind::kSpill;
-  Status status{};       // OK, or why not
+  Status status{};  // OK, or why not
   // kSpill: no file, and the record stays held in host memory, to spill
   // from there later: out of space, or a fan-out write (WriteFromDevice)
   // that failed, whose host copy does not depend on it.
   bool kept = false;
-  uint64_t bytes = 0;    // payload bytes moved
+  uint64_t bytes = 0;  // payload bytes moved
 };
 
 // Which shares of a record's file are stored once for every rank (packed).

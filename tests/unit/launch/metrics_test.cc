@@ -33,7 +33,7 @@ StoreStats DistinctStats() {
                       &s.disk_limit_bytes,
                       &s.disk_limit_lowered_total,
                       &s.fanout_writes,
-        &s.fanout_write_failures}) {
+                      &s.fanout_write_failures}) {
     *f = v++;
   }
   for (TierStats* t : {&s.memory, &s.disk}) {
