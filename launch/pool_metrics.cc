@@ -144,6 +144,31 @@ std::vector<MetricFamily> PoolClientMetrics(const pool::PoolInstanceStats& pool)
   for (const auto& [reason, n] : pool.put_abandoned)
     abandoned.samples.push_back({{{"reason", reason}}, n});
   out.push_back(std::move(abandoned));
+  const pool::ExportLedgerCounts& x = pool.exports;
+  out.push_back({"strata_pool_client_exports_total",
+                 MetricKind::kCounter,
+                 "Exports of this instance's GPU checkpoints, by stage (requested of the runtime, "
+                 "pinned, rejected: a pin handed back at once, ended: released).",
+                 {{{{"stage", "requested"}}, x.requested},
+                  {{{"stage", "pinned"}}, x.pinned},
+                  {{{"stage", "rejected"}}, x.rejected},
+                  {{{"stage", "ended"}}, x.ended}}});
+  MetricFamily refused{"strata_pool_client_export_refusals_total",
+                       MetricKind::kCounter,
+                       "Exports the runtime refused to pin, by reason.",
+                       {}};
+  for (size_t r = 0; r < kExportRefusalCount; ++r) {
+    refused.samples.push_back(
+        {{{"reason", std::string(ExportRefusalName(static_cast<ExportRefusal>(r)))}},
+         x.refused[r]});
+  }
+  out.push_back(std::move(refused));
+  out.push_back(one("strata_pool_client_export_stray_answers_total", MetricKind::kCounter,
+                    "Runtime answers naming no export awaiting one.", x.stray_answers));
+  out.push_back(one("strata_pool_client_eviction_notices_total", MetricKind::kCounter,
+                    "GPU checkpoints the runtime reported retired.", pool.eviction_notices));
+  out.push_back(one("strata_pool_client_evictions_lost_total", MetricKind::kCounter,
+                    "Times the runtime's eviction notice queue overflowed.", pool.evictions_lost));
   return out;
 }
 

@@ -101,6 +101,40 @@ TEST(PoolMetricsTest, QueueFamiliesCarryTheirValues) {
   EXPECT_EQ(ValueOf(e, "strata_pool_client_puts_abandoned_total", {{"reason", "oversize"}}), "1");
 }
 
+TEST(PoolMetricsTest, ExportFamiliesCarryTheirValues) {
+  pool::PoolInstanceStats p;
+  p.exports.requested = 9;
+  p.exports.pinned = 5;
+  p.exports.rejected = 1;
+  p.exports.ended = 4;
+  p.exports.stray_answers = 2;
+  p.exports.refused[static_cast<size_t>(ExportRefusal::kNoHeadroom)] = 3;
+  p.exports.refused[static_cast<size_t>(ExportRefusal::kChainGap)] = 6;
+  p.eviction_notices = 11;
+  p.evictions_lost = 1;
+  OpsSnapshot snap;
+  snap.extra_metrics = PoolClientMetrics(p);
+  Exposition e = Rendered(snap);
+  const std::string exports = "strata_pool_client_exports_total";
+  EXPECT_EQ(ValueOf(e, exports, {{"stage", "requested"}}), "9");
+  EXPECT_EQ(ValueOf(e, exports, {{"stage", "pinned"}}), "5");
+  EXPECT_EQ(ValueOf(e, exports, {{"stage", "rejected"}}), "1");
+  EXPECT_EQ(ValueOf(e, exports, {{"stage", "ended"}}), "4");
+  const std::string refusals = "strata_pool_client_export_refusals_total";
+  EXPECT_EQ(ValueOf(e, refusals,
+                    {{"reason", std::string(ExportRefusalName(ExportRefusal::kNoHeadroom))}}),
+            "3");
+  EXPECT_EQ(
+      ValueOf(e, refusals, {{"reason", std::string(ExportRefusalName(ExportRefusal::kChainGap))}}),
+      "6");
+  EXPECT_EQ(
+      ValueOf(e, refusals, {{"reason", std::string(ExportRefusalName(ExportRefusal::kNotFound))}}),
+      "0");
+  EXPECT_EQ(ValueOf(e, "strata_pool_client_export_stray_answers_total"), "2");
+  EXPECT_EQ(ValueOf(e, "strata_pool_client_eviction_notices_total"), "11");
+  EXPECT_EQ(ValueOf(e, "strata_pool_client_evictions_lost_total"), "1");
+}
+
 TEST(PoolMetricsTest, AnUnpooledRankCountsItsEndOfChainEvictionsAsDrops) {
   OpsSnapshot snap;
   snap.store.memory.evicted_total = 9;
