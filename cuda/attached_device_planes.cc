@@ -45,6 +45,10 @@ Status AttachedDevicePlanes::Import(std::span<const PlaneFd> fds) {
   }
   STRATA_RETURN_IF_ERROR(form->Import(fds));
   active_ = form;
+  // The bases change and the observer hears of it under one hold of
+  // observer_mu_, so a SetMappingObserver in between sees either both or
+  // neither (never registers twice, nor planes about to be unmapped).
+  MutexLock observing(observer_mu_);
   {
     MutexLock lock(mu_);
     if (ipc) {
@@ -55,7 +59,6 @@ Status AttachedDevicePlanes::Import(std::span<const PlaneFd> fds) {
       vmm_bases_ = std::move(bases);
     }
   }
-  MutexLock observing(observer_mu_);
   if (observer_) {
     const std::shared_ptr<const PlaneBases> mapped = current_bases();
     observer_(mapped.get());
@@ -73,10 +76,8 @@ void AttachedDevicePlanes::SetMappingObserver(MappingObserver observer) {
 void AttachedDevicePlanes::Release() {
   if (active_ == nullptr) return;
   {
-    MutexLock observing(observer_mu_);
+    MutexLock observing(observer_mu_);  // as in Import
     if (observer_) observer_(nullptr);
-  }
-  {
     MutexLock lock(mu_);  // no job is submitted over these planes from now on
     vmm_bases_ = nullptr;
     ipc_active_ = false;

@@ -22,6 +22,7 @@ struct CuFileLibrary::Api {
   StrataCuFileBatchIoSubmitFn batch_submit = nullptr;
   StrataCuFileBatchIoGetStatusFn batch_status = nullptr;
   StrataCuFileBatchIoDestroyFn batch_destroy = nullptr;
+  StrataCuFileBatchIoCancelFn batch_cancel = nullptr;  // optional
   StrataCuFileReadFn read = nullptr;
   StrataCuFileWriteFn write = nullptr;
 };
@@ -115,6 +116,7 @@ Result<std::shared_ptr<CuFileLibrary>> CuFileLibrary::Load(const std::string& li
   for (const Need& n : needs) {
     if (!n.ok) return Status::Unavailable(library + " lacks " + n.name);
   }
+  (void)Resolve(handle, "cuFileBatchIOCancel", &a.batch_cancel);  // BatchCancel says when absent
   return lib;
 }
 
@@ -214,6 +216,13 @@ Result<size_t> CuFileLibrary::BatchGetStatus(CuFileBatch batch, uint32_t min_eve
 }
 
 void CuFileLibrary::BatchDestroy(CuFileBatch batch) const { api_->batch_destroy(batch); }
+
+Status CuFileLibrary::BatchCancel(CuFileBatch batch) const {
+  if (api_->batch_cancel == nullptr) {
+    return Status::Unavailable("this libcufile lacks cuFileBatchIOCancel");
+  }
+  return Check(api_->batch_cancel(batch), "cuFileBatchIOCancel");
+}
 
 Status CuFileLibrary::SyncIo(const CuFileIo& io) const {
   const auto file_offset = static_cast<off_t>(io.file_offset);

@@ -99,6 +99,10 @@ class CuFileLibrary {
   Result<size_t> BatchGetStatus(CuFileBatch batch, uint32_t min_events,
                                 std::span<CuFileIoEvent> out, uint32_t timeout_ms) const;
   void BatchDestroy(CuFileBatch batch) const;
+  // Asks cuFile to cancel a submitted batch's entries; they still report a
+  // terminal state through BatchGetStatus (canceled ones as kFailed).
+  // kUnavailable when the library lacks cuFileBatchIOCancel.
+  Status BatchCancel(CuFileBatch batch) const;
 
   // cuFileRead (kRead) or cuFileWrite (kWrite) of `io` on the calling thread
   // (the buffer's CUDA context current); blocks until it returns.

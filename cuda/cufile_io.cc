@@ -17,6 +17,9 @@ namespace strata {
 
 namespace {
 
+// After a batch's timeout and cancel, each status wait until its entries end.
+constexpr uint32_t kCancelWaitSliceMs = 1'000;
+
 // cuFileHandleRegister refuses descriptors opened with O_NOFOLLOW (error
 // 5019, CU_FILE_INVALID_FILE_OPEN_FLAG), which every record file is opened
 // with (symlinks refused). The same file, already opened safely, is opened
@@ -212,21 +215,17 @@ void CuFileDirectIo::RunBatch(const Buffers& registered, CuFileHandle file, CuFi
   std::vector<std::optional<Status>> results(batch.size());
   size_t finished = 0;
   std::vector<CuFileIoEvent> events(batch.size());
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.batch_timeout_ms);
-  while (finished < batch.size()) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) break;
-    Result<size_t> got =
-        library_->BatchGetStatus(*handle, static_cast<uint32_t>(batch.size() - finished), events,
-                                 static_cast<uint32_t>(left.count()));
+  // One status call: files each entry that reached a terminal state. False
+  // when cuFile failed to report: the entries left are then failed with it.
+  auto collect = [&](uint32_t timeout_ms) {
+    Result<size_t> got = library_->BatchGetStatus(
+        *handle, static_cast<uint32_t>(batch.size() - finished), events, timeout_ms);
     if (!got.ok()) {
       for (std::optional<Status>& r : results) {
         if (!r) r = got.status();
       }
       finished = batch.size();
-      break;
+      return false;
     }
     for (size_t k = 0; k < *got; ++k) {
       const CuFileIoEvent& ev = events[k];
@@ -245,12 +244,40 @@ void CuFileDirectIo::RunBatch(const Buffers& registered, CuFileHandle file, CuFi
       }
       ++finished;
     }
+    return true;
+  };
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.batch_timeout_ms);
+  bool reporting = true;
+  while (finished < batch.size() && reporting) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    reporting = collect(static_cast<uint32_t>(left.count()));
+  }
+  if (finished < batch.size() && reporting) {
+    // Past the timeout: cancel, then wait for every entry to end. Destroying
+    // the batch (and reporting the job) while an entry still runs would let
+    // its DMA land in pages the runtime has reused, or in planes a detach
+    // unmaps; a stalled job is safe, a late write is not.
+    const std::vector<bool> before_cancel = [&] {
+      std::vector<bool> done(batch.size());
+      for (size_t i = 0; i < batch.size(); ++i) done[i] = results[i].has_value();
+      return done;
+    }();
+    (void)library_->BatchCancel(*handle);  // without it, the entries run to their end
+    while (finished < batch.size() && collect(kCancelWaitSliceMs)) {
+    }
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (!before_cancel[i] && results[i] && !results[i]->ok()) {
+        results[i] = Status::Aborted("cuFile entry did not finish within " +
+                                     std::to_string(options_.batch_timeout_ms) + " ms (canceled)");
+      }
+    }
   }
   library_->BatchDestroy(*handle);
   for (std::optional<Status>& r : results) {
-    out.push_back(r ? std::move(*r)
-                    : Status::Aborted("cuFile entry did not finish within " +
-                                      std::to_string(options_.batch_timeout_ms) + " ms"));
+    out.push_back(r ? std::move(*r) : Status::Internal("cuFile entry never reported"));
   }
 }
 

@@ -11,9 +11,14 @@
 // kBatch (the direct path, with nvidia-fs): one cuFile batch per planned batch (a window's
 // entries, cut by SplitDirectBatches), each cut again to the driver's own
 // properties.max_batch_io_size as read at Create (cuFile 1.x on CUDA 13 allows 128 whatever
-// cufile.json asks, and refuses a larger batch with error 5022); waits for its entries within a
-// bound, then destroys it. A batch that cannot be set up or submitted fails all its entries; a
-// batch whose entries do not finish within `batch_timeout_ms` fails those entries with kAborted.
+// cufile.json asks, and refuses a larger batch with error 5022); waits for its entries, then
+// destroys it. A batch that cannot be set up or submitted fails all its entries. A batch whose
+// entries do not finish within `batch_timeout_ms` is canceled (cuFileBatchIOCancel, where the
+// library has it), and Run still waits, without bound, until every entry has ended: an entry that
+// ended failed or canceled then fails with kAborted. Run never returns while an entry may still
+// move bytes (a late DMA into pages the runtime reused, or planes a detach unmapped, would be
+// silent corruption; a stalled job is not). Only cuFile failing to report status at all ends the
+// wait early, failing the entries left.
 //
 // kSynchronous (compatibility mode, under the test-only switch): one cuFileRead / cuFileWrite per
 // entry, the Run's entries split among at most `sync_workers` threads (SplitAmongWorkers; the

@@ -131,6 +131,7 @@ typedef StrataCuFileError (*StrataCuFileBatchIoGetStatusFn)(StrataCuFileBatchHan
                                                             unsigned*, StrataCuFileIoEvents*,
                                                             struct timespec*);
 typedef void (*StrataCuFileBatchIoDestroyFn)(StrataCuFileBatchHandle);
+typedef StrataCuFileError (*StrataCuFileBatchIoCancelFn)(StrataCuFileBatchHandle);
 // cuFileRead / cuFileWrite: `size` bytes between bufPtr_base + bufPtr_offset
 // and `file_offset`, synchronously; returns the bytes moved or a negative
 // error. bufPtr_base is the registered base when the buffer is registered.

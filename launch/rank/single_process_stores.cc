@@ -177,6 +177,25 @@ class SingleProcessStores final : public RuntimeDriver {
     return planes_->MakeTransfers();
   }
 
+  // The disk transport for this host's probe. A runtime attached to this
+  // one process gets the staged transport: its direct side would need the
+  // attached planes behind an attach gate, which only ranks in separate
+  // processes run (multi_process_stores.cc); "direct" asked for fails.
+  Result<RankTransportChoice> ChooseTransport() const {
+    if (!attached_ || config_.prefix_cache.transport == TransportChoice::kStaged) {
+      return ChooseRankTransport(config_, local_->path());
+    }
+    const std::string why =
+        "the direct transport runs over an attached runtime's planes only with ranks in "
+        "separate processes (cluster.single_process = false)";
+    if (config_.prefix_cache.transport == TransportChoice::kDirect) {
+      return Status::FailedPrecondition("transport = \"direct\" refused: " + why);
+    }
+    return RankTransportChoice{
+        .decision = {.kind = TransportKind::kStaged, .reason = "direct refused: " + why},
+        .library = nullptr};
+  }
+
   Status OpenStore() {
     const PrefixCacheConfig& pc = config_.prefix_cache;
     const bool disk = pc.disk_dir.has_value() && pc.disk_limit_bytes.value_or(1) > 0;
@@ -213,14 +232,13 @@ class SingleProcessStores final : public RuntimeDriver {
         LocalDisk::Open(geometry_,
                         ComputeNamespaceIdentity(RankModelIdentity(config_), StateMode::kOrdinary),
                         ComputeLayoutFingerprint(geometry_), o));
-    STRATA_ASSIGN_OR_RETURN(RankTransportChoice chosen,
-                            ChooseRankTransport(config_, local_->path()));
+    STRATA_ASSIGN_OR_RETURN(RankTransportChoice chosen, ChooseTransport());
     transport_ = chosen.decision;
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> t, MakeTransfers());
     STRATA_ASSIGN_OR_RETURN(
         std::unique_ptr<DiskTransport> staged,
-        // With attach.socket the planes are host memory (runtime.gpus "none"):
-        // the probe refuses direct, so planes_ is only used for direct.
+        // Direct only without an attached runtime (ChooseTransport), so the
+        // direct side's planes are this process's own (planes_).
         OpenRankDiskTransport(
             transport_, *local_, planes_->planes(), std::move(t),
             CuFileSeams(std::move(chosen.library), CuFileIoModeFor(transport_.kind))));

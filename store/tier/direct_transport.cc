@@ -166,6 +166,15 @@ Status DirectTransport::Close(std::chrono::milliseconds deadline) {
     }
     if (!w.queue.empty() || w.running) {
       const size_t left = w.queue.size() + (w.running ? 1 : 0);
+      // Jobs never started fail now, so a Poll after this Close reports them
+      // (and an attach gate counting them is left); only the running job
+      // keeps its planes in use.
+      for (Worker::Queued& q : w.queue) {
+        w.done.push_back({.id = q.job.id,
+                          .status = Status::Aborted("the direct transport closed before it ran")});
+        ++w.stats.jobs_failed;
+      }
+      w.queue.clear();
       w.abandon = true;  // the worker ends after its current job
       lock.Unlock();
       thread_.detach();  // keeps worker_'s state alive through its own reference

@@ -94,7 +94,8 @@ class DirectTransport final : public DiskTransport {
   // Runs the accepted jobs within `deadline` and joins the worker. On
   // timeout kAborted is returned and the worker is left to finish the job it
   // is running (with what it uses: device memory must stay alive); the jobs
-  // still queued fail with kAborted, unrun. Either way the worker releases
+  // still queued fail with kAborted, unrun, reported by the next Poll (so
+  // whoever counted them, an attach gate, hears of them). Either way the worker releases
   // the seams (the DirectFileIo's registrations) as it ends, whether or not
   // the transport is ever destroyed.
   Status Close(std::chrono::milliseconds deadline) override;

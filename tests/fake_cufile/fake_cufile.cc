@@ -20,8 +20,11 @@
 // registration; make every synchronous call at one file offset return a
 // given value (a negative error or a short count); count synchronous calls;
 // hold every cuFileBatchIOGetStatus until released, so a test can keep a job
-// in flight without timing; bounded waits for a held call and for the
-// registration count.
+// in flight without timing; leave every batch entry pending (status calls
+// report none) until the batch is canceled (cuFileBatchIOCancel: its entries
+// then end canceled), counting cancels and batches destroyed with entries
+// that never ended; bounded waits for a held call and for the registration
+// count.
 #include <unistd.h>
 
 #include <algorithm>
@@ -35,6 +38,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "cuda/cufile_table.h"
@@ -52,6 +56,7 @@ constexpr auto kHoldBound = std::chrono::seconds(30);
 struct Batch {
   std::vector<StrataCuFileIoParams> ios;
   size_t reported = 0;
+  bool canceled = false;
 };
 
 struct State {
@@ -64,6 +69,9 @@ struct State {
   uint64_t held_calls = 0;                // status calls waiting on `hold` now
   std::map<uint64_t, int64_t> io_faults;  // file offset -> what cuFileRead/Write returns
   uint64_t sync_calls = 0;                // cuFileRead and cuFileWrite calls
+  bool pend = false;                      // batch entries end only when canceled
+  uint64_t cancels = 0;
+  uint64_t destroyed_in_flight = 0;  // batches destroyed with entries not ended
 };
 
 State& S() {
@@ -197,18 +205,44 @@ FAKE_EXPORT StrataCuFileError cuFileBatchIOGetStatus(StrataCuFileBatchHandle bat
     --s.held_calls;
   }
   auto* b = static_cast<Batch*>(batch);
+  bool pend = false;
+  {
+    std::lock_guard lock(s.mu);
+    pend = s.pend && !b->canceled;
+  }
+  if (pend) {  // nothing ends: a short wait stands for the timeout
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    *nr = 0;
+    return Ok();
+  }
   const size_t n = std::min<size_t>(*nr, b->ios.size() - b->reported);
   for (size_t i = 0; i < n; ++i) {
     const StrataCuFileIoParams& io = b->ios[b->reported + i];
-    events[i] = {.cookie = io.cookie, .status = kStrataCuFileComplete, .ret = io.u.batch.size};
+    events[i] =
+        b->canceled
+            ? StrataCuFileIoEvents{.cookie = io.cookie, .status = kStrataCuFileCanceled, .ret = 0}
+            : StrataCuFileIoEvents{
+                  .cookie = io.cookie, .status = kStrataCuFileComplete, .ret = io.u.batch.size};
   }
   b->reported += n;
   *nr = static_cast<unsigned>(n);
   return Ok();
 }
 
+FAKE_EXPORT StrataCuFileError cuFileBatchIOCancel(StrataCuFileBatchHandle batch) {
+  std::lock_guard lock(S().mu);
+  static_cast<Batch*>(batch)->canceled = true;
+  ++S().cancels;
+  return Ok();
+}
+
 FAKE_EXPORT void cuFileBatchIODestroy(StrataCuFileBatchHandle batch) {
-  delete static_cast<Batch*>(batch);
+  auto* b = static_cast<Batch*>(batch);
+  {
+    std::lock_guard lock(S().mu);
+    if (b->reported < b->ios.size()) ++S().destroyed_in_flight;
+  }
+  delete b;
 }
 
 FAKE_EXPORT ssize_t cuFileRead(StrataCuFileHandle fh, void* base, size_t size, off_t file_offset,
@@ -238,7 +272,27 @@ FAKE_EXPORT void strata_fake_cufile_reset() {
   s.hold = false;
   s.io_faults.clear();
   s.sync_calls = 0;
+  s.pend = false;
+  s.cancels = 0;
+  s.destroyed_in_flight = 0;
   s.changed.notify_all();
+}
+
+// While on, batch entries stay pending until their batch is canceled.
+FAKE_EXPORT void strata_fake_cufile_pend(int on) {
+  std::lock_guard lock(S().mu);
+  S().pend = on != 0;
+}
+
+FAKE_EXPORT uint64_t strata_fake_cufile_cancels() {
+  std::lock_guard lock(S().mu);
+  return S().cancels;
+}
+
+// Batches destroyed while some entry had not ended.
+FAKE_EXPORT uint64_t strata_fake_cufile_destroyed_in_flight() {
+  std::lock_guard lock(S().mu);
+  return S().destroyed_in_flight;
 }
 
 // Every later cuFileRead / cuFileWrite at `file_offset` returns `result`

@@ -7,7 +7,9 @@
 // jobs still queued, so the next Create over the same planes succeeds.
 #include "cuda/cufile_io.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "launch/presets.h"
 #include "launch/rank/rank_disk_transport.h"
@@ -144,6 +146,12 @@ TEST(CuFileDirectIoTest, ATransportWhoseCloseTimedOutReleasesItsRegistrations) {
   }
   ASSERT_TRUE(rig.cufile.WaitHeld());
   EXPECT_FALSE((*t)->Close(std::chrono::milliseconds(1)).ok());
+  // The queued store fails at once, unrun, so whoever counted it hears of it.
+  std::vector<RecordJobDone> done;
+  (*t)->Poll(done);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].id, JobId(2));
+  EXPECT_EQ(done[0].status.code(), StatusCode::kAborted) << done[0].status.ToString();
   LeakOnPurpose(std::move(*t));                        // as DiskFiles::Close does when Close fails
   EXPECT_EQ(rig.cufile.Registered(), buffers.size());  // the running job still uses them
 
@@ -153,6 +161,33 @@ TEST(CuFileDirectIoTest, ATransportWhoseCloseTimedOutReleasesItsRegistrations) {
   Result<std::unique_ptr<CuFileDirectIo>> again =
       CuFileDirectIo::Create(rig.cufile.library(), rig.context, buffers);
   EXPECT_TRUE(again.ok()) << again.status().ToString();
+}
+
+// A batch past its timeout is canceled and waited for: never destroyed (and
+// its job reported) while an entry may still move bytes into memory the
+// caller is about to reuse.
+TEST(CuFileDirectIoTest, ABatchPastItsTimeoutIsCanceledAndWaitedForBeforeItIsDestroyed) {
+  STRATA_USE_IO_RIG(rig);
+  Result<std::unique_ptr<CuFileDirectIo>> io = CuFileDirectIo::Create(
+      rig.cufile.library(), rig.context, rig.buffers, {.batch_timeout_ms = 20});
+  ASSERT_TRUE(io.ok()) << io.status().ToString();
+  testing::ScratchDir dir;
+  const std::string path = dir.path() + "/record";
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT, 0600);
+  ASSERT_GE(fd, 0);
+  rig.cufile.Pend(true);
+  const std::vector<std::vector<DirectIoEntry>> batches = {
+      {{.device = 0x10000, .file_offset = 0, .bytes = 4096},
+       {.device = 0x20000, .file_offset = 4096, .bytes = 4096}}};
+  const std::vector<Status> results = (*io)->Run(fd, TransferDirection::kHostToDevice, batches);
+  ::close(fd);
+  ASSERT_EQ(results.size(), 2u);
+  for (const Status& r : results) {
+    EXPECT_EQ(r.code(), StatusCode::kAborted) << r.ToString();
+    EXPECT_NE(r.message().find("canceled"), std::string::npos) << r.ToString();
+  }
+  EXPECT_EQ(rig.cufile.Cancels(), 1u);
+  EXPECT_EQ(rig.cufile.DestroyedInFlight(), 0u) << "destroyed while its entries could still run";
 }
 
 }  // namespace

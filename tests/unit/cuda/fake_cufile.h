@@ -47,6 +47,13 @@ class FakeCuFile {
   }
   uint64_t SyncCalls() const { return Fn<uint64_t (*)()>("strata_fake_cufile_sync_calls")(); }
   void Hold(bool on) const { Fn<void (*)(int)>("strata_fake_cufile_hold")(on ? 1 : 0); }
+  // While on, batch entries stay pending until their batch is canceled.
+  void Pend(bool on) const { Fn<void (*)(int)>("strata_fake_cufile_pend")(on ? 1 : 0); }
+  uint64_t Cancels() const { return Fn<uint64_t (*)()>("strata_fake_cufile_cancels")(); }
+  // Batches destroyed while an entry had not ended.
+  uint64_t DestroyedInFlight() const {
+    return Fn<uint64_t (*)()>("strata_fake_cufile_destroyed_in_flight")();
+  }
   bool WaitHeld() const { return Fn<int (*)(uint32_t)>("strata_fake_cufile_wait_held")(kBoundMs); }
   bool WaitRegistered(uint64_t count) const {
     return Fn<int (*)(uint64_t, uint32_t)>("strata_fake_cufile_wait_registered")(count, kBoundMs);
