@@ -29,7 +29,12 @@ bool CompletionGate::Settle(JobId id, RankId rank) {
 
 bool CompletionGate::Wakes(const wire::LinkEvent& event) {
   if (event.kind != wire::LinkEvent::Kind::kMessage) return true;
-  if (std::holds_alternative<wire::Heartbeat>(event.message)) return false;
+  // A fetch's JobData is always followed by its JobDone on the same link,
+  // which wakes the owner for both.
+  if (std::holds_alternative<wire::Heartbeat>(event.message) ||
+      std::holds_alternative<wire::JobData>(event.message)) {
+    return false;
+  }
   const auto* done = std::get_if<wire::JobDone>(&event.message);
   if (done == nullptr) return true;
   auto link = rank_by_tag_.find(event.tag);

@@ -98,7 +98,7 @@ std::string ShardedTransport::Describe(JobId id) const {
 
 // ---- submitting ------------------------------------------------------------
 
-Status ShardedTransport::Submit(RecordJob job) {
+Status ShardedTransport::Admit(const RecordJob& job) const {
   if (!stopped_.ok()) return Status::Aborted("sharded transport stopped: " + stopped_.message());
   if (closing_) return Status::Aborted("sharded transport is closed");
   if ((job.id.value & kCleanupIdBit) != 0) {
@@ -113,17 +113,71 @@ Status ShardedTransport::Submit(RecordJob job) {
                         " jobs outstanding");
   }
   // Refuse what a peer would reject before anything starts anywhere.
-  STRATA_RETURN_IF_ERROR(wire::CheckMessage(wire::Job{job}));
-  STRATA_RETURN_IF_ERROR(local_->Submit(job));
+  return wire::CheckMessage(wire::Job{job});
+}
+
+void ShardedTransport::Begin(const RecordJob& job, std::span<const HostBuffers> shares) {
   Status begun = tracker_.Begin(job.id, job.kind, all_ranks_, clock_() + options_.job_timeout);
   STRATA_ASSERT(begun.ok(), "tracker refused a fresh job: " + begun.ToString());
   jobs_[job.id] = {job.kind, job.key};
-  SendToPeers(job, all_ranks_);
+  if (job.host_data && job.kind == RecordJobKind::kFetch) {
+    std::vector<std::optional<HostDataReceiver>>& receivers = host_fetches_[job.id];
+    receivers.resize(shares.size());
+    for (size_t r = 1; r < shares.size(); ++r) receivers[r].emplace(shares[r]);
+    SendToPeers(job, all_ranks_);
+  } else {
+    SendToPeers(job, all_ranks_, job.host_data ? shares : std::span<const HostBuffers>{});
+  }
   if (!ready_.empty()) signal_->Notify();  // a peer refused it at once
+}
+
+Status ShardedTransport::Submit(RecordJob job) {
+  STRATA_RETURN_IF_ERROR(Admit(job));
+  if (job.host_data) {
+    return Status::InvalidArgument("a host-data job of " + job.key.ToFileStem() +
+                                   " goes through SubmitShares");
+  }
+  STRATA_RETURN_IF_ERROR(local_->Submit(job));
+  Begin(job, {});
   return Status::Ok();
 }
 
-void ShardedTransport::SendToPeers(const RecordJob& job, const std::vector<RankId>& ranks) {
+Status ShardedTransport::SubmitShares(const RecordJob& job, std::span<const HostBuffers> shares) {
+  STRATA_RETURN_IF_ERROR(Admit(job));
+  if (shares.size() != world_size()) {
+    return Status::InvalidArgument("host job of " + job.key.ToFileStem() + " has " +
+                                   std::to_string(shares.size()) + " shares for " +
+                                   std::to_string(world_size()) + " ranks");
+  }
+  if (!job.host_data && world_size() > 1) {
+    return Status::InvalidArgument("SubmitShares of " + job.key.ToFileStem() +
+                                   " without host data");
+  }
+  const uint64_t share = HostBytes(shares[0]);
+  for (const HostBuffers& s : shares) {
+    if (HostBytes(s) != share) {
+      return Status::InvalidArgument("host job of " + job.key.ToFileStem() +
+                                     " has shares of different sizes");
+    }
+  }
+  if (share > kHostDataInFlightBytesMax) {
+    return Status::InvalidArgument("host job of " + job.key.ToFileStem() + " moves " +
+                                   std::to_string(share) + " bytes per rank, more than a " +
+                                   "record link carries at once");
+  }
+  if (host_bytes_in_flight_ + share > kHostDataInFlightBytesMax) {
+    return Status::Busy("host-data jobs in flight hold " + std::to_string(host_bytes_in_flight_) +
+                        " bytes per rank");
+  }
+  STRATA_RETURN_IF_ERROR(local_->SubmitHost(job, shares[0]));
+  host_jobs_[job.id] = share;
+  host_bytes_in_flight_ += share;
+  Begin(job, shares);
+  return Status::Ok();
+}
+
+void ShardedTransport::SendToPeers(const RecordJob& job, const std::vector<RankId>& ranks,
+                                   std::span<const HostBuffers> shares) {
   if (!stopped_.ok()) return;
   {
     // Before the first send: an answer may arrive before the last send.
@@ -135,7 +189,14 @@ void ShardedTransport::SendToPeers(const RecordJob& job, const std::vector<RankI
     Peer* peer = PeerOf(rank);
     if (peer == nullptr) continue;  // rank zero
     if (!stopped_.ok()) return;
-    Status sent = peer->link->Send(message);
+    Status sent;
+    if (!shares.empty()) {
+      for (const wire::JobData& chunk : ChunksOf(job.id, shares[rank.value])) {
+        sent = peer->link->Send(chunk);
+        if (!sent.ok()) break;
+      }
+    }
+    if (sent.ok()) sent = peer->link->Send(message);
     if (sent.ok()) {
       ++peer->jobs_sent;
       continue;
@@ -204,6 +265,11 @@ void ShardedTransport::HandleOutcome(JobId id, RankOutcome outcome) {
   STRATA_ASSERT(info != jobs_.end(), "a tracked job has no info");
   const PrefixKey key = info->second.key;
   jobs_.erase(info);
+  host_fetches_.erase(id);
+  if (auto h = host_jobs_.find(id); h != host_jobs_.end()) {
+    host_bytes_in_flight_ -= h->second;
+    host_jobs_.erase(h);
+  }
   if (done.status.ok() || done.wrote.empty()) {
     ready_.push_back({done.id, done.status, done.fs_full, done.bytes});
     return;
@@ -272,6 +338,10 @@ void ShardedTransport::HandleEvent(wire::LinkEvent& e) {
     case wire::LinkEvent::Kind::kMessage: break;
   }
   wire::Message& m = e.message;
+  if (auto* data = std::get_if<wire::JobData>(&m)) {
+    (void)TakeJobData(peer, *data);
+    return;
+  }
   if (auto* done = std::get_if<wire::JobDone>(&m)) {
     if (done->rank != peer.rank) {
       Stop(&peer,
@@ -280,6 +350,7 @@ void ShardedTransport::HandleEvent(wire::LinkEvent& e) {
            "protocol");
       return;
     }
+    if (!CheckFetchDone(peer, *done)) return;
     HandleOutcome(done->id,
                   {peer.rank, std::move(done->status), done->filesystem_full, done->bytes});
     return;
@@ -293,6 +364,40 @@ void ShardedTransport::HandleEvent(wire::LinkEvent& e) {
   }
   Stop(&peer, RankName(peer.rank) + " sent an unexpected " + std::string(wire::MessageName(m)),
        "protocol");
+}
+
+bool ShardedTransport::TakeJobData(Peer& peer, const wire::JobData& data) {
+  if (!stopped_.ok()) return false;  // the caller's buffers are no longer ours to fill
+  auto f = host_fetches_.find(data.id);
+  const uint32_t r = peer.rank.value;
+  if (f == host_fetches_.end() || r >= f->second.size() || !f->second[r]) {
+    Stop(&peer,
+         RankName(peer.rank) + " sent bytes for " + Describe(data.id) + ", which awaits none",
+         "protocol");
+    return false;
+  }
+  Status added = f->second[r]->Add(data);
+  if (added.ok()) return true;
+  Stop(&peer,
+       RankName(peer.rank) + " sent bad bytes for " + Describe(data.id) + ": " + added.message(),
+       "protocol");
+  return false;
+}
+
+bool ShardedTransport::CheckFetchDone(Peer& peer, const wire::JobDone& done) {
+  auto f = host_fetches_.find(done.id);
+  const uint32_t r = peer.rank.value;
+  if (f == host_fetches_.end() || r >= f->second.size() || !f->second[r]) return true;
+  if (done.status.ok() && !f->second[r]->complete()) {
+    Stop(&peer,
+         RankName(peer.rank) + " finished " + Describe(done.id) + " having sent " +
+             std::to_string(f->second[r]->received()) + " of its " +
+             std::to_string(f->second[r]->total()) + " bytes",
+         "protocol");
+    return false;
+  }
+  f->second[r].reset();  // nothing more is taken from that rank
+  return true;
 }
 
 void ShardedTransport::CheckDeadlines() {
@@ -325,6 +430,7 @@ void ShardedTransport::Stop(Peer* peer, const std::string& reason, const std::st
   }
   spdlog::error("sharded transport stopped: {}", reason);
   ready_.clear();  // nothing is reported once stopped
+  host_fetches_.clear();
 }
 
 void ShardedTransport::Pump() {

@@ -27,18 +27,26 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "coordinator/completion_gate.h"
 #include "coordinator/completion_tracker.h"
 #include "coordinator/peer_link_report.h"
+#include "rank_agent/host_data.h"
 #include "store/base/mutex.h"
 #include "store/tier/disk_transport.h"
 #include "wire/link/link.h"
 #include "wire/link/link_inbox.h"
 
 namespace strata {
+
+// Host-data bytes (one rank's shares) of the jobs in flight, at most: far
+// below a record link's send queue (64 MiB), so neither rank zero's store
+// chunks nor a peer's fetch answers ever find it full. A share larger than
+// this alone is refused (paced sends are not built).
+inline constexpr uint64_t kHostDataInFlightBytesMax = uint64_t{48} << 20;
 
 struct ShardedOptions {
   // A job not finished by every rank this long after Submit stops the
@@ -74,6 +82,16 @@ class ShardedTransport final : public DiskTransport {
   ShardedTransport& operator=(const ShardedTransport&) = delete;
 
   Status Submit(RecordJob job) override;
+  // A host-data job (RecordJob::host_data) on every rank: rank zero's share
+  // through its own transport's SubmitHost; a store sends each peer its
+  // share as JobData before the Job; a fetch takes each peer's JobData into
+  // its share, and a peer that answers OK without every byte, or sends bytes
+  // nobody awaits, stops the transport (a protocol error). Every share must
+  // be the same size (every rank has the same layout). kBusy while
+  // kHostDataInFlightBytesMax would be passed; kInvalidArgument for a share
+  // above it. With no peers, a job without host data is SubmitHost.
+  Status SubmitShares(const RecordJob& job, std::span<const HostBuffers> shares) override;
+  uint32_t share_count() const override { return world_size(); }
   // As rank zero's own transport (every rank runs the same kind where its
   // probe agrees; a rank that stages needs no room in rank zero's pool).
   bool device_jobs_stage() const override { return local_->device_jobs_stage(); }
@@ -126,8 +144,18 @@ class ShardedTransport final : public DiskTransport {
   };
 
   void Pump();
-  // Registers the peers' answers with the gate, then sends.
-  void SendToPeers(const RecordJob& job, const std::vector<RankId>& ranks);
+  // What Submit and SubmitShares check before anything starts.
+  Status Admit(const RecordJob& job) const;
+  // Begins tracking an accepted job, then sends it to the peers.
+  void Begin(const RecordJob& job, std::span<const HostBuffers> shares);
+  // Registers the peers' answers with the gate, then sends; with `shares`
+  // (a host-data store), each peer's share as JobData before the Job.
+  void SendToPeers(const RecordJob& job, const std::vector<RankId>& ranks,
+                   std::span<const HostBuffers> shares = {});
+  // A peer's JobData or JobDone of a host-data fetch; false when it broke
+  // the protocol (the transport stopped).
+  bool TakeJobData(Peer& peer, const wire::JobData& data);
+  bool CheckFetchDone(Peer& peer, const wire::JobDone& done);
   // (Re)installs the inbox's notification of signal_ through the gate.
   void WatchInbox();
   void HandleOutcome(JobId id, RankOutcome outcome);
@@ -155,8 +183,14 @@ class ShardedTransport final : public DiskTransport {
   Mutex gate_mu_;
   CompletionGate gate_ GUARDED_BY(gate_mu_);
   std::vector<RankId> all_ranks_;
-  std::map<JobId, JobInfo> jobs_;         // accepted, not yet reported
-  std::map<JobId, Cleanup> cleanups_;     // by cleanup job id
+  std::map<JobId, JobInfo> jobs_;      // accepted, not yet reported
+  std::map<JobId, Cleanup> cleanups_;  // by cleanup job id
+  // Host-data fetches: per rank (index = rank; rank zero's unused), the
+  // receiver of its share until that rank answered.
+  std::map<JobId, std::vector<std::optional<HostDataReceiver>>> host_fetches_;
+  // Host-data jobs in flight: one rank's share bytes, by job; and their sum.
+  std::map<JobId, uint64_t> host_jobs_;
+  uint64_t host_bytes_in_flight_ = 0;
   std::deque<RecordJob> local_cleanups_;  // refused by `local` with kBusy; retried
   uint64_t next_cleanup_ = 1;
   std::vector<RecordJobDone> ready_;  // completions for the next Poll

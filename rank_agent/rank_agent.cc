@@ -31,14 +31,22 @@ std::string CloseDescription(const wire::LinkState& state) {
          (state.reason.ok() ? "" : ": " + state.reason.message());
 }
 
-// ServingRules' runner: this rank's transport.
+// ServingRules' runner: this rank's transport; a host-data job runs on the
+// buffers `host` holds for it.
 class TransportRunner final : public JobRunner {
  public:
-  explicit TransportRunner(DiskTransport& transport) : transport_(transport) {}
-  Status Submit(const RecordJob& job) override { return transport_.Submit(job); }
+  TransportRunner(DiskTransport& transport, HostDataJobs& host)
+      : transport_(transport), host_(host) {}
+  Status Submit(const RecordJob& job) override {
+    if (!job.host_data) return transport_.Submit(job);
+    Result<HostBuffers> buffers = host_.Begin(job);
+    if (!buffers.ok()) return buffers.status();
+    return transport_.SubmitHost(job, *buffers);
+  }
 
  private:
   DiskTransport& transport_;
+  HostDataJobs& host_;
 };
 
 }  // namespace
@@ -59,7 +67,8 @@ RankAgent::RankAgent(RankAgentOptions options, RankJoin join)
       join_(std::move(join)),
       wake_(std::make_shared<WakeSignal>()),
       inbox_(std::make_shared<wire::LinkInbox>(options_.inbox_messages_max)),
-      rules_(options_.rank, options_.held_jobs_max) {
+      rules_(options_.rank, options_.held_jobs_max),
+      host_jobs_(std::make_unique<HostDataJobs>(RecordLayout(options_.geometry))) {
   inbox_->NotifyOnEvent(wake_);
 }
 
@@ -351,7 +360,7 @@ void RankAgent::PostPump() {
 
 void RankAgent::ServeEvent(const wire::LinkEvent& e) {
   if (serve_end_) return;
-  TransportRunner runner(*transport_);
+  TransportRunner runner(*transport_, *host_jobs_);
   std::optional<Status> ended = Handle(e, runner);
   Status sent = SendAnswers();
   if (!sent.ok()) {
@@ -367,6 +376,15 @@ std::optional<Status> RankAgent::Handle(const wire::LinkEvent& e, JobRunner& run
     case wire::LinkEvent::Kind::kOverflow: return rules_.OnOverflow();
     case wire::LinkEvent::Kind::kMessage: break;
   }
+  // A store's bytes, held until its Job runs; a chunk that breaks the rules
+  // ends the session.
+  if (const auto* data = std::get_if<wire::JobData>(&e.message)) {
+    if (rules_.ended()) return std::nullopt;
+    Status held = host_jobs_->OnData(*data);
+    if (held.ok()) return std::nullopt;
+    return Status::FailedPrecondition("rank zero broke the protocol: " + held.message());
+  }
+  if (const auto* job = std::get_if<wire::Job>(&e.message)) host_jobs_->OnJob(job->record.id);
   // Once draining, a Job is refused without reaching the runner.
   std::optional<Status> ended = rules_.OnMessage(e.message, runner, answers_);
   if (rules_.draining() && state_ == AgentState::kServing) state_ = AgentState::kDraining;
@@ -375,7 +393,7 @@ std::optional<Status> RankAgent::Handle(const wire::LinkEvent& e, JobRunner& run
 
 void RankAgent::ServePump() {
   if (serve_end_ || drain_handoff_) return;  // the agent's thread has the transport
-  TransportRunner runner(*transport_);
+  TransportRunner runner(*transport_, *host_jobs_);
   rules_.SubmitHeld(runner, answers_);
   done_.clear();
   transport_->Poll(done_);
@@ -399,7 +417,17 @@ void RankAgent::EndServing(Status outcome) {
 
 Status RankAgent::SendAnswers() {
   Status failed;
-  for (const wire::JobDone& done : answers_) {
+  for (wire::JobDone& done : answers_) {
+    // A host-data fetch's bytes go first; when they cannot all be queued the
+    // job fails on this rank instead.
+    for (const wire::JobData& chunk : host_jobs_->Finish(done.id, done.status.ok())) {
+      if (!done.status.ok()) break;
+      Status queued = link_->Send(chunk);
+      if (!queued.ok()) {
+        done.status = wire::FitForWire(queued.WithContext("sending the bytes a fetch read"));
+        done.bytes = 0;
+      }
+    }
     ++(done.status.ok() ? jobs_done_ : jobs_failed_);
     bytes_ += done.bytes;
     Status sent = link_->Send(done);
@@ -432,6 +460,11 @@ Status RankAgent::Finish(Status outcome) {
     // keep the transport, its threads, the pool and the directory alive.
     LeakOnPurpose(std::move(transport_));
     LeakOnPurpose(std::move(disk_));
+    {
+      MutexLock lock(serve_mu_);
+      if (!serve_end_) serve_end_ = drain_status_;  // the link's handlers serve no more
+      LeakOnPurpose(std::move(host_jobs_));
+    }
     const std::string kept = RankName(options_.rank) +
                              " did not confirm its drain; its transport, threads and staging "
                              "stay alive (keep device memory allocated): " +

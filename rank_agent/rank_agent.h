@@ -6,7 +6,9 @@
 // joins. Then, on its own thread: the rendezvous, the record link to rank
 // zero, Hello, its scan summary and the agreement (delete / truncate,
 // rescan). Every Job rank zero sends then runs on its own transport
-// and is answered with JobDone. On Drain it finishes the jobs it accepted
+// and is answered with JobDone; a host-data job (RecordJob::host_data) runs
+// on host memory whose bytes travel on the link as JobData
+// (host_data_jobs.h). On Drain it finishes the jobs it accepted
 // and reports Drained; Close from rank zero ends the session. What it
 // decides while serving (hold, busy, drain, the answers) is ServingRules
 // (serving_rules.h); this class does the I/O around it.
@@ -40,6 +42,7 @@
 #include <thread>
 #include <vector>
 
+#include "rank_agent/host_data_jobs.h"
 #include "rank_agent/serving_rules.h"
 #include "store/base/mutex.h"
 #include "store/base/wake_signal.h"
@@ -207,6 +210,10 @@ class RankAgent {
   Mutex serve_mu_;
   ServingRules rules_ GUARDED_BY(serve_mu_);
   JobAnswers answers_ GUARDED_BY(serve_mu_);  // not yet sent
+  // The buffers of host-data jobs, until their answers are sent; leaked
+  // with the transport when its drain is not confirmed (copies may still
+  // use them).
+  std::unique_ptr<HostDataJobs> host_jobs_ GUARDED_BY(serve_mu_);
   std::vector<RecordJobDone> done_ GUARDED_BY(serve_mu_);
   // A drain is due: the agent's thread closes transport_ (the I/O thread no
   // longer touches it), then sends Drained.

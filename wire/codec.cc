@@ -165,6 +165,18 @@ Status Put(s::Envelope::Builder env, const Job& m) {
   }
   out.setReplicatedPages(j.replicated_pages);
   out.setReplicatedRow(j.replicated_row);
+  out.setHostData(j.host_data);
+  out.setHostRow(j.host_row);
+  return Status::Ok();
+}
+
+Status Put(s::Envelope::Builder env, const JobData& m) {
+  auto out = env.initJobData();
+  out.setId(m.id.value);
+  out.setOffset(m.offset);
+  out.setTotal(m.total);
+  out.setData(
+      capnp::Data::Reader(reinterpret_cast<const capnp::byte*>(m.data.data()), m.data.size()));
   return Status::Ok();
 }
 
@@ -324,6 +336,23 @@ Result<Message> Get(s::Job::Reader in) {
   }
   j.replicated_pages = in.getReplicatedPages();
   j.replicated_row = in.getReplicatedRow();
+  j.host_data = in.getHostData();
+  j.host_row = in.getHostRow();
+  return Message(std::move(m));
+}
+
+Result<Message> Get(s::JobData::Reader in) {
+  JobData m;
+  m.id = JobId(in.getId());
+  m.offset = in.getOffset();
+  m.total = in.getTotal();
+  const capnp::Data::Reader data = in.getData();
+  if (data.size() > kJobDataChunkBytesMax) {
+    return Invalid("JobData.data",
+                   fmt::format("{} bytes, at most {} allowed", data.size(), kJobDataChunkBytesMax));
+  }
+  const auto* begin = reinterpret_cast<const std::byte*>(data.begin());
+  m.data.assign(begin, begin + data.size());
   return Message(std::move(m));
 }
 
@@ -368,6 +397,7 @@ Result<Message> Get(s::Envelope::Reader env) {
       return Message(Close{std::move(reason)});
     }
     case W::HEARTBEAT: return Message(Heartbeat{env.getHeartbeat().getSequence()});
+    case W::JOB_DATA: return Get(env.getJobData());
   }
   return Invalid("Envelope",
                  fmt::format("unknown message type {}", static_cast<unsigned>(env.which())));

@@ -87,6 +87,29 @@ Status Check(const Agreement& m) {
 
 Status Check(const AgreementApplied& m) { return CheckOutcome("AgreementApplied", m.status); }
 
+// A host-data job (RecordJob::host_data): no device ids, some bytes.
+Status CheckHostData(const RecordJob& j, bool moves_bytes) {
+  if (!j.host_data) return Invalid("Job.host_row", "set on a job without host data");
+  if (!moves_bytes) {
+    return Invalid("Job.host_data", fmt::format("set on a {} job", RecordJobKindName(j.kind)));
+  }
+  if (!j.page_ids.empty() || j.row_slot.has_value()) {
+    return Invalid("Job.host_data", "a host-data job names page ids or a state slot");
+  }
+  const uint32_t first = j.kind == RecordJobKind::kFetch ? j.first_page : 0;
+  if (j.kind == RecordJobKind::kStore && j.first_page != 0) {
+    return Invalid("Job.first_page", "a store starts at page 0");
+  }
+  if (first > j.tail_pages) {
+    return Invalid("Job.first_page",
+                   fmt::format("{} is past the record's {} pages", first, j.tail_pages));
+  }
+  if (first == j.tail_pages && !j.host_row) {
+    return Invalid("Job", "a host-data job moves no page and no row");
+  }
+  return Status::Ok();
+}
+
 Status Check(const Job& m) {
   const RecordJob& j = m.record;
   if (static_cast<unsigned>(j.kind) > static_cast<unsigned>(RecordJobKind::kUnlink)) {
@@ -104,6 +127,7 @@ Status Check(const Job& m) {
                                j.page_ids.size(), j.tail_pages, kJobPageIdsMax));
   }
   const bool moves_bytes = j.kind == RecordJobKind::kStore || j.kind == RecordJobKind::kFetch;
+  if (j.host_data || j.host_row) return CheckHostData(j, moves_bytes);
   const bool names_something = !j.page_ids.empty() || j.row_slot.has_value();
   if (moves_bytes && !names_something) {
     return Invalid("Job", fmt::format("a {} job names no page and no state slot", kind));
@@ -138,12 +162,28 @@ Status Check(const Drained& m) { return CheckOutcome("Drained", m.status); }
 Status Check(const Close& m) { return CheckText("Close.reason", m.reason); }
 Status Check(const Heartbeat&) { return Status::Ok(); }
 
+Status Check(const JobData& m) {
+  if (m.total == 0 || m.total > kJobDataBytesMax) {
+    return Invalid("JobData.total", fmt::format("{} is outside 1..{}", m.total, kJobDataBytesMax));
+  }
+  if (m.data.empty() || m.data.size() > kJobDataChunkBytesMax) {
+    return Invalid("JobData.data",
+                   fmt::format("{} bytes, outside 1..{}", m.data.size(), kJobDataChunkBytesMax));
+  }
+  if (m.offset > m.total || m.data.size() > m.total - m.offset) {
+    return Invalid("JobData.offset", fmt::format("{} + {} bytes runs past the total {}", m.offset,
+                                                 m.data.size(), m.total));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::string_view MessageName(const Message& message) {
   constexpr std::array<std::string_view, std::variant_size_v<Message>> kNames = {
-      "Hello", "HelloAccept", "HelloReject", "ScanSummary", "Agreement", "AgreementApplied",
-      "Job",   "JobDone",     "Drain",       "Drained",     "Close",     "Heartbeat"};
+      "Hello",  "HelloAccept", "HelloReject", "ScanSummary", "Agreement", "AgreementApplied",
+      "Job",    "JobDone",     "Drain",       "Drained",     "Close",     "Heartbeat",
+      "JobData"};
   return kNames[message.index()];
 }
 

@@ -22,7 +22,8 @@ namespace strata::wire {
 
 // Bumped on any change a peer of the previous version would misread.
 // 2: Job carries the whole record job (key, parent, bucket, pages, row slot).
-inline constexpr uint32_t kProtocolVersion = 2;
+// 3: host-data jobs (Job.hostData, hostRow) and their bytes (JobData).
+inline constexpr uint32_t kProtocolVersion = 3;
 
 // Limits every message obeys, checked when encoding and when decoding.
 inline constexpr uint32_t kWorldSizeMax = 4096;
@@ -30,6 +31,11 @@ inline constexpr size_t kTextBytesMax = 4096;      // reasons and error texts
 inline constexpr size_t kJobPageIdsMax = 1 << 20;  // pages of one record
 inline constexpr size_t kScanRecordsPerFrameMax = 32768;
 inline constexpr size_t kAgreementEntriesPerFrameMax = 65536;
+// A host-data job's bytes (one rank's share of a record) travel in JobData
+// chunks of at most kJobDataChunkBytesMax, totalling at most
+// kJobDataBytesMax.
+inline constexpr size_t kJobDataChunkBytesMax = size_t{4} << 20;
+inline constexpr uint64_t kJobDataBytesMax = uint64_t{4} << 30;
 
 // Limits on a frame, checked before it is decoded. The largest message the
 // limits above allow encodes well under kFrameBytesMax.
@@ -112,7 +118,8 @@ struct AgreementApplied {
 // consumed > 0; parent below the key; a store names exactly tail_pages page
 // ids from page 0; a fetch names tail_pages - first_page ids; a store or
 // fetch names at least one page or a row slot; a truncate or unlink names
-// neither.
+// neither. A host-data store or fetch (RecordJob::host_data) names no page
+// id and no slot, and moves at least one page or the row (host_row).
 struct Job {
   RecordJob record;
   friend bool operator==(const Job&, const Job&) = default;
@@ -128,6 +135,21 @@ struct JobDone {
   bool filesystem_full = false;
   uint64_t bytes = 0;
   friend bool operator==(const JobDone&, const JobDone&) = default;
+};
+
+// The bytes of a host-data job (RecordJob::host_data), in order: rank zero ->
+// peer before a store's Job, peer -> rank zero before a fetch's OK JobDone.
+// The bytes are the rank's share of the record in its stored layout: the
+// page records read or written, in order, then the row segment. Chunks of
+// one job arrive in order from offset 0, each declaring the same total.
+// Rules: 0 < total <= kJobDataBytesMax; 0 < data <= kJobDataChunkBytesMax;
+// offset + data <= total.
+struct JobData {
+  JobId id;
+  uint64_t offset = 0;
+  uint64_t total = 0;
+  std::vector<std::byte> data;
+  friend bool operator==(const JobData&, const JobData&) = default;
 };
 
 // Rank zero -> peer: accept no new job and finish the accepted ones.
@@ -153,8 +175,9 @@ struct Heartbeat {
   friend bool operator==(const Heartbeat&, const Heartbeat&) = default;
 };
 
-using Message = std::variant<Hello, HelloAccept, HelloReject, ScanSummary, Agreement,
-                             AgreementApplied, Job, JobDone, Drain, Drained, Close, Heartbeat>;
+using Message =
+    std::variant<Hello, HelloAccept, HelloReject, ScanSummary, Agreement, AgreementApplied, Job,
+                 JobDone, Drain, Drained, Close, Heartbeat, JobData>;
 
 // "Hello", "JobDone", ...: for logs and errors.
 std::string_view MessageName(const Message& message);

@@ -110,6 +110,17 @@ struct Job {
   }
   replicatedPages @10 :Bool;
   replicatedRow @11 :Bool;
+  hostData @12 :Bool;           # the bytes travel as JobData; no page ids, no slot
+  hostRow @13 :Bool;            # host data: the row segment follows the pages
+}
+
+# Either way: a chunk of a host-data job's bytes (store: rank zero -> peer
+# before the Job; fetch: peer -> rank zero before its JobDone), in order.
+struct JobData {
+  id @0 :UInt64;
+  offset @1 :UInt64;
+  total @2 :UInt64;
+  data @3 :Data;
 }
 
 # Peer -> rank zero: one per Job.
@@ -154,5 +165,6 @@ struct Envelope {
     drained @9 :Drained;
     close @10 :Close;
     heartbeat @11 :Heartbeat;
+    jobData @12 :JobData;
   }
 }

@@ -295,6 +295,7 @@ Status PooledStore::Close() {
   // ends; their destinations are never written. A copy still in flight
   // reads the arena through its own mapping and is dropped when it returns.
   claims_.clear();
+  landings_.clear();  // their records land as local copies, or not at all
   Status s = tiers_.local != nullptr ? tiers_.local->Close() : Status::Ok();
   if (own_landing()) {
     Status l = tiers_.landing->Close();
@@ -310,6 +311,7 @@ void PooledStore::Poll(uint64_t now_ms, std::vector<StoreEvent>& events) {
   AdvancePuts(link_->connected());
   if (tiers_.local != nullptr) tiers_.local->Poll(now_ms, events);
   if (own_landing()) tiers_.landing->Poll(now_ms, events);
+  if (!landings_.empty()) AdvanceLandings(events);
   exports_.TakeEvents(events);
 }
 
@@ -368,6 +370,7 @@ PoolInstanceStats PooledStore::pool_stats() const {
   s.attached = link_->sharing();
   s.end_of_chain_tier = tiers_.end_of_chain_tier;
   for (const PendingClaim& c : claims_) ++(c.given_up ? s.claims_failed_held : s.claims_in_flight);
+  s.claims_in_flight += landings_.size();
   const PutQueueStats& q = puts_.stats();
   s.puts = q.accepted;
   s.put_bytes = q.accepted_bytes;

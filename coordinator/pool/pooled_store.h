@@ -72,6 +72,7 @@
 #include "coordinator/pool/pool_link.h"
 #include "coordinator/pool/pooled_hit.h"
 #include "coordinator/pool/put_queue.h"
+#include "store/tier/disk_store.h"
 #include "store/tier/host_store.h"
 #include "store/tier/record_handover.h"
 
@@ -126,6 +127,11 @@ struct PooledTiers {
   // else a MemoryStore of the pool's own (then never `local`).
   HostStore* landing = nullptr;
   RecordIntake* intake = nullptr;  // the landing tier's
+  // Set when claims land in this disk tier (then also `local`, `landing` and
+  // `intake`: ranks in separate processes, which have no memory tier): its
+  // imports commit once every rank wrote its share, so a claim's Fetch waits
+  // for DiskStore::Imported to say so (within the claim's deadline).
+  const DiskStore* disk_landing = nullptr;
   // Label of strata_host_cache_dropped_total{tier} for records the end of
   // the local chain dropped after the manager did not take them.
   std::string end_of_chain_tier = "memory";
@@ -224,6 +230,16 @@ class PooledStore final : public HostStore, public EvictionSink {
     ClaimId granted{};
     uint64_t copy_job = 0;
   };
+  // A claim imported into tiers_.disk_landing, waiting for its writes.
+  struct LandingClaim {
+    HostHit hit;
+    InboundTicket ticket;
+    uint64_t deadline_ms = 0;  // the requester's, as the claim had it
+    // The chain's checked images; imported in order, each retried while the
+    // tier has no room yet (its evictions' unlinks still run).
+    std::vector<std::vector<std::byte>> records;
+    size_t imported = 0;
+  };
   // Fetch of a pooled hit: sends the claim and queues it.
   Status BeginClaim(const HostHit& hit, const InboundTicket& ticket);
   // Moves every pending claim along on what the client has read, appending
@@ -239,10 +255,17 @@ class PooledStore final : public HostStore, public EvictionSink {
   // Imports a claim's checked records into the landing tier and starts its
   // Fetch; an error leaves the landing tier as it was apart from records
   // already imported (they are whole and checked).
-  Status ImportClaimed(const PendingClaim& claim,
-                       const std::vector<std::vector<std::byte>>& records);
+  Status ImportClaimed(const PendingClaim& claim, std::vector<std::vector<std::byte>>& records);
+  // Imports a landing claim's records not yet imported, in order; kBusy
+  // when the tier has no room yet (retried on a later Poll).
+  Status ImportLanding(LandingClaim& claim);
   // A claim failed (`why`): a local copy of the same endpoint, else kFetchFailed.
-  void FailClaim(PendingClaim& claim, const Status& why, std::vector<StoreEvent>& events);
+  void FailClaim(const HostHit& hit, const InboundTicket& ticket, const Status& why,
+                 std::vector<StoreEvent>& events);
+  // Claims whose records are being written into the disk landing tier:
+  // fetched once every record landed, failed when one is gone or the
+  // deadline passed.
+  void AdvanceLandings(std::vector<StoreEvent>& events);
   // Moves the parked puts along on what `client` has read; a lost
   // connection drops the link.
   void AdvancePuts(PoolClient* client);
@@ -280,6 +303,7 @@ class PooledStore final : public HostStore, public EvictionSink {
   // Endpoints whose last answered hit was the pool's: Fetch claims them.
   std::unordered_set<PrefixKey> pool_hits_;
   std::deque<PendingClaim> claims_;  // in the order Fetch began them
+  std::deque<LandingClaim> landings_;
   std::unique_ptr<PoolLink> link_;
   uint64_t now_ms_ = 0;
   PoolInstanceStats stats_;

@@ -50,7 +50,7 @@ void PooledStore::AdvanceClaims(std::vector<StoreEvent>& events) {
       // the destination: a lost session or a passed deadline fails the fetch
       // at once, and the copy is dropped when it comes back.
       if (!c.given_up && (lost || now_ms > c.deadline_ms)) {
-        FailClaim(c,
+        FailClaim(c.hit, c.ticket,
                   lost
                       ? Status::Unavailable("the pool connection was lost")
                       : Status::Aborted("the pool claim's copy did not finish within its deadline"),
@@ -62,7 +62,8 @@ void PooledStore::AdvanceClaims(std::vector<StoreEvent>& events) {
     }
     if (lost) {
       // The session that would have granted it ended, and with it its holds.
-      if (!c.given_up) FailClaim(c, Status::Unavailable("the pool connection was lost"), events);
+      if (!c.given_up)
+        FailClaim(c.hit, c.ticket, Status::Unavailable("the pool connection was lost"), events);
       it = claims_.erase(it);
       continue;
     }
@@ -70,7 +71,8 @@ void PooledStore::AdvanceClaims(std::vector<StoreEvent>& events) {
     if (!answer) {
       if (!c.given_up && now_ms > c.deadline_ms) {
         // The destination is the runtime's again: nothing was copied into it.
-        FailClaim(c, Status::Aborted("no pool claim grant within its deadline"), events);
+        FailClaim(c.hit, c.ticket, Status::Aborted("no pool claim grant within its deadline"),
+                  events);
         c.given_up = true;
       }
       ++it;
@@ -86,7 +88,7 @@ void PooledStore::AdvanceClaims(std::vector<StoreEvent>& events) {
       c.granted = grant->claim;
       ReleaseClaim(c);  // given up before its grant: nothing to copy
     } else if (!c.given_up) {
-      FailClaim(c,
+      FailClaim(c.hit, c.ticket,
                 grant == nullptr
                     ? Status::Corruption("the pool answered a claim with another message")
                     : grant->status,
@@ -117,7 +119,7 @@ void PooledStore::FinishClaimCopy(ClaimCopyJob& job, std::vector<StoreEvent>& ev
     ReleaseClaim(*it);
     if (!it->given_up) {
       Status landed = job.status.ok() ? ImportClaimed(*it, job.buffers) : job.status;
-      if (!landed.ok()) FailClaim(*it, landed, events);
+      if (!landed.ok()) FailClaim(it->hit, it->ticket, landed, events);
     }
     claims_.erase(it);
   }  // else Close dropped the claim: its session's end released it
@@ -136,7 +138,17 @@ void PooledStore::ReleaseClaim(const PendingClaim& c) {
 }
 
 Status PooledStore::ImportClaimed(const PendingClaim& c,
-                                  const std::vector<std::vector<std::byte>>& records) {
+                                  std::vector<std::vector<std::byte>>& records) {
+  if (tiers_.disk_landing != nullptr) {
+    records.resize(c.hit.chain.size());
+    landings_.push_back({.hit = c.hit,
+                         .ticket = c.ticket,
+                         .deadline_ms = c.deadline_ms,
+                         .records = std::move(records),
+                         .imported = 0});
+    records.clear();
+    return Status::Ok();
+  }
   for (size_t i = 0; i < c.hit.chain.size(); ++i) {
     STRATA_ASSIGN_OR_RETURN(RecordView view, DecodeRecordImage(records.at(i)));
     if (view.key != c.hit.chain[i]) {
@@ -153,14 +165,72 @@ Status PooledStore::ImportClaimed(const PendingClaim& c,
   return Status::Ok();
 }
 
-void PooledStore::FailClaim(PendingClaim& c, const Status& why, std::vector<StoreEvent>& events) {
+Status PooledStore::ImportLanding(LandingClaim& c) {
+  for (; c.imported < c.hit.chain.size(); ++c.imported) {
+    const std::vector<std::byte>& image = c.records[c.imported];
+    STRATA_ASSIGN_OR_RETURN(RecordView view, DecodeRecordImage(image));
+    if (view.key != c.hit.chain[c.imported]) {
+      return Status::Corruption("pooled record " + c.hit.chain[c.imported].ToFileStem() +
+                                " holds the image of " + view.key.ToFileStem());
+    }
+    Status s = tiers_.intake->Import(view, now_ms_);
+    if (!s.ok() && s.code() != StatusCode::kAlreadyExists) return s;
+    ++stats_.claimed_records;
+    stats_.claimed_bytes += image.size();
+  }
+  return Status::Ok();
+}
+
+void PooledStore::AdvanceLandings(std::vector<StoreEvent>& events) {
+  const uint64_t now_ms = link_->NowUs() / 1'000;
+  for (auto it = landings_.begin(); it != landings_.end();) {
+    const bool late = now_ms > it->deadline_ms;
+    Status imported = ImportLanding(*it);
+    if (!imported.ok() && (imported.code() != StatusCode::kBusy || late)) {
+      FailClaim(it->hit, it->ticket, imported, events);
+      it = landings_.erase(it);
+      continue;
+    }
+    if (!imported.ok()) {  // no room yet: the tier's unlinks are still running
+      ++it;
+      continue;
+    }
+    ImportState state = ImportState::kLanded;
+    for (const PrefixKey& k : it->hit.chain) {
+      const ImportState s = tiers_.disk_landing->Imported(k);
+      if (s == ImportState::kGone) {
+        state = s;
+        break;
+      }
+      if (s == ImportState::kWriting) state = s;
+    }
+    if (state == ImportState::kWriting && !late) {
+      ++it;
+      continue;
+    }
+    Status fetched =
+        state == ImportState::kLanded ? tiers_.landing->Fetch(it->hit, it->ticket)
+        : state == ImportState::kGone
+            ? Status::Unavailable("a claimed record's write failed, or it left the disk since")
+            : Status::Aborted("the claimed records were not written within the claim's deadline");
+    if (fetched.ok()) {
+      ++stats_.claims;
+    } else {
+      FailClaim(it->hit, it->ticket, fetched, events);
+    }
+    it = landings_.erase(it);
+  }
+}
+
+void PooledStore::FailClaim(const HostHit& hit, const InboundTicket& ticket, const Status& why,
+                            std::vector<StoreEvent>& events) {
   ++stats_.claim_failures;
   spdlog::debug("prefix cache pool: restoring {} from the pool failed: {}",
-                c.hit.endpoint.ToFileStem(), why.ToString());
+                hit.endpoint.ToFileStem(), why.ToString());
   // FallbackAfterPoolFailure: a local copy of the same endpoint (one that
   // landed for another request, or that a local tier holds by now).
   for (HostStore* tier : {tiers_.landing, tiers_.local}) {
-    if (tier != nullptr && tier->Fetch(c.hit, c.ticket).ok()) {
+    if (tier != nullptr && tier->Fetch(hit, ticket).ok()) {
       ++stats_.claim_fallbacks;
       return;
     }
@@ -168,9 +238,9 @@ void PooledStore::FailClaim(PendingClaim& c, const Status& why, std::vector<Stor
   }
   events.push_back(
       StoreEvent{.kind = StoreEvent::Kind::kFetchFailed,
-                 .ticket = c.ticket.ticket,
-                 .key = c.hit.endpoint,
-                 .status = why.WithContext("pool claim of " + c.hit.endpoint.ToFileStem())});
+                 .ticket = ticket.ticket,
+                 .key = hit.endpoint,
+                 .status = why.WithContext("pool claim of " + hit.endpoint.ToFileStem())});
 }
 
 }  // namespace strata::pool

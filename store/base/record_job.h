@@ -40,6 +40,14 @@ struct RecordJob {
   std::optional<StateSlot> row_slot;
   bool replicated_pages = false;  // kStore/kFetch: the file holds one page share
   bool replicated_row = false;
+  // Set: host bytes travel with the job on a peer's record link instead of
+  // device ids (DiskTransport::SubmitShares, ranks in separate processes):
+  // a kStore writes the file from the bytes rank zero sent as JobData before
+  // it, a kFetch reads the file and returns its bytes as JobData before its
+  // JobDone. page_ids and row_slot are then empty; `host_row` says whether
+  // the row segment follows the pages in those bytes.
+  bool host_data = false;
+  bool host_row = false;
   friend bool operator==(const RecordJob&, const RecordJob&) = default;
 };
 

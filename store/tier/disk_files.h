@@ -99,6 +99,7 @@ struct DiskOperation {
     kSpill,
     kReadInto,
     kHandover,  // reads an evicted record (and its held ancestors) for the sink
+    kImport,    // writes a record from outside (DiskStore::Import)
   } kind = Kind::kStore;
   // Finishes the operation; null for truncates and unlinks (DiskFiles').
   DiskOperationOwner* owner = nullptr;
@@ -107,10 +108,13 @@ struct DiskOperation {
   uint64_t checkpoint_id = 0;
   uint64_t tag = 0;  // kSpill, kReadInto: the caller's
   std::optional<HostBuffers> host{};
-  // kHandover: each job's host buffers, by the record it reads, and what
-  // owns their memory and the records' metadata.
-  std::unordered_map<PrefixKey, HostBuffers> host_by_key{};
+  // kHandover: each job's host buffers, one per rank share
+  // (DiskTransport::SubmitShares), by the record it reads, and what owns
+  // their memory and the records' metadata.
+  std::unordered_map<PrefixKey, std::vector<HostBuffers>> host_by_key{};
   std::shared_ptr<DiskHandover> handover{};
+  // What the host buffers point into, when the operation owns it (kImport).
+  std::shared_ptr<const void> keep_alive{};
   JobId ticket{};
   std::vector<PrefixKey> pinned{};  // unpinned by whoever finishes it
   std::deque<RecordJob> unsubmitted{};
@@ -198,6 +202,8 @@ class DiskFiles {
   size_t operations() const { return ops_.size(); }
   // DiskTransport::device_jobs_stage of this tier's transport.
   bool device_jobs_stage() const { return transport_->device_jobs_stage(); }
+  // How many shares a record's host bytes come in (DiskTransport::share_count).
+  uint32_t share_count() const { return transport_->share_count(); }
 
   // A lookup over records in `states`, counted in no statistic.
   std::optional<HostHit> LookupIn(const PrefixHistory& history, uint64_t resident_tokens,

@@ -72,9 +72,10 @@ void DiskFiles::PumpOnce() {
       const RecordJob& job = op.unsubmitted.front();
       const JobId id = job.id;
       const PrefixKey key = job.key;
-      const HostBuffers* host = op.host ? &*op.host : nullptr;
-      if (auto h = op.host_by_key.find(key); h != op.host_by_key.end()) host = &h->second;
-      Status s = host != nullptr ? transport_->SubmitHost(job, *host) : transport_->Submit(job);
+      auto shares = op.host_by_key.find(key);
+      Status s = shares != op.host_by_key.end() ? transport_->SubmitShares(job, shares->second)
+                 : op.host                      ? transport_->SubmitHost(job, *op.host)
+                                                : transport_->Submit(job);
       if (s.code() == StatusCode::kBusy) break;
       op.unsubmitted.pop_front();
       if (!s.ok()) {
@@ -201,7 +202,8 @@ void DiskFiles::RecordLatency(const DiskOperation& op) {
   LatencyHistogram* h = &l.store;
   switch (op.kind) {
     case DiskOperation::Kind::kStore:
-    case DiskOperation::Kind::kSpill: h = &l.store; break;
+    case DiskOperation::Kind::kSpill:
+    case DiskOperation::Kind::kImport: h = &l.store; break;
     case DiskOperation::Kind::kFetch:
     case DiskOperation::Kind::kReadInto:
     case DiskOperation::Kind::kHandover: h = &l.fetch; break;

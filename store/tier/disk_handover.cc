@@ -58,10 +58,22 @@ void DiskFiles::ApplyEvicted(const std::vector<RemovedRecord>& removed) {
   auto handover = std::make_shared<DiskHandover>();
   DiskOperation op;
   op.kind = DiskOperation::Kind::kHandover;
+  // A record of ranks in separate processes comes in share_count() shares,
+  // each rank's page records and row as that rank's file holds them. The
+  // sink sees one record whose page record is every rank's share side by
+  // side, rank order (a replicated part: rank zero's alone; the peers' equal
+  // copies land in scratch and are dropped), the layout one process holding
+  // every rank stores.
+  const uint32_t shares = transport_->share_count();
   const auto add = [&](const PrefixKey& key, std::optional<PrefixKey> parent, Digest128 bucket,
                        uint32_t tail, bool has_row, const File& f, std::optional<uint64_t> file) {
-    const uint64_t page_bytes = layout_.stored_page_record_bytes(f.replicated_pages);
-    const uint64_t row_bytes = has_row ? layout_.stored_row_segment_bytes(f.replicated_row) : 0;
+    const uint64_t share_page = layout_.stored_page_record_bytes(f.replicated_pages);
+    const uint64_t share_row = has_row ? layout_.stored_row_segment_bytes(f.replicated_row) : 0;
+    const uint64_t page_bytes = share_page * (f.replicated_pages ? 1 : shares);
+    const uint64_t row_bytes = share_row * (f.replicated_row ? 1 : shares);
+    const uint64_t image = tail * page_bytes + row_bytes;
+    const uint64_t scratch_pages = shares > 1 && f.replicated_pages ? tail * share_page : 0;
+    const uint64_t scratch_bytes = scratch_pages + (shares > 1 && f.replicated_row ? share_row : 0);
     HandoverRecord h{.key = key,
                      .parent = parent,
                      .bucket = bucket,
@@ -72,11 +84,25 @@ void DiskFiles::ApplyEvicted(const std::vector<RemovedRecord>& removed) {
                      .page_bytes = page_bytes,
                      .row_bytes = row_bytes,
                      .evicted_file = file,
-                     .bytes = std::make_unique<AlignedBytes>(tail * page_bytes + row_bytes)};
-    HostBuffers b;
-    for (uint32_t i = 0; i < tail; ++i)
-      b.pages.push_back({h.bytes->data() + i * h.page_bytes, h.page_bytes});
-    if (has_row) b.row.push_back({h.bytes->data() + uint64_t{tail} * h.page_bytes, h.row_bytes});
+                     .bytes = std::make_unique<AlignedBytes>(image + scratch_bytes)};
+    std::byte* const base = h.bytes->data();
+    std::byte* const spare = base + image;  // the peers' replicated copies
+    std::vector<HostBuffers> by_rank(shares);
+    for (uint32_t r = 0; r < shares; ++r) {
+      HostBuffers& b = by_rank[r];
+      for (uint32_t i = 0; i < tail; ++i) {
+        std::byte* at = f.replicated_pages
+                            ? (r == 0 ? base + i * page_bytes : spare + i * share_page)
+                            : base + i * page_bytes + r * share_page;
+        b.pages.push_back({at, share_page});
+      }
+      if (has_row) {
+        std::byte* row = base + uint64_t{tail} * page_bytes;
+        std::byte* at =
+            f.replicated_row ? (r == 0 ? row : spare + scratch_pages) : row + r * share_row;
+        b.row.push_back({at, share_row});
+      }
+    }
     RecordJob j;
     j.kind = RecordJobKind::kFetch;
     j.key = key;
@@ -85,8 +111,10 @@ void DiskFiles::ApplyEvicted(const std::vector<RemovedRecord>& removed) {
     j.tail_pages = tail;
     j.replicated_pages = f.replicated_pages;
     j.replicated_row = f.replicated_row;
+    j.host_data = shares > 1;
+    j.host_row = j.host_data && has_row;
     op.unsubmitted.push_back(std::move(j));
-    op.host_by_key[key] = std::move(b);
+    op.host_by_key[key] = std::move(by_rank);
     handover->records.push_back(std::move(h));
   };
   // The evicted records' parents and buckets (the index has forgotten them).

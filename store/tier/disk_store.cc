@@ -146,6 +146,7 @@ Status DiskStore::Fetch(const HostHit& hit, const InboundTicket& ticket) {
 
 void DiskStore::FinishOperation(DiskOperation& op) {
   if (op.kind == DiskOperation::Kind::kStore) return FinishStore(op);
+  if (op.kind == DiskOperation::Kind::kImport) return FinishImport(op);
   STRATA_ASSERT(op.kind == DiskOperation::Kind::kFetch, "DiskStore starts stores and fetches");
   FinishFetch(op);
 }

@@ -15,10 +15,18 @@
 
 #include "store/tier/disk_files.h"
 #include "store/tier/host_store.h"
+#include "store/tier/record_handover.h"
 
 namespace strata {
 
-class DiskStore final : public HostStore, private DiskOperationOwner {
+// Where a record Import began stands.
+enum class ImportState : unsigned char {
+  kLanded,   // committed on every rank: Lookup and Fetch see it
+  kWriting,  // its files are being written
+  kGone,     // not held: its write failed, or it was removed since
+};
+
+class DiskStore final : public HostStore, public RecordIntake, private DiskOperationOwner {
  public:
   // `geometry` is this process's ranks (the file layout); `records` are what
   // the scan kept (after any agreement between ranks). Records the index
@@ -69,12 +77,30 @@ class DiskStore final : public HostStore, private DiskOperationOwner {
   // composite's); valid for this store's life.
   DiskFiles& files() { return files_; }
 
+  // RecordIntake (disk_store_import.cc): starts writing a record from
+  // outside the instance (a pool claim). It enters the index at once,
+  // in flight (not restorable, not evictable), and is committed once every
+  // rank wrote its share (Imported says kLanded). `record` is in this
+  // instance's layout; with ranks in separate processes (the transport's
+  // share_count() above one) each page record and the row segment hold every
+  // rank's share side by side, rank order, as the handover offers them
+  // (disk_handover.cc), and each rank writes its own. The bytes are copied:
+  // the caller may reuse them at once. Errors, nothing started:
+  // kAlreadyExists (held or being written), kBusy (no room under the limit,
+  // or the file name still taken), kFailedPrecondition (a tail that
+  // disagrees with the index, or larger than the disk limit),
+  // kInvalidArgument (pieces of the wrong size), kAborted (closed or
+  // stopped).
+  Status Import(const RecordView& record, uint64_t now_ms) override;
+  ImportState Imported(const PrefixKey& key) const;
+
  private:
   DiskStore(const CacheGeometry& geometry, std::unique_ptr<DiskTransport> transport,
             DiskStoreOptions options);
   // DiskOperationOwner: a store or fetch finished.
   void FinishOperation(DiskOperation& op) override;
   void FinishStore(DiskOperation& op);
+  void FinishImport(DiskOperation& op);
   void FinishFetch(DiskOperation& op);
   StoreOutcome Count(StoreOutcome o);
 

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -47,6 +48,16 @@ class DiskTransport {
   // the job's replicated flags describe `buffers`. Only a transport over this
   // process's own ranks can; the default refuses with kFailedPrecondition.
   virtual Status SubmitHost(const RecordJob& job, const HostBuffers& buffers);
+  // Runs a host-data kStore or kFetch job (RecordJob::host_data) on every
+  // rank at once, each rank's share in `shares[rank]` (share_count() of
+  // them, each as SubmitHost takes it for that rank's layout). The default
+  // (one rank) is SubmitHost of the one share; a transport over ranks in
+  // separate processes moves the peers' shares over their record links.
+  // kInvalidArgument for another number of shares.
+  virtual Status SubmitShares(const RecordJob& job, std::span<const HostBuffers> shares);
+  // How many shares a record's host bytes come in: 1, or the world size of
+  // a transport over ranks in separate processes.
+  virtual uint32_t share_count() const { return 1; }
   // Remembers the row checksums of the records a scan kept (the rescan
   // after rank zero's agreement, seed 2.14), for the fetches and truncates
   // that follow. Call before the first Submit that touches them. A

@@ -143,6 +143,12 @@ std::vector<Message> SampleMessages() {
   unlink.record.id = JobId(9);
   unlink.record.kind = RecordJobKind::kUnlink;
   unlink.record.key = Key(4096, 8);
+  Job host_fetch = fetch;
+  host_fetch.record.page_ids.clear();
+  host_fetch.record.host_data = true;
+  host_fetch.record.host_row = true;
+  JobData data{.id = JobId(78), .offset = 4096, .total = 12288, .data = {}};
+  data.data.assign(4096, std::byte{0x5a});
   return {hello,
           HelloAccept{kProtocolVersion},
           HelloReject{"wrong layout fingerprint"},
@@ -157,7 +163,9 @@ std::vector<Message> SampleMessages() {
           Drain{},
           Drained{Status::Ok()},
           Close{"rank zero is stopping"},
-          Heartbeat{0xfeedULL}};
+          Heartbeat{0xfeedULL},
+          host_fetch,
+          data};
 }
 
 std::vector<uint8_t> FrameBytes(const Message& m) {

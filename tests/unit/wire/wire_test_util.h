@@ -64,6 +64,13 @@ inline Job SampleJob() {
   return m;
 }
 
+// A host-data job's middle chunk.
+inline JobData SampleJobData() {
+  JobData d{.id = JobId(11), .offset = 8192, .total = 20480, .data = {}};
+  for (int i = 0; i < 4096; ++i) d.data.push_back(static_cast<std::byte>(i * 7));
+  return d;
+}
+
 // One of every message type, with fields away from their defaults.
 inline std::vector<Message> SampleMessages() {
   ScanSummary summary;
@@ -97,7 +104,8 @@ inline std::vector<Message> SampleMessages() {
           Drain{},
           Drained{Status::Ok()},
           Close{"rank zero is stopping"},
-          Heartbeat{0xfeedULL}};
+          Heartbeat{0xfeedULL},
+          SampleJobData()};
 }
 
 // A queue filled by one thread (a link's) and drained by the test, which

@@ -1,0 +1,82 @@
+#include "rank_agent/host_data.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+namespace strata {
+namespace {
+
+std::vector<IoPiece> PiecesOf(const HostBuffers& buffers) {
+  std::vector<IoPiece> out = buffers.pages;
+  out.insert(out.end(), buffers.row.begin(), buffers.row.end());
+  return out;
+}
+
+}  // namespace
+
+uint64_t HostBytes(const HostBuffers& buffers) {
+  uint64_t n = 0;
+  for (const IoPiece& p : buffers.pages) n += p.bytes;
+  for (const IoPiece& p : buffers.row) n += p.bytes;
+  return n;
+}
+
+std::vector<wire::JobData> ChunksOf(JobId id, const HostBuffers& buffers) {
+  const uint64_t total = HostBytes(buffers);
+  std::vector<wire::JobData> out;
+  wire::JobData chunk{.id = id, .offset = 0, .total = total, .data = {}};
+  for (const IoPiece& p : PiecesOf(buffers)) {
+    uint64_t done = 0;
+    while (done < p.bytes) {
+      const uint64_t room = wire::kJobDataChunkBytesMax - chunk.data.size();
+      const uint64_t n = std::min(room, p.bytes - done);
+      chunk.data.insert(chunk.data.end(), p.data + done, p.data + done + n);
+      done += n;
+      if (chunk.data.size() == wire::kJobDataChunkBytesMax) {
+        const uint64_t next = chunk.offset + chunk.data.size();
+        out.push_back(std::move(chunk));
+        chunk = wire::JobData{.id = id, .offset = next, .total = total, .data = {}};
+      }
+    }
+  }
+  if (!chunk.data.empty()) out.push_back(std::move(chunk));
+  return out;
+}
+
+HostDataReceiver::HostDataReceiver(const HostBuffers& buffers)
+    : pieces_(PiecesOf(buffers)), total_(HostBytes(buffers)) {}
+
+Status HostDataReceiver::Add(const wire::JobData& chunk) {
+  const std::string job = "job " + std::to_string(chunk.id.value);
+  if (chunk.total != total_) {
+    return Status::InvalidArgument("JobData of " + job + " declares " +
+                                   std::to_string(chunk.total) + " bytes, the share holds " +
+                                   std::to_string(total_));
+  }
+  if (chunk.offset != received_) {
+    return Status::InvalidArgument("JobData of " + job + " at offset " +
+                                   std::to_string(chunk.offset) + ", expected " +
+                                   std::to_string(received_));
+  }
+  if (chunk.data.size() > total_ - received_) {
+    return Status::InvalidArgument("JobData of " + job + " runs past the share's " +
+                                   std::to_string(total_) + " bytes");
+  }
+  uint64_t done = 0;
+  while (done < chunk.data.size()) {
+    const IoPiece& p = pieces_[piece_];
+    const uint64_t n = std::min<uint64_t>(p.bytes - piece_used_, chunk.data.size() - done);
+    std::memcpy(p.data + piece_used_, chunk.data.data() + done, n);
+    done += n;
+    piece_used_ += n;
+    if (piece_used_ == p.bytes) {
+      ++piece_;
+      piece_used_ = 0;
+    }
+  }
+  received_ += chunk.data.size();
+  return Status::Ok();
+}
+
+}  // namespace strata
