@@ -42,9 +42,17 @@ Result<std::unique_ptr<InstancePool>> InstancePool::Attach(
   PooledTiers tiers{.record_sizes = {.page_record_bytes = layout.page_record_bytes(),
                                      .row_segment_bytes = layout.row_segment_bytes()}};
   std::unique_ptr<InstancePool> out(new InstancePool(chain));
+  DiskStore** disk = std::get_if<DiskStore*>(&chain);
   if (MemoryStore** memory = std::get_if<MemoryStore*>(&chain)) {
     tiers.local = tiers.landing = *memory;
     tiers.intake = *memory;
+  } else if (disk != nullptr && (*disk)->files().share_count() > 1) {
+    // Ranks in separate processes: no memory tier holds every rank's bytes,
+    // so claims land in the disk tier, every rank writing its own share.
+    tiers.local = tiers.landing = *disk;
+    tiers.intake = *disk;
+    tiers.disk_landing = *disk;
+    tiers.end_of_chain_tier = "disk";
   } else {
     const uint64_t slot_bytes = layout.page_record_bytes();
     const uint64_t slots = std::max(kPoolLandingBytes / slot_bytes, kPoolLandingSlotsMin);
@@ -56,7 +64,7 @@ Result<std::unique_ptr<InstancePool>> InstancePool::Attach(
     tiers.landing = out->landing_.get();
     tiers.intake = out->landing_.get();
     tiers.end_of_chain_tier = "disk";
-    if (DiskStore** disk = std::get_if<DiskStore*>(&chain)) tiers.local = *disk;
+    if (disk != nullptr) tiers.local = *disk;
     if (CompositeStore** composite = std::get_if<CompositeStore*>(&chain)) {
       tiers.local = *composite;
     }

@@ -11,9 +11,10 @@ namespace strata {
 
 namespace {
 
-// What the instance side of the pool supports today (docs/pool.md): every
-// memory / disk / pool configuration of one process holding every rank;
-// ranks in separate processes (seed 2.14 + 2.15) are not built.
+// What the instance side of the pool supports (docs/pool.md): every memory /
+// disk / pool configuration of one process holding every rank, and ranks in
+// separate processes (disk only: the memory check below) with rank zero
+// owning the session.
 Status ValidatePool(const RankConfig& c) {
   const PrefixCacheConfig& pc = c.prefix_cache;
   if (pc.pool_instance.has_value() && !pc.pool.has_value()) {
@@ -22,14 +23,6 @@ Status ValidatePool(const RankConfig& c) {
   }
   if (!pc.pool.has_value()) return Status::Ok();
   if (pc.pool->empty()) return Status::InvalidArgument("prefix_cache.pool: an empty socket path");
-  const ClusterConfig& cl = c.cluster;
-  if (cl.world_size > 1 && !cl.single_process) {
-    return Status::InvalidArgument(
-        "prefix_cache.pool: ranks in separate processes (world_size " +
-        std::to_string(cl.world_size) +
-        ") share through a pool only with rank zero owning the session, which is not built "
-        "yet; run every rank in one process (cluster.single_process)");
-  }
   return Status::Ok();
 }
 

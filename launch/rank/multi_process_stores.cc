@@ -1,7 +1,9 @@
 // The roles of ranks in separate processes (seed 2.14): rank zero runs the
 // coordinator (its own record directory, the record listener, the one
-// DiskStore over the sharded transport); every other rank runs a rank agent
-// on its own record directory. Records move only over the record links.
+// DiskStore over the sharded transport) and, with prefix_cache.pool, the
+// pool session over that store (seed 2.15); every other rank runs a rank
+// agent on its own record directory. Records move only over the record
+// links.
 // Each rank chooses its own record transport by its own GPUDirect probe
 // ([prefix_cache] transport): its share of every job runs direct where its
 // host accepts, staged otherwise.
@@ -26,6 +28,7 @@
 #include "launch/rank/multi_process_stores.h"
 #include "launch/rank/peer_rendezvous.h"
 #include "launch/rank/rank_disk_transport.h"
+#include "launch/rank/rank_pool.h"
 #include "launch/rank/rank_transport.h"
 #include "launch/runtime/attach_planes.h"
 #include "rank_agent/rank_agent.h"
@@ -40,6 +43,7 @@ namespace {
 // What one process of the job holds of the cache: its own rank's planes.
 struct OwnRank {
   CacheGeometry own;  // this process's rank alone
+  CacheGeometry all;  // every rank's (the layout a pooled record has)
   NamespaceIdentity identity{};
   uint64_t disk_limit = 0;
 };
@@ -58,11 +62,10 @@ Result<OwnRank> DescribeOwnRank(const RankConfig& config) {
         "flags (docs/operations.md, \"Attached runtime processes\")");
   }
   OwnRank r;
-  STRATA_ASSIGN_OR_RETURN(CacheGeometry all,
-                          PresetGeometry(config.runtime.preset, config.cluster.world_size,
-                                         config.runtime.pages, config.runtime.rows));
-  r.own.page_tokens = all.page_tokens;
-  r.own.ranks = {all.ranks.at(config.cluster.rank)};
+  STRATA_ASSIGN_OR_RETURN(r.all, PresetGeometry(config.runtime.preset, config.cluster.world_size,
+                                                config.runtime.pages, config.runtime.rows));
+  r.own.page_tokens = r.all.page_tokens;
+  r.own.ranks = {r.all.ranks.at(config.cluster.rank)};
   r.identity = ComputeNamespaceIdentity("synthetic/" + config.runtime.preset, StateMode::kOrdinary);
   r.disk_limit = *pc.disk_limit_bytes;  // resolved by OpenRankStores
   return r;
@@ -181,12 +184,24 @@ class RankZeroStores final : public RuntimeDriver {
                std::to_string(coordinator_->store().Stats().disk.records) + " records agreed, " +
                std::to_string(cl.world_size - 1) + " peer(s) joined, " + attached_->Describe() +
                ", " + TransportSummary(transport_);
+    // Rank zero owns the pool session; every rank moves its own share of a
+    // put or claim over the record links (docs/pool.md, "Multi-process
+    // instances"). The arena is only mapped: claims land on disk first.
+    STRATA_ASSIGN_OR_RETURN(pool_, AttachRankPool(config, me.all, &coordinator_->store(), {}));
+    if (pool_) {
+      summary_ += ", pool at " + *config.prefix_cache.pool +
+                  (pool_->store().link().sharing() ? "" : " (not attached)");
+    }
     return Status::Ok();
   }
 
-  HostStore* store() override { return coordinator_ ? &coordinator_->store() : nullptr; }
+  HostStore* store() override {
+    if (pool_) return &pool_->store();
+    return coordinator_ ? &coordinator_->store() : nullptr;
+  }
   TransportDecision Transport() const override { return transport_; }
   std::vector<MetricFamily> ExtraMetrics() const override {
+    if (pool_) return PoolClientMetrics(pool_->store().pool_stats());
     if (!coordinator_) return {};
     return {UnpooledEndOfChainDrops(coordinator_->store().Stats(), /*has_disk=*/true)};
   }
@@ -229,7 +244,11 @@ class RankZeroStores final : public RuntimeDriver {
 
   Status Close() override {
     if (!coordinator_) return Status::Ok();
+    // The pool's parked puts get their bounded flush while the disk tier
+    // and the links still run; closing it closes the disk store too.
+    const Status pooled = pool_ ? pool_->store().Close() : Status::Ok();
     Status s = coordinator_->Close();
+    if (s.ok()) s = pooled;
     // Every rank's planes have the same geometry, so each rank moved an
     // equal share of the bytes the store's jobs reported (the peers log theirs).
     const StoreStats st = coordinator_->store().Stats();
@@ -239,10 +258,12 @@ class RankZeroStores final : public RuntimeDriver {
                  moved / world);
     if (!s.ok()) {
       // Copies may still run on rank zero: keep what they could touch alive.
+      (void)pool_.release();
       (void)coordinator_.release();
       (void)attached_.release();
       return s;
     }
+    pool_.reset();  // unhooks the disk tier's eviction sink first
     coordinator_.reset();
     return Status::Ok();
   }
@@ -260,6 +281,7 @@ class RankZeroStores final : public RuntimeDriver {
   std::unique_ptr<TcpRendezvousServer> rendezvous_;
   std::unique_ptr<attach::AttachServer> early_attach_;  // cluster.rendezvous = "attach"
   std::unique_ptr<Coordinator> coordinator_;
+  std::unique_ptr<pool::InstancePool> pool_;  // with prefix_cache.pool
   TransportDecision transport_{.kind = TransportKind::kStaged, .reason = "configured"};
   std::string summary_;
 };
@@ -271,6 +293,12 @@ class PeerStores final : public PeerRank {
   Status Open(const RankConfig& config) {
     STRATA_ASSIGN_OR_RETURN(OwnRank me, DescribeOwnRank(config));
     const ClusterConfig& cl = config.cluster;
+    if (config.prefix_cache.pool) {
+      spdlog::info(
+          "prefix_cache.pool: rank zero owns the pool session; rank {} moves its share of every "
+          "put and claim over its record link",
+          cl.rank);
+    }
     from_attach_ = cl.rendezvous == RendezvousSource::kAttach;
     STRATA_ASSIGN_OR_RETURN(tls_, LinkTls(config));
     STRATA_ASSIGN_OR_RETURN(attached_, AttachPlanes::Open(me.own, config.runtime.gpus));

@@ -2,7 +2,8 @@
 //   one process (world size 1, or --single-process holding every rank):
 //     memory only -> MemoryStore; disk only -> DiskStore; both -> CompositeStore;
 //   ranks in separate processes (disk only, seed 2.14):
-//     rank zero -> coordinator + DiskStore over the sharded transport;
+//     rank zero -> coordinator + DiskStore over the sharded transport (and
+//                  with a pool, the PooledStore over it);
 //     peers     -> rank agent on their own record directory.
 //
 // The two roles have their own interfaces over a common part:
