@@ -92,6 +92,7 @@ class ShardedTransport final : public DiskTransport {
   // above it. With no peers, a job without host data is SubmitHost.
   Status SubmitShares(const RecordJob& job, std::span<const HostBuffers> shares) override;
   uint32_t share_count() const override { return world_size(); }
+  uint64_t share_bytes_max() const override { return kHostDataInFlightBytesMax; }
   // As rank zero's own transport (every rank runs the same kind where its
   // probe agrees; a rank that stages needs no room in rank zero's pool).
   bool device_jobs_stage() const override { return local_->device_jobs_stage(); }

@@ -16,8 +16,8 @@ PoolLinkOptions InstanceLinkOptions(const InstancePoolOptions& options,
   PoolLinkOptions o;
   o.client.socket_path = options.socket_path;
   o.client.hello = InstanceHello(geometry, options.model_identity, options.sources);
-  o.client.lookup_bound =
-      std::chrono::milliseconds(LookupGraceUs(ManagerPlace::kLocalHost, 0) / 1000);
+  o.client.lookup_bound = options.lookup_bound.value_or(
+      std::chrono::milliseconds(LookupGraceUs(ManagerPlace::kLocalHost, 0) / 1000));
   if (options.registrar != nullptr && options.supply) {
     o.registration = ArenaRegistration::kRegistered;
     o.registrar = options.registrar;
@@ -54,6 +54,9 @@ Result<std::unique_ptr<InstancePool>> InstancePool::Attach(
     tiers.disk_landing = *disk;
     tiers.end_of_chain_tier = "disk";
   } else {
+    if (!landing_transfers) {
+      return Status::InvalidArgument("the pool's landing tier needs transfers over the planes");
+    }
     const uint64_t slot_bytes = layout.page_record_bytes();
     const uint64_t slots = std::max(kPoolLandingBytes / slot_bytes, kPoolLandingSlotsMin);
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<SlabPool> slabs,

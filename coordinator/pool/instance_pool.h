@@ -15,6 +15,7 @@
 // Thread: the store's owner.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -49,6 +50,11 @@ struct InstancePoolOptions {
   // need it registered).
   HostRegistrar* registrar = nullptr;
   std::function<BudgetSupply()> supply;
+  // How long an admission waits for the manager's lookup answer; unset: the
+  // grace of a manager on this host (lookup_grace.h). Tests on loaded
+  // machines set seconds so that a slow answer does not turn a hit into a
+  // miss.
+  std::optional<std::chrono::milliseconds> lookup_bound;
 };
 
 // An instance's sources at the pool (its identity there, stable across
@@ -64,8 +70,10 @@ class InstancePool {
  public:
   // Attaches (waiting up to 10 s at startup, then one warning and local
   // tiers only), makes the store the chain's eviction sink and, unless the
-  // chain is a memory tier, lands claims in a MemoryStore of
-  // kPoolLandingBytes over `landing_transfers` (called only then).
+  // chain is a memory tier or a disk tier over ranks in separate processes
+  // (which lands claims itself), lands claims in a MemoryStore of
+  // kPoolLandingBytes over `landing_transfers` (called only then; empty
+  // there is kInvalidArgument).
   static Result<std::unique_ptr<InstancePool>> Attach(
       const InstancePoolOptions& options, const CacheGeometry& geometry, LocalChain chain,
       const std::function<Result<std::unique_ptr<Transfers>>()>& landing_transfers);

@@ -37,7 +37,8 @@ struct HitRecordBytes {
 // Nullopt when the answer cannot size this admission: an empty chain, a
 // tail count that differs from the keys, zero page tokens, a resident
 // count outside [base_consumed, first record), or more pages skipped than
-// the chain holds. The hit's tier is kMemory: claims land in DRAM.
+// the chain holds. The hit's tier is kMemory: claims land in DRAM (with ranks
+// in separate processes they land on disk first; the tier is not changed).
 std::optional<HostHit> PooledHitOf(const std::vector<PrefixKey>& chain, const ChainSizes& sizes,
                                    uint64_t resident_tokens, uint32_t page_tokens,
                                    HitRecordBytes record_bytes);

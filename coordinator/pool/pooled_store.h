@@ -13,6 +13,8 @@
 // into the landing tier's RecordIntake, and that tier's ordinary Fetch into
 // the ticket, whose kFetched or kFetchFailed arrives like any restore's.
 // The landing tier is the memory tier itself when the local chain is one;
+// with ranks in separate processes the disk tier (PooledTiers::disk_landing:
+// the claim waits for its writes on every rank before the Fetch);
 // otherwise a small MemoryStore of its own (claims land in DRAM, the
 // closest tier, and stay there as a local copy until its LRU drops them;
 // they are pooled already). A failed claim (a refusal, a checksum, a lost

@@ -22,7 +22,8 @@ Result<std::unique_ptr<pool::InstancePool>> AttachRankPool(
       .sources = PoolInstanceSources(config, registration.gpu_uuids),
       .model_identity = ComputeNamespaceIdentity(RankModelIdentity(config), StateMode::kOrdinary),
       .registrar = registration.registrar,
-      .supply = registration.supply};
+      .supply = registration.supply,
+      .lookup_bound = std::nullopt};
   return pool::InstancePool::Attach(options, geometry, chain, landing_transfers);
 }
 

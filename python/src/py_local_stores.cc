@@ -48,7 +48,8 @@ class LocalStores final : public StoreOwner {
         // Slabs registered with device planes; the arena only mapped (no
         // budget supply here: claims copy through the landing tier).
         .registrar = planes_->registrar(),
-        .supply = {}};
+        .supply = {},
+        .lookup_bound = std::nullopt};
     STRATA_ASSIGN_OR_RETURN(pool_, pool::InstancePool::Attach(
                                        po, g, chain_, [this] { return planes_->MakeTransfers(); }));
     return Status::Ok();

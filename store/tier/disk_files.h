@@ -204,6 +204,7 @@ class DiskFiles {
   bool device_jobs_stage() const { return transport_->device_jobs_stage(); }
   // How many shares a record's host bytes come in (DiskTransport::share_count).
   uint32_t share_count() const { return transport_->share_count(); }
+  uint64_t share_bytes_max() const { return transport_->share_bytes_max(); }
 
   // A lookup over records in `states`, counted in no statistic.
   std::optional<HostHit> LookupIn(const PrefixHistory& history, uint64_t resident_tokens,

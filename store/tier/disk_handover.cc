@@ -46,10 +46,17 @@ RecordView HandoverRecord::View() const {
 }
 
 void DiskFiles::ApplyEvicted(const std::vector<RemovedRecord>& removed) {
-  const auto handed = [this](const RemovedRecord& r) {
+  // One rank's bytes of a record, which its transport must carry at once
+  // (with ranks in separate processes a record link, share_bytes_max).
+  const auto fits = [this](const File& f) {
+    return f.tail_pages * layout_.stored_page_record_bytes(f.replicated_pages) +
+               (f.has_row ? layout_.stored_row_segment_bytes(f.replicated_row) : 0) <=
+           transport_->share_bytes_max();
+  };
+  const auto handed = [&](const RemovedRecord& r) {
     auto f = files_.find(r.location.value);
     return r.state == TransferState::kReady && f != files_.end() && f->second.written &&
-           !f->second.writing;
+           !f->second.writing && fits(f->second);
   };
   if (eviction_sink_ == nullptr || closed_ || !transport_->stopped().ok() ||
       !std::all_of(removed.begin(), removed.end(), handed)) {
@@ -133,7 +140,7 @@ void DiskFiles::ApplyEvicted(const std::vector<RemovedRecord>& removed) {
     std::optional<IndexEntry> e = index_.Find(*up);
     if (!e || e->state != TransferState::kReady) break;
     const File& f = files_.at(e->location.value);
-    if (!f.written || f.writing) break;
+    if (!f.written || f.writing || !fits(f)) break;
     held.push_back(*e);
     up = e->parent;
   }

@@ -68,6 +68,11 @@ Status DiskStore::Import(const RecordView& record, uint64_t now_ms) {
                                                   .has_row = has_row,
                                                   .replicated_pages = rp,
                                                   .replicated_row = rr});
+  if (tail * share_page + share_row > files_.share_bytes_max()) {
+    return Status::FailedPrecondition("record " + name + " moves " +
+                                      std::to_string(tail * share_page + share_row) +
+                                      " bytes per rank, more than a record link carries at once");
+  }
   if (bytes > files_.configured_limit_bytes()) {
     return Status::FailedPrecondition("record " + name + " (" + std::to_string(bytes) +
                                       " bytes) exceeds the disk limit");

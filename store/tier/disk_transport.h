@@ -58,6 +58,8 @@ class DiskTransport {
   // How many shares a record's host bytes come in: 1, or the world size of
   // a transport over ranks in separate processes.
   virtual uint32_t share_count() const { return 1; }
+  // The largest share (one rank's bytes of a record) SubmitShares moves.
+  virtual uint64_t share_bytes_max() const { return UINT64_MAX; }
   // Remembers the row checksums of the records a scan kept (the rescan
   // after rank zero's agreement, seed 2.14), for the fetches and truncates
   // that follow. Call before the first Submit that touches them. A

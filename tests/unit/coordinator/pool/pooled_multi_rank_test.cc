@@ -44,7 +44,9 @@ class PooledCluster {
                                 .sources = {source},
                                 .model_identity = NamespaceIdentity{3},
                                 .registrar = nullptr,
-                                .supply = nullptr};
+                                .supply = nullptr,
+                                // A slow answer must not turn the hit into a miss.
+                                .lookup_bound = 5s};
     Result<std::unique_ptr<InstancePool>> pool =
         InstancePool::Attach(o, cluster_->all_planes().geometry(), &cluster_->store(), {});
     started_ = pool.status();
