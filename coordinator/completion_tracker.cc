@@ -6,7 +6,6 @@ namespace strata {
 namespace {
 
 std::string JobName(JobId id) { return "job " + std::to_string(id.value); }
-std::string RankName(RankId rank) { return "rank " + std::to_string(rank.value); }
 
 }  // namespace
 

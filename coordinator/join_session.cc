@@ -17,8 +17,6 @@ using Clock = std::chrono::steady_clock;
 // full (only with very large agreements).
 constexpr auto kSendRetryPause = std::chrono::milliseconds(1);
 
-std::string RankName(RankId rank) { return "rank " + std::to_string(rank.value); }
-
 std::string ClosedWhy(const wire::LinkState& state) {
   return std::string(wire::CloseCauseName(state.cause)) +
          (state.reason.ok() ? "" : ": " + state.reason.message());

@@ -12,7 +12,6 @@ using Clock = std::chrono::steady_clock;
 
 // Cleanup unlinks use ids with this bit set; a store's ids never have it.
 constexpr uint64_t kCleanupIdBit = uint64_t{1} << 63;
-std::string RankName(RankId rank) { return "rank " + std::to_string(rank.value); }
 
 std::map<uint64_t, RankId> RankByTag(const std::vector<ShardedPeer>& peers) {
   std::map<uint64_t, RankId> out;
@@ -142,40 +141,6 @@ Status ShardedTransport::Submit(RecordJob job) {
   return Status::Ok();
 }
 
-Status ShardedTransport::SubmitShares(const RecordJob& job, std::span<const HostBuffers> shares) {
-  STRATA_RETURN_IF_ERROR(Admit(job));
-  if (shares.size() != world_size()) {
-    return Status::InvalidArgument("host job of " + job.key.ToFileStem() + " has " +
-                                   std::to_string(shares.size()) + " shares for " +
-                                   std::to_string(world_size()) + " ranks");
-  }
-  if (!job.host_data && world_size() > 1) {
-    return Status::InvalidArgument("SubmitShares of " + job.key.ToFileStem() +
-                                   " without host data");
-  }
-  const uint64_t share = HostBytes(shares[0]);
-  for (const HostBuffers& s : shares) {
-    if (HostBytes(s) != share) {
-      return Status::InvalidArgument("host job of " + job.key.ToFileStem() +
-                                     " has shares of different sizes");
-    }
-  }
-  if (share > kHostDataInFlightBytesMax) {
-    return Status::InvalidArgument("host job of " + job.key.ToFileStem() + " moves " +
-                                   std::to_string(share) + " bytes per rank, more than a " +
-                                   "record link carries at once");
-  }
-  if (host_bytes_in_flight_ + share > kHostDataInFlightBytesMax) {
-    return Status::Busy("host-data jobs in flight hold " + std::to_string(host_bytes_in_flight_) +
-                        " bytes per rank");
-  }
-  STRATA_RETURN_IF_ERROR(local_->SubmitHost(job, shares[0]));
-  host_jobs_[job.id] = share;
-  host_bytes_in_flight_ += share;
-  Begin(job, shares);
-  return Status::Ok();
-}
-
 void ShardedTransport::SendToPeers(const RecordJob& job, const std::vector<RankId>& ranks,
                                    std::span<const HostBuffers> shares) {
   if (!stopped_.ok()) return;
@@ -189,37 +154,57 @@ void ShardedTransport::SendToPeers(const RecordJob& job, const std::vector<RankI
     Peer* peer = PeerOf(rank);
     if (peer == nullptr) continue;  // rank zero
     if (!stopped_.ok()) return;
-    Status sent;
-    if (!shares.empty()) {
-      for (const wire::JobData& chunk : ChunksOf(job.id, shares[rank.value])) {
-        sent = peer->link->Send(chunk);
-        if (!sent.ok()) break;
-      }
-    }
-    if (sent.ok()) sent = peer->link->Send(message);
-    if (sent.ok()) {
-      ++peer->jobs_sent;
-      continue;
-    }
-    if (sent.code() == StatusCode::kBusy) {
-      // The peer is not reading: fail the job on that rank instead of waiting.
-      ++peer->errors["send_queue_full"];
-      bool settled = false;
-      {
-        MutexLock lock(gate_mu_);
-        settled = gate_.Settle(job.id, rank);
-      }
-      // Other peers' answers may be queued unannounced: look before sleeping.
-      if (settled) signal_->Notify();
-      HandleOutcome(job.id,
-                    {.rank = rank,
-                     .status = Status::Busy(RankName(rank) +
-                                            " is not reading its record link: " + sent.message())});
-      continue;
-    }
-    Stop(peer, "cannot send " + Describe(job.id) + " to " + RankName(rank) + ": " + sent.message(),
-         "link_lost");
+    Outgoing out{.id = job.id, .share = std::nullopt, .job = message};
+    if (!shares.empty()) out.share.emplace(job.id, shares[rank.value]);
+    peer->outgoing.push_back(std::move(out));
+    SendOutgoing(*peer);
   }
+}
+
+void ShardedTransport::SendOutgoing(Peer& peer) {
+  if (peer.sending) return;  // the running call sends what was queued meanwhile
+  peer.sending = true;
+  while (!peer.outgoing.empty() && stopped_.ok()) {
+    Outgoing& out = peer.outgoing.front();
+    Status sent;
+    if (out.share) {
+      Result<bool> paced = SendPaced(*peer.link, *out.share);
+      if (paced.ok() && !*paced) break;  // the rest once the link drained (Pump)
+      sent = paced.status();
+    }
+    if (sent.ok()) sent = peer.link->Send(out.job);
+    const JobId id = out.id;
+    peer.outgoing.pop_front();
+    if (sent.ok()) {
+      ++peer.jobs_sent;
+    } else {
+      OnSendRefused(peer, id, sent);
+    }
+  }
+  peer.sending = false;
+}
+
+void ShardedTransport::OnSendRefused(Peer& peer, JobId id, const Status& sent) {
+  if (sent.code() != StatusCode::kBusy) {
+    Stop(&peer,
+         "cannot send " + Describe(id) + " to " + RankName(peer.rank) + ": " + sent.message(),
+         "link_lost");
+    return;
+  }
+  // The peer is not reading: fail the job on that rank instead of waiting.
+  // A store's bytes it got without their Job are dropped when the next Job
+  // comes.
+  ++peer.errors["send_queue_full"];
+  bool settled = false;
+  {
+    MutexLock lock(gate_mu_);
+    settled = gate_.Settle(id, peer.rank);
+  }
+  // Other peers' answers may be queued unannounced: look before sleeping.
+  if (settled) signal_->Notify();
+  HandleOutcome(id, {.rank = peer.rank,
+                     .status = Status::Busy(RankName(peer.rank) +
+                                            " is not reading its record link: " + sent.message())});
 }
 
 void ShardedTransport::SubmitLocalCleanups() {
@@ -366,40 +351,6 @@ void ShardedTransport::HandleEvent(wire::LinkEvent& e) {
        "protocol");
 }
 
-bool ShardedTransport::TakeJobData(Peer& peer, const wire::JobData& data) {
-  if (!stopped_.ok()) return false;  // the caller's buffers are no longer ours to fill
-  auto f = host_fetches_.find(data.id);
-  const uint32_t r = peer.rank.value;
-  if (f == host_fetches_.end() || r >= f->second.size() || !f->second[r]) {
-    Stop(&peer,
-         RankName(peer.rank) + " sent bytes for " + Describe(data.id) + ", which awaits none",
-         "protocol");
-    return false;
-  }
-  Status added = f->second[r]->Add(data);
-  if (added.ok()) return true;
-  Stop(&peer,
-       RankName(peer.rank) + " sent bad bytes for " + Describe(data.id) + ": " + added.message(),
-       "protocol");
-  return false;
-}
-
-bool ShardedTransport::CheckFetchDone(Peer& peer, const wire::JobDone& done) {
-  auto f = host_fetches_.find(done.id);
-  const uint32_t r = peer.rank.value;
-  if (f == host_fetches_.end() || r >= f->second.size() || !f->second[r]) return true;
-  if (done.status.ok() && !f->second[r]->complete()) {
-    Stop(&peer,
-         RankName(peer.rank) + " finished " + Describe(done.id) + " having sent " +
-             std::to_string(f->second[r]->received()) + " of its " +
-             std::to_string(f->second[r]->total()) + " bytes",
-         "protocol");
-    return false;
-  }
-  f->second[r].reset();  // nothing more is taken from that rank
-  return true;
-}
-
 void ShardedTransport::CheckDeadlines() {
   if (!stopped_.ok()) return;
   std::vector<OverdueJob> overdue = tracker_.Overdue(clock_());
@@ -431,10 +382,12 @@ void ShardedTransport::Stop(Peer* peer, const std::string& reason, const std::st
   spdlog::error("sharded transport stopped: {}", reason);
   ready_.clear();  // nothing is reported once stopped
   host_fetches_.clear();
+  for (Peer& p : peers_) p.outgoing.clear();  // the callers' shares are not read again
 }
 
 void ShardedTransport::Pump() {
   SubmitLocalCleanups();
+  for (Peer& p : peers_) SendOutgoing(p);  // shares waiting for their links to drain
   local_done_.clear();
   local_->Poll(local_done_);
   for (RecordJobDone& d : local_done_) {

@@ -42,11 +42,16 @@
 
 namespace strata {
 
-// Host-data bytes (one rank's shares) of the jobs in flight, at most: far
-// below a record link's send queue (64 MiB), so neither rank zero's store
-// chunks nor a peer's fetch answers ever find it full. A share larger than
-// this alone is refused (paced sends are not built).
-inline constexpr uint64_t kHostDataInFlightBytesMax = uint64_t{48} << 20;
+// Host-data bytes (one rank's shares) of the jobs in flight, at most, and
+// the largest share one job moves. The chunks are paced on the links
+// (kPacedQueueBytes queued at most), so this bounds the memory a peer holds
+// for stores whose Job has not run (kHostDataPendingBytesMax, twice this)
+// and for fetch answers on their way, not a link's send queue.
+inline constexpr uint64_t kHostDataInFlightBytesMax = uint64_t{512} << 20;
+// Host-data jobs in flight, at most: each takes at least two frames of a
+// link's send queue (chunks and the Job, or chunks and the answer), whose
+// frame bound is 1024.
+inline constexpr size_t kHostDataJobsInFlightMax = 256;
 
 struct ShardedOptions {
   // A job not finished by every rank this long after Submit stops the
@@ -123,6 +128,12 @@ class ShardedTransport final : public DiskTransport {
   uint32_t world_size() const { return static_cast<uint32_t>(peers_.size()) + 1; }
 
  private:
+  // A Job for one peer, and the share to send before it.
+  struct Outgoing {
+    JobId id;
+    std::optional<ShareCursor> share;
+    wire::Message job;
+  };
   struct Peer {
     RankId rank;
     std::unique_ptr<wire::MessageChannel> link;
@@ -133,6 +144,11 @@ class ShardedTransport final : public DiskTransport {
     uint64_t jobs_sent = 0;
     uint64_t jobs_done = 0;
     uint64_t jobs_failed = 0;
+    // What is yet to be sent to it, in order: a job, after its share's
+    // chunks for a host-data store (paced: the rest goes once the link
+    // drained). Empty unless a share is on its way.
+    std::deque<Outgoing> outgoing;
+    bool sending = false;  // SendOutgoing runs (a failure it handles may queue more)
   };
   // A job as rank zero accepted it (for cleanup and messages).
   struct JobInfo {
@@ -153,6 +169,11 @@ class ShardedTransport final : public DiskTransport {
   // (a host-data store), each peer's share as JobData before the Job.
   void SendToPeers(const RecordJob& job, const std::vector<RankId>& ranks,
                    std::span<const HostBuffers> shares = {});
+  // Sends what `peer.outgoing` holds, in order, until a share waits for the
+  // link to drain. A refused send fails the job on that rank (kBusy) or
+  // stops the transport.
+  void SendOutgoing(Peer& peer);
+  void OnSendRefused(Peer& peer, JobId id, const Status& sent);
   // A peer's JobData or JobDone of a host-data fetch; false when it broke
   // the protocol (the transport stopped).
   bool TakeJobData(Peer& peer, const wire::JobData& data);

@@ -22,26 +22,40 @@ uint64_t HostBytes(const HostBuffers& buffers) {
   return n;
 }
 
-std::vector<wire::JobData> ChunksOf(JobId id, const HostBuffers& buffers) {
-  const uint64_t total = HostBytes(buffers);
-  std::vector<wire::JobData> out;
-  wire::JobData chunk{.id = id, .offset = 0, .total = total, .data = {}};
-  for (const IoPiece& p : PiecesOf(buffers)) {
-    uint64_t done = 0;
-    while (done < p.bytes) {
-      const uint64_t room = wire::kJobDataChunkBytesMax - chunk.data.size();
-      const uint64_t n = std::min(room, p.bytes - done);
-      chunk.data.insert(chunk.data.end(), p.data + done, p.data + done + n);
-      done += n;
-      if (chunk.data.size() == wire::kJobDataChunkBytesMax) {
-        const uint64_t next = chunk.offset + chunk.data.size();
-        out.push_back(std::move(chunk));
-        chunk = wire::JobData{.id = id, .offset = next, .total = total, .data = {}};
-      }
+ShareCursor::ShareCursor(JobId id, const HostBuffers& buffers)
+    : id_(id), pieces_(PiecesOf(buffers)), total_(HostBytes(buffers)) {}
+
+wire::JobData ShareCursor::Next() {
+  wire::JobData chunk{.id = id_, .offset = sent_, .total = total_, .data = {}};
+  const uint64_t n = std::min<uint64_t>(total_ - sent_, wire::kJobDataChunkBytesMax);
+  chunk.data.reserve(n);
+  while (chunk.data.size() < n) {
+    const IoPiece& p = pieces_[piece_];
+    const uint64_t take = std::min<uint64_t>(p.bytes - piece_used_, n - chunk.data.size());
+    chunk.data.insert(chunk.data.end(), p.data + piece_used_, p.data + piece_used_ + take);
+    piece_used_ += take;
+    if (piece_used_ == p.bytes) {
+      ++piece_;
+      piece_used_ = 0;
     }
   }
-  if (!chunk.data.empty()) out.push_back(std::move(chunk));
+  sent_ += n;
+  return chunk;
+}
+
+std::vector<wire::JobData> ChunksOf(JobId id, const HostBuffers& buffers) {
+  ShareCursor cursor(id, buffers);
+  std::vector<wire::JobData> out;
+  while (!cursor.done()) out.push_back(cursor.Next());
   return out;
+}
+
+Result<bool> SendPaced(wire::MessageChannel& link, ShareCursor& cursor) {
+  while (!cursor.done()) {
+    if (link.queued_bytes() >= kPacedQueueBytes) return false;
+    STRATA_RETURN_IF_ERROR(link.Send(cursor.Next()));
+  }
+  return true;
 }
 
 HostDataReceiver::HostDataReceiver(const HostBuffers& buffers)

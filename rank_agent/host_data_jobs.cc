@@ -112,11 +112,14 @@ Result<HostBuffers> HostDataJobs::Begin(const RecordJob& job) {
   return h.buffers;
 }
 
-std::vector<wire::JobData> HostDataJobs::Finish(JobId id, bool ok) {
+std::optional<FetchedShare> HostDataJobs::Finish(JobId id, bool ok) {
   auto it = jobs_.find(id);
-  if (it == jobs_.end()) return {};
-  std::vector<wire::JobData> out;
-  if (it->second.fetch && ok) out = ChunksOf(id, it->second.buffers);
+  if (it == jobs_.end()) return std::nullopt;
+  std::optional<FetchedShare> out;
+  if (it->second.fetch && ok) {
+    out = FetchedShare{.bytes = std::move(it->second.bytes),
+                       .buffers = std::move(it->second.buffers)};
+  }
   if (it->second.receiver) pending_bytes_ -= it->second.receiver->total();
   jobs_.erase(it);
   return out;

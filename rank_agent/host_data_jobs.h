@@ -2,13 +2,14 @@
 // JobData) and the memory they run on. A store's bytes arrive as JobData
 // before its Job and are kept until the Job runs; a fetch gets a buffer when
 // it starts, and its bytes go back as JobData before its answer. Every
-// buffer is held until the job's answer (Finish), so the transport never
-// runs on freed memory.
+// buffer is held until the job's answer (Finish; a fetch's until its bytes
+// are sent), so the transport never runs on freed memory.
 //
-// Rank zero's chunks that break the rules (out of order, past the total, a
-// total that is not the share's, more pending bytes than the bound) are a
-// protocol violation: OnData's error ends the session. Rank zero keeps its
-// host-data bytes in flight far below the bound (ShardedTransport).
+// Rank zero's chunks that break the rules (out of order, past the total,
+// more pending bytes than the bound) are a protocol violation: OnData's
+// error ends the session. A store whose bytes are not its share's size
+// fails on this rank (Begin). Rank zero keeps its host-data bytes in flight
+// within half the bound (ShardedTransport).
 //
 // Thread: one caller at a time (the agent's serving lock).
 #pragma once
@@ -25,8 +26,18 @@
 
 namespace strata {
 
-// Bytes of stores' JobData a peer holds before their Jobs, at most.
-inline constexpr uint64_t kHostDataPendingBytesMax = uint64_t{256} << 20;
+// Bytes of stores' JobData a peer holds before their Jobs, at most: twice
+// what rank zero keeps in flight (kHostDataInFlightBytesMax), so bytes of a
+// store abandoned partway (dropped only when the next Job comes) never make
+// the next share break it.
+inline constexpr uint64_t kHostDataPendingBytesMax = uint64_t{1} << 30;
+
+// A host-data fetch's bytes on their way back to rank zero: the buffer it
+// read into, held until its last chunk is handed to the link.
+struct FetchedShare {
+  std::unique_ptr<AlignedBuffer> bytes;
+  HostBuffers buffers;  // over `bytes`
+};
 
 class HostDataJobs {
  public:
@@ -48,9 +59,9 @@ class HostDataJobs {
   // another size. Callable again for a job the transport held (kBusy).
   Result<HostBuffers> Begin(const RecordJob& job);
 
-  // The job was answered: frees its buffer and, for a fetch whose answer is
-  // OK, returns the bytes it read as chunks to send before the answer.
-  std::vector<wire::JobData> Finish(JobId id, bool ok);
+  // The job was answered: frees its buffer or, for a fetch whose answer is
+  // OK, hands it back with the bytes it read, to send before the answer.
+  std::optional<FetchedShare> Finish(JobId id, bool ok);
 
   // Buffers held (pending stores, running jobs).
   size_t held() const { return jobs_.size(); }

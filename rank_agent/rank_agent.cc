@@ -23,8 +23,6 @@ constexpr auto kServeWakeMax = std::chrono::milliseconds(500);
 // Between retries of a Send refused because the queue was full (join only).
 constexpr auto kSendRetryPause = std::chrono::milliseconds(1);
 
-std::string RankName(RankId rank) { return "rank " + std::to_string(rank.value); }
-
 // "cause" or "cause: reason" of a closed link.
 std::string CloseDescription(const wire::LinkState& state) {
   return std::string(wire::CloseCauseName(state.cause)) +
@@ -291,6 +289,12 @@ wire::LinkHandlers RankAgent::RecordLinkHandlers() {
     e.message = std::move(m);
     OnServingEvent(e);
   };
+  // A fetch's bytes wait for the link to drain (paced_answers_).
+  h.on_drained = [this] {
+    if (!serving_on_io_) return;
+    MutexLock lock(serve_mu_);
+    ServePump();
+  };
   h.on_closed = [this, forward = std::move(to_inbox.on_closed)](const wire::LinkState& state) {
     if (!serving_on_io_) return forward(state);
     wire::LinkEvent e;
@@ -403,7 +407,8 @@ void RankAgent::ServePump() {
     EndServing(std::move(sent));
     return;
   }
-  if (rules_.DrainDue()) {
+  // Drained goes after every answer (rank zero drains only once it has them).
+  if (paced_answers_.empty() && rules_.DrainDue()) {
     drain_handoff_ = true;
     wake_->Notify();
   }
@@ -417,25 +422,27 @@ void RankAgent::EndServing(Status outcome) {
 
 Status RankAgent::SendAnswers() {
   Status failed;
+  std::vector<wire::JobDone> sent;
   for (wire::JobDone& done : answers_) {
-    // A host-data fetch's bytes go first; when they cannot all be queued the
-    // job fails on this rank instead.
-    for (const wire::JobData& chunk : host_jobs_->Finish(done.id, done.status.ok())) {
-      if (!done.status.ok()) break;
-      Status queued = link_->Send(chunk);
-      if (!queued.ok()) {
-        done.status = wire::FitForWire(queued.WithContext("sending the bytes a fetch read"));
-        done.bytes = 0;
-      }
+    // A host-data fetch's bytes go first, paced; its answer follows them.
+    if (std::optional<FetchedShare> share = host_jobs_->Finish(done.id, done.status.ok())) {
+      paced_answers_.Add(std::move(*share), std::move(done));
+      continue;
     }
-    ++(done.status.ok() ? jobs_done_ : jobs_failed_);
-    bytes_ += done.bytes;
-    Status sent = link_->Send(done);
-    if (!sent.ok() && failed.ok()) {
-      failed = sent.WithContext("reporting job " + std::to_string(done.id.value) + " to rank zero");
+    Status s = link_->Send(done);
+    if (s.ok()) {
+      sent.push_back(std::move(done));
+    } else if (failed.ok()) {
+      failed = s.WithContext("reporting job " + std::to_string(done.id.value) + " to rank zero");
     }
   }
   answers_.clear();
+  Status paced = paced_answers_.Send(*link_, sent);
+  if (failed.ok()) failed = std::move(paced);
+  for (const wire::JobDone& done : sent) {
+    ++(done.status.ok() ? jobs_done_ : jobs_failed_);
+    bytes_ += done.bytes;
+  }
   return failed;
 }
 

@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "rank_agent/host_data_jobs.h"
+#include "rank_agent/paced_answers.h"
 #include "rank_agent/serving_rules.h"
 #include "store/base/mutex.h"
 #include "store/base/wake_signal.h"
@@ -214,6 +215,8 @@ class RankAgent {
   // with the transport when its drain is not confirmed (copies may still
   // use them).
   std::unique_ptr<HostDataJobs> host_jobs_ GUARDED_BY(serve_mu_);
+  // Fetch answers whose bytes are on their way (they hold their buffers).
+  PacedAnswers paced_answers_ GUARDED_BY(serve_mu_);
   std::vector<RecordJobDone> done_ GUARDED_BY(serve_mu_);
   // A drain is due: the agent's thread closes transport_ (the I/O thread no
   // longer touches it), then sends Drained.

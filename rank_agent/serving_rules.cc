@@ -1,5 +1,7 @@
 #include "rank_agent/serving_rules.h"
 
+#include <algorithm>
+
 #include <string>
 #include <utility>
 
@@ -12,6 +14,7 @@ std::string_view JobAdmissionName(JobAdmission admission) {
     case JobAdmission::kRefusedBusy: return "refused busy";
     case JobAdmission::kRefusedDraining: return "refused draining";
     case JobAdmission::kFailed: return "failed";
+    case JobAdmission::kDuplicate: return "duplicate";
   }
   return "unknown";
 }
@@ -32,7 +35,11 @@ std::optional<Status> ServingRules::OnMessage(const wire::Message& message, JobR
                                               JobAnswers& answers) {
   if (ended_) return Status::FailedPrecondition(Name() + " received a message after its session");
   if (const auto* job = std::get_if<wire::Job>(&message)) {
-    (void)OnJob(job->record, runner, answers);
+    if (OnJob(job->record, runner, answers) == JobAdmission::kDuplicate) {
+      return End(Status::FailedPrecondition("rank zero sent job " +
+                                            std::to_string(job->record.id.value) + " while " +
+                                            Name() + " still held or ran it"));
+    }
     return std::nullopt;
   }
   if (std::holds_alternative<wire::Drain>(message)) {
@@ -66,6 +73,10 @@ Status ServingRules::End(Status outcome) {
 }
 
 JobAdmission ServingRules::OnJob(const RecordJob& job, JobRunner& runner, JobAnswers& answers) {
+  if (active_.count(job.id) != 0 ||
+      std::any_of(held_.begin(), held_.end(), [&](const RecordJob& h) { return h.id == job.id; })) {
+    return JobAdmission::kDuplicate;
+  }
   if (draining_ || ended_) {
     const std::string why = draining_ ? " is draining" : " ended its session";
     answers.push_back(AnswerFor({job.id, Status::Aborted(Name() + why), false, 0}));

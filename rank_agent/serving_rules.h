@@ -10,6 +10,8 @@
 //     finishes; refused kBusy, it is held; any other error is its answer.
 //     While jobs are held a new one joins them (first in, first out), up to
 //     `held_jobs_max`; beyond, it is refused kBusy on this rank.
+//   - A Job whose id is held or active is a protocol violation (its answer
+//     would free what the running one still uses): it ends the session.
 //   - Held jobs go to the runner, oldest first, until it says kBusy.
 //   - Every job is answered exactly once: when refused, when the runner
 //     fails it, or when the runner reports it finished; never before.
@@ -62,6 +64,7 @@ enum class JobAdmission : uint8_t {
   kRefusedBusy,      // the hold is full: answered kBusy
   kRefusedDraining,  // Drain arrived before it: answered kAborted
   kFailed,           // the runner refused it with an error: answered with it
+  kDuplicate,        // a job of that id is held or active: ends the session
 };
 std::string_view JobAdmissionName(JobAdmission admission);
 

@@ -4,7 +4,7 @@ namespace strata::pool {
 
 std::optional<HostHit> PooledHitOf(const std::vector<PrefixKey>& chain, const ChainSizes& sizes,
                                    uint64_t resident_tokens, uint32_t page_tokens,
-                                   HitRecordBytes record_bytes) {
+                                   HitRecordBytes record_bytes, Tier landing) {
   if (chain.empty() || sizes.tail_pages.size() != chain.size() || page_tokens == 0) {
     return std::nullopt;
   }
@@ -22,7 +22,7 @@ std::optional<HostHit> PooledHitOf(const std::vector<PrefixKey>& chain, const Ch
   h.pages = total - skip;
   h.bytes = h.pages * record_bytes.page + record_bytes.row;
   h.tokens_gained = h.endpoint.consumed - resident_tokens;
-  h.tier = Tier::kMemory;
+  h.tier = landing;
   return h;
 }
 

@@ -37,10 +37,11 @@ struct HitRecordBytes {
 // Nullopt when the answer cannot size this admission: an empty chain, a
 // tail count that differs from the keys, zero page tokens, a resident
 // count outside [base_consumed, first record), or more pages skipped than
-// the chain holds. The hit's tier is kMemory: claims land in DRAM (with ranks
-// in separate processes they land on disk first; the tier is not changed).
+// the chain holds. The hit's tier is `landing`, the tier the claimed
+// records land in and the restore reads: kMemory where claims land in DRAM,
+// kDisk with ranks in separate processes (they land on every rank's disk).
 std::optional<HostHit> PooledHitOf(const std::vector<PrefixKey>& chain, const ChainSizes& sizes,
                                    uint64_t resident_tokens, uint32_t page_tokens,
-                                   HitRecordBytes record_bytes);
+                                   HitRecordBytes record_bytes, Tier landing);
 
 }  // namespace strata::pool

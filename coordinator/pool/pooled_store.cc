@@ -213,7 +213,8 @@ std::optional<HostHit> PooledStore::AdmitWithPool(LocalAnswer local,
   std::optional<HostHit> pooled =
       PooledHitOf(chain, *sizes, resident_tokens, link_->page_tokens(),
                   HitRecordBytes{.page = tiers_.record_sizes.page_record_bytes,
-                                 .row = tiers_.record_sizes.row_segment_bytes});
+                                 .row = tiers_.record_sizes.row_segment_bytes},
+                  tiers_.disk_landing != nullptr ? Tier::kDisk : Tier::kMemory);
   if (!pooled) {
     spdlog::debug("prefix cache pool: the manager's chain to {} does not size this admission",
                   chain.back().ToFileStem());

@@ -40,6 +40,16 @@ namespace strata {
 
 namespace {
 
+// Rank zero's GPU UUID, or none for host planes (or a GPU the driver cannot
+// name: the pool then names the instance by host and process).
+std::vector<std::string> RankZeroGpuUuids(const AttachPlanes& planes) {
+  std::optional<AttachedGpu> gpu = planes.gpu();
+  if (!gpu) return {};
+  Result<std::string> uuid = gpu->driver->DeviceUuid(gpu->ordinal);
+  if (!uuid.ok()) return {};
+  return {*uuid};
+}
+
 // What one process of the job holds of the cache: its own rank's planes.
 struct OwnRank {
   CacheGeometry own;  // this process's rank alone
@@ -186,8 +196,13 @@ class RankZeroStores final : public RuntimeDriver {
                ", " + TransportSummary(transport_);
     // Rank zero owns the pool session; every rank moves its own share of a
     // put or claim over the record links (docs/pool.md, "Multi-process
-    // instances"). The arena is only mapped: claims land on disk first.
-    STRATA_ASSIGN_OR_RETURN(pool_, AttachRankPool(config, me.all, &coordinator_->store(), {}));
+    // instances"). The arena is only mapped: claims land on disk first. The
+    // instance is named by rank zero's GPU (no other instance's rank zero
+    // runs on it), so its identity at the pool survives a restart.
+    STRATA_ASSIGN_OR_RETURN(pool_, AttachRankPool(config, me.all, &coordinator_->store(), {},
+                                                  {.registrar = nullptr,
+                                                   .supply = {},
+                                                   .gpu_uuids = RankZeroGpuUuids(*attached_)}));
     if (pool_) {
       summary_ += ", pool at " + *config.prefix_cache.pool +
                   (pool_->store().link().sharing() ? "" : " (not attached)");

@@ -4,6 +4,7 @@
 #include <compare>
 #include <cstdint>
 #include <functional>
+#include <string>
 
 namespace strata {
 
@@ -26,6 +27,9 @@ using StateSlot = StrongId<struct StateSlotTag, uint32_t>;
 using RankId = StrongId<struct RankIdTag, uint32_t>;
 // A transfer or wire job, unique within one store's lifetime.
 using JobId = StrongId<struct JobIdTag, uint64_t>;
+
+// "rank N", as logs and errors name a rank.
+inline std::string RankName(RankId rank) { return "rank " + std::to_string(rank.value); }
 
 }  // namespace strata
 

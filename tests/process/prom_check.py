@@ -9,6 +9,7 @@
   prom_check.py URL firing ALERT [LABEL=VALUE...]   exits 0 when ALERT (with
       those labels) is firing, 1 when not
   prom_check.py URL targets-up COUNT      exits 0 when COUNT targets are up
+  prom_check.py URL query EXPR            exits 0 when EXPR returns series now
 
 tests/process/prometheus_test.sh uses it; it never waits: the caller polls
 it with a bound.
@@ -102,6 +103,8 @@ def main(argv):
         return firing(url, argv[3], argv[4:])
     if what == "targets-up":
         return 0 if series(url, "up == 1") == int(argv[3]) else 1
+    if what == "query":
+        return 0 if series(url, argv[3]) > 0 else 1
     print(f"prom_check: unknown check {what}", file=sys.stderr)
     return 2
 

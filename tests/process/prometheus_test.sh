@@ -22,6 +22,7 @@
 # 5. Every record file is damaged: StrataFetchChecksumFailures fires.
 # 6. A filler file written through /proc/PID/root fills rank zero's tmpfs, so
 #    its next record writes fail with ENOSPC: StrataFilesystemFull fires.
+#    The filler is removed and rank zero's limit in force comes back above 0.
 # 7. Rank 1 is SIGKILLed: StrataPeerLinkLost, StrataRankDown and
 #    StrataRankUnhealthy fire.
 # 8. Every expression of launch/examples/grafana/strata.json returns series.
@@ -126,6 +127,18 @@ filesystem_full_alert() { fill_rank0_fs 2>/dev/null; check firing StrataFilesyst
 wait_for 60 "StrataFilesystemFull firing after rank zero's tmpfs was filled" filesystem_full_alert
 grep -q "a write failed for want of space" "$DIR/rank0.serve.log" ||
   fail "rank zero's log does not say a write failed for want of space"
+# The space is freed again: the limit, lowered as far as 0 while the filler
+# held the whole tmpfs, comes back above 0 (the configured limit is retried,
+# and the next full write lowers it to what the tmpfs holds). The disk fill
+# panel reads a limit above 0, and rank zero stops writing once rank 1 dies.
+rm -f "$RANK0_FS/filler"
+disk_limit_above_zero() {
+  curl -sf "http://127.0.0.1:$((BASE + 10))/metrics" |
+    awk '$1 ~ /^strata_disk_limit_bytes($|\{)/ && $NF > 0 { ok = 1 } END { exit !ok }'
+}
+wait_for 30 "rank zero's disk limit in force above 0 once the filler is gone" disk_limit_above_zero
+wait_for 30 "Prometheus reading rank zero's disk limit above 0" \
+  check query 'strata_disk_limit_bytes{rank="0"} > 0'
 
 pkill -KILL -P "${PIDS[0]}" || fail "rank 1 was not running"
 pkill -KILL -P "${RUNTIMES[0]}" || true  # its runtime: the whole node is gone

@@ -175,16 +175,19 @@ void Link::Impl::OnWritten(const std::error_code& error, size_t bytes) {
     batch_.clear();
     return;
   }
+  bool drained = false;
   {
     MutexLock lock(mutex_);
     stats_.frames_out += batch_.size();
     stats_.bytes_out += bytes;
     queued_frames_ -= batch_.size();
     queued_bytes_ -= bytes;
+    drained = queue_.empty() && !closing_;
   }
   batch_.clear();
   KickWrites();
   if (close_begun_) MaybeEndStream();
+  if (drained && handlers_.on_drained) handlers_.on_drained();
 }
 
 // ---- Link --------------------------------------------------------------------
@@ -216,6 +219,7 @@ void Link::Close() { impl_->Close(); }
 void Link::AcceptHello() { impl_->AcceptHello(); }
 LinkState Link::state() const { return impl_->state(); }
 LinkStats Link::stats() const { return impl_->stats(); }
+size_t Link::queued_bytes() const { return impl_->queued_bytes(); }
 const std::string& Link::name() const { return impl_->options().name; }
 const Endpoint& Link::remote_endpoint() const { return impl_->remote(); }
 Endpoint Link::local_endpoint() const { return impl_->local_endpoint(); }

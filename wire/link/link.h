@@ -135,6 +135,10 @@ struct LinkHandlers {
   std::function<void(Message)> on_message;
   // Exactly once, when the link closes for any reason. Optional.
   std::function<void(const LinkState&)> on_closed;
+  // After a write by the I/O thread left the send queue empty: a sender
+  // pacing its frames (queued_bytes()) may queue more. Not called for frames
+  // Send() wrote whole itself (nothing was queued). Optional.
+  std::function<void()> on_drained;
 };
 
 // What the owner of one peer connection uses once it is open: send, close,
@@ -151,6 +155,10 @@ class MessageChannel {
   virtual void Close() = 0;
   virtual LinkState state() const = 0;
   virtual LinkStats stats() const = 0;
+  // Bytes accepted by Send() and not yet handed to the kernel, now. A sender
+  // of bulk data keeps it bounded and waits for on_drained to send more.
+  // The default: a channel that delivers at once and queues nothing.
+  virtual size_t queued_bytes() const { return 0; }
 };
 
 class Link final : public MessageChannel {
@@ -194,6 +202,7 @@ class Link final : public MessageChannel {
 
   LinkState state() const override;
   LinkStats stats() const override;
+  size_t queued_bytes() const override;
   const std::string& name() const;
   // The peer: the dialed address, or the address an accepted peer came from.
   const Endpoint& remote_endpoint() const;

@@ -50,6 +50,10 @@ class Link::Impl {
     MutexLock lock(mutex_);
     return stats_;
   }
+  size_t queued_bytes() const {
+    MutexLock lock(mutex_);
+    return queued_bytes_;
+  }
   Endpoint local_endpoint() const {
     MutexLock lock(mutex_);
     return local_;

@@ -23,6 +23,14 @@ LinkHandlers LinkInbox::HandlersFor(uint64_t tag) {
     e.state = state;
     Push(std::move(e));
   };
+  h.on_drained = [this] {
+    std::shared_ptr<WakeSignal> owner;
+    {
+      MutexLock lock(mu_);
+      owner = signal_;
+    }
+    if (owner) owner->Notify();
+  };
   return h;
 }
 

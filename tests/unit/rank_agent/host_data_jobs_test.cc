@@ -122,7 +122,7 @@ TEST_F(HostDataJobsTest, AStoreRunsOnTheBytesThatCameBeforeItAndTheyAreFreedAtIt
   Result<HostBuffers> again = jobs.Begin(store);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->pages[0].data, b->pages[0].data);
-  EXPECT_TRUE(jobs.Finish(JobId(7), true).empty());  // a store returns nothing
+  EXPECT_FALSE(jobs.Finish(JobId(7), true).has_value());  // a store returns nothing
   EXPECT_EQ(jobs.held(), 0u);
 }
 
@@ -137,7 +137,7 @@ TEST_F(HostDataJobsTest, AStoreWithoutAllItsBytesOrOfAnotherSizeFails) {
   Result<HostBuffers> wrong = jobs.Begin(HostJob(RecordJobKind::kStore, 2, 3, false));
   EXPECT_EQ(wrong.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(wrong.status().message().find("its share is"), std::string::npos);
-  EXPECT_TRUE(jobs.Finish(JobId(2), false).empty());
+  EXPECT_FALSE(jobs.Finish(JobId(2), false).has_value());
   EXPECT_EQ(jobs.held(), 0u);
 }
 
@@ -177,13 +177,16 @@ TEST_F(HostDataJobsTest, AFetchReturnsWhatItReadOnlyWhenItsAnswerIsOk) {
   // Bytes from rank zero for a fetch break the protocol.
   EXPECT_EQ(jobs.OnData(ChunksOf(JobId(9), Over(read, {read.size()}, 0))[0]).code(),
             StatusCode::kInvalidArgument);
-  const std::vector<wire::JobData> back = jobs.Finish(JobId(9), true);
+  const std::optional<FetchedShare> back = jobs.Finish(JobId(9), true);
+  ASSERT_TRUE(back.has_value());
   Bytes got;
-  for (const wire::JobData& c : back) got.insert(got.end(), c.data.begin(), c.data.end());
+  for (const wire::JobData& c : ChunksOf(JobId(9), back->buffers)) {
+    got.insert(got.end(), c.data.begin(), c.data.end());
+  }
   EXPECT_EQ(got, read);
   EXPECT_EQ(jobs.held(), 0u);
   ASSERT_TRUE(jobs.Begin(HostJob(RecordJobKind::kFetch, 10, 1, false)).ok());
-  EXPECT_TRUE(jobs.Finish(JobId(10), false).empty());
+  EXPECT_FALSE(jobs.Finish(JobId(10), false).has_value());
   EXPECT_EQ(jobs.held(), 0u);
 }
 

@@ -125,6 +125,29 @@ TEST(ServingRulesTest, AHeldJobTheRunnerFailsIsAnsweredAndTheRestWait) {
   EXPECT_EQ(rules.active_count(), 0u);
 }
 
+TEST(ServingRulesTest, AJobWhoseIdIsHeldOrActiveEndsTheSession) {
+  for (const bool held : {false, true}) {
+    ServingRules rules(kRank, 8);
+    ScriptedRunner runner;
+    JobAnswers answers;
+    if (held) {
+      HoldJobs(rules, runner, 3, 4);
+    } else {
+      ASSERT_EQ(rules.OnJob(JobNumbered(4), runner, answers), JobAdmission::kSubmitted);
+    }
+    runner.next = Status::Ok();
+    const size_t accepted = runner.accepted.size();
+    std::optional<Status> ended = rules.OnMessage(JobMessage(4), runner, answers);
+    ASSERT_TRUE(ended.has_value()) << (held ? "held" : "active");
+    EXPECT_EQ(ended->code(), StatusCode::kFailedPrecondition);
+    EXPECT_NE(ended->message().find("job 4 while rank 3 still held or ran it"), std::string::npos)
+        << ended->message();
+    EXPECT_TRUE(answers.empty()) << "the running job's id was answered";
+    EXPECT_EQ(runner.accepted.size(), accepted) << "the duplicate reached the runner";
+    EXPECT_TRUE(rules.ended());
+  }
+}
+
 // ---- answers -----------------------------------------------------------------
 
 TEST(ServingRulesTest, AJobIsAnsweredOnceWhenItFinishedNeverBefore) {

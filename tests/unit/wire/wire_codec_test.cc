@@ -14,6 +14,7 @@
 #include <functional>
 #include <string>
 
+#include "tests/unit/wire/codec_test_util.h"
 #include "tests/unit/wire/wire_test_util.h"
 #include "wire/strata.capnp.h"
 
@@ -26,39 +27,10 @@ using testing::SampleHello;
 using testing::SampleJob;
 using testing::SampleMessages;
 namespace s = schema;
-
-Frame Encode(const Message& message) {
-  Result<Frame> frame = EncodeFrame(message);
-  EXPECT_TRUE(frame.ok()) << frame.status().ToString();
-  return frame.ok() ? std::move(*frame) : Frame{};
-}
-
-Frame ToFrame(capnp::MessageBuilder& builder) {
-  kj::Array<capnp::word> flat = capnp::messageToFlatArray(builder);
-  Frame frame;
-  frame.words.resize(flat.size());
-  std::memcpy(frame.words.data(), flat.begin(), flat.asBytes().size());
-  return frame;
-}
-
-// Encodes `valid`, lets `mutate` change the envelope the way a hostile peer
-// would, and decodes the result.
-Result<Message> DecodeMutated(const Message& valid,
-                              const std::function<void(s::Envelope::Builder)>& mutate) {
-  Frame frame = Encode(valid);
-  capnp::MallocMessageBuilder builder;
-  capnp::initMessageBuilderFromFlatArrayCopy(
-      kj::arrayPtr(reinterpret_cast<const capnp::word*>(frame.words.data()), frame.words.size()),
-      builder);
-  mutate(builder.getRoot<s::Envelope>());
-  return DecodeFrame(ToFrame(builder).words);
-}
-
-void ExpectRejected(const Result<Message>& result, StatusCode code, std::string_view names) {
-  ASSERT_FALSE(result.ok()) << "decoded a message that should be rejected";
-  EXPECT_EQ(result.status().code(), code) << result.status().ToString();
-  EXPECT_THAT(result.status().message(), HasSubstr(std::string(names)));
-}
+using codec_testing::DecodeMutated;
+using codec_testing::Encode;
+using codec_testing::ExpectRejected;
+using codec_testing::ToFrame;
 
 // Writes a raw 16-bit value into a struct's data section at a 16-bit offset
 // taken from the schema, for values the typed API cannot express.
@@ -407,75 +379,6 @@ TEST(WireCodec, RejectsAStoreThatNamesNothing) {
                                  job.getRowSlot().setNone();
                                }),
                  StatusCode::kInvalidArgument, "a store job names no page and no state slot");
-}
-
-// A host-data fetch (RecordJob::host_data): no page ids, no slot.
-Job SampleHostFetch() {
-  Job job = SampleJob();
-  job.record.page_ids.clear();
-  job.record.row_slot.reset();
-  job.record.host_data = true;
-  job.record.host_row = true;
-  return job;
-}
-
-TEST(WireCodec, AHostDataJobRoundTrips) {
-  const Job job = SampleHostFetch();
-  Result<Message> decoded = DecodeFrame(Encode(job).words);
-  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
-  EXPECT_TRUE(*decoded == Message(job));
-}
-
-TEST(WireCodec, RejectsAHostDataJobThatNamesDeviceIds) {
-  ExpectRejected(DecodeMutated(SampleHostFetch(),
-                               [](s::Envelope::Builder env) { env.getJob().initPageIds(4); }),
-                 StatusCode::kInvalidArgument, "a host-data job names page ids or a state slot");
-  ExpectRejected(
-      DecodeMutated(SampleHostFetch(),
-                    [](s::Envelope::Builder env) { env.getJob().setKind(s::JobKind::UNLINK); }),
-      StatusCode::kInvalidArgument, "Job.host_data: set on a unlink job");
-}
-
-TEST(WireCodec, RejectsHostRowWithoutHostData) {
-  ExpectRejected(
-      DecodeMutated(SampleJob(), [](s::Envelope::Builder env) { env.getJob().setHostRow(true); }),
-      StatusCode::kInvalidArgument, "Job.host_row: set on a job without host data");
-}
-
-TEST(WireCodec, RejectsAHostDataJobThatMovesNothing) {
-  ExpectRejected(DecodeMutated(SampleHostFetch(),
-                               [](s::Envelope::Builder env) {
-                                 env.getJob().setFirstPage(6);
-                                 env.getJob().setHostRow(false);
-                               }),
-                 StatusCode::kInvalidArgument, "a host-data job moves no page and no row");
-}
-
-TEST(WireCodec, RejectsJobDataPastItsTotalOrOfNoTotal) {
-  ExpectRejected(DecodeMutated(testing::SampleJobData(),
-                               [](s::Envelope::Builder env) { env.getJobData().setOffset(20000); }),
-                 StatusCode::kInvalidArgument, "JobData.offset: 20000 + 4096 bytes runs past");
-  ExpectRejected(DecodeMutated(testing::SampleJobData(),
-                               [](s::Envelope::Builder env) { env.getJobData().setTotal(0); }),
-                 StatusCode::kInvalidArgument, "JobData.total: 0 is outside");
-  ExpectRejected(DecodeMutated(testing::SampleJobData(),
-                               [](s::Envelope::Builder env) { env.getJobData().initData(0); }),
-                 StatusCode::kInvalidArgument, "JobData.data: 0 bytes");
-}
-
-TEST(WireCodec, RejectsAJobDataChunkAboveTheChunkLimit) {
-  ExpectRejected(DecodeMutated(testing::SampleJobData(),
-                               [](s::Envelope::Builder env) {
-                                 env.getJobData().setTotal(kJobDataBytesMax);
-                                 env.getJobData().initData(kJobDataChunkBytesMax + 1);
-                               }),
-                 StatusCode::kInvalidArgument, "JobData.data: 4194305 bytes");
-  // Encoding refuses it too.
-  JobData big = testing::SampleJobData();
-  big.total = kJobDataBytesMax;
-  big.offset = 0;
-  big.data.resize(kJobDataChunkBytesMax + 1);
-  EXPECT_EQ(EncodeFrame(big).status().code(), StatusCode::kInvalidArgument);
 }
 
 Message SampleFailedJobDone() { return SampleMessages()[8]; }

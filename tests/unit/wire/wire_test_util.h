@@ -144,12 +144,14 @@ struct Recorder {
   EventQueue<Message> messages;
   EventQueue<LinkState> closed;
   EventQueue<bool> opened;
+  EventQueue<bool> drained;
 
   LinkHandlers Handlers() {
     return LinkHandlers{
         .on_open = [this] { opened.Push(true); },
         .on_message = [this](Message m) { messages.Push(std::move(m)); },
         .on_closed = [this](const LinkState& s) { closed.Push(s); },
+        .on_drained = [this] { drained.Push(true); },
     };
   }
 };

@@ -39,7 +39,8 @@ TEST(PooledHitTest, SizesTheRestoreAsTheIndexDoes) {
   for (const Case& c : cases) {
     std::vector<PrefixKey> chain;
     for (uint64_t e : c.endpoints) chain.push_back(Key(e));
-    const std::optional<HostHit> hit = PooledHitOf(chain, c.sizes, c.resident, kPageTokens, kBytes);
+    const std::optional<HostHit> hit =
+        PooledHitOf(chain, c.sizes, c.resident, kPageTokens, kBytes, Tier::kMemory);
     ASSERT_EQ(hit.has_value(), c.skip_and_pages.has_value()) << c.name;
     if (!hit) continue;
     EXPECT_EQ(hit->skip_pages, c.skip_and_pages->first) << c.name;
@@ -52,8 +53,17 @@ TEST(PooledHitTest, SizesTheRestoreAsTheIndexDoes) {
   }
 }
 
+TEST(PooledHitTest, TheHitReadsTheTierClaimsLandIn) {
+  for (Tier landing : {Tier::kMemory, Tier::kDisk}) {
+    const std::optional<HostHit> hit =
+        PooledHitOf({Key(640)}, {0, {10}}, 0, kPageTokens, kBytes, landing);
+    ASSERT_TRUE(hit.has_value());
+    EXPECT_EQ(hit->tier, landing);
+  }
+}
+
 TEST(PooledHitTest, ZeroPageTokensSizesNothing) {
-  EXPECT_FALSE(PooledHitOf({Key(640)}, {0, {10}}, 0, 0, kBytes).has_value());
+  EXPECT_FALSE(PooledHitOf({Key(640)}, {0, {10}}, 0, 0, kBytes, Tier::kMemory).has_value());
 }
 
 }  // namespace

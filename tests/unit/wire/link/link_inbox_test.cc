@@ -102,6 +102,20 @@ TEST(LinkInboxTest, AnAttachedSignalIsRaisedByMessagesClosesAndInterrupts) {
   ASSERT_EQ(got.size(), 2u);  // the signal carries nothing; the events stay in the inbox
 }
 
+TEST(LinkInboxTest, ALinkThatDrainedRaisesTheSignalWithoutAnEvent) {
+  LinkInbox inbox;
+  LinkHandlers h = inbox.HandlersFor(3);
+  h.on_drained();  // no signal attached: nothing to raise, nothing queued
+  auto signal = std::make_shared<WakeSignal>();
+  inbox.NotifyOnEvent(signal);
+  EXPECT_FALSE(signal->WaitUntil(std::chrono::steady_clock::now()));
+  h.on_drained();
+  EXPECT_TRUE(signal->WaitUntil(std::chrono::steady_clock::now()));
+  std::vector<LinkEvent> got;
+  inbox.Take(got);
+  EXPECT_TRUE(got.empty());
+}
+
 TEST(LinkInboxTest, ASignalAttachedWhileEventsWaitIsRaisedAtOnce) {
   LinkInbox inbox;
   inbox.HandlersFor(1).on_message(Heartbeat{1});

@@ -1,5 +1,6 @@
-// Links over loopback: messages both ways, in order; addresses; clean close
-// from either side; connect failures; the listener's bound on links.
+// Links over loopback: messages both ways, in order; queued bytes and their
+// drain; addresses; clean close from either side; connect failures; the
+// listener's bound on links.
 #include "wire/link/link.h"
 
 #include <gmock/gmock.h>
@@ -32,8 +33,12 @@ struct Pair {
   }
 };
 
+// With AcceptorReads::kNo the accepted link is not started: it reads
+// nothing until the test starts it.
+enum class AcceptorReads : bool { kNo, kYes };
 void Connect(LoopbackListener& listener, Pair& pair,
-             LinkOptions options = testing::QuietLinkOptions()) {
+             LinkOptions options = testing::QuietLinkOptions(),
+             AcceptorReads reads = AcceptorReads::kYes) {
   options.name = "dialer";
   auto dialed = Dial(listener.endpoint(), options);
   ASSERT_TRUE(dialed.ok()) << dialed.status().ToString();
@@ -41,8 +46,9 @@ void Connect(LoopbackListener& listener, Pair& pair,
   pair.dialer->Start(pair.dialer_events.Handlers());
   pair.acceptor = listener.NextLink();
   ASSERT_NE(pair.acceptor, nullptr) << "no connection accepted";
-  pair.acceptor->Start(pair.acceptor_events.Handlers());
   ASSERT_TRUE(pair.dialer_events.opened.Pop().has_value());
+  if (reads == AcceptorReads::kNo) return;
+  pair.acceptor->Start(pair.acceptor_events.Handlers());
   ASSERT_TRUE(pair.acceptor_events.opened.Pop().has_value());
 }
 
@@ -120,15 +126,11 @@ TEST(WireLink, ASendOnAnIdleOpenLinkIsWrittenBySendItself) {
 
 TEST(WireLink, FramesTheSocketTakesOnlyInPartArriveWholeAndInOrder) {
   LoopbackListener listener;
-  Recorder dialer_events;
-  Recorder acceptor_events;
-  auto dialed = Dial(listener.endpoint(), testing::QuietLinkOptions());
-  ASSERT_TRUE(dialed.ok());
-  std::unique_ptr<Link> dialer = std::move(*dialed);
-  dialer->Start(dialer_events.Handlers());
-  std::unique_ptr<Link> acceptor = listener.NextLink();  // not started: reads nothing yet
-  ASSERT_NE(acceptor, nullptr);
-  ASSERT_TRUE(dialer_events.opened.Pop().has_value());
+  Pair pair;
+  Connect(listener, pair, testing::QuietLinkOptions(), AcceptorReads::kNo);
+  Link* dialer = pair.dialer.get();
+  Link* acceptor = pair.acceptor.get();
+  Recorder& acceptor_events = pair.acceptor_events;
   // 4 MiB frames to a peer that does not read: socket buffers take the first
   // bytes, so some frame is written in part by Send and finished by the I/O
   // thread, with later frames queued behind it.
@@ -157,6 +159,37 @@ TEST(WireLink, FramesTheSocketTakesOnlyInPartArriveWholeAndInOrder) {
     EXPECT_EQ(std::get<Heartbeat>(*beat).sequence, i);
   }
   EXPECT_EQ(acceptor->stats().frames_in, 2 * kBigFrames);
+}
+
+TEST(WireLink, QueuedBytesAreReportedAndTheirDrainIsSignalled) {
+  LoopbackListener listener;
+  Pair pair;
+  Connect(listener, pair, testing::QuietLinkOptions(), AcceptorReads::kNo);
+  Link* dialer = pair.dialer.get();
+  Link* acceptor = pair.acceptor.get();
+  Recorder& dialer_events = pair.dialer_events;
+  Recorder& acceptor_events = pair.acceptor_events;
+  EXPECT_EQ(dialer->queued_bytes(), 0u);
+  constexpr uint64_t kChunks = 6;  // 24 MiB: beyond any loopback socket buffers
+  for (uint64_t i = 0; i < kChunks; ++i) {
+    JobData chunk{.id = JobId(1),
+                  .offset = i * kJobDataChunkBytesMax,
+                  .total = kChunks * kJobDataChunkBytesMax,
+                  .data = std::vector<std::byte>(kJobDataChunkBytesMax, std::byte{7})};
+    ASSERT_TRUE(dialer->Send(chunk).ok());
+  }
+  EXPECT_GT(dialer->queued_bytes(), kJobDataChunkBytesMax) << "the socket took everything";
+  EXPECT_FALSE(dialer_events.drained.Pop(std::chrono::milliseconds(50)).has_value())
+      << "drained while the peer reads nothing";
+  acceptor->Start(acceptor_events.Handlers());
+  for (uint64_t i = 0; i < kChunks; ++i) {
+    std::optional<Message> m = acceptor_events.messages.Pop();
+    ASSERT_TRUE(m.has_value()) << "chunk " << i << " never arrived";
+    ASSERT_TRUE(std::holds_alternative<JobData>(*m));
+    EXPECT_EQ(std::get<JobData>(*m).offset, i * kJobDataChunkBytesMax);
+  }
+  EXPECT_TRUE(dialer_events.drained.Pop().has_value()) << "the queue drained unannounced";
+  EXPECT_EQ(dialer->queued_bytes(), 0u);
 }
 
 TEST(WireLink, HandlersMayReply) {
