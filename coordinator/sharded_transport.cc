@@ -72,7 +72,10 @@ void ShardedTransport::NotifyOnCompletion(std::shared_ptr<WakeSignal> signal) {
   signal_ = signal ? std::move(signal) : std::make_shared<WakeSignal>();
   local_->NotifyOnCompletion(signal_);
   WatchInbox();
-  if (!ready_.empty()) signal_->Notify();
+  // A share waiting for its link may have missed the drain the old signal got.
+  const bool paced =
+      std::any_of(peers_.begin(), peers_.end(), [](const Peer& p) { return !p.outgoing.empty(); });
+  if (!ready_.empty() || paced) signal_->Notify();
 }
 
 ShardedTransport::~ShardedTransport() {
@@ -335,6 +338,13 @@ void ShardedTransport::HandleEvent(wire::LinkEvent& e) {
            "protocol");
       return;
     }
+    if (std::any_of(peer.outgoing.begin(), peer.outgoing.end(),
+                    [&](const Outgoing& o) { return o.id == done->id; })) {
+      Stop(&peer,
+           RankName(peer.rank) + " answered " + Describe(done->id) + " before its Job was sent",
+           "protocol");
+      return;
+    }
     if (!CheckFetchDone(peer, *done)) return;
     HandleOutcome(done->id,
                   {peer.rank, std::move(done->status), done->filesystem_full, done->bytes});
@@ -387,7 +397,9 @@ void ShardedTransport::Stop(Peer* peer, const std::string& reason, const std::st
 
 void ShardedTransport::Pump() {
   SubmitLocalCleanups();
-  for (Peer& p : peers_) SendOutgoing(p);  // shares waiting for their links to drain
+  if (!closing_) {
+    for (Peer& p : peers_) SendOutgoing(p);  // shares waiting for their links to drain
+  }
   local_done_.clear();
   local_->Poll(local_done_);
   for (RecordJobDone& d : local_done_) {
@@ -432,6 +444,9 @@ Status ShardedTransport::Close(std::chrono::milliseconds deadline) {
     (void)signal_->WaitUntil(until);
   }
   closing_ = true;
+  // What was not sent by now never is: the Drain must not overtake a share's
+  // chunks, and the callers' shares are not read after Close.
+  for (Peer& p : peers_) p.outgoing.clear();
   for (Peer& p : peers_) {
     if (p.closed) {
       if (!p.drained) {

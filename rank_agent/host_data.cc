@@ -50,9 +50,21 @@ std::vector<wire::JobData> ChunksOf(JobId id, const HostBuffers& buffers) {
   return out;
 }
 
+size_t PacedQueueLimit(const wire::MessageChannel& link) {
+  // A chunk's frame: its bytes and the envelope around them.
+  constexpr size_t kChunkFrameBytes = wire::kJobDataChunkBytesMax + (size_t{64} << 10);
+  const size_t bound = link.send_queue_bytes_max();
+  const size_t room = bound > kChunkFrameBytes ? bound - kChunkFrameBytes : 0;
+  return std::max<size_t>(1, std::min(kPacedQueueBytes, room));
+}
+
 Result<bool> SendPaced(wire::MessageChannel& link, ShareCursor& cursor) {
+  const size_t limit = PacedQueueLimit(link);
   while (!cursor.done()) {
-    if (link.queued_bytes() >= kPacedQueueBytes) return false;
+    if (link.queued_bytes() >= limit) {
+      link.NotifyWhenDrained();  // at once if it drained since
+      return false;
+    }
     STRATA_RETURN_IF_ERROR(link.Send(cursor.Next()));
   }
   return true;

@@ -48,13 +48,20 @@ class ShareCursor {
 std::vector<wire::JobData> ChunksOf(JobId id, const HostBuffers& buffers);
 
 // A paced sender stops while the link queues at least this many bytes
-// (wire::MessageChannel::queued_bytes), far below a link's send queue bound,
-// and goes on when the link drained (LinkHandlers::on_drained).
+// (wire::MessageChannel::queued_bytes), or less where the link's send queue
+// bound leaves less room for one more chunk, and goes on when the link
+// drained (NotifyWhenDrained, LinkHandlers::on_drained).
 inline constexpr size_t kPacedQueueBytes = size_t{16} << 20;
 
+// Where a paced sender stops on `link`: kPacedQueueBytes, or the link's
+// bound less one chunk's frame; at least 1 (a chunk always fits an empty
+// queue: a link queues at least one frame of the largest size).
+size_t PacedQueueLimit(const wire::MessageChannel& link);
+
 // Sends `cursor`'s chunks on `link` while it queues less than
-// kPacedQueueBytes. True once every chunk is sent; false when it stopped
-// for the queue. A refused send is returned (the share cannot be finished).
+// PacedQueueLimit. True once every chunk is sent; false when it stopped
+// for the queue, having asked the link for on_drained. A refused send is
+// returned (the share cannot be finished).
 Result<bool> SendPaced(wire::MessageChannel& link, ShareCursor& cursor);
 
 // Puts one share back together from its chunks, into the pieces of the

@@ -116,6 +116,19 @@ Status Link::Impl::Enqueue(Frame frame, std::string_view what) {
   return Status::Ok();
 }
 
+void Link::Impl::NotifyWhenDrained() {
+  {
+    MutexLock lock(mutex_);
+    if (queued_bytes_ > 0) {
+      drain_wanted_ = true;  // OnWritten calls it once the queue empties
+      return;
+    }
+  }
+  asio::post(io_, [this] {
+    if (started_ && !closing() && handlers_.on_drained) handlers_.on_drained();
+  });
+}
+
 void Link::Impl::Post(std::function<void()> fn) {
   asio::post(io_, [this, fn = std::move(fn)] {
     if (!closing()) fn();
@@ -182,7 +195,8 @@ void Link::Impl::OnWritten(const std::error_code& error, size_t bytes) {
     stats_.bytes_out += bytes;
     queued_frames_ -= batch_.size();
     queued_bytes_ -= bytes;
-    drained = queue_.empty() && !closing_;
+    drained = drain_wanted_ && queue_.empty() && !closing_;
+    if (drained) drain_wanted_ = false;
   }
   batch_.clear();
   KickWrites();
@@ -220,6 +234,8 @@ void Link::AcceptHello() { impl_->AcceptHello(); }
 LinkState Link::state() const { return impl_->state(); }
 LinkStats Link::stats() const { return impl_->stats(); }
 size_t Link::queued_bytes() const { return impl_->queued_bytes(); }
+size_t Link::send_queue_bytes_max() const { return impl_->options().send_queue_bytes_max; }
+void Link::NotifyWhenDrained() { impl_->NotifyWhenDrained(); }
 const std::string& Link::name() const { return impl_->options().name; }
 const Endpoint& Link::remote_endpoint() const { return impl_->remote(); }
 Endpoint Link::local_endpoint() const { return impl_->local_endpoint(); }

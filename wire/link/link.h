@@ -135,9 +135,8 @@ struct LinkHandlers {
   std::function<void(Message)> on_message;
   // Exactly once, when the link closes for any reason. Optional.
   std::function<void(const LinkState&)> on_closed;
-  // After a write by the I/O thread left the send queue empty: a sender
-  // pacing its frames (queued_bytes()) may queue more. Not called for frames
-  // Send() wrote whole itself (nothing was queued). Optional.
+  // Once per NotifyWhenDrained(), when the send queue is empty: a sender
+  // pacing its frames (queued_bytes()) may queue more. Optional.
   std::function<void()> on_drained;
 };
 
@@ -156,9 +155,15 @@ class MessageChannel {
   virtual LinkState state() const = 0;
   virtual LinkStats stats() const = 0;
   // Bytes accepted by Send() and not yet handed to the kernel, now. A sender
-  // of bulk data keeps it bounded and waits for on_drained to send more.
-  // The default: a channel that delivers at once and queues nothing.
+  // of bulk data keeps it well below send_queue_bytes_max() and, when it
+  // stops for it, calls NotifyWhenDrained to learn when to go on. The
+  // defaults: a channel that delivers at once and queues nothing.
   virtual size_t queued_bytes() const { return 0; }
+  virtual size_t send_queue_bytes_max() const { return SIZE_MAX; }
+  // Asks for one on_drained (LinkHandlers) once the send queue is empty: on
+  // the I/O thread, soon after the write that empties it, or at once if it
+  // is empty now. Any thread.
+  virtual void NotifyWhenDrained() {}
 };
 
 class Link final : public MessageChannel {
@@ -203,6 +208,8 @@ class Link final : public MessageChannel {
   LinkState state() const override;
   LinkStats stats() const override;
   size_t queued_bytes() const override;
+  size_t send_queue_bytes_max() const override;
+  void NotifyWhenDrained() override;
   const std::string& name() const;
   // The peer: the dialed address, or the address an accepted peer came from.
   const Endpoint& remote_endpoint() const;

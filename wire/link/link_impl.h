@@ -54,6 +54,7 @@ class Link::Impl {
     MutexLock lock(mutex_);
     return queued_bytes_;
   }
+  void NotifyWhenDrained();
   Endpoint local_endpoint() const {
     MutexLock lock(mutex_);
     return local_;
@@ -132,6 +133,7 @@ class Link::Impl {
   size_t queued_bytes_ GUARDED_BY(mutex_) = 0;   // [mu] unwritten bytes of queue_ plus batch_
   bool write_scheduled_ GUARDED_BY(mutex_) =
       false;  // [mu] a KickWrites is posted or writes are running
+  bool drain_wanted_ GUARDED_BY(mutex_) = false;  // [mu] NotifyWhenDrained armed on_drained
   // [mu] the open stream for Send()'s direct writes; null until open and
   // from the moment the link closes (before the stream is closed).
   internal::Stream* direct_ GUARDED_BY(mutex_) = nullptr;

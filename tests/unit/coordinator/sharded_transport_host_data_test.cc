@@ -135,6 +135,18 @@ TEST(ShardedTransportTest, AShareAboveALinksSendQueueIsPacedAndArrivesWhole) {
   EXPECT_EQ(rig.transport->PeerReports()[0].errors_by_reason.count("send_queue_full"), 0u);
 }
 
+TEST(ShardedTransportTest, AnAnswerToAStoreWhoseJobWasNotSentYetStopsTheTransport) {
+  Rig rig(1);  // the peer reads nothing: the share waits for its link
+  std::vector<std::byte> memory;
+  std::vector<HostBuffers> shares = Shares(memory, 2, uint64_t{36} << 20, 512);
+  RecordJob store = HostFetch(6);
+  store.kind = RecordJobKind::kStore;
+  ASSERT_TRUE(rig.transport->SubmitShares(store, shares).ok());
+  rig.sides[0]->Answer(store, RankId(1));  // before its Job could have come
+  ASSERT_TRUE(rig.WaitStopped());
+  EXPECT_THAT(rig.transport->stopped().message(), HasSubstr("before its Job was sent"));
+}
+
 TEST(ShardedTransportTest, HostDataJobsInFlightAreBoundedInNumber) {
   Rig rig(1);
   rig.StartPeers();

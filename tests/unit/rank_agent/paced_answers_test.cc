@@ -27,9 +27,13 @@ class HeldChannel final : public wire::MessageChannel {
   wire::LinkState state() const override { return {}; }
   wire::LinkStats stats() const override { return {}; }
   size_t queued_bytes() const override { return queued; }
+  size_t send_queue_bytes_max() const override { return bound; }
+  void NotifyWhenDrained() override { ++drain_requests; }
 
   std::vector<wire::Message> sent;
   size_t queued = 0;
+  size_t bound = size_t{64} << 20;
+  int drain_requests = 0;
   std::optional<size_t> refuse_after;  // messages it takes before refusing
 };
 
@@ -62,6 +66,7 @@ TEST(PacedAnswersTest, ChunksStopAtTheQueueBoundAndTheAnswerFollowsTheLastOne) {
     if (!answers.empty()) {
       EXPECT_TRUE(sent.empty()) << "answered before its bytes were all sent";
       ASSERT_FALSE(std::holds_alternative<wire::JobDone>(link.sent.back()));
+      EXPECT_EQ(link.drain_requests, round + 1) << "stopped without asking for the drain";
     }
     link.queued = 0;  // the link drained
   }
@@ -78,6 +83,17 @@ TEST(PacedAnswersTest, ChunksStopAtTheQueueBoundAndTheAnswerFollowsTheLastOne) {
   }
   EXPECT_EQ(got, expected);
   EXPECT_GT(ChunksIn(link.sent), 3u);
+}
+
+TEST(PacedAnswersTest, TheLimitLeavesALinksBoundRoomForOneMoreChunk) {
+  HeldChannel link;
+  EXPECT_EQ(PacedQueueLimit(link), kPacedQueueBytes);  // a 64 MiB queue
+  link.bound = size_t{16} << 20;
+  const size_t limit = PacedQueueLimit(link);
+  EXPECT_LT(limit + wire::kJobDataChunkBytesMax, link.bound);
+  EXPECT_GT(limit, 0u);
+  link.bound = wire::kJobDataChunkBytesMax;  // room for one chunk: only into an empty queue
+  EXPECT_EQ(PacedQueueLimit(link), 1u);
 }
 
 TEST(PacedAnswersTest, ARefusedChunkFailsTheAnswerAndARefusedAnswerIsAnError) {

@@ -170,6 +170,8 @@ TEST(WireLink, QueuedBytesAreReportedAndTheirDrainIsSignalled) {
   Recorder& dialer_events = pair.dialer_events;
   Recorder& acceptor_events = pair.acceptor_events;
   EXPECT_EQ(dialer->queued_bytes(), 0u);
+  dialer->NotifyWhenDrained();  // nothing queued: at once
+  EXPECT_TRUE(dialer_events.drained.Pop().has_value());
   constexpr uint64_t kChunks = 6;  // 24 MiB: beyond any loopback socket buffers
   for (uint64_t i = 0; i < kChunks; ++i) {
     JobData chunk{.id = JobId(1),
@@ -179,6 +181,7 @@ TEST(WireLink, QueuedBytesAreReportedAndTheirDrainIsSignalled) {
     ASSERT_TRUE(dialer->Send(chunk).ok());
   }
   EXPECT_GT(dialer->queued_bytes(), kJobDataChunkBytesMax) << "the socket took everything";
+  dialer->NotifyWhenDrained();
   EXPECT_FALSE(dialer_events.drained.Pop(std::chrono::milliseconds(50)).has_value())
       << "drained while the peer reads nothing";
   acceptor->Start(acceptor_events.Handlers());
@@ -190,6 +193,16 @@ TEST(WireLink, QueuedBytesAreReportedAndTheirDrainIsSignalled) {
   }
   EXPECT_TRUE(dialer_events.drained.Pop().has_value()) << "the queue drained unannounced";
   EXPECT_EQ(dialer->queued_bytes(), 0u);
+  // Once per request: writes that empty the queue later say nothing unasked.
+  for (uint64_t i = 0; i < kChunks; ++i) {
+    JobData chunk{.id = JobId(2),
+                  .offset = i * kJobDataChunkBytesMax,
+                  .total = kChunks * kJobDataChunkBytesMax,
+                  .data = std::vector<std::byte>(kJobDataChunkBytesMax, std::byte{9})};
+    ASSERT_TRUE(dialer->Send(chunk).ok());
+  }
+  for (uint64_t i = 0; i < kChunks; ++i) ASSERT_TRUE(acceptor_events.messages.Pop().has_value());
+  EXPECT_FALSE(dialer_events.drained.Pop(std::chrono::milliseconds(50)).has_value());
 }
 
 TEST(WireLink, HandlersMayReply) {
