@@ -55,7 +55,9 @@ inline constexpr size_t kPacedQueueBytes = size_t{16} << 20;
 
 // Where a paced sender stops on `link`: kPacedQueueBytes, or the link's
 // bound less one chunk's frame; at least 1 (a chunk always fits an empty
-// queue: a link queues at least one frame of the largest size).
+// queue: a link queues at least one frame of the largest size). With the
+// default 64 MiB bound the frames that follow a share (its Job, an answer)
+// always fit too; a bound near its 16 MiB minimum may refuse one (kBusy).
 size_t PacedQueueLimit(const wire::MessageChannel& link);
 
 // Sends `cursor`'s chunks on `link` while it queues less than

@@ -135,8 +135,9 @@ struct LinkHandlers {
   std::function<void(Message)> on_message;
   // Exactly once, when the link closes for any reason. Optional.
   std::function<void(const LinkState&)> on_closed;
-  // Once per NotifyWhenDrained(), when the send queue is empty: a sender
-  // pacing its frames (queued_bytes()) may queue more. Optional.
+  // After NotifyWhenDrained(), once the send queue is empty (requests made
+  // while one is pending get one call): a sender pacing its frames
+  // (queued_bytes()) may queue more. Optional.
   std::function<void()> on_drained;
 };
 

@@ -52,10 +52,10 @@ class LinkInbox {
   LinkInbox& operator=(const LinkInbox&) = delete;
 
   // Handlers that queue the link's messages and its close under `tag`, and
-  // raise the NotifyOnEvent signal (no event) when its send queue drained,
-  // for an owner pacing bulk sends. The inbox must outlive the link's I/O
-  // thread (keep it in a shared_ptr the handlers do not own, and destroy
-  // links first).
+  // raise the NotifyOnEvent signal (no event) when its send queue drained
+  // after Link::NotifyWhenDrained, for an owner pacing bulk sends. The
+  // inbox must outlive the link's I/O thread (keep it in a shared_ptr the
+  // handlers do not own, and destroy links first).
   LinkHandlers HandlersFor(uint64_t tag);
 
   // Appends every queued event to `out`, oldest first.
