@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -182,6 +183,8 @@ struct ClusterOptions {
   // Mutual TLS on every record link (rank zero's listener and each peer's
   // dial) when set.
   std::shared_ptr<const wire::TlsContext> tls;
+  // Each rank's planes; unset: RankGeometryOf().
+  std::optional<CacheGeometry> geometry;
 };
 
 // Ranks 0 .. N-1 of one model. Start() runs the rendezvous and the join;
@@ -194,7 +197,7 @@ class Cluster {
         rendezvous_(SeededNonceSource(options.nonce_seed), "127.0.0.1",
                     options.rendezvous_peer_address) {
     for (uint32_t r = 0; r < options_.world_size; ++r) {
-      planes_.push_back(std::make_unique<HostPlanes>(RankGeometryOf()));
+      planes_.push_back(std::make_unique<HostPlanes>(options_.geometry.value_or(RankGeometryOf())));
     }
     std::vector<HostPlanes*> raw;
     for (auto& p : planes_) raw.push_back(p.get());
