@@ -1,11 +1,13 @@
 // What the multi-rank handover tests read and record: one rank's record file
 // as its page records and row, and a sink keeping a copy of every evicted
-// record offered. multi_rank_handover_test.cc and
+// record offered, and an import that waits for room.
+// multi_rank_handover_test.cc and
 // multi_rank_large_share_test.cc use them.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
 #include <iterator>
 #include <optional>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "store/record/record_header.h"
+#include "store/tier/disk_store.h"
 #include "store/tier/record_handover.h"
 
 namespace strata::handover_testing {
@@ -83,5 +86,21 @@ class RecordingSink final : public EvictionSink {
   }
   std::vector<Offered> offered;
 };
+
+// Imports `record` into `store`, retrying while it answers kBusy: room is
+// made by evicting, and the import waits for the evicted files' unlinks.
+// Between tries the store must go idle within `idle_bound` (else
+// kUnavailable); at most 100 tries.
+inline Status ImportWhenRoom(DiskStore& store, const RecordView& record,
+                             std::chrono::milliseconds idle_bound) {
+  Status imported = store.Import(record, 0);
+  for (int tries = 0; imported.code() == StatusCode::kBusy && tries < 100; ++tries) {
+    if (!store.WaitIdle(idle_bound)) return Status::Unavailable("the store did not go idle");
+    std::vector<StoreEvent> events;
+    store.Poll(0, events);
+    imported = store.Import(record, 0);
+  }
+  return imported;
+}
 
 }  // namespace strata::handover_testing

@@ -28,6 +28,7 @@ using testing::ScratchDir;
 constexpr auto kIdleBound = std::chrono::seconds(30);
 using handover_testing::Bytes;
 using handover_testing::FileShare;
+using handover_testing::ImportWhenRoom;
 using handover_testing::ReadShare;
 using handover_testing::RecordingSink;
 
@@ -131,15 +132,7 @@ TEST_F(MultiRankHandoverTest, AnImportedRecordIsWrittenOnEveryRankAndRestoresByt
   for (size_t i = 0; i < 2; ++i) {
     const RecordingSink::Offered& o = sink.offered[i];
     ASSERT_EQ(c.store().Imported(o.key), ImportState::kGone);
-    // Room is made by evicting; the import waits for the evicted files'
-    // unlinks (kBusy until then).
-    Status imported = c.store().Import(o.View(), 0);
-    for (int tries = 0; imported.code() == StatusCode::kBusy && tries < 100; ++tries) {
-      ASSERT_TRUE(c.store().WaitIdle(kIdleBound));
-      std::vector<StoreEvent> events;
-      c.store().Poll(0, events);
-      imported = c.store().Import(o.View(), 0);
-    }
+    const Status imported = ImportWhenRoom(c.store(), o.View(), kIdleBound);
     ASSERT_TRUE(imported.ok()) << imported.ToString();
     EXPECT_EQ(c.store().Import(o.View(), 0).code(), StatusCode::kAlreadyExists);
     ASSERT_TRUE(c.store().WaitIdle(kIdleBound));

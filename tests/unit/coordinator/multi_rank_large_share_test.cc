@@ -21,6 +21,7 @@ namespace {
 
 using handover_testing::Bytes;
 using handover_testing::FileShare;
+using handover_testing::ImportWhenRoom;
 using handover_testing::ReadShare;
 using handover_testing::RecordingSink;
 using testing::Cluster;
@@ -82,13 +83,7 @@ TEST(MultiRankLargeShareTest, SharesAboveALinksSendQueueAreHandedOverAndImported
 
   // Back in: room is made by evicting the second record (kBusy until its
   // unlinks finished), then rank 1's 70 MiB share goes out paced.
-  Status imported = c.store().Import(offered.View(), 0);
-  for (int tries = 0; imported.code() == StatusCode::kBusy && tries < 100; ++tries) {
-    ASSERT_TRUE(c.store().WaitIdle(kIdleBound));
-    std::vector<StoreEvent> events;
-    c.store().Poll(0, events);
-    imported = c.store().Import(offered.View(), 0);
-  }
+  const Status imported = ImportWhenRoom(c.store(), offered.View(), kIdleBound);
   ASSERT_TRUE(imported.ok()) << imported.ToString();
   ASSERT_TRUE(c.store().WaitIdle(kIdleBound));
   std::vector<StoreEvent> events;

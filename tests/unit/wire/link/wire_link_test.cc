@@ -173,13 +173,17 @@ TEST(WireLink, QueuedBytesAreReportedAndTheirDrainIsSignalled) {
   dialer->NotifyWhenDrained();  // nothing queued: at once
   EXPECT_TRUE(dialer_events.drained.Pop().has_value());
   constexpr uint64_t kChunks = 6;  // 24 MiB: beyond any loopback socket buffers
-  for (uint64_t i = 0; i < kChunks; ++i) {
-    JobData chunk{.id = JobId(1),
-                  .offset = i * kJobDataChunkBytesMax,
-                  .total = kChunks * kJobDataChunkBytesMax,
-                  .data = std::vector<std::byte>(kJobDataChunkBytesMax, std::byte{7})};
-    ASSERT_TRUE(dialer->Send(chunk).ok());
-  }
+  // One job's kChunks chunks of 4 MiB, sent to the peer.
+  const auto send_chunks = [&](uint64_t job) {
+    for (uint64_t i = 0; i < kChunks; ++i) {
+      JobData chunk{.id = JobId(job),
+                    .offset = i * kJobDataChunkBytesMax,
+                    .total = kChunks * kJobDataChunkBytesMax,
+                    .data = std::vector<std::byte>(kJobDataChunkBytesMax, std::byte{7})};
+      ASSERT_TRUE(dialer->Send(chunk).ok()) << "chunk " << i << " of job " << job;
+    }
+  };
+  send_chunks(1);
   EXPECT_GT(dialer->queued_bytes(), kJobDataChunkBytesMax) << "the socket took everything";
   dialer->NotifyWhenDrained();
   EXPECT_FALSE(dialer_events.drained.Pop(std::chrono::milliseconds(50)).has_value())
@@ -194,13 +198,7 @@ TEST(WireLink, QueuedBytesAreReportedAndTheirDrainIsSignalled) {
   EXPECT_TRUE(dialer_events.drained.Pop().has_value()) << "the queue drained unannounced";
   EXPECT_EQ(dialer->queued_bytes(), 0u);
   // Once per request: writes that empty the queue later say nothing unasked.
-  for (uint64_t i = 0; i < kChunks; ++i) {
-    JobData chunk{.id = JobId(2),
-                  .offset = i * kJobDataChunkBytesMax,
-                  .total = kChunks * kJobDataChunkBytesMax,
-                  .data = std::vector<std::byte>(kJobDataChunkBytesMax, std::byte{9})};
-    ASSERT_TRUE(dialer->Send(chunk).ok());
-  }
+  send_chunks(2);
   for (uint64_t i = 0; i < kChunks; ++i) ASSERT_TRUE(acceptor_events.messages.Pop().has_value());
   EXPECT_FALSE(dialer_events.drained.Pop(std::chrono::milliseconds(50)).has_value());
 }
