@@ -68,6 +68,9 @@ Result<std::unique_ptr<InstancePool>> InstancePool::Attach(
     tiers.intake = out->landing_.get();
     tiers.end_of_chain_tier = "disk";
     if (disk != nullptr) tiers.local = *disk;
+    // Pool only: published checkpoints are stored in the landing tier and
+    // parked from there for the manager.
+    if (std::holds_alternative<std::monostate>(chain)) tiers.publish_from = out->landing_.get();
     if (CompositeStore** composite = std::get_if<CompositeStore*>(&chain)) {
       tiers.local = *composite;
     }

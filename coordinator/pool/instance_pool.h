@@ -6,7 +6,8 @@
 // configuration of one process: memory + pool (the memory tier lands claims
 // and ends the chain), disk + pool and memory + disk + pool (the disk tier
 // ends the chain; claims land in a small memory tier of the pool's own), and
-// pool only (claims land there; nothing is published). With ranks in
+// pool only (claims land there, and so do published checkpoints, which are
+// then put to the manager: PooledTiers::publish_from). With ranks in
 // separate processes (rank zero's DiskStore, whose transport has a share per
 // rank) the disk tier ends the chain and claims land in it, every rank
 // writing its own share (DiskStore::Import); `geometry` is then every

@@ -226,8 +226,45 @@ std::optional<HostHit> PooledStore::AdmitWithPool(LocalAnswer local,
 }
 
 StoreOutcome PooledStore::Store(const PublishedCheckpoint& checkpoint) {
-  if (tiers_.local == nullptr) return StoreOutcome::kDisabled;
-  return tiers_.local->Store(checkpoint);
+  if (tiers_.local != nullptr) return tiers_.local->Store(checkpoint);
+  if (tiers_.publish_from == nullptr || !link_->sharing()) return StoreOutcome::kDisabled;
+  const StoreOutcome outcome = tiers_.landing->Store(checkpoint);
+  if (outcome == StoreOutcome::kQueued) publishing_[checkpoint.checkpoint_id] = checkpoint.key;
+  return outcome;
+}
+
+void PooledStore::PublishStored(const std::vector<StoreEvent>& events, size_t first) {
+  for (size_t i = first; i < events.size() && !publishing_.empty(); ++i) {
+    const StoreEvent& e = events[i];
+    if (e.kind != StoreEvent::Kind::kStored && e.kind != StoreEvent::Kind::kStoreFailed) continue;
+    auto it = publishing_.find(e.checkpoint_id);
+    if (it == publishing_.end()) continue;
+    const PrefixKey key = it->second;
+    publishing_.erase(it);
+    if (e.kind == StoreEvent::Kind::kStored) PublishHeld(key);
+  }
+}
+
+void PooledStore::PublishHeld(const PrefixKey& key) {
+  // Enough to keep the keys of every record a long session publishes
+  // between two clears; after one, ancestors are parked once more.
+  constexpr size_t kPublishedKeysMax = size_t{1} << 16;
+  constexpr size_t kPublishedAncestorsMax = 64;
+  std::vector<RecordView> chain = tiers_.publish_from->HeldChain(key, kPublishedAncestorsMax);
+  if (chain.empty()) return;  // the landing tier's LRU took it already
+  if (published_.size() >= kPublishedKeysMax) published_.clear();
+  std::vector<ParkedRecord> parked;
+  for (const RecordView& r : chain) {
+    // An ancestor parked before is not parked again; the record itself is.
+    if (!published_.insert(r.key).second && r.key != key) continue;
+    parked.push_back(ParkedRecord{.key = r.key,
+                                  .parent = r.parent,
+                                  .bucket_digest = r.bucket,
+                                  .image = EncodeRecordImage(r)});
+  }
+  ++stats_.published;
+  puts_.Park(std::move(parked));
+  AdvancePuts(link_->connected());
 }
 
 Status PooledStore::Fetch(const HostHit& hit, const InboundTicket& ticket) {
@@ -311,7 +348,11 @@ void PooledStore::Poll(uint64_t now_ms, std::vector<StoreEvent>& events) {
   AdvanceClaims(events);
   AdvancePuts(link_->connected());
   if (tiers_.local != nullptr) tiers_.local->Poll(now_ms, events);
-  if (own_landing()) tiers_.landing->Poll(now_ms, events);
+  if (own_landing()) {
+    const size_t first = events.size();
+    tiers_.landing->Poll(now_ms, events);
+    if (!publishing_.empty()) PublishStored(events, first);
+  }
   if (!landings_.empty()) AdvanceLandings(events);
   exports_.TakeEvents(events);
 }

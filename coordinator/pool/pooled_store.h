@@ -49,10 +49,17 @@
 // DecideLateAnswer on TicketStatus). The one-step Lookup is BeginLookup,
 // LookupFor and EndLookup at once.
 //
+// With no local tier (pool only, seed 2.15: "the manager's arena supplies
+// intake") Store copies the checkpoint out into the landing tier and, once
+// that copy-out is stored, parks the record (with the ancestors the landing
+// tier holds that were not parked before) for the manager as a cascaded
+// record: the pool is this instance's only retention, so what it publishes
+// stays there after its session. The landing copy stays as a local copy
+// until the tier's LRU drops it.
+//
 // Not built: demotion before the tier fills, claims straight into the
 // planes from the registered arena (a claim copies through the landing
-// tier), publishing into the pool with no local tier (a pool-only instance
-// only restores).
+// tier).
 //
 // Thread: the owner's (model worker) thread. No call waits for the manager
 // except LookupFor, at most the lookup grace, and Close (FlushPuts). A
@@ -66,6 +73,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "coordinator/pool/claim_copier.h"
@@ -104,6 +112,9 @@ struct PoolInstanceStats {
   uint64_t claimed_bytes = 0;
   uint64_t puts = 0;  // records the manager accepted (evicted ones and their ancestors)
   uint64_t put_bytes = 0;
+  // Records a pool-only instance published: stored in its landing tier, then
+  // parked for the manager (its ancestors parked with it not counted).
+  uint64_t published = 0;
   std::map<std::string, uint64_t> put_refusals;  // by status code name
   uint64_t put_retries = 0;     // parked chains sent again after a refusal or failure
   uint64_t put_probes = 0;      // empty lookups asking for the manager's progress
@@ -142,6 +153,10 @@ struct PooledTiers {
   // counts. Unknown (zeros) rejects every pinned export and sizes pooled
   // hits at 0 bytes.
   ExportRecordSizes record_sizes{};
+  // Pool only (`local` null): the landing tier, read for the records Store
+  // copied into it, which are then parked for the manager. Null: a store
+  // with no local tier publishes nothing (kDisabled).
+  const RecordSource* publish_from = nullptr;
   // The byte budget of evicted records parked until the manager takes them.
   uint64_t put_queue_bytes = kPutQueueBytesDefault;
 };
@@ -166,8 +181,9 @@ class PooledStore final : public HostStore, public EvictionSink {
                                    uint64_t resident_tokens, uint64_t before) override;
   LookupTicketStatus TicketStatus(LookupTicket ticket) const override;
   void EndLookup(LookupTicket ticket) override;
-  // Local tiers only; with none, kDisabled (a pool-only instance publishes
-  // nothing: exports from GPU caches are not built).
+  // The local chain's Store. Pool only: the landing tier's, the record then
+  // parked for the manager once stored (kDisabled while not sharing, or
+  // without `publish_from`).
   StoreOutcome Store(const PublishedCheckpoint& checkpoint) override;
   // A pooled hit: sends the claim and returns (kUnavailable, nothing
   // started, without a connection); Poll lands it. Others: the tier's.
@@ -268,6 +284,12 @@ class PooledStore final : public HostStore, public EvictionSink {
   // fetched once every record landed, failed when one is gone or the
   // deadline passed.
   void AdvanceLandings(std::vector<StoreEvent>& events);
+  // Pool only: parks the records Store copied into the landing tier whose
+  // copy-out ended among `events` from index `first` on.
+  void PublishStored(const std::vector<StoreEvent>& events, size_t first);
+  // Parks the chain ending at `key` that the landing tier holds (nothing
+  // when it holds no such record): the parked ancestors are skipped.
+  void PublishHeld(const PrefixKey& key);
   // Moves the parked puts along on what `client` has read; a lost
   // connection drops the link.
   void AdvancePuts(PoolClient* client);
@@ -316,6 +338,12 @@ class PooledStore final : public HostStore, public EvictionSink {
   uint64_t next_copy_job_ = 1;
   PutQueue puts_;
   uint64_t dropped_unshared_ = 0;  // evicted while the instance does not share
+  // Pool only: checkpoints Store copied into the landing tier, by checkpoint
+  // id, until their copy-out ends; and the keys parked from there (cleared
+  // at kPublishedKeysMax: an ancestor parked again is answered
+  // kAlreadyExists by the manager).
+  std::unordered_map<uint64_t, PrefixKey> publishing_;
+  std::unordered_set<PrefixKey> published_;
   ExportLedger exports_;
   LookupTickets tickets_;
   // Last: destroyed first, so its thread has stopped before anything else goes.

@@ -292,7 +292,8 @@ class SingleProcessStores final : public RuntimeDriver {
                                        config_, geometry_, chain,
                                        [this] { return MakeTransfers(); }, PoolRegistration()));
     if (store_ == nullptr) {
-      summary_ = "pool only (claims land in " + Mib(pool::kPoolLandingBytes) + ")";
+      summary_ = "pool only (stores and claims land in " + Mib(pool::kPoolLandingBytes) +
+                 "; stored records go to the pool)";
     }
     summary_ += ", pool at " + *config_.prefix_cache.pool +
                 (pool_->store().link().sharing() ? "" : " (not attached)");

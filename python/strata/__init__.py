@@ -238,7 +238,8 @@ def composite_store(geometry, memory_bytes, directory, disk_bytes, model_identit
 
 def pool_store(geometry, pool, model_identity, pool_instance=None):
     """No local tier: every restore comes from the pool (landing in a small
-    memory tier of its own); nothing is published."""
+    memory tier of its own), and every stored checkpoint goes to the pool
+    (through that tier, put once its copy-out ended)."""
     return _local(geometry, 0, None, 0, model_identity, True, pool, pool_instance)
 
 

@@ -32,7 +32,7 @@ struct MemoryStoreOptions {
   StoreClock clock{};                                // Close's deadline; default: the real clocks
 };
 
-class MemoryStore final : public HostStore, public RecordIntake {
+class MemoryStore final : public HostStore, public RecordIntake, public RecordSource {
  public:
   // `pool` may be shared with a disk transport; `transfers` is this tier's own.
   MemoryStore(const CacheGeometry& geometry, std::shared_ptr<SlabPool> pool,
@@ -56,6 +56,8 @@ class MemoryStore final : public HostStore, public RecordIntake {
   // offered to `sink` before its slots free: this tier is the end of the local
   // chain (seed 2.15). Null (the default): evicted records are dropped.
   void SetEvictionSink(EvictionSink* sink) { eviction_sink_ = sink; }
+  // See RecordSource: views of the held chain ending at committed `key`.
+  std::vector<RecordView> HeldChain(const PrefixKey& key, size_t ancestors_max) const override;
 
   const PrefixIndex& index() const { return index_; }
   // Slots a record of `tail_pages` pages and a row occupies before packing.
@@ -82,6 +84,10 @@ class MemoryStore final : public HostStore, public RecordIntake {
   // ancestors still held (at most kOfferedAncestorsMax of them).
   static constexpr size_t kOfferedAncestorsMax = 64;
   void OfferEvicted(const std::vector<RemovedRecord>& removed);
+  // Views of the committed records from `up` towards the root that this tier
+  // holds, nearest first, stopping at the first one it does not (at most
+  // `max`).
+  std::vector<RecordView> HeldAncestors(std::optional<PrefixKey> up, size_t max) const;
   RecordView ViewOf(const PrefixKey& key, uint64_t id, uint32_t tail_pages) const;
 
   struct Lineage {

@@ -23,21 +23,39 @@ RecordView MemoryStore::ViewOf(const PrefixKey& key, uint64_t id, uint32_t tail_
   return v;
 }
 
+std::vector<RecordView> MemoryStore::HeldAncestors(std::optional<PrefixKey> up,
+                                                  size_t max) const {
+  std::vector<RecordView> out;
+  while (up && out.size() < max) {
+    std::optional<IndexEntry> e = index_.Find(*up);
+    if (!e || e->state != TransferState::kReady || !records_.contains(e->location.value)) break;
+    out.push_back(ViewOf(e->key, e->location.value, e->tail_page_count));
+    auto it = lineage_.find(e->key);
+    up = it != lineage_.end() ? it->second.parent : std::nullopt;
+  }
+  return out;
+}
+
+std::vector<RecordView> MemoryStore::HeldChain(const PrefixKey& key, size_t ancestors_max) const {
+  std::optional<IndexEntry> e = index_.Find(key);
+  if (!e || e->state != TransferState::kReady || !records_.contains(e->location.value)) return {};
+  auto it = lineage_.find(key);
+  std::vector<RecordView> chain =
+      HeldAncestors(it != lineage_.end() ? it->second.parent : std::nullopt, ancestors_max);
+  std::reverse(chain.begin(), chain.end());
+  chain.push_back(ViewOf(e->key, e->location.value, e->tail_page_count));
+  return chain;
+}
+
 void MemoryStore::OfferEvicted(const std::vector<RemovedRecord>& removed) {
   if (eviction_sink_ == nullptr) return;
   // `removed` is a leaf, then the page-only ancestors it left childless:
   // offered root side first, each after the ancestors still indexed.
   for (auto r = removed.rbegin(); r != removed.rend(); ++r) {
     if (r->state != TransferState::kReady || !records_.contains(r->location.value)) continue;
-    std::vector<RecordView> chain;
-    std::optional<PrefixKey> up =
-        lineage_.count(r->key) ? lineage_.at(r->key).parent : std::nullopt;
-    while (up && chain.size() < kOfferedAncestorsMax) {
-      std::optional<IndexEntry> e = index_.Find(*up);
-      if (!e || e->state != TransferState::kReady || !records_.contains(e->location.value)) break;
-      chain.push_back(ViewOf(e->key, e->location.value, e->tail_page_count));
-      up = lineage_.count(e->key) ? lineage_.at(e->key).parent : std::nullopt;
-    }
+    auto it = lineage_.find(r->key);
+    std::vector<RecordView> chain = HeldAncestors(
+        it != lineage_.end() ? it->second.parent : std::nullopt, kOfferedAncestorsMax);
     std::reverse(chain.begin(), chain.end());
     chain.push_back(ViewOf(r->key, r->location.value, r->tail_page_count));
     eviction_sink_->OnEvicted(chain);

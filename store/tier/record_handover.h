@@ -48,6 +48,18 @@ class EvictionSink {
   virtual void OnEvicted(std::span<const RecordView> chain) = 0;
 };
 
+// Reads committed records a tier holds, to pass them below the instance
+// while the tier keeps them (a pool-only instance's published records).
+class RecordSource {
+ public:
+  virtual ~RecordSource() = default;
+  // `key`'s record, after the ancestors the tier still holds (root side
+  // first, at most `ancestors_max` of them, the nearest kept), as
+  // EvictionSink's `chain`; empty when `key` is not a committed record here.
+  // The views' bytes stay valid until the tier's next call.
+  virtual std::vector<RecordView> HeldChain(const PrefixKey& key, size_t ancestors_max) const = 0;
+};
+
 // Takes a record from outside into a tier as a committed local record, so the
 // ordinary Lookup and Fetch restore it. kAlreadyExists when the key is held;
 // kBusy when no room can be made; kFailedPrecondition when the

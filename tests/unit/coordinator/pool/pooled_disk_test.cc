@@ -77,11 +77,13 @@ struct Instance {
     link.startup_retry_interval = 10ms;
     std::unique_ptr<PoolLink> attached = PoolLink::AttachAtStartup(link);
     pool_link = attached.get();
-    pooled = std::make_unique<PooledStore>(PooledTiers{.local = local,
-                                                       .landing = landing.get(),
-                                                       .intake = landing.get(),
-                                                       .end_of_chain_tier = "disk"},
-                                           std::move(attached));
+    pooled = std::make_unique<PooledStore>(
+        PooledTiers{.local = local,
+                    .landing = landing.get(),
+                    .intake = landing.get(),
+                    .end_of_chain_tier = "disk",
+                    .publish_from = chain == Chain::kPoolOnly ? landing.get() : nullptr},
+        std::move(attached));
     if (disk_store) disk_store->SetEvictionSink(pooled.get());
     if (composite) composite->SetEvictionSink(pooled.get());
     runtime = std::make_unique<SyntheticRuntime>(planes, pooled.get(),
@@ -243,6 +245,39 @@ TEST_P(PooledDiskTest, ACorruptPooledRecordIsRefusedNotRestored) {
   EXPECT_EQ(claimed.claims, 0u);
   EXPECT_EQ(claimed.claim_failures, 1u);
   EXPECT_EQ(b.pooled->Stats().memory.records, 0u) << "nothing corrupt landed";
+}
+
+// The pool-only instance's own tests (the fixture's parameter is unused).
+class PoolOnlyTest : public PooledDiskTest {};
+
+TEST_F(PoolOnlyTest, PublishedCheckpointsReachThePoolAndStayAfterTheSessionEnds) {
+  StartManager(512);
+  uint64_t puts = 0;
+  {
+    Instance a(socket_path(), "host-a", Chain::kPoolOnly, dir_a_.path());
+    ASSERT_TRUE(a.open.ok()) << a.open.ToString();
+    ASSERT_TRUE(a.pooled->link().sharing());
+    a.Compute();
+    const PoolInstanceStats s = a.pooled->pool_stats();
+    EXPECT_EQ(s.published, static_cast<uint64_t>(kConversations));
+    EXPECT_EQ(s.puts, static_cast<uint64_t>(kConversations)) << "each stored record, once";
+    EXPECT_EQ(s.parked_records, 0u);
+    EXPECT_EQ(s.dropped_end_of_chain, 0u);
+    EXPECT_TRUE(s.put_refusals.empty());
+    puts = s.puts;
+  }
+  // A's session ended: what it published was put as cascaded, so it stays.
+  EXPECT_EQ(server_->Stats().catalog.records, puts);
+
+  Instance b(socket_path(), "host-b", Chain::kPoolOnly, dir_b_.path());
+  ASSERT_TRUE(b.open.ok()) << b.open.ToString();
+  const TurnReport t = TurnFirst(b);
+  EXPECT_TRUE(t.host_hit);
+  EXPECT_EQ(t.host_reused_tokens, kConversationTokens);
+  EXPECT_EQ(t.computed_tokens, 5u);
+  EXPECT_EQ(b.runtime->stats().mismatches, 0u) << "restored byte for byte";
+  EXPECT_GT(b.runtime->stats().restored_bytes, 0u);
+  EXPECT_EQ(b.pooled->pool_stats().claims, 1u);
 }
 
 INSTANTIATE_TEST_SUITE_P(EndOfChain, PooledDiskTest,
