@@ -23,8 +23,7 @@ RecordView MemoryStore::ViewOf(const PrefixKey& key, uint64_t id, uint32_t tail_
   return v;
 }
 
-std::vector<RecordView> MemoryStore::HeldAncestors(std::optional<PrefixKey> up,
-                                                  size_t max) const {
+std::vector<RecordView> MemoryStore::HeldAncestors(std::optional<PrefixKey> up, size_t max) const {
   std::vector<RecordView> out;
   while (up && out.size() < max) {
     std::optional<IndexEntry> e = index_.Find(*up);
