@@ -117,9 +117,10 @@ std::vector<MetricFamily> PoolClientMetrics(const pool::PoolInstanceStats& pool)
                     "Evicted records the manager accepted.", pool.puts));
   out.push_back(one("strata_pool_client_put_bytes_total", MetricKind::kCounter,
                     "Bytes of records the manager accepted.", pool.put_bytes));
-  out.push_back(one("strata_pool_client_published_total", MetricKind::kCounter,
-                    "Records a pool-only instance stored and parked for the manager.",
-                    pool.published));
+  out.push_back(
+      one("strata_pool_client_published_total", MetricKind::kCounter,
+          "Records a pool-only instance stored and offered to the manager (parked for a put).",
+          pool.published));
   MetricFamily refusals{"strata_pool_client_put_refusals_total",
                         MetricKind::kCounter,
                         "Puts the manager refused or that failed, by status.",

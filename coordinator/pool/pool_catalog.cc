@@ -98,6 +98,12 @@ Result<PutGrant> PoolCatalog::BeginPut(SessionId session, const PutRequest& put,
   if (scope.index.Contains(put.key)) {
     return Status::AlreadyExists("pool record " + put.key.ToFileStem());
   }
+  // A record holds only its tail: under a parent this scope lacks it would
+  // be filed as a root of the wrong length, and no claim of it could land.
+  if (put.parent && !scope.index.Contains(*put.parent)) {
+    return Status::NotFound("pool put of " + put.key.ToFileStem() + ": its parent " +
+                            put.parent->ToFileStem() + " is not pooled");
+  }
   if (!MakeRoom(s->scope, static_cast<uint32_t>(need))) {
     return Status::Busy("pool arena full: " + std::to_string(need) + " slots wanted, " +
                         std::to_string(slots_.free_count()) + " free");

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <array>
+#include <thread>
 
 #include "coordinator/pool/pool_record_image.h"
 #include "coordinator/pool/pool_traffic.h"
@@ -229,7 +230,10 @@ StoreOutcome PooledStore::Store(const PublishedCheckpoint& checkpoint) {
   if (tiers_.local != nullptr) return tiers_.local->Store(checkpoint);
   if (tiers_.publish_from == nullptr || !link_->sharing()) return StoreOutcome::kDisabled;
   const StoreOutcome outcome = tiers_.landing->Store(checkpoint);
-  if (outcome == StoreOutcome::kQueued) publishing_[checkpoint.checkpoint_id] = checkpoint.key;
+  if (outcome == StoreOutcome::kQueued) {
+    publishing_[checkpoint.checkpoint_id] = checkpoint.key;
+    publishing_keys_.insert(checkpoint.key);
+  }
   return outcome;
 }
 
@@ -241,7 +245,25 @@ void PooledStore::PublishStored(const std::vector<StoreEvent>& events, size_t fi
     if (it == publishing_.end()) continue;
     const PrefixKey key = it->second;
     publishing_.erase(it);
+    publishing_keys_.erase(key);
     if (e.kind == StoreEvent::Kind::kStored) PublishHeld(key);
+    // Children stored meanwhile go after it (or, if it failed, on their own
+    // and are refused for want of it).
+    auto waiting = waiting_publish_.find(key);
+    if (waiting == waiting_publish_.end()) continue;
+    const std::vector<PrefixKey> children = std::move(waiting->second);
+    waiting_publish_.erase(waiting);
+    for (const PrefixKey& child : children) PublishHeld(child);
+  }
+}
+
+void PooledStore::DrainPublishing(std::chrono::milliseconds bound) {
+  const auto deadline = std::chrono::steady_clock::now() + bound;
+  while (!publishing_.empty() && std::chrono::steady_clock::now() < deadline) {
+    const size_t first = closing_events_.size();
+    tiers_.landing->Poll(now_ms_, closing_events_);
+    PublishStored(closing_events_, first);
+    if (!publishing_.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 }
 
@@ -252,6 +274,11 @@ void PooledStore::PublishHeld(const PrefixKey& key) {
   constexpr size_t kPublishedAncestorsMax = 64;
   std::vector<RecordView> chain = tiers_.publish_from->HeldChain(key, kPublishedAncestorsMax);
   if (chain.empty()) return;  // the landing tier's LRU took it already
+  if (const std::optional<PrefixKey>& up = chain.front().parent;
+      up && publishing_keys_.count(*up) != 0) {
+    waiting_publish_[*up].push_back(key);  // its parent's copy-out is under way
+    return;
+  }
   if (published_.size() >= kPublishedKeysMax) published_.clear();
   std::vector<ParkedRecord> parked;
   for (const RecordView& r : chain) {
@@ -325,6 +352,14 @@ StoreStats PooledStore::Stats() const {
 }
 
 Status PooledStore::Close() {
+  if (!publishing_.empty()) {
+    DrainPublishing(kPutFlushBound);
+    if (!publishing_.empty()) {
+      spdlog::warn("prefix cache pool: {} stored checkpoints were still being copied at close "
+                   "and were not put to the manager",
+                   publishing_.size());
+    }
+  }
   if (!FlushPuts(kPutFlushBound)) {
     spdlog::warn("prefix cache pool: {} evicted records did not reach the manager before close",
                  puts_.stats().parked_records);
@@ -344,6 +379,10 @@ Status PooledStore::Close() {
 
 void PooledStore::Poll(uint64_t now_ms, std::vector<StoreEvent>& events) {
   now_ms_ = std::max(now_ms_, now_ms);
+  if (!closing_events_.empty()) {
+    events.insert(events.end(), closing_events_.begin(), closing_events_.end());
+    closing_events_.clear();
+  }
   PumpTickets();
   AdvanceClaims(events);
   AdvancePuts(link_->connected());

@@ -54,8 +54,12 @@
 // that copy-out is stored, parks the record (with the ancestors the landing
 // tier holds that were not parked before) for the manager as a cascaded
 // record: the pool is this instance's only retention, so what it publishes
-// stays there after its session. The landing copy stays as a local copy
-// until the tier's LRU drops it.
+// is kept past its session, subject to the manager's own eviction. A
+// record whose parent's copy-out is still under way waits for it, so that
+// the parent is parked first; a put whose parent the manager does not hold
+// (it refused or evicted it) is refused, and that record stays local. The
+// landing copy stays until the tier's LRU drops it. Close waits up to
+// kPutFlushBound for copy-outs still under way, so that they are parked.
 //
 // Not built: demotion before the tier fills, claims straight into the
 // planes from the registered arena (a claim copies through the landing
@@ -288,8 +292,12 @@ class PooledStore final : public HostStore, public EvictionSink {
   // copy-out ended among `events` from index `first` on.
   void PublishStored(const std::vector<StoreEvent>& events, size_t first);
   // Parks the chain ending at `key` that the landing tier holds (nothing
-  // when it holds no such record): the parked ancestors are skipped.
+  // when it holds no such record): the parked ancestors are skipped; waits
+  // for a parent whose copy-out is under way.
   void PublishHeld(const PrefixKey& key);
+  // Polls the landing tier until no copy-out Store began is under way or
+  // `bound` passed (Close's), keeping its events for the next Poll.
+  void DrainPublishing(std::chrono::milliseconds bound);
   // Moves the parked puts along on what `client` has read; a lost
   // connection drops the link.
   void AdvancePuts(PoolClient* client);
@@ -343,7 +351,13 @@ class PooledStore final : public HostStore, public EvictionSink {
   // at kPublishedKeysMax: an ancestor parked again is answered
   // kAlreadyExists by the manager).
   std::unordered_map<uint64_t, PrefixKey> publishing_;
+  std::unordered_set<PrefixKey> publishing_keys_;  // publishing_'s values
   std::unordered_set<PrefixKey> published_;
+  // Records stored while their parent's copy-out was under way, by parent:
+  // parked after it.
+  std::unordered_map<PrefixKey, std::vector<PrefixKey>> waiting_publish_;
+  // Events the landing tier reported while Close drained it (the next Poll's).
+  std::vector<StoreEvent> closing_events_;
   ExportLedger exports_;
   LookupTickets tickets_;
   // Last: destroyed first, so its thread has stopped before anything else goes.

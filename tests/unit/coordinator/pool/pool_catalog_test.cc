@@ -141,6 +141,27 @@ TEST_F(PoolCatalogTest, UncommittedPutIsNotClaimable) {
   EXPECT_EQ(catalog_.slots().free_count(), kSlots);
 }
 
+TEST_F(PoolCatalogTest, APutUnderAParentThePoolLacksIsRefusedWithNothingIndexed) {
+  const SessionId a = Open("GPU-a");
+  const PrefixHistory history(Tokens(256, 4));
+  PutRequest put;
+  put.key = history.key_at(256);
+  put.parent = history.key_at(128);  // never put
+  put.bucket_digest = history.bucket_digest(256);
+  put.bytes = kSlotBytes;
+  auto grant = catalog_.BeginPut(a, put, now_ms_);
+  ASSERT_EQ(grant.status().code(), StatusCode::kNotFound) << grant.status().ToString();
+  EXPECT_NE(grant.status().message().find("is not pooled"), std::string::npos);
+  EXPECT_EQ(catalog_.counts().records, 0u);
+  EXPECT_EQ(catalog_.slots().free_count(), kSlots);
+
+  // Once the parent is pooled, the child is taken under it.
+  ASSERT_TRUE(Put(a, history, 128, kSlotBytes, 1).ok());
+  grant = catalog_.BeginPut(a, put, now_ms_);
+  ASSERT_TRUE(grant.ok()) << grant.status().ToString();
+  ASSERT_TRUE(catalog_.AbortPut(a, grant->put).ok());
+}
+
 TEST_F(PoolCatalogTest, EvictsLeastRecentlyUsedToMakeRoom) {
   const SessionId a = Open("GPU-a");
   const PrefixHistory first(Tokens(128, 100));

@@ -280,6 +280,34 @@ TEST_F(PoolOnlyTest, PublishedCheckpointsReachThePoolAndStayAfterTheSessionEnds)
   EXPECT_EQ(b.pooled->pool_stats().claims, 1u);
 }
 
+TEST_F(PoolOnlyTest, AMultiTurnChainIsPutParentFirstAndRestoredWhole) {
+  StartManager(512);
+  {
+    Instance a(socket_path(), "host-a", Chain::kPoolOnly, dir_a_.path());
+    ASSERT_TRUE(a.open.ok()) << a.open.ToString();
+    const uint32_t c = a.runtime->NewConversation();
+    for (int turn = 0; turn < 3; ++turn) {  // a root, then two records under it
+      ASSERT_TRUE(a.runtime->Turn(c, kConversationTokens).ok());
+    }
+    ASSERT_TRUE(a.runtime->WaitForStores().ok());
+    (void)a.pooled->FlushPuts(10s);
+    const PoolInstanceStats s = a.pooled->pool_stats();
+    EXPECT_EQ(s.published, 3u);
+    EXPECT_EQ(s.puts, 3u);
+    EXPECT_TRUE(s.put_refusals.empty()) << "every parent was pooled before its child";
+  }
+  EXPECT_EQ(server_->Stats().catalog.records, 3u);
+
+  Instance b(socket_path(), "host-b", Chain::kPoolOnly, dir_b_.path());
+  ASSERT_TRUE(b.open.ok()) << b.open.ToString();
+  const uint32_t c = b.runtime->NewConversation();
+  Result<TurnReport> t = b.runtime->Turn(c, 3 * kConversationTokens + 5);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_TRUE(t->host_hit);
+  EXPECT_EQ(t->host_reused_tokens, 3 * kConversationTokens) << "the whole chain, claimed";
+  EXPECT_EQ(b.runtime->stats().mismatches, 0u);
+}
+
 INSTANTIATE_TEST_SUITE_P(EndOfChain, PooledDiskTest,
                          ::testing::Values(Chain::kDisk, Chain::kMemoryAndDisk),
                          [](const ::testing::TestParamInfo<Chain>& info) {
