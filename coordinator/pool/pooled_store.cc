@@ -355,9 +355,10 @@ Status PooledStore::Close() {
   if (!publishing_.empty()) {
     DrainPublishing(kPutFlushBound);
     if (!publishing_.empty()) {
-      spdlog::warn("prefix cache pool: {} stored checkpoints were still being copied at close "
-                   "and were not put to the manager",
-                   publishing_.size());
+      spdlog::warn(
+          "prefix cache pool: {} stored checkpoints were still being copied at close "
+          "and were not put to the manager",
+          publishing_.size());
     }
   }
   if (!FlushPuts(kPutFlushBound)) {
