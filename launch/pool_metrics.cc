@@ -148,6 +148,10 @@ std::vector<MetricFamily> PoolClientMetrics(const pool::PoolInstanceStats& pool)
   for (const auto& [reason, n] : pool.put_abandoned)
     abandoned.samples.push_back({{{"reason", reason}}, n});
   out.push_back(std::move(abandoned));
+  out.push_back(one("strata_pool_client_demotions_given_up_total", MetricKind::kCounter,
+                    "Records the disk tier demoted ahead of eviction that the manager did not "
+                    "take; the tier keeps them.",
+                    pool.demotions_given_up));
   const pool::ExportLedgerCounts& x = pool.exports;
   out.push_back({"strata_pool_client_exports_total",
                  MetricKind::kCounter,

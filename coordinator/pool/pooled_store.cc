@@ -280,17 +280,11 @@ void PooledStore::PublishHeld(const PrefixKey& key) {
     return;
   }
   if (published_.size() >= kPublishedKeysMax) published_.clear();
-  std::vector<ParkedRecord> parked;
-  for (const RecordView& r : chain) {
-    // An ancestor parked before is not parked again; the record itself is.
-    if (!published_.insert(r.key).second && r.key != key) continue;
-    parked.push_back(ParkedRecord{.key = r.key,
-                                  .parent = r.parent,
-                                  .bucket_digest = r.bucket,
-                                  .image = EncodeRecordImage(r)});
-  }
+  // An ancestor parked before is not parked again; the record itself is.
+  std::erase_if(
+      chain, [&](const RecordView& r) { return !published_.insert(r.key).second && r.key != key; });
   ++stats_.published;
-  puts_.Park(std::move(parked));
+  puts_.Park(ParkedImages(chain));
   AdvancePuts(link_->connected());
 }
 
@@ -418,6 +412,15 @@ void PooledStore::OnEvicted(std::span<const RecordView> chain) {
     AdvancePuts(nullptr);
     return;
   }
+  puts_.Park(ParkedImages(chain));
+  AdvancePuts(link_->client());
+}
+
+bool PooledStore::TakesDemotions() const {
+  return link_->sharing() && link_->connected() != nullptr && puts_.empty();
+}
+
+std::vector<ParkedRecord> PooledStore::ParkedImages(std::span<const RecordView> chain) {
   std::vector<ParkedRecord> parked;
   parked.reserve(chain.size());
   for (const RecordView& r : chain) {
@@ -426,8 +429,17 @@ void PooledStore::OnEvicted(std::span<const RecordView> chain) {
                                   .bucket_digest = r.bucket,
                                   .image = EncodeRecordImage(r)});
   }
-  puts_.Park(std::move(parked));
-  AdvancePuts(link_->client());
+  return parked;
+}
+
+void PooledStore::OnDemoted(std::span<const RecordView> chain) {
+  puts_.Park(ParkedImages(chain), /*copy=*/true);
+  AdvancePuts(link_->connected());
+}
+
+void PooledStore::TakeDemotionOutcomes(std::vector<PrefixKey>& accepted,
+                                       std::vector<PrefixKey>& given_up) {
+  puts_.TakeCopyOutcomes(accepted, given_up);
 }
 
 bool PooledStore::FlushPuts(std::chrono::milliseconds bound) {
@@ -462,6 +474,7 @@ PoolInstanceStats PooledStore::pool_stats() const {
   s.parked_records = q.parked_records;
   s.parked_bytes = q.parked_bytes;
   s.put_abandoned = q.abandoned;
+  s.demotions_given_up = q.copies_given_up;
   s.dropped_end_of_chain = dropped_unshared_ + puts_.abandoned_total();
   s.exports = exports_.counts();
   return s;

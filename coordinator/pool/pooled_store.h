@@ -61,9 +61,13 @@
 // landing copy stays until the tier's LRU drops it. Close waits up to
 // kPutFlushBound for copy-outs still under way, so that they are parked.
 //
-// Not built: demotion before the tier fills, claims straight into the
-// planes from the registered arena (a claim copies through the landing
-// tier).
+// Demotion before the tier fills: a disk tier ending the chain offers its
+// coldest records as copies while above its headroom floor (DiskFiles,
+// kDemotionHeadroomDivisor) and lets each go once the manager accepted it.
+//
+// Not built: the memory tier's demotion before it fills (a composite's DRAM
+// spills to disk under its own rules), claims straight into the planes from
+// the registered arena (a claim copies through the landing tier).
 //
 // Thread: the owner's (model worker) thread. No call waits for the manager
 // except LookupFor, at most the lookup grace, and Close (FlushPuts). A
@@ -126,6 +130,8 @@ struct PoolInstanceStats {
   uint64_t parked_bytes = 0;    // gauge: their image bytes
   // Parked records given up, by reason (put_queue.h: queue, oversize, refused).
   std::map<std::string, uint64_t> put_abandoned;
+  // Records a disk tier demoted that the manager did not take (kept local).
+  uint64_t demotions_given_up = 0;
   // Evicted records the manager did not take: the abandoned ones, and those
   // of an instance that never attached (or lost sharing for good).
   uint64_t dropped_end_of_chain = 0;
@@ -208,6 +214,15 @@ class PooledStore final : public HostStore, public EvictionSink {
   // already answers kAlreadyExists without bytes) and the evicted record
   // for the manager, and moves the parked puts along without waiting.
   void OnEvicted(std::span<const RecordView> chain) override;
+  // Demotions (record_handover.h) are taken while sharing, connected and
+  // with nothing parked: a record waiting in the put queue already holds
+  // the manager's pace. A demoted chain is parked as a copy; the put queue
+  // reports each record's outcome, handed to the tier by
+  // TakeDemotionOutcomes.
+  bool TakesDemotions() const override;
+  void OnDemoted(std::span<const RecordView> chain) override;
+  void TakeDemotionOutcomes(std::vector<PrefixKey>& accepted,
+                            std::vector<PrefixKey>& given_up) override;
 
   // Moves the parked puts along, waiting for the manager's answers, until
   // none is parked, `bound` passed, or the rest wait for a refusal's gate;
@@ -288,6 +303,8 @@ class PooledStore final : public HostStore, public EvictionSink {
   // fetched once every record landed, failed when one is gone or the
   // deadline passed.
   void AdvanceLandings(std::vector<StoreEvent>& events);
+  // Record images of `chain`, to park.
+  static std::vector<ParkedRecord> ParkedImages(std::span<const RecordView> chain);
   // Pool only: parks the records Store copied into the landing tier whose
   // copy-out ended among `events` from index `first` on.
   void PublishStored(const std::vector<StoreEvent>& events, size_t first);

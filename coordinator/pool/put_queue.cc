@@ -21,12 +21,17 @@ uint64_t PutQueue::abandoned_total() const {
                          [](uint64_t n, const auto& kv) { return n + kv.second; });
 }
 
-void PutQueue::Park(std::vector<ParkedRecord> chain) {
+void PutQueue::Park(std::vector<ParkedRecord> chain, bool copy) {
   if (chain.empty()) return;
-  Chain c{.records = std::move(chain)};
+  Chain c{.records = std::move(chain), .copy = copy};
   c.bytes = ImageBytes(c.records, 0);
   if (c.bytes > budget_bytes_) {
-    ++stats_.abandoned["oversize"];
+    if (copy) {
+      for (const ParkedRecord& r : c.records) copies_given_up_.push_back(r.key);
+      stats_.copies_given_up += c.records.size();
+    } else {
+      ++stats_.abandoned["oversize"];
+    }
     return;
   }
   // The front chain keeps its place while a request of it is out.
@@ -39,9 +44,23 @@ void PutQueue::Park(std::vector<ParkedRecord> chain) {
   chains_.push_back(std::move(c));
 }
 
+void PutQueue::TakeCopyOutcomes(std::vector<PrefixKey>& accepted,
+                                std::vector<PrefixKey>& given_up) {
+  accepted.insert(accepted.end(), copies_accepted_.begin(), copies_accepted_.end());
+  given_up.insert(given_up.end(), copies_given_up_.begin(), copies_given_up_.end());
+  copies_accepted_.clear();
+  copies_given_up_.clear();
+}
+
 void PutQueue::Abandon(size_t i, const std::string& reason) {
   const Chain& c = chains_[i];
-  ++stats_.abandoned[reason];  // the evicted record; its ancestors are still held locally
+  if (c.copy) {
+    // The tier still holds every record of a copy: nothing is dropped.
+    for (size_t r = c.next; r < c.records.size(); ++r) copies_given_up_.push_back(c.records[r].key);
+    stats_.copies_given_up += c.records.size() - c.next;
+  } else {
+    ++stats_.abandoned[reason];  // the evicted record; its ancestors are still held locally
+  }
   stats_.parked_records -= c.records.size() - c.next;
   stats_.parked_bytes -= c.bytes;
   chains_.erase(chains_.begin() + static_cast<std::ptrdiff_t>(i));
@@ -159,6 +178,7 @@ void PutQueue::Accept(Chain& c) {
   stats_.parked_bytes -= image.size();
   c.bytes -= image.size();
   std::vector<std::byte>().swap(image);  // the manager holds it now
+  if (c.copy) copies_accepted_.push_back(c.records[c.next].key);
   c.failures = 0;
   if (++c.next == c.records.size()) chains_.pop_front();
 }

@@ -54,6 +54,7 @@ struct PutQueueStats {
   std::map<std::string, uint64_t> refusals;  // by status code name
   // Evicted records given up, by reason: queue, oversize, refused, unshared.
   std::map<std::string, uint64_t> abandoned;
+  uint64_t copies_given_up = 0;  // demotions' records given up (the tier keeps them)
 };
 
 // The default byte budget of parked images.
@@ -68,7 +69,12 @@ class PutQueue {
   // Parks `chain` (parents first) behind the chains already parked. Older
   // chains not in flight are abandoned ("queue") until it fits the budget;
   // a chain larger than the whole budget is abandoned at once ("oversize").
-  void Park(std::vector<ParkedRecord> chain);
+  // A `copy` (a demotion's: the tier still holds every record) is not a
+  // drop when given up: its records' outcomes, accepted or given up, are
+  // reported by TakeCopyOutcomes instead of counting as abandoned.
+  void Park(std::vector<ParkedRecord> chain, bool copy = false);
+  // The keys of copied records accepted, and given up, since the last call.
+  void TakeCopyOutcomes(std::vector<PrefixKey>& accepted, std::vector<PrefixKey>& given_up);
   // Moves the puts along on the answers `client` has already read (call
   // client.Pump() first), without waiting. An error is the connection's:
   // the caller drops it and calls Lost.
@@ -97,6 +103,7 @@ class PutQueue {
     uint64_t next_probe_ms = 0;  // while gated: when to ask for the epoch again
     uint32_t refusals = 0;       // refusals and failed transfers so far
     uint32_t failures = 0;       // consecutive failed transfers (DecidePut)
+    bool copy = false;           // a demotion's copy (Park)
   };
   enum class Step : uint8_t {
     kIdle,         // nothing out
@@ -122,6 +129,8 @@ class PutQueue {
   uint64_t request_ = 0;  // the request awaited (step_ != kIdle)
   Status abort_why_;      // kAwaitAbort: why the grant was given back
   PutQueueStats stats_;
+  std::vector<PrefixKey> copies_accepted_;
+  std::vector<PrefixKey> copies_given_up_;
 };
 
 }  // namespace strata::pool

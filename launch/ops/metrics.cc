@@ -7,7 +7,7 @@
 namespace strata {
 
 // RenderMetrics names every field; a new field must be exported too.
-static_assert(sizeof(TierStats) == 12 * sizeof(uint64_t), "export the new TierStats field");
+static_assert(sizeof(TierStats) == 13 * sizeof(uint64_t), "export the new TierStats field");
 static_assert(sizeof(StoreStats) == 21 * sizeof(uint64_t) + 2 * sizeof(TierStats),
               "export the new StoreStats field");
 
@@ -153,6 +153,9 @@ constexpr TierMetric kTierMetrics[] = {
      &TierStats::stored_total, ""},
     {"strata_host_cache_evicted_total", Kind::kCounter, "Records dropped for capacity.",
      &TierStats::evicted_total, ""},
+    {"strata_host_cache_demoted_total", Kind::kCounter,
+     "Records demoted to the pool before the tier filled, let go once the manager accepted them.",
+     &TierStats::demoted_total, ""},
     {"strata_host_cache_compacted_total", Kind::kCounter, "Rows dropped with their pages kept.",
      &TierStats::compacted_total, ""},
     {"strata_host_cache_expired_total", Kind::kCounter, "Records removed by max age.",

@@ -12,6 +12,7 @@ nlohmann::json TierJson(const TierStats& t) {
       {"bytes", t.bytes},
       {"stored_total", t.stored_total},
       {"evicted_total", t.evicted_total},
+      {"demoted_total", t.demoted_total},
       {"compacted_total", t.compacted_total},
       {"expired_total", t.expired_total},
       {"dropped_io_total", t.dropped_io_total},

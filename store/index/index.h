@@ -99,6 +99,9 @@ class PrefixIndex {
   // unpinned single-child ancestor holding its row that is allowed is
   // compacted to page-only instead. Call again for more room.
   EvictionDecision EvictOne(const Predicate& evictable);
+  // The leaf EvictOne would remove first among those `allowed` (unpinned,
+  // least recently used), removing nothing; nullopt when none is.
+  std::optional<IndexEntry> ColdestLeaf(const Predicate& allowed) const;
 
   // Expiry (seed 2.5): at most once per kExpirySweepIntervalMs, walks leaves
   // from the least recently used, skipping pinned ones and those `droppable`

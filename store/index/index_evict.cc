@@ -32,6 +32,13 @@ EvictionDecision PrefixIndex::EvictOne(const Predicate& evictable) {
   return decision;
 }
 
+std::optional<IndexEntry> PrefixIndex::ColdestLeaf(const Predicate& allowed) const {
+  for (const auto& [tick, idx] : leaves_) {
+    if (nodes_[idx].pins == 0 && allowed(EntryOf(idx))) return EntryOf(idx);
+  }
+  return std::nullopt;
+}
+
 ExpirySweep PrefixIndex::Expire(uint64_t now_ms, uint64_t max_age_ms, const Predicate& droppable) {
   ExpirySweep sweep;
   if (last_sweep_ms_ && now_ms < *last_sweep_ms_ + kExpirySweepIntervalMs) return sweep;

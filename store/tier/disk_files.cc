@@ -110,14 +110,18 @@ bool DiskFiles::MakeRoom(uint64_t bytes) {
       RetryConfiguredLimit(bytes);
       break;
     }
-    stats_.disk.evicted_total += d.removed.size();
-    ApplyEvicted(d.removed);
-    if (d.compacted) {
-      ++stats_.disk.compacted_total;
-      Truncate(d.compacted);
-    }
+    ApplyEvictionDecision(d);
   }
   return used_bytes_ + bytes <= limit_bytes_;
+}
+
+void DiskFiles::ApplyEvictionDecision(const EvictionDecision& d) {
+  stats_.disk.evicted_total += d.removed.size();
+  ApplyEvicted(d.removed);
+  if (d.compacted) {
+    ++stats_.disk.compacted_total;
+    Truncate(d.compacted);
+  }
 }
 
 void DiskFiles::RetryConfiguredLimit(uint64_t bytes) {

@@ -30,6 +30,7 @@
 #include <map>
 #include <memory>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "store/base/latency_histogram.h"
 #include "store/index/index.h"
@@ -160,6 +161,12 @@ class DiskFiles {
     // As indexed: what a handover offers after the index forgot the record.
     std::optional<PrefixKey> parent = std::nullopt;
     Digest128 bucket{};
+    // Where a demotion (record_handover.h) left it: offered and awaiting
+    // the sink's outcome, accepted but kept (it has children or pins: its
+    // capacity eviction later unlinks it without a read), or given up
+    // (never demoted again; its capacity eviction hands it over as usual).
+    enum class Demotion : uint8_t { kNone, kOffered, kAccepted, kGivenUp };
+    Demotion demotion = Demotion::kNone;
   };
 
   DiskFiles(const CacheGeometry& geometry, std::unique_ptr<DiskTransport> transport,
@@ -237,6 +244,15 @@ class DiskFiles {
   void SetEvictionSink(EvictionSink* sink) { eviction_sink_ = sink; }
   // Handovers whose read is under way.
   size_t handovers() const { return handing_over_.size(); }
+  // Demotion (record_handover.h): while the charge is above the limit less
+  // limit / kDemotionHeadroomDivisor and the sink takes demotions, Poll
+  // reads the least recently used committed leaf never demoted (with its
+  // held ancestors never demoted) and offers it with OnDemoted, keeping it;
+  // the next only once the sink reported every outcome of the last. Each Poll applies the outcomes
+  // the sink reports: an accepted record that is still an unpinned leaf leaves the index and its
+  // file is unlinked (counted as evicted and demoted); one that gained children or pins stays,
+  // marked so that its eviction needs no read; a record given up stays and is not demoted again.
+  static constexpr uint64_t kDemotionHeadroomDivisor = 16;
 
   // ---- Removal ----
   void SetListener(DiskTierListener* listener) { listener_ = listener; }
@@ -286,6 +302,22 @@ class DiskFiles {
   // Capacity eviction's removals: handed over to eviction_sink_ when set
   // and the records are committed files, dropped otherwise.
   void ApplyEvicted(const std::vector<RemovedRecord>& removed);
+  // Applies eviction decision `d` (counted), handing its records over.
+  void ApplyEvictionDecision(const EvictionDecision& d);
+  // Reads `removed` (evicted) or, with `demote`, that held record, with the
+  // held ancestors above, for the sink.
+  void StartHandover(const std::vector<RemovedRecord>& removed, std::optional<PrefixKey> demote);
+  // Whether a handover can carry file `f`: committed, not being written, and
+  // one rank's share within the transport's bound.
+  bool Handable(const File& f) const;
+  // Applies the sink's demotion outcomes, then starts a demotion when above
+  // the floor (see kDemotionHeadroomDivisor).
+  void Demote();
+  // The sink accepted demoted record `key`: let it go if it is an unpinned
+  // leaf, else mark it accepted.
+  void ReleaseDemoted(const PrefixKey& key);
+  // Sets the demotion state of `key`'s file, if it is still indexed.
+  void MarkDemotion(const PrefixKey& key, File::Demotion state);
   void FinishHandover(DiskOperation& op);
   void PumpOnce();
   void Finish(DiskOperation& op);
@@ -320,6 +352,10 @@ class DiskFiles {
   EvictionSink* eviction_sink_ = nullptr;
   // Evicted records being read for the sink: key -> file id (still in files_).
   std::unordered_map<PrefixKey, uint64_t> handing_over_;
+  bool demoting_ = false;  // a demotion's read is under way
+  // Records a demotion offered whose outcome the sink has not reported yet
+  // (even if they left the index since): no next demotion until it has.
+  std::unordered_set<PrefixKey> awaiting_demotion_;
   std::vector<RecordJobDone> done_;
   uint64_t next_file_ = 1;
   uint64_t next_op_ = 1;

@@ -224,6 +224,7 @@ void DiskFiles::Poll(uint64_t now_ms) {
     stats_.disk.expired_total += sweep.expired_leaves;
     ApplyRemoved(sweep.removed);
   }
+  Demote();
 }
 
 bool DiskFiles::WaitIdle(std::chrono::milliseconds bound) {

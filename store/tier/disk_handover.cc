@@ -45,24 +45,82 @@ RecordView HandoverRecord::View() const {
   return v;
 }
 
-void DiskFiles::ApplyEvicted(const std::vector<RemovedRecord>& removed) {
+bool DiskFiles::Handable(const File& f) const {
   // One rank's bytes of a record, which its transport must carry at once
   // (with ranks in separate processes a record link, share_bytes_max).
-  const auto fits = [this](const File& f) {
-    return f.tail_pages * layout_.stored_page_record_bytes(f.replicated_pages) +
-               (f.has_row ? layout_.stored_row_segment_bytes(f.replicated_row) : 0) <=
-           transport_->share_bytes_max();
-  };
+  return f.written && !f.writing &&
+         f.tail_pages * layout_.stored_page_record_bytes(f.replicated_pages) +
+                 (f.has_row ? layout_.stored_row_segment_bytes(f.replicated_row) : 0) <=
+             transport_->share_bytes_max();
+}
+
+void DiskFiles::MarkDemotion(const PrefixKey& key, File::Demotion state) {
+  std::optional<IndexEntry> e = index_.Find(key);
+  if (!e) return;
+  if (auto f = files_.find(e->location.value); f != files_.end()) f->second.demotion = state;
+}
+
+void DiskFiles::ReleaseDemoted(const PrefixKey& key) {
+  std::optional<IndexEntry> e = index_.Find(key);
+  if (!e) return;  // gone meanwhile (evicted, expired, removed)
+  if (e->child_count != 0 || e->pin_count != 0 || e->state != TransferState::kReady) {
+    MarkDemotion(key, File::Demotion::kAccepted);
+    return;
+  }
+  Result<std::vector<RemovedRecord>> removed = index_.Remove(key);
+  if (!removed.ok()) return;
+  stats_.disk.evicted_total += removed->size();
+  stats_.disk.demoted_total += removed->size();
+  ApplyRemoved(*removed);
+}
+
+void DiskFiles::Demote() {
+  if (eviction_sink_ == nullptr || !accepting()) return;
+  std::vector<PrefixKey> accepted;
+  std::vector<PrefixKey> given_up;
+  eviction_sink_->TakeDemotionOutcomes(accepted, given_up);
+  for (const PrefixKey& key : given_up) {
+    awaiting_demotion_.erase(key);
+    MarkDemotion(key, File::Demotion::kGivenUp);
+  }
+  for (const PrefixKey& key : accepted) {
+    awaiting_demotion_.erase(key);
+    ReleaseDemoted(key);
+  }
+  // One demotion at a time: read, offered, then its outcome.
+  if (demoting_ || !awaiting_demotion_.empty()) return;
+  const uint64_t floor = limit_bytes_ - limit_bytes_ / kDemotionHeadroomDivisor;
+  if (used_bytes_ - releasing_bytes_ <= floor || !eviction_sink_->TakesDemotions()) return;
+  std::optional<IndexEntry> coldest = index_.ColdestLeaf([this](const IndexEntry& e) {
+    if (e.state != TransferState::kReady) return false;
+    auto f = files_.find(e.location.value);
+    return f != files_.end() && f->second.demotion == File::Demotion::kNone && Handable(f->second);
+  });
+  if (coldest) StartHandover({}, coldest->key);
+}
+
+void DiskFiles::ApplyEvicted(const std::vector<RemovedRecord>& removed) {
   const auto handed = [&](const RemovedRecord& r) {
     auto f = files_.find(r.location.value);
-    return r.state == TransferState::kReady && f != files_.end() && f->second.written &&
-           !f->second.writing && fits(f->second);
+    return r.state == TransferState::kReady && f != files_.end() && Handable(f->second);
   };
+  const auto pooled = [&](const RemovedRecord& r) {
+    auto f = files_.find(r.location.value);
+    return f != files_.end() && f->second.demotion == File::Demotion::kAccepted;
+  };
+  // Records the manager accepted as demotions need no read: their files go now.
   if (eviction_sink_ == nullptr || closed_ || !transport_->stopped().ok() ||
-      !std::all_of(removed.begin(), removed.end(), handed)) {
+      !std::all_of(removed.begin(), removed.end(), handed) ||
+      std::all_of(removed.begin(), removed.end(), pooled)) {
     return ApplyRemoved(removed);
   }
+  StartHandover(removed, std::nullopt);
+}
+
+void DiskFiles::StartHandover(const std::vector<RemovedRecord>& removed,
+                              std::optional<PrefixKey> demote) {
   auto handover = std::make_shared<DiskHandover>();
+  handover->demotion = demote.has_value();
   DiskOperation op;
   op.kind = DiskOperation::Kind::kHandover;
   // A record of ranks in separate processes comes in share_count() shares,
@@ -134,13 +192,15 @@ void DiskFiles::ApplyEvicted(const std::vector<RemovedRecord>& removed) {
     parents.push_back(f.parent);
     buckets.push_back(f.bucket);
   }
+  // A demotion's walk starts at the demoted record and stops at an
+  // ancestor demoted before (what lies above it was offered with it).
   std::vector<IndexEntry> held;
-  std::optional<PrefixKey> up = parents.empty() ? std::nullopt : parents.back();
+  std::optional<PrefixKey> up = demote ? demote : parents.empty() ? std::nullopt : parents.back();
   while (up && held.size() < kHandoverAncestorsMax) {
     std::optional<IndexEntry> e = index_.Find(*up);
     if (!e || e->state != TransferState::kReady) break;
     const File& f = files_.at(e->location.value);
-    if (!f.written || f.writing || !fits(f)) break;
+    if (!Handable(f) || (demote && !held.empty() && f.demotion != File::Demotion::kNone)) break;
     held.push_back(*e);
     up = e->parent;
   }
@@ -162,11 +222,32 @@ void DiskFiles::ApplyEvicted(const std::vector<RemovedRecord>& removed) {
         r.row == RowPresence::kPresent && f.has_row, f, r.location.value);
   }
   op.handover = std::move(handover);
+  demoting_ = demoting_ || demote.has_value();
   Start(std::move(op));
 }
 
 void DiskFiles::FinishHandover(DiskOperation& op) {
   DiskHandover& h = *op.handover;
+  if (h.demotion) {
+    demoting_ = false;
+    Unpin(h.pinned);
+    // Nothing was removed: the chain is offered once and stays held, each
+    // record awaiting the sink's outcome; a failed read gives it up.
+    const bool offered = op.status.ok() && eviction_sink_ != nullptr;
+    if (offered) {
+      std::vector<RecordView> chain;
+      for (const HandoverRecord& r : h.records) chain.push_back(r.View());
+      eviction_sink_->OnDemoted(chain);
+    } else if (!op.status.ok()) {
+      spdlog::warn("disk tier: reading record {} to demote it to the pool failed ({}); it stays",
+                   op.failed_key.ToFileStem(), op.status.ToString());
+    }
+    for (const HandoverRecord& r : h.records) {
+      MarkDemotion(r.key, offered ? File::Demotion::kOffered : File::Demotion::kGivenUp);
+      if (offered) awaiting_demotion_.insert(r.key);
+    }
+    return;
+  }
   if (op.status.ok() && eviction_sink_ != nullptr) {
     // One offer per evicted record, each after what lies above it.
     std::vector<RecordView> chain;

@@ -51,9 +51,12 @@ struct HandoverRecord {
 // Root side first: the held ancestors (pinned until the read ends), then the
 // records one eviction removed (a leaf and the page-only ancestors it left
 // childless), root side first.
+// A demotion (DiskFiles::Demote) removes nothing: its records are all held
+// ones, the last the demoted record, offered once as one chain.
 struct DiskHandover {
   std::vector<HandoverRecord> records;
   std::vector<PrefixKey> pinned;  // the held ancestors
+  bool demotion = false;
 };
 
 }  // namespace strata

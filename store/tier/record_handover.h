@@ -42,10 +42,28 @@ struct RecordView {
 // still holds (root side first), which stay local: a record is only useful
 // below its parent, so the sink may need to pass them on first. Whatever the
 // sink does, the tier then discards the last record and keeps the others.
+//
+// Demotion (seed 2.15, "before they fill"; the source retained until the
+// manager accepts): a tier with a sink also offers its coldest records while
+// it is above its headroom floor, not yet full, as copies it keeps
+// (OnDemoted), but only while TakesDemotions() says the sink can take one
+// now. The sink reports each demoted record's outcome back
+// (TakeDemotionOutcomes): accepted, and the tier lets its copy go; or given
+// up (refused, too large, the manager gone), and the tier keeps it, never
+// demoting it again. A demotion never discards data.
 class EvictionSink {
  public:
   virtual ~EvictionSink() = default;
   virtual void OnEvicted(std::span<const RecordView> chain) = 0;
+  // Whether a demotion offered now would be taken.
+  virtual bool TakesDemotions() const { return false; }
+  // `chain` (held ancestors root first, the demoted record last), every
+  // record of it still held by the tier; the sink copies what it keeps.
+  virtual void OnDemoted(std::span<const RecordView> /*chain*/) {}
+  // Appends the keys of demoted records (any record of an OnDemoted chain)
+  // the manager accepted, and those given up, since the last call.
+  virtual void TakeDemotionOutcomes(std::vector<PrefixKey>& /*accepted*/,
+                                    std::vector<PrefixKey>& /*given_up*/) {}
 };
 
 // Reads committed records a tier holds, to pass them below the instance

@@ -11,6 +11,7 @@ struct TierStats {
   uint64_t bytes = 0;             // held now
   uint64_t stored_total = 0;      // records that became resident
   uint64_t evicted_total = 0;     // dropped for capacity
+  uint64_t demoted_total = 0;     // of those, let go after the pool accepted a demotion
   uint64_t compacted_total = 0;   // rows dropped, pages kept
   uint64_t expired_total = 0;     // dropped by max age
   uint64_t dropped_io_total = 0;  // discarded after terminal I/O errors

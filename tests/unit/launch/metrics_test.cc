@@ -38,9 +38,9 @@ StoreStats DistinctStats() {
   }
   for (TierStats* t : {&s.memory, &s.disk}) {
     for (uint64_t* f :
-         {&t->records, &t->bytes, &t->stored_total, &t->evicted_total, &t->compacted_total,
-          &t->expired_total, &t->dropped_io_total, &t->packed_total, &t->per_rank_total,
-          &t->abandoned_total, &t->bytes_in_total, &t->bytes_out_total}) {
+         {&t->records, &t->bytes, &t->stored_total, &t->evicted_total, &t->demoted_total,
+          &t->compacted_total, &t->expired_total, &t->dropped_io_total, &t->packed_total,
+          &t->per_rank_total, &t->abandoned_total, &t->bytes_in_total, &t->bytes_out_total}) {
       *f = v++;
     }
   }
@@ -107,6 +107,7 @@ TEST(MetricsTest, EveryStoreStatsFieldIsExported) {
     EXPECT_EQ(ValueOf(e, "strata_host_cache_bytes", l), is(t.bytes));
     EXPECT_EQ(ValueOf(e, "strata_host_cache_held_total", l), is(t.stored_total));
     EXPECT_EQ(ValueOf(e, "strata_host_cache_evicted_total", l), is(t.evicted_total));
+    EXPECT_EQ(ValueOf(e, "strata_host_cache_demoted_total", l), is(t.demoted_total));
     EXPECT_EQ(ValueOf(e, "strata_host_cache_compacted_total", l), is(t.compacted_total));
     EXPECT_EQ(ValueOf(e, "strata_host_cache_expired_total", l), is(t.expired_total));
     EXPECT_EQ(
@@ -118,7 +119,7 @@ TEST(MetricsTest, EveryStoreStatsFieldIsExported) {
     EXPECT_EQ(ValueOf(e, "strata_host_cache_bytes_in_total", l), is(t.bytes_in_total));
     EXPECT_EQ(ValueOf(e, "strata_host_cache_bytes_out_total", l), is(t.bytes_out_total));
   }
-  // 21 store fields + 12 per tier, each once, each with its own value.
+  // 21 store fields + 13 per tier, each once, each with its own value.
   std::set<std::string> values;
   for (const Sample& smp : e.samples) {
     if (smp.name.rfind("strata_host_cache_", 0) == 0 || smp.name.rfind("strata_store_", 0) == 0 ||
@@ -132,7 +133,7 @@ TEST(MetricsTest, EveryStoreStatsFieldIsExported) {
       EXPECT_TRUE(values.insert(smp.value).second) << smp.name;
     }
   }
-  EXPECT_EQ(values.size(), 21u + 2 * 12u);
+  EXPECT_EQ(values.size(), 21u + 2 * 13u);
 }
 
 TEST(MetricsTest, LatencyHistogramIsCumulativeInSeconds) {

@@ -89,6 +89,7 @@ TEST(PoolMetricsTest, QueueFamiliesCarryTheirValues) {
   p.put_retries = 2;
   p.put_probes = 5;
   p.published = 11;
+  p.demotions_given_up = 13;
   p.put_abandoned["queue"] = 7;
   p.put_abandoned["oversize"] = 1;
   OpsSnapshot snap;
@@ -99,6 +100,7 @@ TEST(PoolMetricsTest, QueueFamiliesCarryTheirValues) {
   EXPECT_EQ(ValueOf(e, "strata_pool_client_put_retries_total"), "2");
   EXPECT_EQ(ValueOf(e, "strata_pool_client_progress_probes_total"), "5");
   EXPECT_EQ(ValueOf(e, "strata_pool_client_published_total"), "11");
+  EXPECT_EQ(ValueOf(e, "strata_pool_client_demotions_given_up_total"), "13");
   EXPECT_EQ(ValueOf(e, "strata_pool_client_puts_abandoned_total", {{"reason", "queue"}}), "7");
   EXPECT_EQ(ValueOf(e, "strata_pool_client_puts_abandoned_total", {{"reason", "oversize"}}), "1");
 }

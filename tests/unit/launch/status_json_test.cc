@@ -37,7 +37,7 @@ TEST(StatusJsonTest, RankPeersStoreAndLatency) {
   EXPECT_EQ(j["store"]["disk"]["records"], 7);
   EXPECT_EQ(j["store"]["memory"]["bytes_out_total"], 4096);
   EXPECT_EQ(j["store"].size(), 23u);  // 21 fields + two tiers
-  EXPECT_EQ(j["store"]["memory"].size(), 12u);
+  EXPECT_EQ(j["store"]["memory"].size(), 13u);
   EXPECT_EQ(j["transport"]["kind"], "staged");
   EXPECT_EQ(j["transport"]["reason"], "direct refused: libcufile.so.0 not found");
   EXPECT_EQ(j["job_latency"]["fetch"]["count"], 2);

@@ -209,10 +209,16 @@ TEST_F(PoolServerTest, AChainPutStopsAtARefusalAndKeepsTheRecordsBeforeIt) {
   ASSERT_EQ(copied->size(), 2u);
   EXPECT_EQ((*copied)[1], bytes[1]);
   EXPECT_EQ(server_->Stats().slots_free, 32u - 4u) << "2 + 2 slots, none leaked";
-  // The connection is still usable: the refused record's suffix goes alone.
+  // The connection is still usable. The refused record's child alone is
+  // refused too: a record holds only its tail, so it is never filed without
+  // its parent (it would be a root of the wrong length).
   const std::vector<Status> rest = a->PutChain(std::span(items).last(1));
   ASSERT_EQ(rest.size(), 1u);
-  EXPECT_TRUE(rest[0].ok()) << rest[0].ToString();
+  EXPECT_EQ(rest[0].code(), StatusCode::kNotFound) << rest[0].ToString();
+  EXPECT_EQ(server_->Stats().slots_free, 32u - 4u) << "nothing taken for it";
+  const std::vector<Status> again = a->PutChain(std::span(items).first(2));
+  ASSERT_EQ(again.size(), 2u);
+  EXPECT_EQ(again[1].code(), StatusCode::kAlreadyExists) << "held records answer so";
 }
 
 TEST_F(PoolServerTest, ADifferentScopeSharesNothing) {

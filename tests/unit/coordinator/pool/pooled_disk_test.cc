@@ -8,6 +8,8 @@
 // refused, not restored.
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include <variant>
 
 #include "coordinator/pool/pool_server.h"
@@ -98,10 +100,10 @@ struct Instance {
     if (composite) composite->SetEvictionSink(nullptr);
   }
 
-  // Runs kConversations one-turn conversations, then waits for the disk
+  // Runs `conversations` one-turn conversations, then waits for the disk
   // tier's writes and handovers.
-  void Compute() {
-    for (int i = 0; i < kConversations; ++i) {
+  void Compute(int conversations = kConversations) {
+    for (int i = 0; i < conversations; ++i) {
       EXPECT_TRUE(runtime->Turn(runtime->NewConversation(), kConversationTokens).ok());
       EXPECT_TRUE(runtime->WaitForStores().ok());
     }
@@ -245,6 +247,37 @@ TEST_P(PooledDiskTest, ACorruptPooledRecordIsRefusedNotRestored) {
   EXPECT_EQ(claimed.claims, 0u);
   EXPECT_EQ(claimed.claim_failures, 1u);
   EXPECT_EQ(b.pooled->Stats().memory.records, 0u) << "nothing corrupt landed";
+}
+
+TEST_P(PooledDiskTest, TheDiskDemotesItsColdestRecordToThePoolBeforeItFills) {
+  StartManager(512);
+  Instance a(socket_path(), "host-a", GetParam(), dir_a_.path());
+  SKIP_WITHOUT_DIRECT_IO(a);
+  ASSERT_TRUE(a.pooled->link().sharing());
+  // As many records as the disk holds: no store needs room, but the charge
+  // is above the headroom floor, so the coldest record is demoted.
+  a.Compute(static_cast<int>(kRecordsOnDisk) + (GetParam() == Chain::kMemoryAndDisk ? 2 : 0));
+  for (int i = 0; i < 8 && a.local->Stats().disk.demoted_total == 0; ++i) {
+    a.runtime->PollOnce();  // the put's outcome reaches the tier at a poll
+    (void)a.pooled->FlushPuts(10s);
+    std::this_thread::sleep_for(5ms);
+  }
+  const StoreStats local = a.local->Stats();
+  EXPECT_GT(local.disk.demoted_total, 0u);
+  // Records on disk (a composite's count also has those parked in DRAM).
+  EXPECT_LT(local.disk.records - local.parked_records, kRecordsOnDisk)
+      << "let go once the manager accepted it";
+  const PoolInstanceStats put = a.pooled->pool_stats();
+  EXPECT_GE(put.puts, local.disk.demoted_total);
+  EXPECT_EQ(put.dropped_end_of_chain, 0u);
+  EXPECT_EQ(put.demotions_given_up, 0u);
+
+  Instance b(socket_path(), "host-b", Chain::kPoolOnly, dir_b_.path());
+  ASSERT_TRUE(b.open.ok()) << b.open.ToString();
+  const TurnReport t = TurnFirst(b);
+  EXPECT_TRUE(t.host_hit) << "the demoted record is restored from the pool";
+  EXPECT_EQ(t.host_reused_tokens, kConversationTokens);
+  EXPECT_EQ(b.runtime->stats().mismatches, 0u);
 }
 
 // The pool-only instance's own tests (the fixture's parameter is unused).

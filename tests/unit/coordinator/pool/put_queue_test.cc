@@ -3,7 +3,8 @@
 // goes, byte-exact, once the manager made progress (learned through its
 // progress probe); a lost connection puts the record in flight again on the
 // next one; a record larger than the arena is abandoned as oversize; the
-// byte budget abandons the oldest parked chains. Every wait is for an
+// byte budget abandons the oldest parked chains; a demotion's copy reports
+// its outcomes and is no drop when given up. Every wait is for an
 // answer, bounded; the clock the gates read is passed by hand.
 #include "coordinator/pool/put_queue.h"
 
@@ -175,6 +176,35 @@ TEST_F(PutQueueTest, ARecordLargerThanTheArenaIsAbandonedAsOversizeAtOnce) {
   EXPECT_EQ(q.stats().accepted, 0u);
   EXPECT_EQ(q.stats().parked_records, 0u);
   EXPECT_EQ(q.stats().retries, 0u);
+}
+
+TEST_F(PutQueueTest, ACopysOutcomesAreReportedAndAGivenUpCopyIsNoDrop) {
+  auto a = Connect("GPU-a");
+  ASSERT_NE(a, nullptr);
+  const PrefixHistory history(Tokens(256, 61));
+  PutQueue q(kPutQueueBytesDefault);
+  q.Park(Chain(history, 64, kSlotBytes + 3, 4), /*copy=*/true);
+  q.Park(Chain(history, 128, (kSlots + 1) * kSlotBytes, 5), /*copy=*/true);  // too large
+  ASSERT_TRUE(Drive(q, *a, 0, [&] { return q.empty(); }));
+  std::vector<PrefixKey> accepted;
+  std::vector<PrefixKey> given_up;
+  q.TakeCopyOutcomes(accepted, given_up);
+  EXPECT_EQ(accepted, std::vector<PrefixKey>{history.key_at(64)});
+  EXPECT_EQ(given_up, std::vector<PrefixKey>{history.key_at(128)});
+  EXPECT_EQ(q.stats().copies_given_up, 1u);
+  EXPECT_EQ(q.abandoned_total(), 0u) << "the tier still holds a given-up copy";
+  q.TakeCopyOutcomes(accepted, given_up);
+  EXPECT_EQ(accepted.size(), 1u) << "each outcome is reported once";
+
+  // A copy larger than the whole budget is given up at once.
+  PutQueue small(100);
+  small.Park(Chain(history, 192, 101, 6), /*copy=*/true);
+  std::vector<PrefixKey> none;
+  std::vector<PrefixKey> gone;
+  small.TakeCopyOutcomes(none, gone);
+  EXPECT_TRUE(none.empty());
+  EXPECT_EQ(gone, std::vector<PrefixKey>{history.key_at(192)});
+  EXPECT_EQ(small.abandoned_total(), 0u);
 }
 
 TEST(PutQueueBudgetTest, NewChainsAbandonTheOldestParkedOnesAndOversizeOnesGoAtOnce) {

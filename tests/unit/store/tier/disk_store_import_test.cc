@@ -14,6 +14,7 @@
 #include "store/tier/local_disk.h"
 #include "store/transfer/host_planes.h"
 #include "tests/unit/store/record/record_test_support.h"
+#include "tests/unit/store/tier/disk_test_support.h"
 
 namespace strata {
 namespace {
@@ -61,13 +62,8 @@ class DiskStoreImportTest : public ::testing::Test {
   // A store of three and a half 10-page records whose transport carries
   // shares of at most `cap` bytes.
   Status Open(uint64_t cap) {
-    LocalDiskOptions o;
-    o.base_dir = dir_.path();
-    o.host_headroom_bytes = 64ull << 20;
-    STRATA_ASSIGN_OR_RETURN(
-        disk_, LocalDisk::Open(planes_.geometry(),
-                               ComputeNamespaceIdentity("test-model", StateMode::kOrdinary),
-                               ComputeLayoutFingerprint(planes_.geometry()), o));
+    STRATA_ASSIGN_OR_RETURN(disk_, testing::OpenTestDisk(dir_.path(), planes_.geometry(),
+                                                         LocalDiskOptions{}.durability));
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<DiskTransport> staged,
                             disk_->MakeTransport(*MakeHostTransfers(planes_)));
     const uint64_t one = RecordFileBytes(layout_, {.tail_pages = 10});
@@ -120,15 +116,7 @@ class DiskStoreImportTest : public ::testing::Test {
   Bytes row_;
 };
 
-#define OPEN_OR_SKIP(cap)                                       \
-  do {                                                          \
-    Status open = Open(cap);                                    \
-    if (open.code() == StatusCode::kFailedPrecondition &&       \
-        open.message().find("O_DIRECT") != std::string::npos) { \
-      GTEST_SKIP() << open.message();                           \
-    }                                                           \
-    ASSERT_TRUE(open.ok()) << open.ToString();                  \
-  } while (0)
+#define OPEN_OR_SKIP(cap) STRATA_OPEN_OR_SKIP(Open(cap))
 
 TEST_F(DiskStoreImportTest, AnImportedRecordCommitsAndIsRestoredByteExact) {
   OPEN_OR_SKIP(UINT64_MAX);
