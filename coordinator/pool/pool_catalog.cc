@@ -95,7 +95,13 @@ Result<PutGrant> PoolCatalog::BeginPut(SessionId session, const PutRequest& put,
     return Status::InvalidArgument("pool put of " + std::to_string(put.bytes) +
                                    " bytes exceeds the arena");
   }
-  if (scope.index.Contains(put.key)) {
+  if (const std::optional<IndexEntry> held = scope.index.Find(put.key)) {
+    // Only a committed record counts as held: a put still in flight (this
+    // or another instance's) may yet be aborted, and with it what was
+    // indexed under it.
+    if (held->state != TransferState::kReady) {
+      return Status::Busy("pool record " + put.key.ToFileStem() + " is being put");
+    }
     return Status::AlreadyExists("pool record " + put.key.ToFileStem());
   }
   // A record holds only its tail: under a parent this scope lacks it would

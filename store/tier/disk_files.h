@@ -316,8 +316,11 @@ class DiskFiles {
   // The sink accepted demoted record `key`: let it go if it is an unpinned
   // leaf, else mark it accepted.
   void ReleaseDemoted(const PrefixKey& key);
-  // Sets the demotion state of `key`'s file, if it is still indexed.
-  void MarkDemotion(const PrefixKey& key, File::Demotion state);
+  // Sets the demotion state of `key`'s file to `to` if it is still indexed
+  // and in state `from`.
+  void MarkDemotion(const PrefixKey& key, File::Demotion from, File::Demotion to);
+  // After a scan found no leaf to demote, the next scan waits this long.
+  static constexpr uint64_t kDemotionIdleMs = 1'000;
   void FinishHandover(DiskOperation& op);
   void PumpOnce();
   void Finish(DiskOperation& op);
@@ -356,6 +359,7 @@ class DiskFiles {
   // Records a demotion offered whose outcome the sink has not reported yet
   // (even if they left the index since): no next demotion until it has.
   std::unordered_set<PrefixKey> awaiting_demotion_;
+  uint64_t demotion_idle_until_ms_ = 0;  // no demotion scan before now_ms_ reaches it
   std::vector<RecordJobDone> done_;
   uint64_t next_file_ = 1;
   uint64_t next_op_ = 1;

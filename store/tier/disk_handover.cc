@@ -54,17 +54,22 @@ bool DiskFiles::Handable(const File& f) const {
              transport_->share_bytes_max();
 }
 
-void DiskFiles::MarkDemotion(const PrefixKey& key, File::Demotion state) {
+void DiskFiles::MarkDemotion(const PrefixKey& key, File::Demotion from, File::Demotion to) {
   std::optional<IndexEntry> e = index_.Find(key);
   if (!e) return;
-  if (auto f = files_.find(e->location.value); f != files_.end()) f->second.demotion = state;
+  auto f = files_.find(e->location.value);
+  if (f != files_.end() && f->second.demotion == from) f->second.demotion = to;
 }
 
 void DiskFiles::ReleaseDemoted(const PrefixKey& key) {
   std::optional<IndexEntry> e = index_.Find(key);
   if (!e) return;  // gone meanwhile (evicted, expired, removed)
+  auto f = files_.find(e->location.value);
+  // Only the file that was offered: a record evicted and stored again
+  // since is a new file, never offered.
+  if (f == files_.end() || f->second.demotion != File::Demotion::kOffered) return;
   if (e->child_count != 0 || e->pin_count != 0 || e->state != TransferState::kReady) {
-    MarkDemotion(key, File::Demotion::kAccepted);
+    f->second.demotion = File::Demotion::kAccepted;
     return;
   }
   Result<std::vector<RemovedRecord>> removed = index_.Remove(key);
@@ -81,14 +86,15 @@ void DiskFiles::Demote() {
   eviction_sink_->TakeDemotionOutcomes(accepted, given_up);
   for (const PrefixKey& key : given_up) {
     awaiting_demotion_.erase(key);
-    MarkDemotion(key, File::Demotion::kGivenUp);
+    // Only the file that was offered (see ReleaseDemoted).
+    MarkDemotion(key, File::Demotion::kOffered, File::Demotion::kGivenUp);
   }
   for (const PrefixKey& key : accepted) {
     awaiting_demotion_.erase(key);
     ReleaseDemoted(key);
   }
   // One demotion at a time: read, offered, then its outcome.
-  if (demoting_ || !awaiting_demotion_.empty()) return;
+  if (demoting_ || !awaiting_demotion_.empty() || now_ms_ < demotion_idle_until_ms_) return;
   const uint64_t floor = limit_bytes_ - limit_bytes_ / kDemotionHeadroomDivisor;
   if (used_bytes_ - releasing_bytes_ <= floor || !eviction_sink_->TakesDemotions()) return;
   std::optional<IndexEntry> coldest = index_.ColdestLeaf([this](const IndexEntry& e) {
@@ -96,7 +102,13 @@ void DiskFiles::Demote() {
     auto f = files_.find(e.location.value);
     return f != files_.end() && f->second.demotion == File::Demotion::kNone && Handable(f->second);
   });
-  if (coldest) StartHandover({}, coldest->key);
+  if (!coldest) {
+    // Every leaf was demoted, given up, pinned or busy: scan again later,
+    // not on every poll.
+    demotion_idle_until_ms_ = now_ms_ + kDemotionIdleMs;
+    return;
+  }
+  StartHandover({}, coldest->key);
 }
 
 void DiskFiles::ApplyEvicted(const std::vector<RemovedRecord>& removed) {
@@ -193,14 +205,17 @@ void DiskFiles::StartHandover(const std::vector<RemovedRecord>& removed,
     buckets.push_back(f.bucket);
   }
   // A demotion's walk starts at the demoted record and stops at an
-  // ancestor demoted before (what lies above it was offered with it).
+  // ancestor the manager accepted before (what lies above it went with it);
+  // one given up is offered again with its descendant.
   std::vector<IndexEntry> held;
   std::optional<PrefixKey> up = demote ? demote : parents.empty() ? std::nullopt : parents.back();
   while (up && held.size() < kHandoverAncestorsMax) {
     std::optional<IndexEntry> e = index_.Find(*up);
     if (!e || e->state != TransferState::kReady) break;
     const File& f = files_.at(e->location.value);
-    if (!Handable(f) || (demote && !held.empty() && f.demotion != File::Demotion::kNone)) break;
+    if (!Handable(f) || (demote && !held.empty() && f.demotion == File::Demotion::kAccepted)) {
+      break;
+    }
     held.push_back(*e);
     up = e->parent;
   }
@@ -243,7 +258,10 @@ void DiskFiles::FinishHandover(DiskOperation& op) {
                    op.failed_key.ToFileStem(), op.status.ToString());
     }
     for (const HandoverRecord& r : h.records) {
-      MarkDemotion(r.key, offered ? File::Demotion::kOffered : File::Demotion::kGivenUp);
+      std::optional<IndexEntry> e = index_.Find(r.key);
+      auto f = e ? files_.find(e->location.value) : files_.end();
+      if (f == files_.end()) continue;
+      f->second.demotion = offered ? File::Demotion::kOffered : File::Demotion::kGivenUp;
       if (offered) awaiting_demotion_.insert(r.key);
     }
     return;

@@ -257,10 +257,13 @@ TEST_P(PooledDiskTest, TheDiskDemotesItsColdestRecordToThePoolBeforeItFills) {
   // As many records as the disk holds: no store needs room, but the charge
   // is above the headroom floor, so the coldest record is demoted.
   a.Compute(static_cast<int>(kRecordsOnDisk) + (GetParam() == Chain::kMemoryAndDisk ? 2 : 0));
-  for (int i = 0; i < 8 && a.local->Stats().disk.demoted_total == 0; ++i) {
-    a.runtime->PollOnce();  // the put's outcome reaches the tier at a poll
+  // The put's outcome reaches the tier at a poll; a scan that found every
+  // leaf still being written waits DiskFiles::kDemotionIdleMs.
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (a.local->Stats().disk.demoted_total == 0 && std::chrono::steady_clock::now() < deadline) {
+    a.runtime->PollOnce();
     (void)a.pooled->FlushPuts(10s);
-    std::this_thread::sleep_for(5ms);
+    std::this_thread::sleep_for(10ms);
   }
   const StoreStats local = a.local->Stats();
   EXPECT_GT(local.disk.demoted_total, 0u);
