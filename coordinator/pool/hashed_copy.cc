@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "store/base/assert.h"
 
@@ -20,7 +21,13 @@ void CopyHashed(std::span<std::byte> dst, std::span<const std::byte> src, Xxh3St
 Status CheckSlotsFit(std::span<const SlotId> slots, uint64_t record_bytes, uint64_t slot_bytes,
                      uint32_t slot_count) {
   if (slot_bytes == 0) return Status::Corruption("the arena has zero-byte slots");
-  const uint64_t need = (record_bytes + slot_bytes - 1) / slot_bytes;
+  // Checked before rounding up: a size near 2^64 would wrap to few slots.
+  if (record_bytes > slot_bytes * slot_count) {
+    return Status::Corruption("a record of " + std::to_string(record_bytes) +
+                              " bytes is larger than an arena of " + std::to_string(slot_count) +
+                              " slots of " + std::to_string(slot_bytes) + " bytes");
+  }
+  const uint64_t need = record_bytes / slot_bytes + (record_bytes % slot_bytes != 0 ? 1 : 0);
   if (slots.size() != need) {
     return Status::Corruption("a record of " + std::to_string(record_bytes) + " bytes in " +
                               std::to_string(slots.size()) + " slots of " +
@@ -32,6 +39,13 @@ Status CheckSlotsFit(std::span<const SlotId> slots, uint64_t record_bytes, uint6
       return Status::Corruption("slot " + std::to_string(s.value) + " is outside an arena of " +
                                 std::to_string(slot_count) + " slots");
     }
+  }
+  std::vector<uint32_t> sorted;
+  sorted.reserve(slots.size());
+  for (SlotId s : slots) sorted.push_back(s.value);
+  std::sort(sorted.begin(), sorted.end());
+  if (auto twice = std::adjacent_find(sorted.begin(), sorted.end()); twice != sorted.end()) {
+    return Status::Corruption("slot " + std::to_string(*twice) + " is named twice");
   }
   return Status::Ok();
 }

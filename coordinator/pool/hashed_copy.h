@@ -26,8 +26,9 @@ void CopyHashed(std::span<std::byte> dst, std::span<const std::byte> src, Xxh3St
 
 // A record's bytes as they lie in its slots: slot i holds bytes
 // [i * slot_bytes, min((i + 1) * slot_bytes, record_bytes)). kCorruption
-// when the slots cannot hold the record, a slot is surplus or outside an
-// arena of `slot_count` slots.
+// when the record is larger than the whole arena (a size from the wire is
+// never trusted), the slots cannot hold it, a slot is surplus, named twice,
+// or outside an arena of `slot_count` slots.
 Status CheckSlotsFit(std::span<const SlotId> slots, uint64_t record_bytes, uint64_t slot_bytes,
                      uint32_t slot_count);
 

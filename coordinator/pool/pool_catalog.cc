@@ -90,8 +90,9 @@ Result<PutGrant> PoolCatalog::BeginPut(SessionId session, const PutRequest& put,
   STRATA_ASSIGN_OR_RETURN(Session * s, FindSession(session));
   ScopeState& scope = *scopes_.at(s->scope);
   if (put.bytes == 0) return Status::InvalidArgument("pool put of zero bytes");
-  const uint64_t need = (put.bytes + limits_.slot_bytes - 1) / limits_.slot_bytes;
-  if (need > slots_.slot_count()) {
+  // Compared before rounding up: a size near 2^64 would wrap to few slots.
+  const uint64_t need = put.bytes / limits_.slot_bytes + (put.bytes % limits_.slot_bytes != 0);
+  if (put.bytes > limits_.slot_bytes * slots_.slot_count() || need > slots_.slot_count()) {
     return Status::InvalidArgument("pool put of " + std::to_string(put.bytes) +
                                    " bytes exceeds the arena");
   }

@@ -96,7 +96,14 @@ Result<RecordView> DecodeRecordImage(std::span<const std::byte> image) {
                   [](std::byte b) { return b != std::byte{0}; })) {
     return Status::Corruption("record image reserved bytes are not zero");
   }
-  const uint64_t want = kRecordImageHeaderBytes + page_bytes * pages + row_bytes;
+  // The sizes are the sender's: multiplied and added with overflow checks,
+  // so that a product that wraps cannot match a short image.
+  uint64_t want = 0;
+  if (__builtin_mul_overflow(page_bytes, uint64_t{pages}, &want) ||
+      __builtin_add_overflow(want, row_bytes, &want) ||
+      __builtin_add_overflow(want, kRecordImageHeaderBytes, &want)) {
+    return Status::Corruption("record image sizes overflow");
+  }
   if (image.size() != want) {
     return Status::Corruption("record image holds " + std::to_string(image.size()) +
                               " bytes, its header says " + std::to_string(want));

@@ -360,8 +360,23 @@ Status PooledStore::Close() {
                  puts_.stats().parked_records);
   }
   // Claims not landed: the manager releases their holds when the session
-  // ends; their destinations are never written. A copy still in flight
-  // reads the arena through its own mapping and is dropped when it returns.
+  // ends; their destinations are never written, and each ticket still
+  // waiting ends with kFetchFailed (the next Poll's). A copy still in
+  // flight reads the arena through its own mapping and is dropped when it
+  // returns.
+  const auto fail = [this](const InboundTicket& ticket, const PrefixKey& endpoint) {
+    ++stats_.claim_failures;
+    closing_events_.push_back(
+        StoreEvent{.kind = StoreEvent::Kind::kFetchFailed,
+                   .ticket = ticket.ticket,
+                   .key = endpoint,
+                   .status = Status::Aborted("the store closed before the pool claim of " +
+                                             endpoint.ToFileStem() + " landed")});
+  };
+  for (const PendingClaim& c : claims_) {
+    if (!c.given_up) fail(c.ticket, c.hit.endpoint);  // a given-up one reported its failure
+  }
+  for (const LandingClaim& l : landings_) fail(l.ticket, l.hit.endpoint);
   claims_.clear();
   landings_.clear();  // their records land as local copies, or not at all
   Status s = tiers_.local != nullptr ? tiers_.local->Close() : Status::Ok();

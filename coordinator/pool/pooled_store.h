@@ -208,6 +208,9 @@ class PooledStore final : public HostStore, public EvictionSink {
   // The local chain's, with the landing tier's memory counters, lookups,
   // hits and restores added when the landing tier is its own.
   StoreStats Stats() const override;
+  // Parks what copy-outs still under way store (pool only), gives parked
+  // puts kPutFlushBound to reach the manager, ends every claim not landed
+  // with kFetchFailed (reported by the next Poll), then closes the tiers.
   Status Close() override;
 
   // Parks the chain's held ancestors (root first; one the manager holds
@@ -373,7 +376,8 @@ class PooledStore final : public HostStore, public EvictionSink {
   // Records stored while their parent's copy-out was under way, by parent:
   // parked after it.
   std::unordered_map<PrefixKey, std::vector<PrefixKey>> waiting_publish_;
-  // Events the landing tier reported while Close drained it (the next Poll's).
+  // Events the landing tier reported while Close drained it, and the
+  // failures of claims Close dropped (the next Poll's).
   std::vector<StoreEvent> closing_events_;
   ExportLedger exports_;
   LookupTickets tickets_;

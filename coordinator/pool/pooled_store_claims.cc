@@ -137,6 +137,28 @@ void PooledStore::ReleaseClaim(const PendingClaim& c) {
   }
 }
 
+namespace {
+
+// Record `i` of a claimed `chain` decoded from its checked image: its key
+// must be chain[i], and past the first its parent chain[i - 1] (the image
+// is the putter's; the manager indexed the record under the parent its put
+// named).
+Result<RecordView> ClaimedView(std::span<const PrefixKey> chain, size_t i,
+                               std::span<const std::byte> image) {
+  STRATA_ASSIGN_OR_RETURN(RecordView view, DecodeRecordImage(image));
+  if (view.key != chain[i]) {
+    return Status::Corruption("pooled record " + chain[i].ToFileStem() + " holds the image of " +
+                              view.key.ToFileStem());
+  }
+  if (i > 0 && view.parent != chain[i - 1]) {
+    return Status::Corruption("pooled record " + chain[i].ToFileStem() +
+                              " names another parent than " + chain[i - 1].ToFileStem());
+  }
+  return view;
+}
+
+}  // namespace
+
 Status PooledStore::ImportClaimed(const PendingClaim& c,
                                   std::vector<std::vector<std::byte>>& records) {
   if (tiers_.disk_landing != nullptr) {
@@ -150,11 +172,7 @@ Status PooledStore::ImportClaimed(const PendingClaim& c,
     return Status::Ok();
   }
   for (size_t i = 0; i < c.hit.chain.size(); ++i) {
-    STRATA_ASSIGN_OR_RETURN(RecordView view, DecodeRecordImage(records.at(i)));
-    if (view.key != c.hit.chain[i]) {
-      return Status::Corruption("pooled record " + c.hit.chain[i].ToFileStem() +
-                                " holds the image of " + view.key.ToFileStem());
-    }
+    STRATA_ASSIGN_OR_RETURN(RecordView view, ClaimedView(c.hit.chain, i, records.at(i)));
     Status s = tiers_.intake->Import(view, now_ms_);
     if (!s.ok() && s.code() != StatusCode::kAlreadyExists) return s;
     ++stats_.claimed_records;
@@ -168,11 +186,7 @@ Status PooledStore::ImportClaimed(const PendingClaim& c,
 Status PooledStore::ImportLanding(LandingClaim& c) {
   for (; c.imported < c.hit.chain.size(); ++c.imported) {
     const std::vector<std::byte>& image = c.records[c.imported];
-    STRATA_ASSIGN_OR_RETURN(RecordView view, DecodeRecordImage(image));
-    if (view.key != c.hit.chain[c.imported]) {
-      return Status::Corruption("pooled record " + c.hit.chain[c.imported].ToFileStem() +
-                                " holds the image of " + view.key.ToFileStem());
-    }
+    STRATA_ASSIGN_OR_RETURN(RecordView view, ClaimedView(c.hit.chain, c.imported, image));
     Status s = tiers_.intake->Import(view, now_ms_);
     if (!s.ok() && s.code() != StatusCode::kAlreadyExists) return s;
     ++stats_.claimed_records;

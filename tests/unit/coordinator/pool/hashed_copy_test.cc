@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <string>
 #include <vector>
 
 #include "tests/unit/coordinator/pool/pool_test_data.h"
@@ -57,6 +59,21 @@ TEST(HashedCopyTest, RejectsSurplusSlots) {
 TEST(HashedCopyTest, RejectsASlotOutsideTheArena) {
   const std::vector<SlotId> two{SlotId(4), SlotId(0)};
   EXPECT_EQ(CheckSlotsFit(two, 150, 100, 4).code(), StatusCode::kCorruption);
+}
+
+TEST(HashedCopyTest, RejectsARecordLargerThanTheArenaWhateverItsSlots) {
+  // A size near 2^64 would round up to no slots at all.
+  EXPECT_EQ(CheckSlotsFit({}, UINT64_MAX, 100, 4).code(), StatusCode::kCorruption);
+  const std::vector<SlotId> all{SlotId(0), SlotId(1), SlotId(2), SlotId(3)};
+  EXPECT_TRUE(CheckSlotsFit(all, 400, 100, 4).ok());
+  EXPECT_EQ(CheckSlotsFit(all, 401, 100, 4).code(), StatusCode::kCorruption);
+}
+
+TEST(HashedCopyTest, RejectsASlotNamedTwice) {
+  const std::vector<SlotId> twice{SlotId(2), SlotId(1), SlotId(2)};
+  const Status s = CheckSlotsFit(twice, 250, 100, 4);
+  EXPECT_EQ(s.code(), StatusCode::kCorruption);
+  EXPECT_NE(s.message().find("named twice"), std::string::npos) << s.ToString();
 }
 
 TEST(HashedCopyTest, RejectsZeroByteSlots) {

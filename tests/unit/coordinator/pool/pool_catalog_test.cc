@@ -71,6 +71,15 @@ class PoolCatalogTest : public ::testing::Test {
     return catalog_.CommitPut(session, grant.put, Xxh3(data), now_ms_);
   }
 
+  // The request to put the root record of `history` ending at `consumed`.
+  static PutRequest RootPut(const PrefixHistory& history, uint64_t consumed, uint64_t bytes) {
+    PutRequest put;
+    put.key = history.key_at(consumed);
+    put.bucket_digest = history.bucket_digest(consumed);
+    put.bytes = bytes;
+    return put;
+  }
+
   // Looks up and claims; copies the endpoint record out of the arena.
   Result<std::vector<std::byte>> Restore(SessionId session, const PrefixHistory& history,
                                          ClaimId* claim_out = nullptr) {
@@ -128,10 +137,7 @@ TEST_F(PoolCatalogTest, AnotherScopeSharesNothing) {
 TEST_F(PoolCatalogTest, UncommittedPutIsNotClaimable) {
   const SessionId a = Open("GPU-a");
   const PrefixHistory history(Tokens(128, 1));
-  PutRequest put;
-  put.key = history.key_at(128);
-  put.bucket_digest = history.bucket_digest(128);
-  put.bytes = kSlotBytes;
+  const PutRequest put = RootPut(history, 128, kSlotBytes);
   auto grant = catalog_.BeginPut(a, put, now_ms_);
   ASSERT_TRUE(grant.ok());
   const std::vector<PrefixKey> chain{put.key};
@@ -145,11 +151,8 @@ TEST_F(PoolCatalogTest, UncommittedPutIsNotClaimable) {
 TEST_F(PoolCatalogTest, APutUnderAParentThePoolLacksIsRefusedWithNothingIndexed) {
   const SessionId a = Open("GPU-a");
   const PrefixHistory history(Tokens(256, 4));
-  PutRequest put;
-  put.key = history.key_at(256);
+  PutRequest put = RootPut(history, 256, kSlotBytes);
   put.parent = history.key_at(128);  // never put
-  put.bucket_digest = history.bucket_digest(256);
-  put.bytes = kSlotBytes;
   auto grant = catalog_.BeginPut(a, put, now_ms_);
   ASSERT_EQ(grant.status().code(), StatusCode::kNotFound) << grant.status().ToString();
   EXPECT_NE(grant.status().message().find("is not pooled"), std::string::npos);
@@ -161,6 +164,17 @@ TEST_F(PoolCatalogTest, APutUnderAParentThePoolLacksIsRefusedWithNothingIndexed)
   grant = catalog_.BeginPut(a, put, now_ms_);
   ASSERT_TRUE(grant.ok()) << grant.status().ToString();
   ASSERT_TRUE(catalog_.AbortPut(a, grant->put).ok());
+}
+
+TEST_F(PoolCatalogTest, APutOfASizeNear2To64IsRefusedNotRoundedToNoSlots) {
+  const SessionId a = Open("GPU-a");
+  const PrefixHistory history(Tokens(128, 9));
+  PutRequest put = RootPut(history, 128, UINT64_MAX);
+  EXPECT_EQ(catalog_.BeginPut(a, put, now_ms_).status().code(), StatusCode::kInvalidArgument);
+  put.bytes = uint64_t{kSlots} * kSlotBytes + 1;
+  EXPECT_EQ(catalog_.BeginPut(a, put, now_ms_).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(catalog_.counts().records, 0u);
+  EXPECT_EQ(catalog_.slots().free_count(), kSlots);
 }
 
 TEST_F(PoolCatalogTest, EvictsLeastRecentlyUsedToMakeRoom) {

@@ -81,6 +81,20 @@ TEST(PoolRecordImageTest, RejectsTooManyPages) {
 TEST(PoolRecordImageTest, RejectsHugePieces) {
   ExpectRejected([](std::vector<std::byte>& i) { i[23] = std::byte{0x10}; }, "piece sizes");
 }
+TEST(PoolRecordImageTest, RejectsSizesWhoseProductWrapsToTheImagesLength) {
+  // (2^24 - 1) pages of 2^40 bytes and a 2^40-byte row: 2^64 + 128 wraps to
+  // 128, the length of a bare header.
+  ExpectRejected(
+      [](std::vector<std::byte>& i) {
+        i.resize(kRecordImageHeaderBytes);
+        const uint8_t pages[4] = {0xff, 0xff, 0xff, 0x00};
+        std::memcpy(i.data() + 8, pages, 4);
+        std::memset(i.data() + 16, 0, 16);
+        i[16 + 5] = std::byte{0x01};  // page bytes 2^40
+        i[24 + 5] = std::byte{0x01};  // row bytes 2^40
+      },
+      "overflow");
+}
 TEST(PoolRecordImageTest, RejectsReservedBytes) {
   ExpectRejected([](std::vector<std::byte>& i) { i[100] = std::byte{1}; }, "reserved");
 }

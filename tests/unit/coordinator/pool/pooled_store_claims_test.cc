@@ -113,6 +113,23 @@ TEST_F(PooledStoreClaimsTest, AFetchNeverWaitsForTheGrantAndLandsWhenItComes) {
   EXPECT_EQ(b().pool_stats().claims_in_flight, 0u);
 }
 
+TEST_F(PooledStoreClaimsTest, CloseEndsAClaimNotLandedWithAFailedFetch) {
+  const HostHit hit = PoolHit();
+  proxy_->Hold(PoolHop::kToInstance, &IsPoolMessage<PoolClaimAnswer>);
+  const InboundTicket ticket = TicketFor(hit);
+  ASSERT_TRUE(b().Fetch(hit, ticket).ok());
+  EXPECT_EQ(EventsFor(ticket.ticket), 0u);
+  ASSERT_TRUE(b().Close().ok());
+  std::vector<StoreEvent> events;
+  b().Poll(0, events);
+  ASSERT_EQ(events.size(), 1u) << "the ticket ends, it does not wait forever";
+  EXPECT_EQ(events[0].kind, StoreEvent::Kind::kFetchFailed);
+  EXPECT_EQ(events[0].ticket, ticket.ticket);
+  EXPECT_EQ(events[0].status.code(), StatusCode::kAborted) << events[0].status.ToString();
+  EXPECT_EQ(b().pool_stats().claims_in_flight, 0u);
+  proxy_->ReleaseHeld();
+}
+
 TEST_F(PooledStoreClaimsTest, AGrantPastTheDeadlineFailsTheFetchAndIsReleasedWhenItComes) {
   const HostHit hit = PoolHit();
   proxy_->Hold(PoolHop::kToInstance, &IsPoolMessage<PoolClaimAnswer>);
