@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -29,19 +30,31 @@ struct HitRecordBytes {
   uint64_t row = 0;
 };
 
-// The HostHit restoring pooled `chain` above `resident_tokens`, exactly as
-// the landing tier's own lookup will answer it once the chain is imported
-// there (the same chain, skip and page count as PrefixIndex computes):
-//   skip_pages = resident / page_tokens - base_consumed / page_tokens
-//   pages      = sum(tail_pages) - skip_pages
-// Nullopt when the answer cannot size this admission: an empty chain, a
-// tail count that differs from the keys, zero page tokens, a resident
-// count outside [base_consumed, first record), or more pages skipped than
-// the chain holds. The hit's tier is `landing`, the tier the claimed
-// records land in and the restore reads: kMemory where claims land in DRAM,
-// kDisk with ranks in separate processes (they land on every rank's disk).
+// Whether the landing tier holds a ready record `key` (RecordIntake::Holds):
+// a claimed record whose parent it holds lands on it.
+using LandingHolds = std::function<bool(const PrefixKey&)>;
+
+// The HostHit restoring pooled `chain` above `resident_tokens`, in the form
+// the landing tier's Fetch takes once the claimed records are imported there.
+// The manager answers the chain from its root, so the records the GPU already
+// holds come with it: the hit starts after the deepest of those that
+// `landing_holds` says the landing tier holds (or at the chain's first), so
+// that every claimed record lands on a parent the tier holds, and it skips
+// the pages at or below `resident_tokens`, as PrefixIndex computes them:
+//   skip_pages = resident / page_tokens - base / page_tokens
+//   pages      = sum(tail_pages from the start) - skip_pages
+// where `base` is the consumed tokens of the start's parent. Its `chain` is
+// the records to claim. Nullopt when the answer cannot size this admission:
+// an empty chain, a tail count that differs from the keys, zero page tokens,
+// an endpoint at or below `resident_tokens`, a resident count below the
+// chain's base, a chain that starts above a base the landing tier cannot be
+// shown to hold (a nonzero `base_consumed`: the answer names no parent key),
+// or more pages skipped than the chain holds. The hit's tier is `landing`,
+// the tier the claimed records land in and the restore reads: kMemory where
+// claims land in DRAM, kDisk with ranks in separate processes.
 std::optional<HostHit> PooledHitOf(const std::vector<PrefixKey>& chain, const ChainSizes& sizes,
                                    uint64_t resident_tokens, uint32_t page_tokens,
-                                   HitRecordBytes record_bytes, Tier landing);
+                                   HitRecordBytes record_bytes, Tier landing,
+                                   const LandingHolds& landing_holds);
 
 }  // namespace strata::pool

@@ -81,7 +81,7 @@ std::optional<HostHit> PooledStore::Lookup(const PrefixHistory& history, uint64_
   return hit;
 }
 
-LookupTicket PooledStore::BeginLookup(const PrefixHistory& history, uint64_t resident_tokens,
+LookupTicket PooledStore::BeginLookup(const PrefixHistory& history, uint64_t /*resident_tokens*/,
                                       uint64_t before) {
   PoolClient* client = link_->client();
   if (client == nullptr) return LookupTicket{};
@@ -89,7 +89,10 @@ LookupTicket PooledStore::BeginLookup(const PrefixHistory& history, uint64_t res
     ++stats_.lookup_tickets_refused;
     return LookupTicket{};
   }
-  Result<uint64_t> sent = client->SendLookup(history.tokens(), resident_tokens, before);
+  // The chain from its root (resident 0): a claim carries the GPU-held
+  // records down to one the landing tier holds (PooledHitOf), since an
+  // import never lands on a parent the tier lacks.
+  Result<uint64_t> sent = client->SendLookup(history.tokens(), 0, before);
   if (!sent.ok()) {
     ++stats_.lookup_failures;
     if (ConnectionLost(sent.status())) LoseLink(sent.status());
@@ -215,7 +218,8 @@ std::optional<HostHit> PooledStore::AdmitWithPool(LocalAnswer local,
       PooledHitOf(chain, *sizes, resident_tokens, link_->page_tokens(),
                   HitRecordBytes{.page = tiers_.record_sizes.page_record_bytes,
                                  .row = tiers_.record_sizes.row_segment_bytes},
-                  tiers_.disk_landing != nullptr ? Tier::kDisk : Tier::kMemory);
+                  tiers_.disk_landing != nullptr ? Tier::kDisk : Tier::kMemory,
+                  [this](const PrefixKey& k) { return tiers_.intake->Holds(k); });
   if (!pooled) {
     spdlog::debug("prefix cache pool: the manager's chain to {} does not size this admission",
                   chain.back().ToFileStem());

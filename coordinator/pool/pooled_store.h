@@ -5,15 +5,21 @@
 // Lookups answer from the local chain and, when the pool holds a longer
 // prefix (ChooseSource: longest prefix, then the closest tier), with a hit
 // for the pooled chain, sized from the manager's answer (PooledHitOf) and
-// claimed by nothing yet. Its Fetch starts the claim and returns; the claim
-// advances in Poll, each step on an answer or a copy that has already
-// arrived: the grant, then every record copied out of the slots and checked
-// in the same pass on the copier's thread (the manager's checksum, then the
-// image), the release once the copy came back, the import
-// into the landing tier's RecordIntake, and that tier's ordinary Fetch into
-// the ticket, whose kFetched or kFetchFailed arrives like any restore's.
-// The landing tier is the memory tier itself when the local chain is one;
-// with ranks in separate processes the disk tier (PooledTiers::disk_landing:
+// claimed by nothing yet. The manager answers the chain from its root; the
+// hit starts after the deepest record the landing tier holds at or below the
+// GPU-resident tokens, so a claim above GPU-held pages carries those pages'
+// records too when the landing tier lacks them (an import lands only on a
+// parent the tier holds), and the restore skips them.
+//
+// Its Fetch starts the claim and returns; the claim advances in Poll, each
+// step on an answer or a copy that has already arrived: the grant, then
+// every record copied out of the slots and checked in the same pass on the
+// copier's thread (the manager's checksum, then the image), the release once
+// the copy came back, the import into the landing tier's RecordIntake, and
+// that tier's ordinary Fetch into the ticket, whose kFetched or
+// kFetchFailed arrives like any restore's. The landing tier is the memory
+// tier itself when the local chain is one; with ranks in separate processes
+// the disk tier (PooledTiers::disk_landing:
 // the claim waits for its writes on every rank before the Fetch);
 // otherwise a small MemoryStore of its own (claims land in DRAM, the
 // closest tier, and stay there as a local copy until its LRU drops them;
@@ -296,6 +302,9 @@ class PooledStore final : public HostStore, public EvictionSink {
   // Fetch; an error leaves the landing tier as it was apart from records
   // already imported (they are whole and checked).
   Status ImportClaimed(const PendingClaim& claim, std::vector<std::vector<std::byte>>& records);
+  // The bytes a claim of pooled `hit` moves: every page of its chain (the
+  // skipped ones too) and the row.
+  uint64_t ClaimedBytes(const HostHit& hit) const;
   // Imports a landing claim's records not yet imported, in order; kBusy
   // when the tier has no room yet (retried on a later Poll).
   Status ImportLanding(LandingClaim& claim);

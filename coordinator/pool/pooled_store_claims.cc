@@ -26,16 +26,22 @@ Status PooledStore::BeginClaim(const HostHit& hit, const InboundTicket& ticket) 
     return sent.status().WithContext(what);
   }
   // claim_rules: 12 s plus the transfer allowance for this claim's bytes
-  // and those of the claims still ahead of it.
+  // and those of the claims still ahead of it. A claim moves its skipped
+  // pages too (the GPU-held records down to one the landing tier holds).
   uint64_t ahead = 0;
-  for (const PendingClaim& c : claims_) ahead += c.given_up ? 0 : c.hit.bytes;
+  for (const PendingClaim& c : claims_) ahead += c.given_up ? 0 : ClaimedBytes(c.hit);
   claims_.push_back(PendingClaim{
       .connection = link_->connection(),
       .request = *sent,
       .hit = hit,
       .ticket = ticket,
-      .deadline_ms = link_->NowUs() / 1'000 + RequesterClaimBudgetMs(hit.bytes, ahead)});
+      .deadline_ms = link_->NowUs() / 1'000 + RequesterClaimBudgetMs(ClaimedBytes(hit), ahead)});
   return Status::Ok();
+}
+
+uint64_t PooledStore::ClaimedBytes(const HostHit& hit) const {
+  return (hit.skip_pages + hit.pages) * tiers_.record_sizes.page_record_bytes +
+         tiers_.record_sizes.row_segment_bytes;
 }
 
 void PooledStore::AdvanceClaims(std::vector<StoreEvent>& events) {

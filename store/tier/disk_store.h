@@ -92,6 +92,7 @@ class DiskStore final : public HostStore, public RecordIntake, private DiskOpera
   // kInvalidArgument (pieces of the wrong size), kAborted (closed or
   // stopped).
   Status Import(const RecordView& record, uint64_t now_ms) override;
+  bool Holds(const PrefixKey& key) const override;
   ImportState Imported(const PrefixKey& key) const;
 
  private:

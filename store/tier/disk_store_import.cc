@@ -21,6 +21,11 @@ uint64_t Total(const std::vector<std::span<const std::byte>>& pieces) {
 
 }  // namespace
 
+bool DiskStore::Holds(const PrefixKey& key) const {
+  const std::optional<IndexEntry> e = files_.index().Find(key);
+  return files_.accepting() && e && e->state == TransferState::kReady;
+}
+
 Status DiskStore::Import(const RecordView& record, uint64_t now_ms) {
   (void)now_ms;  // the index stamps its own clock (files_.now_ms())
   if (!files_.accepting()) return Status::Aborted("disk tier is closed or stopped");

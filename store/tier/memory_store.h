@@ -52,6 +52,7 @@ class MemoryStore final : public HostStore, public RecordIntake, public RecordSo
   // A record from outside (a pool claim) as a committed local record; makes
   // room by eviction like Store. See RecordIntake.
   Status Import(const RecordView& record, uint64_t now_ms) override;
+  bool Holds(const PrefixKey& key) const override;
   // From now on every committed record that eviction removes (not expiry) is
   // offered to `sink` before its slots free: this tier is the end of the local
   // chain (seed 2.15). Null (the default): evicted records are dropped.

@@ -91,6 +91,11 @@ bool CopyPieces(std::span<const std::span<const std::byte>> from, const std::vec
 
 }  // namespace
 
+bool MemoryStore::Holds(const PrefixKey& key) const {
+  const std::optional<IndexEntry> e = index_.Find(key);
+  return !closed_ && e && e->state == TransferState::kReady;
+}
+
 Status MemoryStore::Import(const RecordView& record, uint64_t now_ms) {
   if (closed_) return Status::Aborted("memory store is closed");
   if (index_.Contains(record.key)) {

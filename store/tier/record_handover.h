@@ -86,6 +86,9 @@ class RecordIntake {
  public:
   virtual ~RecordIntake() = default;
   virtual Status Import(const RecordView& record, uint64_t now_ms) = 0;
+  // Whether a ready record `key` is held: an Import of a record whose parent
+  // is `key` extends it (a pool claim starts above the deepest such record).
+  virtual bool Holds(const PrefixKey& key) const = 0;
 };
 
 }  // namespace strata

@@ -19,10 +19,12 @@ using strata::testing::PoolHop;
 class PooledStoreClaimsTest : public pooled_test::PooledRelayTest {
  protected:
   // B's admission of the history A computed: the pool's hit, not claimed.
-  HostHit PoolHit() {
-    const LookupTicket t = b().BeginLookup(h(), 0, h().size());
+  HostHit PoolHit() { return PoolHitAbove(h(), 0); }
+  // B's admission of `history` with `resident` tokens in its GPU.
+  HostHit PoolHitAbove(const PrefixHistory& history, uint64_t resident) {
+    const LookupTicket t = b().BeginLookup(history, resident, history.size());
     EXPECT_TRUE(PollUntilReady(t));
-    std::optional<HostHit> hit = b().LookupFor(t, h(), 0, h().size());
+    std::optional<HostHit> hit = b().LookupFor(t, history, resident, history.size());
     b().EndLookup(t);
     EXPECT_TRUE(hit.has_value());
     return hit.value_or(HostHit{});
@@ -95,6 +97,42 @@ TEST_F(PooledStoreClaimsTest, AdmissionAnswersThePoolsChainSizedLikeTheLandingTi
   EXPECT_EQ(s.claims_in_flight, 0u);
   EXPECT_EQ(s.claimed_records, hit.chain.size());
   EXPECT_TRUE(PollUntilNoClaimHeld()) << "the claim was released";
+}
+
+// B's GPU holds the first record's tokens, which B's landing tier lacks: the
+// claim carries that record too (an import lands only on a parent the tier
+// holds), and the restore skips its pages.
+TEST_F(PooledStoreClaimsTest, AClaimAboveGpuHeldPagesCarriesTheRecordTheLandingTierLacks) {
+  const uint32_t conv = a_->runtime->NewConversation();
+  ASSERT_TRUE(a_->runtime->Turn(conv, kConversationTokens).ok());
+  ASSERT_TRUE(a_->runtime->WaitForStores().ok());
+  ASSERT_TRUE(a_->runtime->Turn(conv, kConversationTokens).ok());
+  ASSERT_TRUE(a_->runtime->WaitForStores().ok());
+  a_->Compute();  // evicts both records of `conv` to the pool
+  const PrefixHistory two(a_->runtime->tokens(conv).first(2 * kConversationTokens));
+  const uint64_t page_tokens = b_->geometry.page_tokens;
+
+  const HostHit hit = PoolHitAbove(two, kConversationTokens);
+  ASSERT_EQ(hit.chain.size(), 2u) << "the GPU-held record comes with the claim";
+  EXPECT_EQ(hit.chain[0], two.key_at(kConversationTokens));
+  EXPECT_EQ(hit.endpoint, two.key_at(2 * kConversationTokens));
+  EXPECT_EQ(hit.skip_pages, kConversationTokens / page_tokens);
+  EXPECT_EQ(hit.pages, kConversationTokens / page_tokens);
+  EXPECT_EQ(hit.tokens_gained, kConversationTokens);
+
+  const std::optional<StoreEvent> done = FetchAndWait(hit);
+  ASSERT_TRUE(done.has_value());
+  EXPECT_EQ(done->kind, StoreEvent::Kind::kFetched) << done->status.ToString();
+  EXPECT_EQ(b().pool_stats().claimed_records, 2u);
+  // Landed as a chain: B's memory tier answers the same restore itself.
+  const std::optional<HostHit> local = b_->memory->Lookup(two, kConversationTokens, two.size());
+  ASSERT_TRUE(local.has_value());
+  EXPECT_EQ(local->chain, std::vector<PrefixKey>{hit.endpoint});
+  EXPECT_EQ(local->pages, hit.pages);
+
+  // Now that B's landing tier holds the first record, a claim of the chain
+  // starts above it.
+  ASSERT_TRUE(b_->memory->Holds(two.key_at(kConversationTokens)));
 }
 
 TEST_F(PooledStoreClaimsTest, AFetchNeverWaitsForTheGrantAndLandsWhenItComes) {
