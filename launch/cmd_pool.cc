@@ -1,5 +1,6 @@
 // `strata pool`: the pool manager of seed 2.15 (docs/pool.md). Creates the
-// shared arena, listens on a Unix socket for instances on this host, serves
+// shared arena, listens on a Unix socket for instances on this host (and, with
+// --tcp, on TCP with the job-secret rule: pool_hello_proof.h), serves
 // /metrics, /healthz and /status with --metrics-port (the ranks' endpoint
 // code, launch/ops/), and runs until SIGTERM or SIGINT.
 #include <CLI/CLI.hpp>
@@ -7,6 +8,8 @@
 #include <random>
 
 #include "coordinator/pool/pool_server.h"
+#include "coordinator/pool/pool_socket.h"
+#include "coordinator/rendezvous/job_secret.h"
 #include "launch/commands.h"
 #include "launch/ops/http_endpoint.h"
 #include "launch/pool_metrics.h"
@@ -22,7 +25,21 @@ struct PoolCommandOptions {
   bool no_huge_pages = false;
   std::optional<uint16_t> metrics_port;  // unset: no endpoint
   std::string metrics_bind = "127.0.0.1";
+  std::string tcp;                             // HOST:PORT; empty: no TCP listener
+  std::optional<std::string> job_secret_file;  // unset: STRATA_JOB_SECRET
 };
+
+// --tcp HOST:PORT into the server's options, with the job secret it needs.
+Status ApplyTcp(PoolCommandOptions& o) {
+  if (o.tcp.empty()) return Status::Ok();
+  STRATA_ASSIGN_OR_RETURN(const pool::PoolAddress address,
+                          pool::ParsePoolAddress("tcp://" + o.tcp));
+  o.server.tcp_host = address.host;
+  o.server.tcp_port = address.port;
+  STRATA_ASSIGN_OR_RETURN(JobSecret secret, ReadJobSecret(o.job_secret_file));
+  o.server.job_secret = std::move(secret);
+  return Status::Ok();
+}
 
 OpsSnapshot ManagerSnapshot(const pool::PoolServer& server) {
   OpsSnapshot s;
@@ -38,6 +55,10 @@ int RunPool(PoolCommandOptions& o) {
   // The generation tells instances that this is a new arena (a restart).
   std::random_device entropy;
   const uint64_t generation = (static_cast<uint64_t>(entropy()) << 32) | entropy();
+  if (Status s = ApplyTcp(o); !s.ok()) {
+    std::fprintf(stderr, "strata pool: --tcp %s: %s\n", o.tcp.c_str(), s.ToString().c_str());
+    return 1;
+  }
   StopRequest stop;
   Result<std::unique_ptr<StopOnSignals>> signals = StopOnSignals::Install(stop);
   if (!signals.ok()) {
@@ -58,6 +79,13 @@ int RunPool(PoolCommandOptions& o) {
               : (*server)->reopened()     ? " (named arena reopened: registrations stay valid)"
                                           : " (named arena, new)",
               o.server.socket_path.c_str());
+  if ((*server)->tcp_port() != 0) {
+    std::printf(
+        "strata pool: also on tcp://%s:%u (job secret required; instances on this host "
+        "map %s)\n",
+        o.server.tcp_host.c_str(), static_cast<unsigned>((*server)->tcp_port()),
+        o.server.arena_path.c_str());
+  }
   // Each scrape reads the counts the manager's thread published after its
   // last exchange (PoolServer::Stats), so an answered request is counted.
   std::unique_ptr<HttpEndpoint> endpoint;
@@ -109,6 +137,13 @@ void AddPoolCommand(CLI::App& app) {
                   "PATH.generation stamp: a manager restarted with the same file and sizes keeps "
                   "the generation, so instances keep their registered mappings (default: an "
                   "anonymous memfd, new at every start)");
+  cmd->add_option("--tcp", opts->tcp,
+                  "Also listen on TCP HOST:PORT (port 0: ephemeral, printed). Every Hello over "
+                  "TCP proves the job secret; needs --arena-file, which instances over TCP map "
+                  "by path (they must run on this host: the TCP data channel for other hosts is "
+                  "not built). No TLS yet: bind a loopback or private address");
+  cmd->add_option("--job-secret-file", opts->job_secret_file,
+                  "File holding the job secret --tcp needs (default: STRATA_JOB_SECRET)");
   cmd->add_option("--metrics-port", opts->metrics_port,
                   "Serve /metrics, /healthz and /status on this port (0: ephemeral, printed)");
   cmd->add_option("--metrics-bind", opts->metrics_bind, "Address the metrics endpoint binds")

@@ -58,6 +58,14 @@ std::vector<MetricFamily> PoolManagerMetrics(const pool::PoolManagerStats& s) {
     refusals.samples.push_back({{{"op", key.first}, {"reason", key.second}}, n});
   }
   out.push_back(std::move(refusals));
+  MetricFamily hellos{"strata_pool_hellos_rejected_total",
+                      kCounter,
+                      "Hellos the manager rejected, by reason (job_secret: a TCP Hello that "
+                      "did not prove the job secret).",
+                      {}};
+  for (const auto& [reason, n] : t.hellos_rejected)
+    hellos.samples.push_back({{{"reason", reason}}, n});
+  out.push_back(std::move(hellos));
   return out;
 }
 

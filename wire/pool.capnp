@@ -1,5 +1,5 @@
 # The pool channel: an instance <-> the pool manager (`strata pool`, seed
-# 2.15), over a Unix socket on the manager's host (docs/pool.md, "Protocol").
+# 2.15), over a Unix socket on the manager's host or TCP (docs/pool.md, "Protocol").
 # One Envelope per frame, framed like the record links (wire/frame_reader.h).
 # Checked on receipt by coordinator/pool/pool_codec.cc; limits are the named
 # constants in coordinator/pool/pool_messages.h. Add fields with new ordinals only.
@@ -26,9 +26,20 @@ struct Hello {
   layout @3 :Data;                 # 16 bytes: the layout fingerprint
   ranks @4 :List(RankPlanes);
   pageTokens @5 :UInt32;
+  # Over TCP: HMAC-SHA256 of the job secret over the Challenge's nonce
+  # (coordinator/pool/pool_hello_proof.h): 32 bytes; empty on a Unix socket.
+  proof @6 :Data;
 }
 
-# Manager -> instance. The arena's memfd travels with this frame (SCM_RIGHTS).
+# Manager -> instance, the first frame of a TCP connection: the nonce its
+# Hello must prove the job secret over.
+struct Challenge {
+  nonce @0 :Data;  # 16 bytes
+}
+
+# Manager -> instance. On a Unix socket the arena's fd travels with this
+# frame (SCM_RIGHTS); over TCP, arenaPath names the arena's file, which an
+# instance on the manager's host maps by path.
 struct HelloAccept {
   protocolVersion @0 :UInt32;
   poolName @1 :Text;
@@ -37,6 +48,7 @@ struct HelloAccept {
   instance @4 :Data;       # 16 bytes: InstanceId
   slotBytes @5 :UInt64;
   slotCount @6 :UInt32;
+  arenaPath @7 :Text;  # over TCP only
 }
 
 # The reason names the first problem; the manager closes after sending it.
@@ -140,5 +152,6 @@ struct Envelope {
     claimAnswer @10 :ClaimAnswer;
     release @11 :ReleaseRequest;
     done @12 :Outcome;      # the answer to commit, abort and release
+    challenge @13 :Challenge;
   }
 }

@@ -26,6 +26,7 @@
 
 #include "coordinator/pool/pool_budget.h"
 #include "coordinator/pool/pooled_store.h"
+#include "coordinator/rendezvous/job_secret.h"
 #include "store/record/geometry.h"
 #include "store/tier/composite/composite_store.h"
 #include "store/tier/disk_store.h"
@@ -40,8 +41,9 @@ inline constexpr uint64_t kPoolLandingBytes = uint64_t{64} << 20;
 inline constexpr uint64_t kPoolLandingSlotsMin = 16;
 
 struct InstancePoolOptions {
-  std::string socket_path;           // the manager's Unix socket
-  std::vector<std::string> sources;  // the instance's identity at the pool
+  std::string socket_path;              // the manager's address: a Unix socket, or tcp://HOST:PORT
+  std::optional<JobSecret> job_secret;  // over TCP, what the Hello proves
+  std::vector<std::string> sources;     // the instance's identity at the pool
   NamespaceIdentity model_identity{};
   // The planes' registrar (CUDA host registration with device planes; null
   // with host planes): it registers the landing tier's slabs, and the arena

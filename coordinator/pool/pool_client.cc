@@ -1,12 +1,15 @@
 #include "coordinator/pool/pool_client.h"
 
+#include <fcntl.h>
 #include <poll.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstring>
 #include <utility>
 
 #include "coordinator/pool/hashed_copy.h"
+#include "coordinator/pool/pool_hello_proof.h"
 #include "coordinator/pool/slot_copies.h"
 #include "store/base/assert.h"
 
@@ -24,6 +27,23 @@ std::optional<uint64_t> AnsweredRequest(const PoolMessage& message) {
       message);
 }
 
+// The arena file a manager over TCP names: a regular file, opened without
+// blocking on anything else there (a FIFO).
+Result<wire::UniqueFd> OpenArenaFile(const std::string& path) {
+  wire::UniqueFd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NONBLOCK));
+  struct stat st {};
+  if (!fd.valid() || ::fstat(fd.get(), &st) != 0) {
+    return Status::FailedPrecondition(
+        "cannot open the pool's arena file " + path + ": " + std::strerror(errno) +
+        " (an instance over TCP maps the manager's arena by path, so it must run on the "
+        "manager's host as the same user; other hosts need the TCP data channel, not built)");
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return Status::FailedPrecondition("the pool's arena " + path + " is not a regular file");
+  }
+  return fd;
+}
+
 }  // namespace
 
 PoolClient::PoolClient(PoolSocket socket, PoolHelloAccept accepted, std::shared_ptr<Arena> arena,
@@ -35,23 +55,53 @@ PoolClient::PoolClient(PoolSocket socket, PoolHelloAccept accepted, std::shared_
       lookup_bound_(options.lookup_bound.value_or(options.answer_bound)) {}
 
 Result<std::unique_ptr<PoolClient>> PoolClient::Connect(const PoolClientOptions& options) {
-  STRATA_ASSIGN_OR_RETURN(wire::UniqueFd fd,
-                          ConnectUnix(options.socket_path, options.answer_bound));
-  PoolSocket socket(std::move(fd));
-  STRATA_RETURN_IF_ERROR(socket.Send(options.hello));
+  STRATA_ASSIGN_OR_RETURN(const PoolAddress address, ParsePoolAddress(options.socket_path));
+  PoolHello hello = options.hello;
+  std::optional<PoolSocket> opened;
+  if (address.tcp()) {
+    if (!options.job_secret) {
+      return Status::InvalidArgument("the pool at " + address.ToString() +
+                                     " is over TCP: it needs the job secret (--job-secret-file "
+                                     "or STRATA_JOB_SECRET)");
+    }
+    STRATA_ASSIGN_OR_RETURN(wire::UniqueFd fd,
+                            ConnectTcp(address.host, address.port, options.answer_bound));
+    opened.emplace(std::move(fd));
+    STRATA_ASSIGN_OR_RETURN(PoolReceived first, opened->Receive(options.answer_bound));
+    const auto* challenge = std::get_if<PoolChallenge>(&first.message);
+    if (challenge == nullptr) {
+      return Status::Corruption("the pool at " + address.ToString() +
+                                " did not open with a Challenge");
+    }
+    hello.proof = ProvePoolHello(*options.job_secret, challenge->nonce, hello);
+  } else {
+    STRATA_ASSIGN_OR_RETURN(wire::UniqueFd fd,
+                            ConnectUnix(address.unix_path, options.answer_bound));
+    opened.emplace(std::move(fd));
+  }
+  PoolSocket socket = std::move(*opened);
+  STRATA_RETURN_IF_ERROR(socket.Send(hello));
   STRATA_ASSIGN_OR_RETURN(PoolReceived received, socket.Receive(options.answer_bound));
   if (const auto* reject = std::get_if<PoolHelloReject>(&received.message)) {
     return Status::FailedPrecondition("the pool rejected our Hello: " + reject->reason);
   }
   const auto* accept = std::get_if<PoolHelloAccept>(&received.message);
-  if (accept == nullptr || received.fds.size() != 1) {
+  const bool arena_named =
+      address.tcp() && received.fds.empty() && accept != nullptr && !accept->arena_path.empty();
+  if (accept == nullptr || (!arena_named && received.fds.size() != 1)) {
     return Status::Corruption("the pool answered Hello with something else");
   }
   std::shared_ptr<Arena> arena = options.reuse_arena;
   if (arena == nullptr || options.reuse_generation != accept->generation ||
       arena->slot_bytes() != accept->slot_bytes || arena->slot_count() != accept->slot_count) {
+    wire::UniqueFd arena_fd;
+    if (arena_named) {
+      STRATA_ASSIGN_OR_RETURN(arena_fd, OpenArenaFile(accept->arena_path));
+    } else {
+      arena_fd = std::move(received.fds.front());
+    }
     STRATA_ASSIGN_OR_RETURN(
-        arena, Arena::Map(std::move(received.fds.front()), accept->slot_bytes, accept->slot_count));
+        arena, Arena::Map(std::move(arena_fd), accept->slot_bytes, accept->slot_count));
   }
   return std::unique_ptr<PoolClient>(
       new PoolClient(std::move(socket), *accept, std::move(arena), options));

@@ -32,7 +32,12 @@
 namespace strata::pool {
 
 struct PoolClientOptions {
+  // The manager's control address: a Unix socket path, or tcp://HOST:PORT
+  // (ParsePoolAddress). Over TCP the Hello proves `job_secret` over the
+  // manager's Challenge, and the arena is mapped from the file HelloAccept
+  // names: the manager must run on this host.
   std::string socket_path;
+  std::optional<JobSecret> job_secret;
   PoolHello hello;  // instance sources, model identity, layout, planes, page tokens
   std::chrono::milliseconds answer_bound{5'000};  // per request
   // Bound on a lookup's answer (the lookup grace); unset: answer_bound. An

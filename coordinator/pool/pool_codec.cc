@@ -58,11 +58,18 @@ Status Put(s::Envelope::Builder env, const PoolHello& m) {
     for (unsigned i = 0; i < list.size(); ++i) list.set(i, planes[i]);
   }
   out.setPageTokens(m.page_tokens);
+  if (m.proof) out.setProof(AsData(*m.proof));
+  return Status::Ok();
+}
+
+Status Put(s::Envelope::Builder env, const PoolChallenge& m) {
+  env.initChallenge().setNonce(AsData(m.nonce.bytes));
   return Status::Ok();
 }
 
 Status Put(s::Envelope::Builder env, const PoolHelloAccept& m) {
   if (m.pool_name.size() > kPoolTextBytesMax) return Invalid("HelloAccept.poolName", "long");
+  if (m.arena_path.size() > kPoolTextBytesMax) return Invalid("HelloAccept.arenaPath", "long");
   auto out = env.initHelloAccept();
   out.setProtocolVersion(m.protocol_version);
   out.setPoolName(AsText(m.pool_name));
@@ -71,6 +78,7 @@ Status Put(s::Envelope::Builder env, const PoolHelloAccept& m) {
   out.setInstance(AsData(m.instance));
   out.setSlotBytes(m.slot_bytes);
   out.setSlotCount(m.slot_count);
+  out.setArenaPath(AsText(m.arena_path));
   return Status::Ok();
 }
 

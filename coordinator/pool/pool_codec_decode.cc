@@ -96,6 +96,11 @@ Result<PoolMessage> GetHello(s::Hello::Reader in) {
     m.rank_plane_bytes.push_back(std::move(planes));
   }
   m.page_tokens = in.getPageTokens();
+  if (in.hasProof()) {
+    HelloProof proof{};
+    STRATA_RETURN_IF_ERROR(GetDigest(in.getProof(), "Hello.proof", &proof));
+    m.proof = proof;
+  }
   return PoolMessage(std::move(m));
 }
 
@@ -108,6 +113,7 @@ Result<PoolMessage> GetHelloAccept(s::HelloAccept::Reader in) {
   STRATA_RETURN_IF_ERROR(GetDigest(in.getInstance(), "HelloAccept.instance", &m.instance));
   m.slot_bytes = in.getSlotBytes();
   m.slot_count = in.getSlotCount();
+  STRATA_ASSIGN_OR_RETURN(m.arena_path, GetText(in.getArenaPath(), "HelloAccept.arenaPath"));
   return PoolMessage(std::move(m));
 }
 
@@ -165,6 +171,12 @@ Result<PoolMessage> Get(s::Envelope::Reader env) {
   switch (env.which()) {
     case W::HELLO: return GetHello(env.getHello());
     case W::HELLO_ACCEPT: return GetHelloAccept(env.getHelloAccept());
+    case W::CHALLENGE: {
+      PoolChallenge m;
+      STRATA_RETURN_IF_ERROR(
+          GetDigest(env.getChallenge().getNonce(), "Challenge.nonce", &m.nonce.bytes));
+      return PoolMessage(m);
+    }
     case W::HELLO_REJECT: {
       STRATA_ASSIGN_OR_RETURN(std::string reason,
                               GetText(env.getHelloReject().getReason(), "HelloReject.reason"));

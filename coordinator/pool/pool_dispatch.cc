@@ -113,7 +113,8 @@ std::variant<HelloAccepted, PoolHelloReject> AcceptHello(PoolCatalog& catalog,
                                                  .scope = ComputeScopeId(scope),
                                                  .instance = instance,
                                                  .slot_bytes = manager.slot_bytes,
-                                                 .slot_count = manager.slot_count}};
+                                                 .slot_count = manager.slot_count,
+                                                 .arena_path = {}}};
 }
 
 std::optional<PoolMessage> AnswerRequest(PoolCatalog& catalog, SessionId session,

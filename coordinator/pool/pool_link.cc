@@ -14,7 +14,8 @@ PoolHello InstanceHello(const CacheGeometry& geometry, const NamespaceIdentity& 
                    .model_identity = model,
                    .layout = ComputeLayoutFingerprint(geometry),
                    .rank_plane_bytes = RankPlaneBytes(geometry),
-                   .page_tokens = geometry.page_tokens};
+                   .page_tokens = geometry.page_tokens,
+                   .proof = std::nullopt};
 }
 
 uint64_t PoolLink::NowMs() const {

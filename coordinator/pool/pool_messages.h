@@ -11,6 +11,8 @@
 
 #include "coordinator/pool/pool_catalog.h"
 #include "coordinator/pool/pool_scope.h"
+#include "coordinator/rendezvous/job_secret.h"
+#include "coordinator/rendezvous/nonce.h"
 #include "store/base/prefix_history.h"
 #include "store/base/status.h"
 
@@ -18,7 +20,8 @@ namespace strata::pool {
 
 // 2: the commit carries the checksum (computed while the bytes are copied).
 // 3: a lookup answer sizes its chain (base consumed, tail pages per record).
-inline constexpr uint32_t kPoolProtocolVersion = 3;
+// 4: TCP control: Challenge, Hello.proof, HelloAccept.arenaPath.
+inline constexpr uint32_t kPoolProtocolVersion = 4;
 inline constexpr size_t kPoolFrameBytesMax = size_t{32} << 20;
 inline constexpr size_t kPoolTextBytesMax = 4096;
 inline constexpr size_t kPoolSourcesMax = 64;  // GPU UUIDs of one instance
@@ -35,9 +38,17 @@ struct PoolHello {
   LayoutFingerprint layout{};
   std::vector<std::vector<uint64_t>> rank_plane_bytes;
   uint32_t page_tokens = 0;
+  // Over TCP, the job-secret proof over the Challenge (pool_hello_proof.h).
+  std::optional<HelloProof> proof;
 };
 
-// Sent with the arena's memfd.
+// The first frame of a TCP connection, from the manager.
+struct PoolChallenge {
+  Nonce nonce{};
+};
+
+// Sent with the arena's fd on a Unix socket; over TCP it names the arena's
+// file instead (a named arena: PoolServerOptions::arena_path).
 struct PoolHelloAccept {
   uint32_t protocol_version = kPoolProtocolVersion;
   std::string pool_name;
@@ -46,6 +57,7 @@ struct PoolHelloAccept {
   InstanceId instance{};
   uint64_t slot_bytes = 0;
   uint32_t slot_count = 0;
+  std::string arena_path;  // over TCP only
 };
 
 struct PoolHelloReject {
@@ -123,6 +135,6 @@ struct PoolDone {
 
 using PoolMessage = std::variant<PoolHello, PoolHelloAccept, PoolHelloReject, PoolLookup,
                                  PoolLookupAnswer, PoolPut, PoolPutAnswer, PoolCommit, PoolAbort,
-                                 PoolClaim, PoolClaimAnswer, PoolRelease, PoolDone>;
+                                 PoolClaim, PoolClaimAnswer, PoolRelease, PoolDone, PoolChallenge>;
 
 }  // namespace strata::pool

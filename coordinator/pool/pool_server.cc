@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "coordinator/pool/named_arena.h"
+#include "coordinator/pool/pool_hello_proof.h"
 #include "coordinator/pool/pool_socket.h"
 
 namespace strata::pool {
@@ -40,13 +41,19 @@ struct PoolServer::Loop {
     explicit Connection(wire::UniqueFd fd) : socket(std::move(fd)) {}
     PoolSocket socket;
     std::optional<SessionId> session;
+    // Over TCP, the nonce its Hello must prove the job secret over.
+    std::optional<Nonce> challenge;
   };
 
   Loop(const PoolServerOptions& options, const ManagerIdentity& identity, const Arena& arena,
-       wire::UniqueFd listener, int wake, StatsBox& stats)
+       Listeners listeners, int wake, StatsBox& stats)
       : identity(identity),
         arena(arena),
-        listener(std::move(listener)),
+        listener(std::move(listeners.unix_socket)),
+        tcp_listener(std::move(listeners.tcp)),
+        job_secret(options.job_secret),
+        nonces(options.nonces ? options.nonces : OsNonceSource()),
+        arena_path(options.arena_path),
         wake(wake),
         catalog(CatalogLimits{.slot_count = arena.slot_count(),
                               .slot_bytes = arena.slot_bytes(),
@@ -56,7 +63,10 @@ struct PoolServer::Loop {
         stats(stats) {}
 
   void Run();
-  void Accept();
+  // Takes every pending connection of `from`; a TCP one gets its Challenge.
+  void Accept(int from, bool tcp);
+  // Answers a connection's Hello; false when it must close.
+  bool AnswerHello(Connection& c, const PoolHello& hello, uint64_t now);
   // Reads and answers what a connection sent; false when it must close.
   bool Serve(Connection& c);
   bool Handle(Connection& c, PoolReceived received);
@@ -67,6 +77,10 @@ struct PoolServer::Loop {
   const ManagerIdentity& identity;
   const Arena& arena;
   wire::UniqueFd listener;
+  wire::UniqueFd tcp_listener;  // invalid: no TCP address
+  std::optional<JobSecret> job_secret;
+  NonceSource nonces;
+  std::string arena_path;
   int wake;
   PoolCatalog catalog;
   uint32_t connections_max;
@@ -90,12 +104,15 @@ void PoolServer::Loop::Publish() {
 void PoolServer::Loop::Run() {
   uint64_t last_sweep_ms = NowMs();
   while (true) {
-    std::vector<pollfd> fds{{wake, POLLIN, 0}, {listener.get(), POLLIN, 0}};
+    // A TCP listener that is not there polls fd -1: never ready.
+    std::vector<pollfd> fds{
+        {wake, POLLIN, 0}, {listener.get(), POLLIN, 0}, {tcp_listener.get(), POLLIN, 0}};
     for (const auto& [fd, c] : connections) fds.push_back({fd, POLLIN, 0});
     (void)::poll(fds.data(), fds.size(), kClaimSweepMs);
     if ((fds[0].revents & POLLIN) != 0) break;
-    if ((fds[1].revents & POLLIN) != 0) Accept();
-    for (size_t i = 2; i < fds.size(); ++i) {
+    if ((fds[1].revents & POLLIN) != 0) Accept(listener.get(), false);
+    if ((fds[2].revents & POLLIN) != 0) Accept(tcp_listener.get(), true);
+    for (size_t i = 3; i < fds.size(); ++i) {
       if (fds[i].revents == 0) continue;
       auto it = connections.find(fds[i].fd);
       if (it != connections.end() && !Serve(*it->second)) Close(fds[i].fd);
@@ -113,13 +130,20 @@ void PoolServer::Loop::Run() {
   while (!connections.empty()) Close(connections.begin()->first);
 }
 
-void PoolServer::Loop::Accept() {
+void PoolServer::Loop::Accept(int from, bool tcp) {
   while (true) {
-    wire::UniqueFd fd(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    wire::UniqueFd fd(::accept4(from, nullptr, nullptr, SOCK_CLOEXEC));
     if (!fd.valid()) return;  // EAGAIN: none left
     if (connections.size() >= connections_max || !SetSendBound(fd.get()).ok()) continue;
-    const int raw = fd.get();
-    connections.emplace(raw, std::make_unique<Connection>(std::move(fd)));
+    auto c = std::make_unique<Connection>(std::move(fd));
+    if (tcp) {
+      Result<Nonce> nonce = nonces();
+      if (!nonce.ok() || !SetNoDelay(c->socket.fd()).ok()) continue;
+      c->challenge = *nonce;
+      if (!c->socket.Send(PoolChallenge{.nonce = *nonce}).ok()) continue;
+    }
+    const int raw = c->socket.fd();
+    connections.emplace(raw, std::move(c));
   }
 }
 
@@ -142,22 +166,40 @@ bool PoolServer::Loop::Handle(Connection& c, PoolReceived received) {
   if (!c.session.has_value()) {
     const auto* hello = std::get_if<PoolHello>(&received.message);
     if (hello == nullptr) return false;  // anything before Hello closes the link
-    auto outcome = AcceptHello(catalog, identity, *hello, now);
-    if (auto* reject = std::get_if<PoolHelloReject>(&outcome)) {
-      spdlog::warn("pool: rejected a Hello: {}", reject->reason);
-      (void)c.socket.Send(*reject);
-      return false;
-    }
-    auto& accepted = std::get<HelloAccepted>(outcome);
-    c.session = accepted.session;
-    const int arena_fd = arena.fd();
-    return c.socket.Send(accepted.accept, std::span<const int>(&arena_fd, 1)).ok();
+    return AnswerHello(c, *hello, now);
   }
   std::optional<PoolMessage> answer = AnswerRequest(catalog, *c.session, received.message, now);
   if (!answer.has_value()) return false;
   CountExchange(traffic, received.message, *answer);
   Publish();
   return c.socket.Send(*answer).ok();
+}
+
+bool PoolServer::Loop::AnswerHello(Connection& c, const PoolHello& hello, uint64_t now) {
+  auto reject = [&](const char* reason, PoolHelloReject message) {
+    spdlog::warn("pool: rejected a Hello: {}", message.reason);
+    ++traffic.hellos_rejected[reason];
+    Publish();
+    (void)c.socket.Send(message);
+    return false;
+  };
+  if (c.challenge && !PoolHelloProven(*job_secret, *c.challenge, hello)) {
+    return reject("job_secret",
+                  {"the Hello does not prove this job's secret (the instance needs the same "
+                   "--job-secret-file or STRATA_JOB_SECRET as the manager)"});
+  }
+  auto outcome = AcceptHello(catalog, identity, hello, now);
+  if (auto* refused = std::get_if<PoolHelloReject>(&outcome)) {
+    return reject("refused", std::move(*refused));
+  }
+  auto& accepted = std::get<HelloAccepted>(outcome);
+  c.session = accepted.session;
+  if (c.challenge) {
+    accepted.accept.arena_path = arena_path;  // no fds over TCP: the file, by path
+    return c.socket.Send(accepted.accept).ok();
+  }
+  const int arena_fd = arena.fd();
+  return c.socket.Send(accepted.accept, std::span<const int>(&arena_fd, 1)).ok();
 }
 
 void PoolServer::Loop::Close(int fd) {
@@ -173,6 +215,16 @@ void PoolServer::Loop::Close(int fd) {
 Result<std::unique_ptr<PoolServer>> PoolServer::Start(const PoolServerOptions& options,
                                                       uint64_t generation) {
   if (options.name.empty()) return Status::InvalidArgument("a pool needs a --name");
+  if (!options.tcp_host.empty() && !options.job_secret) {
+    return Status::InvalidArgument(
+        "a TCP control address needs the job secret (--job-secret-file or STRATA_JOB_SECRET): "
+        "every Hello over TCP proves it");
+  }
+  if (!options.tcp_host.empty() && options.arena_path.empty()) {
+    return Status::InvalidArgument(
+        "a TCP control address needs --arena-file: an instance over TCP maps the arena by its "
+        "path (no fds pass over TCP)");
+  }
   NamedArena opened;
   if (options.arena_path.empty()) {
     STRATA_ASSIGN_OR_RETURN(opened.arena,
@@ -183,17 +235,21 @@ Result<std::unique_ptr<PoolServer>> PoolServer::Start(const PoolServerOptions& o
     STRATA_ASSIGN_OR_RETURN(opened, OpenNamedArena(options.arena_path, options.slot_bytes,
                                                    options.slot_count, generation));
   }
-  STRATA_ASSIGN_OR_RETURN(wire::UniqueFd listener, ListenUnix(options.socket_path));
+  Listeners listeners;
+  STRATA_ASSIGN_OR_RETURN(listeners.unix_socket, ListenUnix(options.socket_path));
+  if (!options.tcp_host.empty()) {
+    STRATA_ASSIGN_OR_RETURN(listeners.tcp,
+                            ListenTcp(options.tcp_host, options.tcp_port, &listeners.tcp_port));
+  }
   wire::UniqueFd wake(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!wake.valid()) return Status::FromErrno(errno, "eventfd");
   return std::unique_ptr<PoolServer>(new PoolServer(options, std::move(opened.arena),
-                                                    opened.reopened, std::move(listener),
+                                                    opened.reopened, std::move(listeners),
                                                     std::move(wake), opened.generation));
 }
 
 PoolServer::PoolServer(const PoolServerOptions& options, std::unique_ptr<Arena> arena,
-                       bool reopened, wire::UniqueFd listener, wire::UniqueFd wake,
-                       uint64_t generation)
+                       bool reopened, Listeners listeners, wire::UniqueFd wake, uint64_t generation)
     : options_(options),
       identity_{.pool_name = options.name,
                 .generation = generation,
@@ -201,8 +257,9 @@ PoolServer::PoolServer(const PoolServerOptions& options, std::unique_ptr<Arena> 
                 .slot_count = arena->slot_count()},
       arena_(std::move(arena)),
       reopened_(reopened),
+      tcp_port_(listeners.tcp_port),
       wake_(std::move(wake)),
-      loop_(std::make_unique<Loop>(options_, identity_, *arena_, std::move(listener), wake_.get(),
+      loop_(std::make_unique<Loop>(options_, identity_, *arena_, std::move(listeners), wake_.get(),
                                    stats_)) {
   loop_->Publish();
   thread_ = std::thread([this] { loop_->Run(); });

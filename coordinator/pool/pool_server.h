@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -15,6 +16,8 @@
 #include "coordinator/pool/pool_catalog.h"
 #include "coordinator/pool/pool_dispatch.h"
 #include "coordinator/pool/pool_traffic.h"
+#include "coordinator/rendezvous/job_secret.h"
+#include "coordinator/rendezvous/nonce.h"
 #include "store/base/mutex.h"
 #include "wire/unique_fd.h"
 
@@ -32,6 +35,16 @@ struct PoolServerOptions {
   // --arena-file: a named arena (named_arena.h) that a restarted manager
   // reopens under the same generation; empty: an anonymous memfd.
   std::string arena_path;
+  // --tcp HOST:PORT: also listen on TCP (port 0: the kernel picks one;
+  // tcp_port() says which). Needs `job_secret` (every TCP Hello proves it
+  // over the connection's Challenge: pool_hello_proof.h) and a named arena,
+  // which an instance over TCP maps by its path (so it must run on this
+  // host: other hosts need the TCP data channel, not built). Empty: none.
+  std::string tcp_host;
+  uint16_t tcp_port = 0;
+  std::optional<JobSecret> job_secret;
+  // Draws each TCP connection's challenge; unset: the OS's random source.
+  NonceSource nonces;
 };
 
 class PoolServer {
@@ -54,6 +67,8 @@ class PoolServer {
   void Stop();
 
   const ManagerIdentity& identity() const { return identity_; }
+  // The TCP port it listens on; 0 without a TCP address.
+  uint16_t tcp_port() const { return tcp_port_; }
   // The newest counts the manager's thread published (after every exchange
   // and every claim sweep). Thread-safe.
   PoolManagerStats Stats() const;
@@ -64,13 +79,20 @@ class PoolServer {
 
  private:
   struct Loop;
+  // The sockets Start opened: the Unix one, and TCP's (invalid: none).
+  struct Listeners {
+    wire::UniqueFd unix_socket;
+    wire::UniqueFd tcp;
+    uint16_t tcp_port = 0;
+  };
   PoolServer(const PoolServerOptions& options, std::unique_ptr<Arena> arena, bool reopened,
-             wire::UniqueFd listener, wire::UniqueFd wake, uint64_t generation);
+             Listeners listeners, wire::UniqueFd wake, uint64_t generation);
 
   PoolServerOptions options_;
   ManagerIdentity identity_;
   std::unique_ptr<Arena> arena_;
   bool reopened_ = false;
+  uint16_t tcp_port_ = 0;
   wire::UniqueFd wake_;  // an eventfd: Stop() writes it
   struct StatsBox {
     mutable Mutex mu;

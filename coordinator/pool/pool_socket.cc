@@ -1,12 +1,18 @@
 #include "coordinator/pool/pool_socket.h"
 
 #include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstring>
+#include <memory>
 
 #include "coordinator/pool/pool_codec.h"
 
@@ -66,6 +72,123 @@ Result<wire::UniqueFd> ConnectUnix(const std::string& path, std::chrono::millise
   }
   STRATA_RETURN_IF_ERROR(wire::SetSendTimeout(fd.get(), send_bound));
   return fd;
+}
+
+std::string PoolAddress::ToString() const {
+  return tcp() ? "tcp://" + host + ":" + std::to_string(port) : unix_path;
+}
+
+Result<PoolAddress> ParsePoolAddress(const std::string& text) {
+  constexpr std::string_view kTcp = "tcp://";
+  PoolAddress a;
+  if (!text.starts_with(kTcp)) {
+    if (text.empty()) return Status::InvalidArgument("the pool address is empty");
+    a.unix_path = text;
+    return a;
+  }
+  const std::string rest = text.substr(kTcp.size());
+  const size_t colon = rest.rfind(':');
+  unsigned port = 0;
+  const char* end = rest.data() + rest.size();
+  if (colon == std::string::npos || colon == 0 ||
+      std::from_chars(rest.data() + colon + 1, end, port).ptr != end || port == 0 || port > 65535) {
+    return Status::InvalidArgument("pool address '" + text + "' is not tcp://HOST:PORT");
+  }
+  a.host = rest.substr(0, colon);
+  if (a.host.size() > 2 && a.host.front() == '[' && a.host.back() == ']') {
+    a.host = a.host.substr(1, a.host.size() - 2);  // [::1]
+  }
+  a.port = static_cast<uint16_t>(port);
+  return a;
+}
+
+namespace {
+
+struct AddrInfoFree {
+  void operator()(addrinfo* p) const { ::freeaddrinfo(p); }
+};
+using AddrInfoPtr = std::unique_ptr<addrinfo, AddrInfoFree>;
+
+Result<AddrInfoPtr> Resolve(const std::string& host, uint16_t port, bool passive) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = passive ? AI_PASSIVE : 0;
+  addrinfo* found = nullptr;
+  const std::string service = std::to_string(port);
+  const int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &found);
+  if (rc != 0) {
+    return Status::InvalidArgument("cannot resolve pool host '" + host +
+                                   "': " + ::gai_strerror(rc));
+  }
+  return AddrInfoPtr(found);
+}
+
+}  // namespace
+
+Status SetNoDelay(int fd) {
+  const int one = 1;
+  if (::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0) {
+    return Status::FromErrno(errno, "setsockopt TCP_NODELAY");
+  }
+  return Status::Ok();
+}
+
+Result<wire::UniqueFd> ListenTcp(const std::string& host, uint16_t port, uint16_t* bound_port) {
+  STRATA_ASSIGN_OR_RETURN(AddrInfoPtr found, Resolve(host, port, true));
+  const addrinfo* ai = found.get();
+  wire::UniqueFd fd(::socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!fd.valid()) return Status::FromErrno(errno, "pool TCP socket");
+  const int one = 1;
+  (void)::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  const std::string where = host + ":" + std::to_string(port);
+  if (::bind(fd.get(), ai->ai_addr, ai->ai_addrlen) != 0) {
+    return Status::FromErrno(errno, "binding pool TCP address " + where);
+  }
+  if (::listen(fd.get(), SOMAXCONN) != 0) return Status::FromErrno(errno, "listen " + where);
+  sockaddr_storage bound{};
+  socklen_t len = sizeof bound;
+  if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&bound), &len) != 0) {
+    return Status::FromErrno(errno, "getsockname " + where);
+  }
+  *bound_port =
+      ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<const sockaddr_in6*>(&bound)->sin6_port
+                                        : reinterpret_cast<const sockaddr_in*>(&bound)->sin_port);
+  return fd;
+}
+
+Result<wire::UniqueFd> ConnectTcp(const std::string& host, uint16_t port,
+                                  std::chrono::milliseconds bound) {
+  STRATA_ASSIGN_OR_RETURN(AddrInfoPtr found, Resolve(host, port, false));
+  const std::string where = "pool tcp://" + host + ":" + std::to_string(port);
+  Status last = Status::Unavailable("connecting to " + where + ": no address");
+  for (const addrinfo* ai = found.get(); ai != nullptr; ai = ai->ai_next) {
+    wire::UniqueFd fd(::socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    if (!fd.valid()) return Status::FromErrno(errno, "pool TCP socket");
+    // Non-blocking, so an unreachable host costs at most `bound`.
+    int rc = ::connect(fd.get(), ai->ai_addr, ai->ai_addrlen);
+    if (rc != 0 && errno == EINPROGRESS) {
+      pollfd p{fd.get(), POLLOUT, 0};
+      rc = ::poll(&p, 1, static_cast<int>(bound.count()));
+      int error = rc == 0 ? ETIMEDOUT : 0;
+      socklen_t len = sizeof error;
+      if (rc > 0) (void)::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &error, &len);
+      rc = error == 0 ? 0 : -1;
+      errno = error;
+    }
+    if (rc != 0) {
+      last = Status::Unavailable("connecting to " + where + ": " + std::strerror(errno));
+      continue;
+    }
+    const int flags = ::fcntl(fd.get(), F_GETFL);
+    if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK) != 0) {
+      return Status::FromErrno(errno, "fcntl " + where);
+    }
+    STRATA_RETURN_IF_ERROR(SetNoDelay(fd.get()));
+    STRATA_RETURN_IF_ERROR(wire::SetSendTimeout(fd.get(), bound));
+    return fd;
+  }
+  return last;
 }
 
 }  // namespace strata::pool

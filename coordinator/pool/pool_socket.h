@@ -1,5 +1,6 @@
-// PoolSocket: one connected Unix stream socket carrying pool frames
-// (pool_codec.h), with file descriptors passed beside a frame (SCM_RIGHTS):
+// PoolSocket: one connected stream socket carrying pool frames
+// (pool_codec.h): a Unix socket, with file descriptors passed beside a frame
+// (SCM_RIGHTS), or TCP (no fds: PoolServer names the arena's file instead):
 // wire's UnixFdChannel with the pool codec, as attach/client/unix_channel.h
 // is with the attach codec.
 //
@@ -50,5 +51,27 @@ class PoolSocket {
 Result<wire::UniqueFd> ListenUnix(const std::string& path);
 // Connects to `path`, with `send_bound` as its send timeout.
 Result<wire::UniqueFd> ConnectUnix(const std::string& path, std::chrono::milliseconds send_bound);
+
+// A pool control address: a Unix socket path, or "tcp://HOST:PORT".
+struct PoolAddress {
+  std::string unix_path;  // set for a Unix socket
+  std::string host;       // set for TCP
+  uint16_t port = 0;
+  bool tcp() const { return unix_path.empty(); }
+  std::string ToString() const;
+};
+// kInvalidArgument naming `text` for an empty path, or a tcp:// address
+// without a host or with a port outside 1..65535.
+Result<PoolAddress> ParsePoolAddress(const std::string& text);
+
+// A listening TCP socket on `host`:`port` (port 0: the kernel picks one),
+// non-blocking accepts; `bound_port` receives the port it listens on.
+Result<wire::UniqueFd> ListenTcp(const std::string& host, uint16_t port, uint16_t* bound_port);
+// Connects to `host`:`port` within `bound` (also its send timeout), with
+// TCP_NODELAY. kUnavailable when nothing answers in time.
+Result<wire::UniqueFd> ConnectTcp(const std::string& host, uint16_t port,
+                                  std::chrono::milliseconds bound);
+// Sets TCP_NODELAY on an accepted or connected TCP socket.
+Status SetNoDelay(int fd);
 
 }  // namespace strata::pool

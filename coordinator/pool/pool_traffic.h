@@ -25,6 +25,9 @@ struct PoolTraffic {
   uint64_t releases = 0;
   // Refused requests by operation and status: {"put", "busy"} -> count.
   std::map<std::pair<std::string, std::string>, uint64_t> refusals;
+  // Hellos rejected, by reason: "job_secret" (a TCP Hello without the
+  // proof), "refused" (version, scope or geometry: AcceptHello's reason).
+  std::map<std::string, uint64_t> hellos_rejected;
 };
 
 // A status code as a metric label: its name in snake case ("not_found").

@@ -71,14 +71,23 @@ HelloProof ProveHello(const JobSecret& secret, const Nonce& challenge, RankId ra
   message.Bytes(challenge.bytes);
   message.U32(rank.value);
   message.U32(world_size);
+  return ProveMessage(secret, message.bytes());
+}
+
+HelloProof ProveMessage(const JobSecret& secret, std::span<const uint8_t> message) {
   HelloProof proof{};
   unsigned int proof_bytes = 0;
   const std::span<const uint8_t> key = secret.bytes();
-  const uint8_t* out =
-      HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), message.bytes().data(),
-           message.bytes().size(), proof.data(), &proof_bytes);
+  const uint8_t* out = HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), message.data(),
+                            message.size(), proof.data(), &proof_bytes);
   STRATA_ASSERT(out != nullptr && proof_bytes == kHelloProofBytes, "HMAC-SHA256 failed");
   return proof;
+}
+
+bool MessageProven(const JobSecret& secret, std::span<const uint8_t> message,
+                   const HelloProof& proof) {
+  const HelloProof expected = ProveMessage(secret, message);
+  return CRYPTO_memcmp(expected.data(), proof.data(), kHelloProofBytes) == 0;
 }
 
 bool HelloProven(const JobSecret& secret, const Nonce& challenge, RankId rank, uint32_t world_size,

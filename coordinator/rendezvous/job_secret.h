@@ -54,6 +54,13 @@ class JobSecret {
 HelloProof ProveHello(const JobSecret& secret, const Nonce& challenge, RankId rank,
                       uint32_t world_size);
 
+// HMAC-SHA256(secret, message): the proof of any handshake that names its
+// own label and fields in `message` (ProveHello's, the pool's Hello).
+HelloProof ProveMessage(const JobSecret& secret, std::span<const uint8_t> message);
+// Whether `proof` is ProveMessage's for `message`; compared in constant time.
+bool MessageProven(const JobSecret& secret, std::span<const uint8_t> message,
+                   const HelloProof& proof);
+
 // Whether `proof` is ProveHello's for these fields; compared in constant time.
 bool HelloProven(const JobSecret& secret, const Nonce& challenge, RankId rank, uint32_t world_size,
                  const HelloProof& proof);

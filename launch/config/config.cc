@@ -259,10 +259,11 @@ std::vector<ConfigKey> MakeKeys() {
        "\"staged\" or \"direct\" (fail startup where the probe refuses)",
        "auto", SetTransport},
       {"prefix_cache.pool", "--prefix-cache-pool",
-       "the Unix socket path of a pool manager on this host (strata pool --socket)",
+       "a pool manager on this host: its Unix socket path (strata pool --socket), or "
+       "tcp://HOST:PORT (strata pool --tcp; the Hello proves the job secret)",
        "unset (local tiers only)",
        [](const ConfigValue& v, RankConfig* c) {
-         STRATA_SET(c->prefix_cache.pool, AsText(v, "a socket path"));
+         STRATA_SET(c->prefix_cache.pool, AsText(v, "a socket path or tcp://HOST:PORT"));
        }},
       {"prefix_cache.pool_instance", "--prefix-cache-pool-instance",
        "an id for this instance at the pool",

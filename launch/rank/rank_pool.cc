@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "coordinator/pool/pool_socket.h"
+#include "coordinator/rendezvous/job_secret.h"
 #include "launch/rank/rank_stores.h"
 #include "store/record/fingerprint.h"
 
@@ -17,8 +19,17 @@ Result<std::unique_ptr<pool::InstancePool>> AttachRankPool(
     const std::function<Result<std::unique_ptr<Transfers>>()>& landing_transfers,
     const RankPoolRegistration& registration) {
   if (!config.prefix_cache.pool) return std::unique_ptr<pool::InstancePool>();
+  STRATA_ASSIGN_OR_RETURN(const pool::PoolAddress address,
+                          pool::ParsePoolAddress(*config.prefix_cache.pool));
+  // Over TCP the Hello proves the job's secret (the record links' own).
+  std::optional<JobSecret> secret;
+  if (address.tcp()) {
+    STRATA_ASSIGN_OR_RETURN(JobSecret read, ReadJobSecret(config.cluster.job_secret_file));
+    secret = std::move(read);
+  }
   const pool::InstancePoolOptions options{
       .socket_path = *config.prefix_cache.pool,
+      .job_secret = std::move(secret),
       .sources = PoolInstanceSources(config, registration.gpu_uuids),
       .model_identity = ComputeNamespaceIdentity(RankModelIdentity(config), StateMode::kOrdinary),
       .registrar = registration.registrar,

@@ -4,6 +4,8 @@
 #include <pybind11/pybind11.h>
 
 #include "coordinator/pool/instance_pool.h"
+#include "coordinator/pool/pool_socket.h"
+#include "coordinator/rendezvous/job_secret.h"
 #include "python/src/py_local_stores.h"
 #include "python/src/py_status.h"
 #include "store/record/fingerprint.h"
@@ -41,8 +43,15 @@ class LocalStores final : public StoreOwner {
     }
     STRATA_RETURN_IF_ERROR(OpenLocal(o, warm));
     if (!o.pool) return Status::Ok();
+    STRATA_ASSIGN_OR_RETURN(const pool::PoolAddress address, pool::ParsePoolAddress(*o.pool));
+    std::optional<JobSecret> secret;  // over TCP: STRATA_JOB_SECRET
+    if (address.tcp()) {
+      STRATA_ASSIGN_OR_RETURN(JobSecret read, ReadJobSecret(std::nullopt));
+      secret = std::move(read);
+    }
     const pool::InstancePoolOptions po{
         .socket_path = *o.pool,
+        .job_secret = std::move(secret),
         .sources = pool::InstanceSources(o.pool_instance, {}),
         .model_identity = ComputeNamespaceIdentity(o.model_identity, StateMode::kOrdinary),
         // Slabs registered with device planes; the arena only mapped (no

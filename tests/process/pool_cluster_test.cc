@@ -7,7 +7,9 @@
 //
 // Checks: instance A stores conversations; those every rank's disk evicts
 // are read back from both ranks and reach the manager; instance B, which
-// never saw them, restores one byte-exact into both of its ranks' planes,
+// never saw them and attaches over the manager's TCP address (the job-secret
+// proof, the named arena mapped by path; A is on the Unix socket), restores
+// one byte-exact into both of its ranks' planes,
 // and holds it on both ranks' disks afterwards; the manager's /metrics
 // counts the put and the claim. Every wait is bounded.
 //
@@ -89,15 +91,16 @@ testing::ClusterWorkload Workload() {
 
 // One instance of the job: its ranks' processes under dir/NAME.
 struct Instance {
+  // `pool`: the manager's address (a Unix socket path or tcp://HOST:PORT).
   Instance(const testing::ClusterWorkload& w, const fs::path& root, const std::string& name,
-           uint16_t base, const fs::path& pool_socket)
+           uint16_t base, const std::string& pool)
       : dir(root / name) {
     testing::WriteJobSecret(dir);
     for (uint32_t r = 0; r < w.world; ++r) {
       ranks.push_back(std::make_unique<cluster::RankProcess>(
           w, dir, r, base,
-          std::vector<std::string>{"--prefix-cache-pool", pool_socket.string(),
-                                   "--prefix-cache-pool-instance", name}));
+          std::vector<std::string>{"--prefix-cache-pool", pool, "--prefix-cache-pool-instance",
+                                   name}));
     }
   }
   std::string Logs() const {
@@ -123,16 +126,21 @@ TEST(PoolClusterTest, InstancesOfSeveralProcessesShareEvictedRecordsThroughTheMa
       RecordFileBytes(RecordLayout(*PresetGeometry("tiny", 1, w.pages, w.rows)), {.tail_pages = 4});
   w.disk_limit = std::to_string(2 * record + record / 2);
 
+  // The manager also listens on TCP (the job secret the instances share, a
+  // named arena): instance a attaches on the Unix socket, b over TCP.
+  testing::WriteJobSecret(root / "manager");
+  const std::string tcp = "127.0.0.1:" + std::to_string(base + 60);
   strata::testing::ChildProcess manager(
       {std::getenv("STRATA_BIN"), "pool", "--name", "cluster-test", "--socket",
        (root / "pool.sock").string(), "--slot-kib", "64", "--slots", "64", "--no-huge-pages",
-       "--metrics-port", std::to_string(base + 50)},
+       "--metrics-port", std::to_string(base + 50), "--arena-file", (root / "arena").string(),
+       "--tcp", tcp, "--job-secret-file", (root / "manager" / "job.secret").string()},
       (root / "pool.log").string());
   ASSERT_TRUE(strata::testing::WaitForFile(root / "pool.sock", kBound)) << manager.Log();
 
   // Every process is forked before this one attaches anything (no thread yet).
-  Instance a(w, root, "a", base, root / "pool.sock");
-  Instance b(w, root, "b", static_cast<uint16_t>(base + 100), root / "pool.sock");
+  Instance a(w, root, "a", base, (root / "pool.sock").string());
+  Instance b(w, root, "b", static_cast<uint16_t>(base + 100), "tcp://" + tcp);
   cluster::PeerRuntimeProcess a_peer(w, a.ranks[1]->socket(), 1, cluster::StartPlanes::kPublished);
   ASSERT_TRUE(a_peer.attached()) << a.Logs();
   cluster::PeerRuntimeProcess b_peer(w, b.ranks[1]->socket(), 1, cluster::StartPlanes::kZeroed);

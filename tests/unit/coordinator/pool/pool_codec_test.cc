@@ -52,6 +52,34 @@ TEST(PoolCodecTest, HelloRoundTrips) {
   EXPECT_EQ(back.layout, hello.layout);
   EXPECT_EQ(back.rank_plane_bytes, hello.rank_plane_bytes);
   EXPECT_EQ(back.page_tokens, 64u);
+  EXPECT_FALSE(back.proof.has_value()) << "no proof on a Unix socket";
+
+  hello.proof = HelloProof{};
+  hello.proof->at(31) = 7;
+  EXPECT_EQ(RoundTrip(hello).proof, hello.proof);
+}
+
+TEST(PoolCodecTest, TheTcpHandshakeRoundTrips) {
+  PoolChallenge challenge;
+  challenge.nonce.bytes[15] = 3;
+  EXPECT_EQ(RoundTrip(challenge).nonce, challenge.nonce);
+  PoolHelloAccept accept;
+  accept.pool_name = "shared";
+  accept.arena_path = "/dev/shm/strata-arena";
+  EXPECT_EQ(RoundTrip(accept).arena_path, accept.arena_path);
+}
+
+TEST(PoolCodecTest, AChallengeOrProofOfAnotherSizeIsRefused) {
+  const auto short_nonce = Raw([](wire::pool_schema::Envelope::Builder env) {
+    const uint8_t bytes[8] = {};
+    env.initChallenge().setNonce(capnp::Data::Reader(bytes, sizeof bytes));
+  });
+  EXPECT_FALSE(DecodePoolFrame(short_nonce).ok());
+  const auto short_proof = Raw([](wire::pool_schema::Envelope::Builder env) {
+    const uint8_t bytes[5] = {};
+    env.initHello().setProof(capnp::Data::Reader(bytes, sizeof bytes));
+  });
+  EXPECT_FALSE(DecodePoolFrame(short_proof).ok());
 }
 
 TEST(PoolCodecTest, PutAndClaimRoundTrip) {

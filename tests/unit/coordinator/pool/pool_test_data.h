@@ -1,6 +1,8 @@
 // Test data shared by the pool's unit tests: token runs, keys and byte patterns.
 #pragma once
 
+#include <stdlib.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <numeric>
@@ -11,6 +13,13 @@
 #include "store/base/prefix_history.h"
 
 namespace strata::pool::testing {
+
+// A fresh directory /tmp/PREFIX-XXXXXX for one test; empty when none could
+// be made.
+inline std::string MakeTestDir(const std::string& prefix) {
+  std::string path = "/tmp/" + prefix + "-XXXXXX";
+  return ::mkdtemp(path.data()) != nullptr ? path : std::string();
+}
 
 // `count` consecutive tokens from `seed`.
 inline std::vector<Token> Tokens(uint32_t count, uint32_t seed) {

@@ -41,6 +41,7 @@ class PooledCluster {
     started_ = cluster_->Start();
     if (!started_.ok()) return;
     const InstancePoolOptions o{.socket_path = socket,
+                                .job_secret = std::nullopt,
                                 .sources = {source},
                                 .model_identity = NamespaceIdentity{3},
                                 .registrar = nullptr,

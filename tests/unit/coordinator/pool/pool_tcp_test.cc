@@ -1,0 +1,196 @@
+// The manager's TCP control address (docs/pool.md, "Protocol"): an instance
+// over TCP proves the job secret over the manager's Challenge and maps the
+// named arena by path, then puts and claims byte-exact like one on the Unix
+// socket; a wrong or missing secret is rejected with its reason and counted;
+// a manager refuses to listen on TCP without a secret or a named arena.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "coordinator/pool/pool_client.h"
+#include "coordinator/pool/pool_hello_proof.h"
+#include "coordinator/pool/pool_server.h"
+#include "coordinator/pool/pool_socket.h"
+#include "tests/unit/coordinator/pool/pool_test_data.h"
+#include "tests/unit/coordinator/pool/pooled_test_instance.h"
+
+namespace strata::pool {
+namespace {
+
+constexpr uint64_t kSlotBytes = 64 * 1024;
+
+using testing::Pattern;
+using testing::Tokens;
+
+JobSecret Secret(char fill) { return *JobSecret::FromText(std::string(40, fill), "test"); }
+
+class PoolTcpTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testing::MakeTestDir("strata-pool-tcp");
+    ASSERT_FALSE(dir_.empty());
+  }
+  void TearDown() override {
+    server_.reset();
+    (void)::unlink(arena_path().c_str());
+    (void)::unlink((arena_path() + ".generation").c_str());
+    ::rmdir(dir_.c_str());
+  }
+  std::string arena_path() const { return dir_ + "/arena"; }
+  // The pooled-store tests' manager (64 KiB slots), on a named arena and TCP.
+  PoolServerOptions ManagerOptions() const {
+    PoolServerOptions o = pooled_test::ManagerOptions(dir_);
+    o.arena_path = arena_path();
+    o.tcp_host = "127.0.0.1";
+    o.tcp_port = 0;
+    o.job_secret = Secret('s');
+    return o;
+  }
+  void StartManager() {
+    auto server = PoolServer::Start(ManagerOptions(), /*generation=*/5);
+    ASSERT_TRUE(server.ok()) << server.status().ToString();
+    server_ = std::move(*server);
+    ASSERT_NE(server_->tcp_port(), 0);
+  }
+  PoolClientOptions TcpClient(const std::string& gpu, std::optional<JobSecret> secret) const {
+    PoolClientOptions o =
+        testing::ClientOptions("tcp://127.0.0.1:" + std::to_string(server_->tcp_port()), gpu);
+    o.job_secret = std::move(secret);
+    return o;
+  }
+
+  std::string dir_;
+  std::unique_ptr<PoolServer> server_;
+};
+
+TEST_F(PoolTcpTest, AnInstanceOverTcpPutsAndAnotherOnTheUnixSocketClaimsByteExact) {
+  StartManager();
+  auto a = PoolClient::Connect(TcpClient("GPU-a", Secret('s')));
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ((*a)->accepted().arena_path, arena_path());
+  EXPECT_EQ((*a)->accepted().generation, server_->generation());
+  auto b = PoolClient::Connect(testing::ClientOptions(dir_ + "/pool.sock", "GPU-b"));
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_TRUE((*b)->accepted().arena_path.empty()) << "the Unix socket passes the fd";
+
+  const std::vector<Token> tokens = Tokens(300, 11);
+  const PrefixHistory history(tokens);
+  const std::vector<std::byte> record = Pattern(3 * kSlotBytes + 123, 5);
+  ASSERT_TRUE((*a)->Put(history.key_at(256), std::nullopt, history.bucket_digest(256), record,
+                        PutKind::kCascade)
+                  .ok());
+  auto chain = (*b)->Lookup(tokens, 0, tokens.size());
+  ASSERT_TRUE(chain.ok()) << chain.status().ToString();
+  ASSERT_TRUE(chain->has_value());
+  auto copied = (*b)->ClaimCopy(**chain);
+  ASSERT_TRUE(copied.ok()) << copied.status().ToString();
+  ASSERT_EQ(copied->size(), 1u);
+  EXPECT_EQ(copied->front(), record);
+
+  // And the other way: the TCP instance claims what it put, through its
+  // mapping of the file.
+  auto again = (*a)->ClaimCopy(**chain);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->front(), record);
+}
+
+TEST_F(PoolTcpTest, AHelloWithAnotherSecretIsRejectedWithItsReasonAndCounted) {
+  StartManager();
+  auto wrong = PoolClient::Connect(TcpClient("GPU-a", Secret('x')));
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(wrong.status().message().find("job's secret"), std::string::npos)
+      << wrong.status().ToString();
+  const PoolManagerStats s = server_->Stats();
+  ASSERT_EQ(s.traffic.hellos_rejected.count("job_secret"), 1u);
+  EXPECT_EQ(s.traffic.hellos_rejected.at("job_secret"), 1u);
+  EXPECT_EQ(s.catalog.sessions, 0u) << "no session was opened";
+
+  // The same instance with the right secret is accepted after it.
+  auto right = PoolClient::Connect(TcpClient("GPU-a", Secret('s')));
+  EXPECT_TRUE(right.ok()) << right.status().ToString();
+}
+
+TEST_F(PoolTcpTest, AClientWithoutASecretRefusesTcpBeforeConnecting) {
+  StartManager();
+  auto none = PoolClient::Connect(TcpClient("GPU-a", std::nullopt));
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(none.status().message().find("job secret"), std::string::npos);
+}
+
+TEST_F(PoolTcpTest, AManagerListensOnTcpOnlyWithASecretAndANamedArena) {
+  PoolServerOptions no_secret = ManagerOptions();
+  no_secret.job_secret.reset();
+  auto a = PoolServer::Start(no_secret, 5);
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(a.status().message().find("job secret"), std::string::npos);
+
+  PoolServerOptions anonymous = ManagerOptions();
+  anonymous.arena_path.clear();
+  auto b = PoolServer::Start(anonymous, 5);
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("--arena-file"), std::string::npos);
+}
+
+TEST(PoolHelloProofTest, TheProofBindsTheSecretTheChallengeAndTheScope) {
+  PoolHello hello = testing::ClientOptions("unused", "GPU-a").hello;
+  Nonce challenge;
+  challenge.bytes[0] = 1;
+  hello.proof = ProvePoolHello(Secret('s'), challenge, hello);
+  EXPECT_TRUE(PoolHelloProven(Secret('s'), challenge, hello));
+  EXPECT_FALSE(PoolHelloProven(Secret('t'), challenge, hello)) << "another secret";
+  Nonce other = challenge;
+  other.bytes[0] = 2;
+  EXPECT_FALSE(PoolHelloProven(Secret('s'), other, hello)) << "a replay on another connection";
+  PoolHello scoped = hello;
+  scoped.layout[0] ^= 1;
+  EXPECT_FALSE(PoolHelloProven(Secret('s'), challenge, scoped)) << "another scope";
+  PoolHello bare = hello;
+  bare.proof.reset();
+  EXPECT_FALSE(PoolHelloProven(Secret('s'), challenge, bare)) << "no proof at all";
+}
+
+TEST(PoolAddressTest, ParsesUnixPathsAndTcpHostPort) {
+  struct Case {
+    std::string text;
+    bool ok;
+    bool tcp;
+    std::string host;
+    uint16_t port;
+  };
+  const std::vector<Case> cases = {
+      {"/run/strata/pool.sock", true, false, "", 0},
+      {"tcp://127.0.0.1:7000", true, true, "127.0.0.1", 7000},
+      {"tcp://pool-host:65535", true, true, "pool-host", 65535},
+      {"tcp://[::1]:7000", true, true, "::1", 7000},
+      {"", false, false, "", 0},
+      {"tcp://127.0.0.1", false, false, "", 0},
+      {"tcp://:7000", false, false, "", 0},
+      {"tcp://h:0", false, false, "", 0},
+      {"tcp://h:65536", false, false, "", 0},
+      {"tcp://h:70x", false, false, "", 0},
+  };
+  for (const Case& c : cases) {
+    Result<PoolAddress> a = ParsePoolAddress(c.text);
+    ASSERT_EQ(a.ok(), c.ok) << c.text;
+    if (!a.ok()) {
+      EXPECT_EQ(a.status().code(), StatusCode::kInvalidArgument) << c.text;
+      continue;
+    }
+    EXPECT_EQ(a->tcp(), c.tcp) << c.text;
+    if (c.tcp) {
+      EXPECT_EQ(a->host, c.host) << c.text;
+      EXPECT_EQ(a->port, c.port) << c.text;
+    } else {
+      EXPECT_EQ(a->unix_path, c.text);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace strata::pool
