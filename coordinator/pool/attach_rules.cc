@@ -12,12 +12,21 @@ std::string_view AttachStepName(AttachStep step) {
   return "unknown";
 }
 
-AttachStep AfterFailedAttach(AttachPhase phase, uint64_t started_ms, uint64_t now_ms) {
+AttachFailure AttachFailureOf(const Status& connect_error) {
+  return connect_error.code() == StatusCode::kFailedPrecondition ||
+                 connect_error.code() == StatusCode::kInvalidArgument
+             ? AttachFailure::kRefused
+             : AttachFailure::kUnreachable;
+}
+
+AttachStep AfterFailedAttach(AttachPhase phase, uint64_t started_ms, uint64_t now_ms,
+                             AttachFailure failure) {
   switch (phase) {
     case AttachPhase::kAttached: return AttachStep::kRetry;
     case AttachPhase::kLocalForever: return AttachStep::kStayLocal;
     case AttachPhase::kStartup: break;
   }
+  if (failure == AttachFailure::kRefused) return AttachStep::kGiveUpWithWarning;
   const uint64_t waited = now_ms > started_ms ? now_ms - started_ms : 0;
   return waited < kStartupAttachWaitMs ? AttachStep::kRetrySilently
                                        : AttachStep::kGiveUpWithWarning;

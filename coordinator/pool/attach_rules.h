@@ -3,7 +3,10 @@
 //
 //   - At startup the instance waits up to kStartupAttachWaitMs for the
 //     manager's first Hello, retrying silently. At the deadline it prints one
-//     warning and runs on local tiers; it never attaches later.
+//     warning and runs on local tiers; it never attaches later. A manager
+//     that answered and refused it (a rejected Hello: another version, the
+//     wrong job secret; or an address or secret this side cannot use) ends
+//     the wait at once: retrying cannot change that answer.
 //   - An instance that attached retries after a lost connection.
 //   - A new Hello after a reconnect may reuse the registrations of the last
 //     one only when the generation and every region's size are unchanged;
@@ -14,6 +17,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "store/base/status.h"
 
 namespace strata::pool {
 
@@ -33,8 +38,15 @@ enum class AttachStep : uint8_t {
 };
 std::string_view AttachStepName(AttachStep step);
 
+// Why a connection attempt failed: nobody answered in time (kUnreachable),
+// or the manager or this side's own settings refused it (kRefused:
+// PoolClient::Connect's kFailedPrecondition or kInvalidArgument).
+enum class AttachFailure : uint8_t { kUnreachable, kRefused };
+AttachFailure AttachFailureOf(const Status& connect_error);
+
 // What to do after a failed connection attempt.
-AttachStep AfterFailedAttach(AttachPhase phase, uint64_t started_ms, uint64_t now_ms);
+AttachStep AfterFailedAttach(AttachPhase phase, uint64_t started_ms, uint64_t now_ms,
+                             AttachFailure failure = AttachFailure::kUnreachable);
 
 // What a Hello says about the manager's memory.
 struct ArenaShape {

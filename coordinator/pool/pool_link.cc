@@ -46,12 +46,20 @@ std::unique_ptr<PoolLink> PoolLink::AttachAtStartup(const PoolLinkOptions& optio
       link->phase_ = AttachPhase::kLocalForever;
       return link;
     }
-    if (AfterFailedAttach(AttachPhase::kStartup, started, link->NowMs()) ==
+    const AttachFailure failure = AttachFailureOf(s);
+    if (AfterFailedAttach(AttachPhase::kStartup, started, link->NowMs(), failure) ==
         AttachStep::kGiveUpWithWarning) {
-      spdlog::warn(
-          "prefix cache pool at {} did not answer within {} ms ({}): using local tiers only; "
-          "this instance will not attach later",
-          options.client.socket_path, kStartupAttachWaitMs, s.ToString());
+      if (failure == AttachFailure::kRefused) {
+        spdlog::warn(
+            "prefix cache pool at {} refused this instance ({}): using local tiers only; "
+            "this instance will not attach later",
+            options.client.socket_path, s.ToString());
+      } else {
+        spdlog::warn(
+            "prefix cache pool at {} did not answer within {} ms ({}): using local tiers only; "
+            "this instance will not attach later",
+            options.client.socket_path, kStartupAttachWaitMs, s.ToString());
+      }
       link->phase_ = AttachPhase::kLocalForever;
       return link;
     }

@@ -43,6 +43,7 @@ struct PoolServer::Loop {
     std::optional<SessionId> session;
     // Over TCP, the nonce its Hello must prove the job secret over.
     std::optional<Nonce> challenge;
+    uint64_t accepted_ms = 0;
   };
 
   Loop(const PoolServerOptions& options, const ManagerIdentity& identity, const Arena& arena,
@@ -54,6 +55,7 @@ struct PoolServer::Loop {
         job_secret(options.job_secret),
         nonces(options.nonces ? options.nonces : OsNonceSource()),
         arena_path(options.arena_path),
+        hello_bound_ms(options.hello_bound_ms),
         wake(wake),
         catalog(CatalogLimits{.slot_count = arena.slot_count(),
                               .slot_bytes = arena.slot_bytes(),
@@ -65,6 +67,9 @@ struct PoolServer::Loop {
   void Run();
   // Takes every pending connection of `from`; a TCP one gets its Challenge.
   void Accept(int from, bool tcp);
+  // Closes the connections still without a session hello_bound_ms after
+  // they were accepted.
+  void CloseSilentConnections(uint64_t now);
   // Answers a connection's Hello; false when it must close.
   bool AnswerHello(Connection& c, const PoolHello& hello, uint64_t now);
   // Reads and answers what a connection sent; false when it must close.
@@ -81,6 +86,7 @@ struct PoolServer::Loop {
   std::optional<JobSecret> job_secret;
   NonceSource nonces;
   std::string arena_path;
+  uint64_t hello_bound_ms;
   int wake;
   PoolCatalog catalog;
   uint32_t connections_max;
@@ -123,6 +129,7 @@ void PoolServer::Loop::Run() {
         spdlog::warn("pool: claim {} of session {} failed: {}", f.claim.value, f.session.value,
                      ClaimHealthName(f.why));
       }
+      CloseSilentConnections(now);
       last_sweep_ms = now;
       Publish();
     }
@@ -136,6 +143,7 @@ void PoolServer::Loop::Accept(int from, bool tcp) {
     if (!fd.valid()) return;  // EAGAIN: none left
     if (connections.size() >= connections_max || !SetSendBound(fd.get()).ok()) continue;
     auto c = std::make_unique<Connection>(std::move(fd));
+    c->accepted_ms = NowMs();
     if (tcp) {
       Result<Nonce> nonce = nonces();
       if (!nonce.ok() || !SetNoDelay(c->socket.fd()).ok()) continue;
@@ -173,6 +181,18 @@ bool PoolServer::Loop::Handle(Connection& c, PoolReceived received) {
   CountExchange(traffic, received.message, *answer);
   Publish();
   return c.socket.Send(*answer).ok();
+}
+
+void PoolServer::Loop::CloseSilentConnections(uint64_t now) {
+  std::vector<int> silent;
+  for (const auto& [fd, c] : connections) {
+    if (!c->session && now - c->accepted_ms >= hello_bound_ms) silent.push_back(fd);
+  }
+  for (int fd : silent) {
+    spdlog::warn("pool: closing a connection that sent no Hello within {} ms", hello_bound_ms);
+    ++traffic.hellos_rejected["no_hello"];
+    Close(fd);
+  }
 }
 
 bool PoolServer::Loop::AnswerHello(Connection& c, const PoolHello& hello, uint64_t now) {

@@ -45,6 +45,10 @@ struct PoolServerOptions {
   std::optional<JobSecret> job_secret;
   // Draws each TCP connection's challenge; unset: the OS's random source.
   NonceSource nonces;
+  // A connection without a session this long after it was accepted (no
+  // Hello, or one still unanswered) is closed, so strangers cannot hold the
+  // connection slots (counted as hellos_rejected{"no_hello"}).
+  uint64_t hello_bound_ms = 10'000;
 };
 
 class PoolServer {

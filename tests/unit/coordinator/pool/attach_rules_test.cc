@@ -25,6 +25,22 @@ TEST(AttachRulesTest, AfterAFailedAttach) {
   }
 }
 
+TEST(AttachRulesTest, ARefusalEndsTheStartupWaitAtOnceButNotAReconnect) {
+  const uint64_t started = 5'000;
+  EXPECT_EQ(AfterFailedAttach(AttachPhase::kStartup, started, started, AttachFailure::kRefused),
+            AttachStep::kGiveUpWithWarning);
+  EXPECT_EQ(AfterFailedAttach(AttachPhase::kAttached, started, started, AttachFailure::kRefused),
+            AttachStep::kRetry);
+  EXPECT_EQ(AttachFailureOf(Status::FailedPrecondition("the pool rejected our Hello: x")),
+            AttachFailure::kRefused);
+  EXPECT_EQ(AttachFailureOf(Status::InvalidArgument("needs the job secret")),
+            AttachFailure::kRefused);
+  EXPECT_EQ(AttachFailureOf(Status::Unavailable("connecting: refused")),
+            AttachFailure::kUnreachable);
+  EXPECT_EQ(AttachFailureOf(Status::Corruption("answered with something else")),
+            AttachFailure::kUnreachable);
+}
+
 TEST(AttachRulesTest, ReattachReusesOnlyAnUnchangedArena) {
   const ArenaShape registered{.generation = 7, .region_bytes = {1 << 20}};
   struct Case {

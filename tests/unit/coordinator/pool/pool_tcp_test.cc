@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "coordinator/pool/pool_client.h"
@@ -112,6 +113,37 @@ TEST_F(PoolTcpTest, AHelloWithAnotherSecretIsRejectedWithItsReasonAndCounted) {
   // The same instance with the right secret is accepted after it.
   auto right = PoolClient::Connect(TcpClient("GPU-a", Secret('s')));
   EXPECT_TRUE(right.ok()) << right.status().ToString();
+}
+
+TEST_F(PoolTcpTest, AConnectionThatSaysNoHelloIsClosedAndCounted) {
+  PoolServerOptions o = ManagerOptions();
+  o.hello_bound_ms = 50;
+  auto server = PoolServer::Start(o, 5);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  server_ = std::move(*server);
+  auto fd = ConnectTcp("127.0.0.1", server_->tcp_port(), std::chrono::seconds(5));
+  ASSERT_TRUE(fd.ok()) << fd.status().ToString();
+  PoolSocket silent(std::move(*fd));
+  auto challenge = silent.Receive(std::chrono::seconds(5));
+  ASSERT_TRUE(challenge.ok()) << challenge.status().ToString();
+  EXPECT_TRUE(std::holds_alternative<PoolChallenge>(challenge->message));
+  // Nothing more comes: the manager closes the connection (EOF), within
+  // the bound of this wait.
+  auto closed = silent.Receive(std::chrono::seconds(10));
+  ASSERT_FALSE(closed.ok());
+  EXPECT_NE(closed.status().message().find("closed"), std::string::npos)
+      << closed.status().ToString();
+  // Its counts are published after the sweep that closed it.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  PoolManagerStats stats = server_->Stats();
+  while (stats.traffic.hellos_rejected.count("no_hello") == 0 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    stats = server_->Stats();
+  }
+  ASSERT_EQ(stats.traffic.hellos_rejected.count("no_hello"), 1u);
+  EXPECT_EQ(stats.traffic.hellos_rejected.at("no_hello"), 1u);
+  EXPECT_EQ(stats.connections, 0u);
 }
 
 TEST_F(PoolTcpTest, AClientWithoutASecretRefusesTcpBeforeConnecting) {
