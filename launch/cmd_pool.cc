@@ -15,6 +15,7 @@
 #include "launch/pool_metrics.h"
 #include "launch/rank/stop_on_signals.h"
 #include "launch/rank/stop_request.h"
+#include "wire/tls.h"
 
 namespace strata {
 namespace {
@@ -27,6 +28,7 @@ struct PoolCommandOptions {
   std::string metrics_bind = "127.0.0.1";
   std::string tcp;                             // HOST:PORT; empty: no TCP listener
   std::optional<std::string> job_secret_file;  // unset: STRATA_JOB_SECRET
+  wire::TlsConfig tls;                         // all three set: TLS on --tcp
 };
 
 // --tcp HOST:PORT into the server's options, with the job secret it needs.
@@ -38,6 +40,13 @@ Status ApplyTcp(PoolCommandOptions& o) {
   o.server.tcp_port = address.port;
   STRATA_ASSIGN_OR_RETURN(JobSecret secret, ReadJobSecret(o.job_secret_file));
   o.server.job_secret = std::move(secret);
+  const int given = !o.tls.cert_file.empty() + !o.tls.key_file.empty() + !o.tls.ca_file.empty();
+  if (given != 0 && given != 3) {
+    return Status::InvalidArgument("--tls-cert, --tls-key and --tls-ca go together");
+  }
+  if (given == 3) {
+    STRATA_ASSIGN_OR_RETURN(o.server.tls, wire::TlsContext::Create(o.tls));
+  }
   return Status::Ok();
 }
 
@@ -55,6 +64,11 @@ int RunPool(PoolCommandOptions& o) {
   // The generation tells instances that this is a new arena (a restart).
   std::random_device entropy;
   const uint64_t generation = (static_cast<uint64_t>(entropy()) << 32) | entropy();
+  if (o.tcp.empty() &&
+      !(o.tls.cert_file.empty() && o.tls.key_file.empty() && o.tls.ca_file.empty())) {
+    std::fprintf(stderr, "strata pool: --tls-* apply to the --tcp address, which is not set\n");
+    return 1;
+  }
   if (Status s = ApplyTcp(o); !s.ok()) {
     std::fprintf(stderr, "strata pool: --tcp %s: %s\n", o.tcp.c_str(), s.ToString().c_str());
     return 1;
@@ -81,10 +95,10 @@ int RunPool(PoolCommandOptions& o) {
               o.server.socket_path.c_str());
   if ((*server)->tcp_port() != 0) {
     std::printf(
-        "strata pool: also on tcp://%s:%u (job secret required; instances on this host "
+        "strata pool: also on tcp://%s:%u (%s; job secret required; instances on this host "
         "map %s)\n",
         o.server.tcp_host.c_str(), static_cast<unsigned>((*server)->tcp_port()),
-        o.server.arena_path.c_str());
+        o.server.tls ? "mutual TLS 1.3" : "plaintext", o.server.arena_path.c_str());
   }
   // Each scrape reads the counts the manager's thread published after its
   // last exchange (PoolServer::Stats), so an answered request is counted.
@@ -141,9 +155,15 @@ void AddPoolCommand(CLI::App& app) {
                   "Also listen on TCP HOST:PORT (port 0: ephemeral, printed). Every Hello over "
                   "TCP proves the job secret; needs --arena-file, which instances over TCP map "
                   "by path (they must run on this host: the TCP data channel for other hosts is "
-                  "not built). No TLS yet: bind a loopback or private address");
+                  "not built). Plaintext unless --tls-cert, --tls-key and --tls-ca are given");
   cmd->add_option("--job-secret-file", opts->job_secret_file,
                   "File holding the job secret --tcp needs (default: STRATA_JOB_SECRET)");
+  cmd->add_option("--tls-cert", opts->tls.cert_file,
+                  "PEM certificate the --tcp address presents (mutual TLS 1.3, as the ranks' "
+                  "--tls-cert; with --tls-key and --tls-ca)");
+  cmd->add_option("--tls-key", opts->tls.key_file, "PEM private key of --tls-cert");
+  cmd->add_option("--tls-ca", opts->tls.ca_file,
+                  "PEM CA certificate(s) an instance's certificate must chain to");
   cmd->add_option("--metrics-port", opts->metrics_port,
                   "Serve /metrics, /healthz and /status on this port (0: ephemeral, printed)");
   cmd->add_option("--metrics-bind", opts->metrics_bind, "Address the metrics endpoint binds")

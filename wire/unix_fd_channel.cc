@@ -30,6 +30,10 @@ Status UnixFdChannel::Send(std::span<const std::byte> frame, std::span<const int
     return Status::InvalidArgument(name + ": at most " + std::to_string(limits_.fds_per_frame_max) +
                                    " fds per frame");
   }
+  if (tls_ != nullptr) {
+    if (!fds.empty()) return Status::InvalidArgument(name + ": no fds pass over TLS");
+    return tls_->Write(frame).WithContext(name);
+  }
   std::vector<char> control(ControlBytes(fds.size()));
   bool fds_sent = fds.empty();
   while (!frame.empty()) {
@@ -66,33 +70,44 @@ Result<bool> UnixFdChannel::ReadUntilFrame() {
   while (true) {
     // Stable until Advance: the bytes this stage of the frame still needs.
     std::span<std::byte> buffer = reader_.NextBuffer().subspan(filled_);
-    iovec iov{buffer.data(), buffer.size()};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.data();
-    msg.msg_controllen = control.size();
-    const ssize_t n = ::recvmsg(socket_.get(), &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) return false;
-      return Status::Unavailable(std::string(name) + ": " + std::strerror(errno));
-    }
-    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-      const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-      for (size_t i = 0; i < count; ++i) {
-        int fd;
-        std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-        pending_fds_.emplace_back(fd);
+    size_t n = 0;
+    if (tls_ != nullptr) {
+      Result<size_t> read = tls_->Read(buffer);
+      if (!read.ok()) return read.status().WithContext(std::string(name));
+      if (*read == 0) return false;
+      n = *read;
+    } else {
+      iovec iov{buffer.data(), buffer.size()};
+      msghdr msg{};
+      msg.msg_iov = &iov;
+      msg.msg_iovlen = 1;
+      msg.msg_control = control.data();
+      msg.msg_controllen = control.size();
+      const ssize_t got = ::recvmsg(socket_.get(), &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+      if (got < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return false;
+        return Status::Unavailable(std::string(name) + ": " + std::strerror(errno));
       }
+      for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+        const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < count; ++i) {
+          int fd;
+          std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+          pending_fds_.emplace_back(fd);
+        }
+      }
+      if ((msg.msg_flags & MSG_CTRUNC) != 0) {
+        return Status::InvalidArgument(std::string(name) + ": more fds than one frame may carry");
+      }
+      if (got == 0) {
+        return Status::Unavailable(std::string(name) + ": the peer closed the connection");
+      }
+      n = static_cast<size_t>(got);
     }
-    if ((msg.msg_flags & MSG_CTRUNC) != 0) {
-      return Status::InvalidArgument(std::string(name) + ": more fds than one frame may carry");
-    }
-    if (n == 0) return Status::Unavailable(std::string(name) + ": the peer closed the connection");
-    filled_ += static_cast<size_t>(n);
-    if (static_cast<size_t>(n) < buffer.size()) continue;  // the rest of this stage's bytes
+    filled_ += n;
+    if (n < buffer.size()) continue;  // the rest of this stage's bytes
     filled_ = 0;
     switch (reader_.Advance()) {
       case FrameReader::Step::kNeedMore: continue;
@@ -115,6 +130,7 @@ Status UnixFdChannel::WaitReadable(std::chrono::steady_clock::time_point deadlin
   if (left.count() <= 0) {
     return Status::Unavailable(std::string(limits_.name) + ": no answer within the bound");
   }
+  if (tls_ != nullptr && tls_->HasBuffered()) return Status::Ok();
   pollfd p{socket_.get(), POLLIN, 0};
   (void)::poll(&p, 1, static_cast<int>(left.count()) + 1);
   return Status::Ok();

@@ -1,6 +1,7 @@
 // UnixFdChannel: one connected Unix stream socket carrying frames (split by
 // FrameReader, as on the record links), with file descriptors passed beside a
-// frame (SCM_RIGHTS). It knows frames, not messages: a protocol's channel
+// frame (SCM_RIGHTS); or a TCP socket, in the clear or through a TlsSession
+// (UseTls), which pass no fds. It knows frames, not messages: a protocol's channel
 // (attach's UnixChannel, the pool's PoolSocket) encodes its messages into
 // frames and hands its decoder to TryReceive / Receive.
 //
@@ -18,6 +19,7 @@
 
 #include "store/base/status.h"
 #include "wire/frame_reader.h"
+#include "wire/tls_session.h"
 #include "wire/unique_fd.h"
 
 namespace strata::wire {
@@ -84,6 +86,11 @@ class UnixFdChannel {
 
   int fd() const { return socket_.get(); }
 
+  // From now on every byte goes through `tls` (bound to this socket, its
+  // handshake done): Send refuses fds, and a wait sees bytes the session
+  // holds already decrypted.
+  void UseTls(std::unique_ptr<TlsSession> tls) { tls_ = std::move(tls); }
+
  private:
   // Reads without waiting; true once reader_ holds a complete frame.
   Result<bool> ReadUntilFrame();
@@ -97,6 +104,7 @@ class UnixFdChannel {
   FrameReader reader_;
   size_t filled_ = 0;                  // bytes of reader_.NextBuffer() already read
   std::vector<UniqueFd> pending_fds_;  // arrived during the frame being read
+  std::unique_ptr<TlsSession> tls_;    // null: the socket's own bytes
 };
 
 // Bounds a blocking socket write (SO_SNDTIMEO).

@@ -16,6 +16,7 @@ PoolLinkOptions InstanceLinkOptions(const InstancePoolOptions& options,
   PoolLinkOptions o;
   o.client.socket_path = options.socket_path;
   o.client.job_secret = options.job_secret;
+  o.client.tls = options.tls;
   o.client.hello = InstanceHello(geometry, options.model_identity, options.sources);
   o.client.lookup_bound = options.lookup_bound.value_or(
       std::chrono::milliseconds(LookupGraceUs(ManagerPlace::kLocalHost, 0) / 1000));

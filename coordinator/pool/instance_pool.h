@@ -31,6 +31,7 @@
 #include "store/tier/composite/composite_store.h"
 #include "store/tier/disk_store.h"
 #include "store/tier/memory_store.h"
+#include "wire/tls.h"
 
 namespace strata::pool {
 
@@ -43,7 +44,8 @@ inline constexpr uint64_t kPoolLandingSlotsMin = 16;
 struct InstancePoolOptions {
   std::string socket_path;              // the manager's address: a Unix socket, or tcp://HOST:PORT
   std::optional<JobSecret> job_secret;  // over TCP, what the Hello proves
-  std::vector<std::string> sources;     // the instance's identity at the pool
+  std::shared_ptr<const wire::TlsContext> tls;  // over TCP; null: plaintext
+  std::vector<std::string> sources;             // the instance's identity at the pool
   NamespaceIdentity model_identity{};
   // The planes' registrar (CUDA host registration with device planes; null
   // with host planes): it registers the landing tier's slabs, and the arena

@@ -66,7 +66,17 @@ Result<std::unique_ptr<PoolClient>> PoolClient::Connect(const PoolClientOptions&
     }
     STRATA_ASSIGN_OR_RETURN(wire::UniqueFd fd,
                             ConnectTcp(address.host, address.port, options.answer_bound));
+    const int raw = fd.get();
     opened.emplace(std::move(fd));
+    if (options.tls != nullptr) {
+      STRATA_RETURN_IF_ERROR(SetNonBlocking(raw));
+      STRATA_ASSIGN_OR_RETURN(
+          std::unique_ptr<wire::TlsSession> tls,
+          wire::TlsSession::Start(options.tls, raw, wire::TlsSide::kClient, options.answer_bound));
+      STRATA_RETURN_IF_ERROR(tls->HandshakeWithin(options.answer_bound)
+                                 .WithContext("the pool at " + address.ToString()));
+      opened->UseTls(std::move(tls));
+    }
     STRATA_ASSIGN_OR_RETURN(PoolReceived first, opened->Receive(options.answer_bound));
     const auto* challenge = std::get_if<PoolChallenge>(&first.message);
     if (challenge == nullptr) {

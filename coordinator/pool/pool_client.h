@@ -38,6 +38,9 @@ struct PoolClientOptions {
   // names: the manager must run on this host.
   std::string socket_path;
   std::optional<JobSecret> job_secret;
+  // Over TCP: mutual TLS with these files' rules (the manager's --tls-*);
+  // null: plaintext.
+  std::shared_ptr<const wire::TlsContext> tls;
   PoolHello hello;  // instance sources, model identity, layout, planes, page tokens
   std::chrono::milliseconds answer_bound{5'000};  // per request
   // Bound on a lookup's answer (the lookup grace); unset: answer_bound. An

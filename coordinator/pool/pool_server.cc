@@ -43,6 +43,8 @@ struct PoolServer::Loop {
     std::optional<SessionId> session;
     // Over TCP, the nonce its Hello must prove the job secret over.
     std::optional<Nonce> challenge;
+    // Over TCP with TLS, until its handshake is done (then the socket's).
+    std::unique_ptr<wire::TlsSession> handshaking;
     uint64_t accepted_ms = 0;
   };
 
@@ -56,6 +58,7 @@ struct PoolServer::Loop {
         nonces(options.nonces ? options.nonces : OsNonceSource()),
         arena_path(options.arena_path),
         hello_bound_ms(options.hello_bound_ms),
+        tls(options.tls),
         wake(wake),
         catalog(CatalogLimits{.slot_count = arena.slot_count(),
                               .slot_bytes = arena.slot_bytes(),
@@ -87,6 +90,7 @@ struct PoolServer::Loop {
   NonceSource nonces;
   std::string arena_path;
   uint64_t hello_bound_ms;
+  std::shared_ptr<const wire::TlsContext> tls;
   int wake;
   PoolCatalog catalog;
   uint32_t connections_max;
@@ -148,7 +152,16 @@ void PoolServer::Loop::Accept(int from, bool tcp) {
       Result<Nonce> nonce = nonces();
       if (!nonce.ok() || !SetNoDelay(c->socket.fd()).ok()) continue;
       c->challenge = *nonce;
-      if (!c->socket.Send(PoolChallenge{.nonce = *nonce}).ok()) continue;
+      if (tls != nullptr) {
+        // The Challenge follows the handshake (Serve), which the peer drives.
+        if (!SetNonBlocking(c->socket.fd()).ok()) continue;
+        Result<std::unique_ptr<wire::TlsSession>> session = wire::TlsSession::Start(
+            tls, c->socket.fd(), wire::TlsSide::kServer, std::chrono::milliseconds(kSendBoundMs));
+        if (!session.ok()) continue;
+        c->handshaking = std::move(*session);
+      } else if (!c->socket.Send(PoolChallenge{.nonce = *nonce}).ok()) {
+        continue;
+      }
     }
     const int raw = c->socket.fd();
     connections.emplace(raw, std::move(c));
@@ -156,6 +169,18 @@ void PoolServer::Loop::Accept(int from, bool tcp) {
 }
 
 bool PoolServer::Loop::Serve(Connection& c) {
+  if (c.handshaking != nullptr) {
+    Result<bool> done = c.handshaking->Handshake();
+    if (!done.ok()) {
+      spdlog::warn("pool: a TCP connection failed its TLS handshake: {}", done.status().ToString());
+      ++traffic.hellos_rejected["tls"];
+      Publish();
+      return false;
+    }
+    if (!*done) return true;
+    c.socket.UseTls(std::move(c.handshaking));
+    if (!c.socket.Send(PoolChallenge{.nonce = *c.challenge}).ok()) return false;
+  }
   while (true) {
     Result<std::optional<PoolReceived>> r = c.socket.TryReceive();
     if (!r.ok()) {

@@ -19,6 +19,7 @@
 #include "coordinator/rendezvous/job_secret.h"
 #include "coordinator/rendezvous/nonce.h"
 #include "store/base/mutex.h"
+#include "wire/tls.h"
 #include "wire/unique_fd.h"
 
 namespace strata::pool {
@@ -43,6 +44,9 @@ struct PoolServerOptions {
   std::string tcp_host;
   uint16_t tcp_port = 0;
   std::optional<JobSecret> job_secret;
+  // --tls-cert/--tls-key/--tls-ca: every TCP connection is mutual TLS (the
+  // record links' rules, wire/tls.h) before its Challenge; null: plaintext.
+  std::shared_ptr<const wire::TlsContext> tls;
   // Draws each TCP connection's challenge; unset: the OS's random source.
   NonceSource nonces;
   // A connection without a session this long after it was accepted (no

@@ -134,6 +134,14 @@ Status SetNoDelay(int fd) {
   return Status::Ok();
 }
 
+Status SetNonBlocking(int fd) {
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) {
+    return Status::FromErrno(errno, "fcntl O_NONBLOCK");
+  }
+  return Status::Ok();
+}
+
 Result<wire::UniqueFd> ListenTcp(const std::string& host, uint16_t port, uint16_t* bound_port) {
   STRATA_ASSIGN_OR_RETURN(AddrInfoPtr found, Resolve(host, port, true));
   const addrinfo* ai = found.get();

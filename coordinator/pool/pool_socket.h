@@ -41,6 +41,8 @@ class PoolSocket {
   Result<PoolReceived> Receive(std::chrono::milliseconds bound);
 
   int fd() const { return channel_.fd(); }
+  // Every later byte goes through `tls` (its handshake done).
+  void UseTls(std::unique_ptr<wire::TlsSession> tls) { channel_.UseTls(std::move(tls)); }
 
  private:
   wire::UnixFdChannel channel_;
@@ -73,5 +75,7 @@ Result<wire::UniqueFd> ConnectTcp(const std::string& host, uint16_t port,
                                   std::chrono::milliseconds bound);
 // Sets TCP_NODELAY on an accepted or connected TCP socket.
 Status SetNoDelay(int fd);
+// Makes a socket non-blocking (a TLS session's reads and writes).
+Status SetNonBlocking(int fd);
 
 }  // namespace strata::pool

@@ -81,12 +81,6 @@ Result<OwnRank> DescribeOwnRank(const RankConfig& config) {
   return r;
 }
 
-// The TLS context of [tls], or null (plaintext) when it is not configured.
-Result<std::shared_ptr<const wire::TlsContext>> LinkTls(const RankConfig& config) {
-  if (!config.tls.enabled()) return std::shared_ptr<const wire::TlsContext>();
-  return wire::TlsContext::Create({*config.tls.cert, *config.tls.key, *config.tls.ca});
-}
-
 std::string LinkSecurityOf(const std::shared_ptr<const wire::TlsContext>& tls) {
   return tls ? "mutual TLS 1.3 (CA " + tls->config().ca_file + ")" : "plaintext";
 }
@@ -140,7 +134,7 @@ class RankZeroStores final : public RuntimeDriver {
     const ClusterConfig& cl = config.cluster;
     STRATA_ASSIGN_OR_RETURN(JobSecret secret, ReadJobSecret(cl.job_secret_file));
     const std::string secret_bytes(secret.bytes().begin(), secret.bytes().end());
-    STRATA_ASSIGN_OR_RETURN(tls_, LinkTls(config));
+    STRATA_ASSIGN_OR_RETURN(tls_, RankTls(config));
     world_ = cl.world_size;
     STRATA_ASSIGN_OR_RETURN(attached_, AttachPlanes::Open(me.own, config.runtime.gpus));
     // Every copy over the runtime's planes passes the gate, so a detach waits
@@ -315,7 +309,7 @@ class PeerStores final : public PeerRank {
           cl.rank);
     }
     from_attach_ = cl.rendezvous == RendezvousSource::kAttach;
-    STRATA_ASSIGN_OR_RETURN(tls_, LinkTls(config));
+    STRATA_ASSIGN_OR_RETURN(tls_, RankTls(config));
     STRATA_ASSIGN_OR_RETURN(attached_, AttachPlanes::Open(me.own, config.runtime.gpus));
     rendezvous_ = std::make_unique<PeerRendezvous>(tls_);
     // With cluster.rendezvous = "attach" the secret comes from the runtime.

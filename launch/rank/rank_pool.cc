@@ -21,15 +21,19 @@ Result<std::unique_ptr<pool::InstancePool>> AttachRankPool(
   if (!config.prefix_cache.pool) return std::unique_ptr<pool::InstancePool>();
   STRATA_ASSIGN_OR_RETURN(const pool::PoolAddress address,
                           pool::ParsePoolAddress(*config.prefix_cache.pool));
-  // Over TCP the Hello proves the job's secret (the record links' own).
+  // Over TCP the Hello proves the job's secret, under the [tls] settings of
+  // the record links when they are set.
   std::optional<JobSecret> secret;
+  std::shared_ptr<const wire::TlsContext> tls;
   if (address.tcp()) {
     STRATA_ASSIGN_OR_RETURN(JobSecret read, ReadJobSecret(config.cluster.job_secret_file));
     secret = std::move(read);
+    STRATA_ASSIGN_OR_RETURN(tls, RankTls(config));
   }
   const pool::InstancePoolOptions options{
       .socket_path = *config.prefix_cache.pool,
       .job_secret = std::move(secret),
+      .tls = std::move(tls),
       .sources = PoolInstanceSources(config, registration.gpu_uuids),
       .model_identity = ComputeNamespaceIdentity(RankModelIdentity(config), StateMode::kOrdinary),
       .registrar = registration.registrar,

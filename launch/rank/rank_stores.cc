@@ -65,4 +65,9 @@ std::string RankModelIdentity(const RankConfig& config) {
   return "synthetic/" + config.runtime.preset;
 }
 
+Result<std::shared_ptr<const wire::TlsContext>> RankTls(const RankConfig& config) {
+  if (!config.tls.enabled()) return std::shared_ptr<const wire::TlsContext>();
+  return wire::TlsContext::Create({*config.tls.cert, *config.tls.key, *config.tls.ca});
+}
+
 }  // namespace strata

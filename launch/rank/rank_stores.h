@@ -30,6 +30,7 @@
 #include "store/tier/host_store.h"
 #include "store/transfer/gated_transfers.h"
 #include "store/transfer/plane_importer.h"
+#include "wire/tls.h"
 
 namespace strata {
 
@@ -122,6 +123,10 @@ PeerRank* PeerOf(const RankRole& role);
 // The model identity records are named by and an attached runtime must
 // declare: "synthetic/<runtime.preset>".
 std::string RankModelIdentity(const RankConfig& config);
+
+// The TLS context of [tls] (the record links', the rendezvous' and the pool's
+// TCP control address), or null (plaintext) when it is not configured.
+Result<std::shared_ptr<const wire::TlsContext>> RankTls(const RankConfig& config);
 
 // Opens what `config` asks for. Errors name the setting or the peer at fault.
 Result<RankRole> OpenRankStores(const RankConfig& config, uint64_t seed);

@@ -52,6 +52,7 @@ class LocalStores final : public StoreOwner {
     const pool::InstancePoolOptions po{
         .socket_path = *o.pool,
         .job_secret = std::move(secret),
+        .tls = nullptr,  // TLS to a pool is configured in strata rank only
         .sources = pool::InstanceSources(o.pool_instance, {}),
         .model_identity = ComputeNamespaceIdentity(o.model_identity, StateMode::kOrdinary),
         // Slabs registered with device planes; the arena only mapped (no

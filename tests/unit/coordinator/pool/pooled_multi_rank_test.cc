@@ -42,6 +42,7 @@ class PooledCluster {
     if (!started_.ok()) return;
     const InstancePoolOptions o{.socket_path = socket,
                                 .job_secret = std::nullopt,
+                                .tls = nullptr,
                                 .sources = {source},
                                 .model_identity = NamespaceIdentity{3},
                                 .registrar = nullptr,
