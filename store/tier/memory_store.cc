@@ -61,6 +61,7 @@ void MemoryStore::ApplyEviction(const EvictionDecision& d) {
 void MemoryStore::ApplyRemoved(const std::vector<RemovedRecord>& removed) {
   for (const RemovedRecord& r : removed) {
     lineage_.erase(r.key);
+    demotions_.erase(r.key);
     if (records_.contains(r.location.value)) records_.Remove(r.location.value);
   }
 }
@@ -204,6 +205,7 @@ void MemoryStore::Poll(uint64_t now_ms, std::vector<StoreEvent>& events) {
       FinishRestore(op, f);
     }
   }
+  Demote();
   if (options_.max_age_ms > 0) {
     ExpirySweep sweep = index_.Expire(now_ms_, options_.max_age_ms, [](const IndexEntry& e) {
       return e.state == TransferState::kReady;

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <memory>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "store/index/index.h"
 #include "store/record/geometry.h"
@@ -56,7 +57,19 @@ class MemoryStore final : public HostStore, public RecordIntake, public RecordSo
   // From now on every committed record that eviction removes (not expiry) is
   // offered to `sink` before its slots free: this tier is the end of the local
   // chain (seed 2.15). Null (the default): evicted records are dropped.
+  //
+  // Demotion (record_handover.h): while more than total - total /
+  // kDemotionHeadroomDivisor slots are in use and the sink takes demotions,
+  // Poll offers the least recently used committed leaf never demoted (with
+  // its held ancestors, up to one the sink accepted) with OnDemoted, keeping
+  // it; one offer at a time, awaiting its outcome. Accepted: an unpinned
+  // leaf is removed (counted as evicted and demoted); one that gained
+  // children or pins stays, and its capacity eviction later drops it without
+  // offering it again. Given up: it stays and is never demoted again.
   void SetEvictionSink(EvictionSink* sink) { eviction_sink_ = sink; }
+  static constexpr uint64_t kDemotionHeadroomDivisor = 16;
+  // After a scan found no leaf to demote, the next scan waits this long.
+  static constexpr uint64_t kDemotionIdleMs = 1'000;
   // See RecordSource: views of the held chain ending at committed `key`.
   std::vector<RecordView> HeldChain(const PrefixKey& key, size_t ancestors_max) const override;
 
@@ -85,6 +98,12 @@ class MemoryStore final : public HostStore, public RecordIntake, public RecordSo
   // ancestors still held (at most kOfferedAncestorsMax of them).
   static constexpr size_t kOfferedAncestorsMax = 64;
   void OfferEvicted(const std::vector<RemovedRecord>& removed);
+  // Applies the sink's demotion outcomes, then offers the next demotion when
+  // above the floor (see SetEvictionSink).
+  void Demote();
+  // The sink accepted demoted `key`: removes it if it is an unpinned ready
+  // leaf, else marks it kAccepted.
+  void ReleaseDemoted(const PrefixKey& key);
   // Views of the committed records from `up` towards the root that this tier
   // holds, nearest first, stopping at the first one it does not (at most
   // `max`).
@@ -108,6 +127,14 @@ class MemoryStore final : public HostStore, public RecordIntake, public RecordSo
   uint64_t row_bytes_all_ranks_ = 0;   // unpadded
   std::unordered_map<uint64_t, Operation> ops_;
   std::unordered_map<PrefixKey, Lineage> lineage_;  // of indexed records
+  // Where a demotion left an indexed record (absent: never offered); erased
+  // with the record, so one stored again starts afresh.
+  enum class Demotion : uint8_t { kOffered, kAccepted, kGivenUp };
+  std::unordered_map<PrefixKey, Demotion> demotions_;
+  // Records offered whose outcome the sink has not reported yet (even if they
+  // left the index since): no next demotion until it has.
+  std::unordered_set<PrefixKey> awaiting_demotion_;
+  uint64_t demotion_idle_until_ms_ = 0;
   std::vector<StoreEvent> events_;
   std::vector<FinishedOperation> finished_;
   uint64_t next_op_ = 1;

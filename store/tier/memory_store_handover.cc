@@ -52,6 +52,11 @@ void MemoryStore::OfferEvicted(const std::vector<RemovedRecord>& removed) {
   // offered root side first, each after the ancestors still indexed.
   for (auto r = removed.rbegin(); r != removed.rend(); ++r) {
     if (r->state != TransferState::kReady || !records_.contains(r->location.value)) continue;
+    // A demotion the sink accepted is pooled already.
+    if (auto d = demotions_.find(r->key);
+        d != demotions_.end() && d->second == Demotion::kAccepted) {
+      continue;
+    }
     auto it = lineage_.find(r->key);
     std::vector<RecordView> chain = HeldAncestors(
         it != lineage_.end() ? it->second.parent : std::nullopt, kOfferedAncestorsMax);
@@ -59,6 +64,68 @@ void MemoryStore::OfferEvicted(const std::vector<RemovedRecord>& removed) {
     chain.push_back(ViewOf(r->key, r->location.value, r->tail_page_count));
     eviction_sink_->OnEvicted(chain);
   }
+}
+
+void MemoryStore::ReleaseDemoted(const PrefixKey& key) {
+  auto d = demotions_.find(key);
+  if (d == demotions_.end() || d->second != Demotion::kOffered) return;  // gone meanwhile
+  std::optional<IndexEntry> e = index_.Find(key);
+  if (!e) return;
+  if (e->child_count != 0 || e->pin_count != 0 || e->state != TransferState::kReady) {
+    d->second = Demotion::kAccepted;
+    return;
+  }
+  Result<std::vector<RemovedRecord>> removed = index_.Remove(key);
+  if (!removed.ok()) return;
+  stats_.memory.evicted_total += removed->size();
+  stats_.memory.demoted_total += removed->size();
+  ApplyRemoved(*removed);
+}
+
+void MemoryStore::Demote() {
+  if (eviction_sink_ == nullptr || closed_) return;
+  std::vector<PrefixKey> accepted;
+  std::vector<PrefixKey> given_up;
+  eviction_sink_->TakeDemotionOutcomes(accepted, given_up);
+  for (const PrefixKey& key : given_up) {
+    awaiting_demotion_.erase(key);
+    if (auto d = demotions_.find(key); d != demotions_.end() && d->second == Demotion::kOffered) {
+      d->second = Demotion::kGivenUp;
+    }
+  }
+  for (const PrefixKey& key : accepted) {
+    awaiting_demotion_.erase(key);
+    ReleaseDemoted(key);
+  }
+  if (!awaiting_demotion_.empty() || now_ms_ < demotion_idle_until_ms_) return;
+  const uint64_t total = pool_->total_slots();
+  if (pool_->used_slots() <= total - total / kDemotionHeadroomDivisor ||
+      !eviction_sink_->TakesDemotions()) {
+    return;
+  }
+  std::optional<IndexEntry> coldest = index_.ColdestLeaf([this](const IndexEntry& e) {
+    return e.state == TransferState::kReady && !demotions_.contains(e.key) &&
+           records_.contains(e.location.value);
+  });
+  if (!coldest) {
+    // Every leaf was demoted, given up, pinned or busy: scan again later.
+    demotion_idle_until_ms_ = now_ms_ + kDemotionIdleMs;
+    return;
+  }
+  std::vector<RecordView> chain = HeldChain(coldest->key, kOfferedAncestorsMax);
+  // Ancestors up to the nearest one the sink accepted already: it holds those.
+  for (size_t i = chain.size() - 1; i-- > 0;) {
+    if (auto d = demotions_.find(chain[i].key);
+        d != demotions_.end() && d->second == Demotion::kAccepted) {
+      chain.erase(chain.begin(), chain.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+      break;
+    }
+  }
+  for (const RecordView& r : chain) {
+    demotions_[r.key] = Demotion::kOffered;
+    awaiting_demotion_.insert(r.key);
+  }
+  eviction_sink_->OnDemoted(chain);
 }
 
 namespace {
