@@ -29,6 +29,8 @@ struct Hello {
   # Over TCP: HMAC-SHA256 of the job secret over the Challenge's nonce
   # (coordinator/pool/pool_hello_proof.h): 32 bytes; empty on a Unix socket.
   proof @6 :Data;
+  # Over TCP: 16 bytes the manager's HelloAccept proof covers.
+  clientNonce @7 :Data;
 }
 
 # Manager -> instance, the first frame of a TCP connection: the nonce its
@@ -49,6 +51,9 @@ struct HelloAccept {
   slotBytes @5 :UInt64;
   slotCount @6 :UInt32;
   arenaPath @7 :Text;  # over TCP only
+  # Over TCP: the manager's HMAC-SHA256 of the job secret over both nonces
+  # and this answer (pool_hello_proof.h), checked before the file is mapped.
+  proof @8 :Data;
 }
 
 # The reason names the first problem; the manager closes after sending it.

@@ -3,6 +3,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <poll.h>
+#include <signal.h>
 
 #include <string>
 #include <system_error>
@@ -22,6 +23,17 @@ std::string TakeSslError(const char* fallback) {
   return text;
 }
 
+// OpenSSL's socket writes are plain write()s, without MSG_NOSIGNAL: a write
+// to a peer that reset the connection would raise SIGPIPE and end the
+// process. Every other socket write here passes MSG_NOSIGNAL, so ignoring
+// the signal changes nothing else; a handler the embedder installed stays.
+void IgnoreSigpipeUnlessHandled() {
+  struct sigaction current {};
+  if (::sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) {
+    (void)::signal(SIGPIPE, SIG_IGN);
+  }
+}
+
 }  // namespace
 
 struct TlsSession::Ssl {
@@ -33,6 +45,7 @@ struct TlsSession::Ssl {
 Result<std::unique_ptr<TlsSession>> TlsSession::Start(std::shared_ptr<const TlsContext> context,
                                                       int socket, TlsSide side,
                                                       std::chrono::milliseconds write_bound) {
+  IgnoreSigpipeUnlessHandled();
   SSL* raw = SSL_new(context->impl().context().native_handle());
   if (raw == nullptr) return Status::Internal("tls: " + TakeSslError("SSL_new failed"));
   auto ssl = std::make_unique<Ssl>(raw);

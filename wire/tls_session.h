@@ -23,7 +23,9 @@ class TlsSession {
  public:
   // Binds a session to `socket`, which must be non-blocking and stay open
   // while the session lives (the caller owns it). `write_bound` bounds one
-  // Write.
+  // Write. OpenSSL writes the socket without MSG_NOSIGNAL, so the first
+  // session sets SIGPIPE to ignored when it still has its default action (a
+  // reset peer then fails the write instead of ending the process).
   static Result<std::unique_ptr<TlsSession>> Start(std::shared_ptr<const TlsContext> context,
                                                    int socket, TlsSide side,
                                                    std::chrono::milliseconds write_bound);

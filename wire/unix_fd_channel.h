@@ -85,6 +85,9 @@ class UnixFdChannel {
   }
 
   int fd() const { return socket_.get(); }
+  // The largest frame accepted from now on (a server raises it once the peer
+  // is known: a stranger's first frame is allocated only up to a small cap).
+  void set_frame_bytes_max(size_t bytes) { reader_.set_frame_bytes_max(bytes); }
 
   // From now on every byte goes through `tls` (bound to this socket, its
   // handshake done): Send refuses fds, and a wait sees bytes the session

@@ -60,7 +60,12 @@ Result<std::unique_ptr<Arena>> Arena::Create(const std::string& name, uint64_t s
 Result<std::unique_ptr<Arena>> Arena::Map(wire::UniqueFd fd, uint64_t slot_bytes,
                                           uint32_t slot_count) {
   if (slot_bytes == 0 || slot_count == 0) return Status::InvalidArgument("empty arena geometry");
-  const uint64_t bytes = slot_bytes * slot_count;
+  uint64_t bytes = 0;
+  if (__builtin_mul_overflow(slot_bytes, uint64_t{slot_count}, &bytes) ||
+      bytes > (uint64_t{1} << 50)) {
+    return Status::InvalidArgument("arena geometry of " + std::to_string(slot_count) +
+                                   " slots of " + std::to_string(slot_bytes) + " bytes overflows");
+  }
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return Status::FromErrno(errno, "stat of the arena fd");
   if (static_cast<uint64_t>(st.st_size) < bytes) {

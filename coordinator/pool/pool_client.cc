@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -27,8 +28,9 @@ std::optional<uint64_t> AnsweredRequest(const PoolMessage& message) {
       message);
 }
 
-// The arena file a manager over TCP names: a regular file, opened without
-// blocking on anything else there (a FIFO).
+// The arena file a manager over TCP names (its HelloAccept proven): a regular
+// file of this user, 0600 as the manager makes it, opened without blocking
+// on anything else there (a FIFO).
 Result<wire::UniqueFd> OpenArenaFile(const std::string& path) {
   wire::UniqueFd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NONBLOCK));
   struct stat st {};
@@ -38,8 +40,10 @@ Result<wire::UniqueFd> OpenArenaFile(const std::string& path) {
         " (an instance over TCP maps the manager's arena by path, so it must run on the "
         "manager's host as the same user; other hosts need the TCP data channel, not built)");
   }
-  if (!S_ISREG(st.st_mode)) {
-    return Status::FailedPrecondition("the pool's arena " + path + " is not a regular file");
+  if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 077) != 0) {
+    return Status::FailedPrecondition("the pool's arena " + path +
+                                      " is not a regular file of this user with no group or "
+                                      "other access");
   }
   return fd;
 }
@@ -58,14 +62,23 @@ Result<std::unique_ptr<PoolClient>> PoolClient::Connect(const PoolClientOptions&
   STRATA_ASSIGN_OR_RETURN(const PoolAddress address, ParsePoolAddress(options.socket_path));
   PoolHello hello = options.hello;
   std::optional<PoolSocket> opened;
+  std::optional<Nonce> challenge;  // over TCP
+  // Every step of the handshake shares one bound.
+  const auto deadline =
+      std::chrono::steady_clock::now() + options.connect_bound.value_or(options.answer_bound);
+  const auto left = [&] {
+    return std::max(std::chrono::milliseconds(1),
+                    std::chrono::duration_cast<std::chrono::milliseconds>(
+                        deadline - std::chrono::steady_clock::now()));
+  };
   if (address.tcp()) {
     if (!options.job_secret) {
       return Status::InvalidArgument("the pool at " + address.ToString() +
                                      " is over TCP: it needs the job secret (--job-secret-file "
                                      "or STRATA_JOB_SECRET)");
     }
-    STRATA_ASSIGN_OR_RETURN(wire::UniqueFd fd,
-                            ConnectTcp(address.host, address.port, options.answer_bound));
+    STRATA_ASSIGN_OR_RETURN(wire::UniqueFd fd, ConnectTcp(address.host, address.port, left()));
+    STRATA_RETURN_IF_ERROR(wire::SetSendTimeout(fd.get(), options.answer_bound));
     const int raw = fd.get();
     opened.emplace(std::move(fd));
     if (options.tls != nullptr) {
@@ -73,17 +86,19 @@ Result<std::unique_ptr<PoolClient>> PoolClient::Connect(const PoolClientOptions&
       STRATA_ASSIGN_OR_RETURN(
           std::unique_ptr<wire::TlsSession> tls,
           wire::TlsSession::Start(options.tls, raw, wire::TlsSide::kClient, options.answer_bound));
-      STRATA_RETURN_IF_ERROR(tls->HandshakeWithin(options.answer_bound)
-                                 .WithContext("the pool at " + address.ToString()));
+      STRATA_RETURN_IF_ERROR(
+          tls->HandshakeWithin(left()).WithContext("the pool at " + address.ToString()));
       opened->UseTls(std::move(tls));
     }
-    STRATA_ASSIGN_OR_RETURN(PoolReceived first, opened->Receive(options.answer_bound));
-    const auto* challenge = std::get_if<PoolChallenge>(&first.message);
-    if (challenge == nullptr) {
+    STRATA_ASSIGN_OR_RETURN(PoolReceived first, opened->Receive(left()));
+    const auto* first_challenge = std::get_if<PoolChallenge>(&first.message);
+    if (first_challenge == nullptr) {
       return Status::Corruption("the pool at " + address.ToString() +
                                 " did not open with a Challenge");
     }
-    hello.proof = ProvePoolHello(*options.job_secret, challenge->nonce, hello);
+    challenge = first_challenge->nonce;
+    STRATA_ASSIGN_OR_RETURN(hello.client_nonce, OsNonceSource()());
+    hello.proof = ProvePoolHello(*options.job_secret, *challenge, hello);
   } else {
     STRATA_ASSIGN_OR_RETURN(wire::UniqueFd fd,
                             ConnectUnix(address.unix_path, options.answer_bound));
@@ -91,7 +106,7 @@ Result<std::unique_ptr<PoolClient>> PoolClient::Connect(const PoolClientOptions&
   }
   PoolSocket socket = std::move(*opened);
   STRATA_RETURN_IF_ERROR(socket.Send(hello));
-  STRATA_ASSIGN_OR_RETURN(PoolReceived received, socket.Receive(options.answer_bound));
+  STRATA_ASSIGN_OR_RETURN(PoolReceived received, socket.Receive(left()));
   if (const auto* reject = std::get_if<PoolHelloReject>(&received.message)) {
     return Status::FailedPrecondition("the pool rejected our Hello: " + reject->reason);
   }
@@ -100,6 +115,12 @@ Result<std::unique_ptr<PoolClient>> PoolClient::Connect(const PoolClientOptions&
       address.tcp() && received.fds.empty() && accept != nullptr && !accept->arena_path.empty();
   if (accept == nullptr || (!arena_named && received.fds.size() != 1)) {
     return Status::Corruption("the pool answered Hello with something else");
+  }
+  if (address.tcp() &&
+      !PoolAcceptProven(*options.job_secret, *hello.client_nonce, *challenge, *accept)) {
+    // Not the manager (a process on its port while it is down?): map nothing it names.
+    return Status::Unavailable("the pool at " + address.ToString() +
+                               " did not prove the job secret in its HelloAccept");
   }
   std::shared_ptr<Arena> arena = options.reuse_arena;
   if (arena == nullptr || options.reuse_generation != accept->generation ||

@@ -43,6 +43,11 @@ struct PoolClientOptions {
   std::shared_ptr<const wire::TlsContext> tls;
   PoolHello hello;  // instance sources, model identity, layout, planes, page tokens
   std::chrono::milliseconds answer_bound{5'000};  // per request
+  // Bound on all of Connect's steps together (connect, TLS, Challenge,
+  // HelloAccept); unset: answer_bound. A reconnect from the model's thread
+  // sets a short one (PoolLink), so a wedged manager or a process squatting
+  // on its port stalls admission briefly.
+  std::optional<std::chrono::milliseconds> connect_bound;
   // Bound on a lookup's answer (the lookup grace); unset: answer_bound. An
   // answer that misses it is skipped when it arrives later.
   std::optional<std::chrono::milliseconds> lookup_bound;

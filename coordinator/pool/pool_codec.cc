@@ -59,6 +59,7 @@ Status Put(s::Envelope::Builder env, const PoolHello& m) {
   }
   out.setPageTokens(m.page_tokens);
   if (m.proof) out.setProof(AsData(*m.proof));
+  if (m.client_nonce) out.setClientNonce(AsData(m.client_nonce->bytes));
   return Status::Ok();
 }
 
@@ -79,6 +80,7 @@ Status Put(s::Envelope::Builder env, const PoolHelloAccept& m) {
   out.setSlotBytes(m.slot_bytes);
   out.setSlotCount(m.slot_count);
   out.setArenaPath(AsText(m.arena_path));
+  if (m.proof) out.setProof(AsData(*m.proof));
   return Status::Ok();
 }
 

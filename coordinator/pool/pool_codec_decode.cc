@@ -101,6 +101,11 @@ Result<PoolMessage> GetHello(s::Hello::Reader in) {
     STRATA_RETURN_IF_ERROR(GetDigest(in.getProof(), "Hello.proof", &proof));
     m.proof = proof;
   }
+  if (in.hasClientNonce()) {
+    Nonce nonce;
+    STRATA_RETURN_IF_ERROR(GetDigest(in.getClientNonce(), "Hello.clientNonce", &nonce.bytes));
+    m.client_nonce = nonce;
+  }
   return PoolMessage(std::move(m));
 }
 
@@ -114,6 +119,11 @@ Result<PoolMessage> GetHelloAccept(s::HelloAccept::Reader in) {
   m.slot_bytes = in.getSlotBytes();
   m.slot_count = in.getSlotCount();
   STRATA_ASSIGN_OR_RETURN(m.arena_path, GetText(in.getArenaPath(), "HelloAccept.arenaPath"));
+  if (in.hasProof()) {
+    HelloProof proof{};
+    STRATA_RETURN_IF_ERROR(GetDigest(in.getProof(), "HelloAccept.proof", &proof));
+    m.proof = proof;
+  }
   return PoolMessage(std::move(m));
 }
 

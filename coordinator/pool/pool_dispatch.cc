@@ -114,7 +114,8 @@ std::variant<HelloAccepted, PoolHelloReject> AcceptHello(PoolCatalog& catalog,
                                                  .instance = instance,
                                                  .slot_bytes = manager.slot_bytes,
                                                  .slot_count = manager.slot_count,
-                                                 .arena_path = {}}};
+                                                 .arena_path = {},
+                                                 .proof = std::nullopt}};
 }
 
 std::optional<PoolMessage> AnswerRequest(PoolCatalog& catalog, SessionId session,

@@ -8,11 +8,15 @@ namespace strata::pool {
 namespace {
 
 constexpr std::string_view kPoolProofLabel = "strata-pool-hello-v1";
+constexpr std::string_view kPoolAcceptLabel = "strata-pool-accept-v1";
+
+std::span<const uint8_t> BytesOf(std::string_view text) {
+  return {reinterpret_cast<const uint8_t*>(text.data()), text.size()};
+}
 
 ByteWriter ProvenFields(const Nonce& challenge, const PoolHello& hello) {
   ByteWriter message;
-  message.Bytes(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(kPoolProofLabel.data()),
-                                         kPoolProofLabel.size()));
+  message.Bytes(BytesOf(kPoolProofLabel));
   message.Bytes(challenge.bytes);
   message.Bytes(hello.model_identity);
   message.Bytes(hello.layout);
@@ -20,7 +24,34 @@ ByteWriter ProvenFields(const Nonce& challenge, const PoolHello& hello) {
   return message;
 }
 
+ByteWriter AcceptFields(const Nonce& client_nonce, const Nonce& challenge,
+                        const PoolHelloAccept& accept) {
+  ByteWriter message;
+  message.Bytes(BytesOf(kPoolAcceptLabel));
+  message.Bytes(client_nonce.bytes);
+  message.Bytes(challenge.bytes);
+  message.U64(accept.generation);
+  message.U64(accept.slot_bytes);
+  message.U32(accept.slot_count);
+  message.Bytes(accept.scope);
+  message.Bytes(accept.instance);
+  message.Bytes(BytesOf(accept.arena_path));
+  return message;
+}
+
 }  // namespace
+
+HelloProof ProvePoolAccept(const JobSecret& secret, const Nonce& client_nonce,
+                           const Nonce& challenge, const PoolHelloAccept& accept) {
+  return ProveMessage(secret, AcceptFields(client_nonce, challenge, accept).bytes());
+}
+
+bool PoolAcceptProven(const JobSecret& secret, const Nonce& client_nonce, const Nonce& challenge,
+                      const PoolHelloAccept& accept) {
+  return accept.proof.has_value() &&
+         MessageProven(secret, AcceptFields(client_nonce, challenge, accept).bytes(),
+                       *accept.proof);
+}
 
 HelloProof ProvePoolHello(const JobSecret& secret, const Nonce& challenge, const PoolHello& hello) {
   return ProveMessage(secret, ProvenFields(challenge, hello).bytes());

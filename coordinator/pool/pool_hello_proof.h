@@ -19,4 +19,15 @@ HelloProof ProvePoolHello(const JobSecret& secret, const Nonce& challenge, const
 // time); false when it carries none.
 bool PoolHelloProven(const JobSecret& secret, const Nonce& challenge, const PoolHello& hello);
 
+// The manager's proof in its HelloAccept over TCP, so that an instance maps
+// no file a process without the secret named (a squatter on the port while
+// the manager is down): HMAC-SHA256(secret, "strata-pool-accept-v1" ||
+// client nonce || challenge || u64 generation || u64 slot bytes || u32 slot
+// count || scope || instance || the arena path's bytes).
+HelloProof ProvePoolAccept(const JobSecret& secret, const Nonce& client_nonce,
+                           const Nonce& challenge, const PoolHelloAccept& accept);
+// Whether `accept` carries ProvePoolAccept's proof (constant time).
+bool PoolAcceptProven(const JobSecret& secret, const Nonce& client_nonce, const Nonce& challenge,
+                      const PoolHelloAccept& accept);
+
 }  // namespace strata::pool

@@ -15,7 +15,8 @@ PoolHello InstanceHello(const CacheGeometry& geometry, const NamespaceIdentity& 
                    .layout = ComputeLayoutFingerprint(geometry),
                    .rank_plane_bytes = RankPlaneBytes(geometry),
                    .page_tokens = geometry.page_tokens,
-                   .proof = std::nullopt};
+                   .proof = std::nullopt,
+                   .client_nonce = std::nullopt};
 }
 
 uint64_t PoolLink::NowMs() const {
@@ -102,8 +103,9 @@ Status PoolLink::RegisterArena(const PoolClient& client) {
   return Status::Ok();
 }
 
-Status PoolLink::Connect() {
+Status PoolLink::Connect(std::optional<std::chrono::milliseconds> bound) {
   PoolClientOptions client_options = options_.client;
+  if (bound) client_options.connect_bound = bound;
   client_options.reuse_arena = registered_arena_;
   client_options.reuse_generation = registered_.generation;
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<PoolClient> c, PoolClient::Connect(client_options));
@@ -136,7 +138,8 @@ PoolClient* PoolLink::client() {
     return nullptr;
   }
   next_reconnect_ms_ = now + static_cast<uint64_t>(options_.reconnect_interval.count());
-  if (Connect().ok()) ++reconnects_;
+  // On the model's thread (a lookup, a claim): a short bound.
+  if (Connect(kReconnectBound).ok()) ++reconnects_;
   return client_.get();
 }
 

@@ -98,8 +98,13 @@ class PoolLink {
  private:
   explicit PoolLink(PoolLinkOptions options) : options_(std::move(options)) {}
   uint64_t NowMs() const;
-  // One connection attempt; on success checks the Hello against the last.
-  Status Connect();
+  // One connection attempt, its steps within `bound` (unset: the client's
+  // answer bound); on success checks the Hello against the last.
+  Status Connect(std::optional<std::chrono::milliseconds> bound = std::nullopt);
+  // The bound of a reconnect, made on the model's thread (a lookup or a
+  // claim finds the connection gone): a manager on this host answers a
+  // Hello in well under a millisecond.
+  static constexpr std::chrono::milliseconds kReconnectBound{100};
   // Budget, then registration of `client`'s arena; a refusal warns once and
   // disables sharing.
   Status RegisterArena(const PoolClient& client);

@@ -23,6 +23,10 @@ namespace strata::pool {
 // 4: TCP control: Challenge, Hello.proof, HelloAccept.arenaPath.
 inline constexpr uint32_t kPoolProtocolVersion = 4;
 inline constexpr size_t kPoolFrameBytesMax = size_t{32} << 20;
+// The manager's cap on a connection's frames until its Hello is accepted:
+// a Hello at its limits (64 sources of 4 KiB, 64 ranks of 1,024 planes) is
+// under 1 MiB, and a stranger makes the manager allocate no more.
+inline constexpr size_t kPoolHelloFrameBytesMax = size_t{1} << 20;
 inline constexpr size_t kPoolTextBytesMax = 4096;
 inline constexpr size_t kPoolSourcesMax = 64;  // GPU UUIDs of one instance
 inline constexpr size_t kPoolRanksMax = 64;
@@ -38,8 +42,10 @@ struct PoolHello {
   LayoutFingerprint layout{};
   std::vector<std::vector<uint64_t>> rank_plane_bytes;
   uint32_t page_tokens = 0;
-  // Over TCP, the job-secret proof over the Challenge (pool_hello_proof.h).
+  // Over TCP, the job-secret proof over the Challenge (pool_hello_proof.h),
+  // and the nonce the manager's own proof must cover.
   std::optional<HelloProof> proof;
+  std::optional<Nonce> client_nonce;
 };
 
 // The first frame of a TCP connection, from the manager.
@@ -57,7 +63,8 @@ struct PoolHelloAccept {
   InstanceId instance{};
   uint64_t slot_bytes = 0;
   uint32_t slot_count = 0;
-  std::string arena_path;  // over TCP only
+  std::string arena_path;           // over TCP only
+  std::optional<HelloProof> proof;  // over TCP only: the manager's
 };
 
 struct PoolHelloReject {

@@ -58,6 +58,7 @@ struct PoolServer::Loop {
         nonces(options.nonces ? options.nonces : OsNonceSource()),
         arena_path(options.arena_path),
         hello_bound_ms(options.hello_bound_ms),
+        tcp_sessionless_max(options.tcp_sessionless_max),
         tls(options.tls),
         wake(wake),
         catalog(CatalogLimits{.slot_count = arena.slot_count(),
@@ -70,6 +71,9 @@ struct PoolServer::Loop {
   void Run();
   // Takes every pending connection of `from`; a TCP one gets its Challenge.
   void Accept(int from, bool tcp);
+  // Before a new TCP connection: closes the oldest TCP connections without a
+  // session while tcp_sessionless_max of them are open.
+  void CrowdOutSessionlessTcp();
   // Closes the connections still without a session hello_bound_ms after
   // they were accepted.
   void CloseSilentConnections(uint64_t now);
@@ -90,6 +94,7 @@ struct PoolServer::Loop {
   NonceSource nonces;
   std::string arena_path;
   uint64_t hello_bound_ms;
+  uint32_t tcp_sessionless_max;
   std::shared_ptr<const wire::TlsContext> tls;
   int wake;
   PoolCatalog catalog;
@@ -148,7 +153,9 @@ void PoolServer::Loop::Accept(int from, bool tcp) {
     if (connections.size() >= connections_max || !SetSendBound(fd.get()).ok()) continue;
     auto c = std::make_unique<Connection>(std::move(fd));
     c->accepted_ms = NowMs();
+    c->socket.set_frame_bytes_max(kPoolHelloFrameBytesMax);  // raised at the session
     if (tcp) {
+      CrowdOutSessionlessTcp();
       Result<Nonce> nonce = nonces();
       if (!nonce.ok() || !SetNoDelay(c->socket.fd()).ok()) continue;
       c->challenge = *nonce;
@@ -208,6 +215,25 @@ bool PoolServer::Loop::Handle(Connection& c, PoolReceived received) {
   return c.socket.Send(*answer).ok();
 }
 
+void PoolServer::Loop::CrowdOutSessionlessTcp() {
+  for (;;) {
+    int oldest = -1;
+    uint64_t oldest_ms = UINT64_MAX;
+    uint32_t count = 0;
+    for (const auto& [fd, c] : connections) {
+      if (c->session || !c->challenge) continue;
+      ++count;
+      if (c->accepted_ms < oldest_ms) {
+        oldest_ms = c->accepted_ms;
+        oldest = fd;
+      }
+    }
+    if (count < tcp_sessionless_max || oldest < 0) return;
+    ++traffic.hellos_rejected["crowded_out"];
+    Close(oldest);
+  }
+}
+
 void PoolServer::Loop::CloseSilentConnections(uint64_t now) {
   std::vector<int> silent;
   for (const auto& [fd, c] : connections) {
@@ -228,7 +254,7 @@ bool PoolServer::Loop::AnswerHello(Connection& c, const PoolHello& hello, uint64
     (void)c.socket.Send(message);
     return false;
   };
-  if (c.challenge && !PoolHelloProven(*job_secret, *c.challenge, hello)) {
+  if (c.challenge && (!hello.client_nonce || !PoolHelloProven(*job_secret, *c.challenge, hello))) {
     return reject("job_secret",
                   {"the Hello does not prove this job's secret (the instance needs the same "
                    "--job-secret-file or STRATA_JOB_SECRET as the manager)"});
@@ -239,8 +265,12 @@ bool PoolServer::Loop::AnswerHello(Connection& c, const PoolHello& hello, uint64
   }
   auto& accepted = std::get<HelloAccepted>(outcome);
   c.session = accepted.session;
+  c.socket.set_frame_bytes_max(kPoolFrameBytesMax);
   if (c.challenge) {
     accepted.accept.arena_path = arena_path;  // no fds over TCP: the file, by path
+    // The manager's own proof, so the instance maps only a file it named.
+    accepted.accept.proof = ProvePoolAccept(*job_secret, hello.client_nonce.value_or(Nonce{}),
+                                            *c.challenge, accepted.accept);
     return c.socket.Send(accepted.accept).ok();
   }
   const int arena_fd = arena.fd();

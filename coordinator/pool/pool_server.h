@@ -32,6 +32,11 @@ struct PoolServerOptions {
   uint32_t claims_in_flight_max = 16;
   uint64_t claim_setup_limit_ms = kManagerSetupLimitMsDefault;
   uint32_t connections_max = 256;  // more are accepted and closed at once
+  // TCP connections without a session at once; a new one beyond closes the
+  // oldest (hellos_rejected{"crowded_out"}), so strangers on the TCP address
+  // can neither hold the slots the Unix socket's instances need nor keep a
+  // proven instance out for long.
+  uint32_t tcp_sessionless_max = 32;
   HugePages huge_pages = HugePages::kIfAvailable;
   // --arena-file: a named arena (named_arena.h) that a restarted manager
   // reopens under the same generation; empty: an anonymous memfd.

@@ -118,8 +118,12 @@ Result<AddrInfoPtr> Resolve(const std::string& host, uint16_t port, bool passive
   const std::string service = std::to_string(port);
   const int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &found);
   if (rc != 0) {
-    return Status::InvalidArgument("cannot resolve pool host '" + host +
-                                   "': " + ::gai_strerror(rc));
+    // Not resolvable yet (a name not published, a resolver away) may change;
+    // anything else is the address itself.
+    const std::string why = "cannot resolve pool host '" + host + "': " + ::gai_strerror(rc);
+    return rc == EAI_AGAIN || rc == EAI_NONAME || rc == EAI_FAIL || rc == EAI_SYSTEM
+               ? Status::Unavailable(why)
+               : Status::InvalidArgument(why);
   }
   return AddrInfoPtr(found);
 }
@@ -177,8 +181,10 @@ Result<wire::UniqueFd> ConnectTcp(const std::string& host, uint16_t port,
     int rc = ::connect(fd.get(), ai->ai_addr, ai->ai_addrlen);
     if (rc != 0 && errno == EINPROGRESS) {
       pollfd p{fd.get(), POLLOUT, 0};
-      rc = ::poll(&p, 1, static_cast<int>(bound.count()));
-      int error = rc == 0 ? ETIMEDOUT : 0;
+      do {
+        rc = ::poll(&p, 1, static_cast<int>(bound.count()));
+      } while (rc < 0 && errno == EINTR);
+      int error = rc == 0 ? ETIMEDOUT : rc < 0 ? errno : 0;
       socklen_t len = sizeof error;
       if (rc > 0) (void)::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &error, &len);
       rc = error == 0 ? 0 : -1;

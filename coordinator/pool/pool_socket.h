@@ -41,6 +41,7 @@ class PoolSocket {
   Result<PoolReceived> Receive(std::chrono::milliseconds bound);
 
   int fd() const { return channel_.fd(); }
+  void set_frame_bytes_max(size_t bytes) { channel_.set_frame_bytes_max(bytes); }
   // Every later byte goes through `tls` (its handshake done).
   void UseTls(std::unique_ptr<wire::TlsSession> tls) { channel_.UseTls(std::move(tls)); }
 

@@ -56,7 +56,11 @@ TEST(PoolCodecTest, HelloRoundTrips) {
 
   hello.proof = HelloProof{};
   hello.proof->at(31) = 7;
-  EXPECT_EQ(RoundTrip(hello).proof, hello.proof);
+  hello.client_nonce = Nonce{};
+  hello.client_nonce->bytes[0] = 9;
+  const PoolHello tcp = RoundTrip(hello);
+  EXPECT_EQ(tcp.proof, hello.proof);
+  EXPECT_EQ(tcp.client_nonce, hello.client_nonce);
 }
 
 TEST(PoolCodecTest, TheTcpHandshakeRoundTrips) {
@@ -66,7 +70,11 @@ TEST(PoolCodecTest, TheTcpHandshakeRoundTrips) {
   PoolHelloAccept accept;
   accept.pool_name = "shared";
   accept.arena_path = "/dev/shm/strata-arena";
-  EXPECT_EQ(RoundTrip(accept).arena_path, accept.arena_path);
+  accept.proof = HelloProof{};
+  accept.proof->at(0) = 4;
+  const PoolHelloAccept back = RoundTrip(accept);
+  EXPECT_EQ(back.arena_path, accept.arena_path);
+  EXPECT_EQ(back.proof, accept.proof);
 }
 
 TEST(PoolCodecTest, AChallengeOrProofOfAnotherSizeIsRefused) {

@@ -4,9 +4,13 @@
 // socket; a wrong or missing secret is rejected with its reason and counted;
 // a manager refuses to listen on TCP without a secret or a named arena.
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <string>
 #include <thread>
 #include <vector>
@@ -146,6 +150,98 @@ TEST_F(PoolTcpTest, AConnectionThatSaysNoHelloIsClosedAndCounted) {
   EXPECT_EQ(stats.connections, 0u);
 }
 
+// Waits up to 10 s for the manager to publish `reason` counted `n` times.
+bool CountedWithin(const PoolServer& server, const std::string& reason, uint64_t n) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (;;) {
+    const PoolManagerStats s = server.Stats();
+    const auto it = s.traffic.hellos_rejected.find(reason);
+    if (it != s.traffic.hellos_rejected.end() && it->second >= n) return true;
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+// A raw TCP connection to the manager that has read its Challenge.
+PoolSocket Stranger(uint16_t port) {
+  auto fd = ConnectTcp("127.0.0.1", port, std::chrono::seconds(5));
+  EXPECT_TRUE(fd.ok()) << fd.status().ToString();
+  PoolSocket s(fd.ok() ? std::move(*fd) : wire::UniqueFd());
+  auto challenge = s.Receive(std::chrono::seconds(5));
+  EXPECT_TRUE(challenge.ok() && std::holds_alternative<PoolChallenge>(challenge->message));
+  return s;
+}
+
+TEST_F(PoolTcpTest, AStrangersOversizedFirstFrameIsRefusedBeforeItIsAllocated) {
+  StartManager();
+  PoolSocket s = Stranger(server_->tcp_port());
+  // A segment table declaring one segment of 2 MiB: past the 1 MiB cap on
+  // frames before a session, so the manager drops the connection.
+  const uint32_t header[2] = {0, (2u << 20) / 8};
+  ASSERT_EQ(::send(s.fd(), header, sizeof header, MSG_NOSIGNAL),
+            static_cast<ssize_t>(sizeof header));
+  auto closed = s.Receive(std::chrono::seconds(10));
+  ASSERT_FALSE(closed.ok());
+  EXPECT_NE(closed.status().message().find("closed"), std::string::npos)
+      << closed.status().ToString();
+}
+
+TEST_F(PoolTcpTest, NewStrangersCrowdOutTheOldestWithoutASession) {
+  PoolServerOptions o = ManagerOptions();
+  o.tcp_sessionless_max = 2;
+  auto server = PoolServer::Start(o, 5);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  server_ = std::move(*server);
+  PoolSocket first = Stranger(server_->tcp_port());
+  PoolSocket second = Stranger(server_->tcp_port());
+  PoolSocket third = Stranger(server_->tcp_port());
+  auto closed = first.Receive(std::chrono::seconds(10));
+  ASSERT_FALSE(closed.ok()) << "the oldest stranger is closed";
+  EXPECT_TRUE(CountedWithin(*server_, "crowded_out", 1));
+  // An instance with the secret still gets in (and crowds out another).
+  auto proven = PoolClient::Connect(TcpClient("GPU-a", Secret('s')));
+  EXPECT_TRUE(proven.ok()) << proven.status().ToString();
+}
+
+TEST_F(PoolTcpTest, AnInstanceMapsNothingAnUnprovenManagerNames) {
+  // A process on the port while the manager is down: it answers with a
+  // HelloAccept naming a file of this user, without the manager's proof.
+  const std::string victim = dir_ + "/victim";
+  {
+    std::vector<char> zeros(64 * 1024 * 4, 'v');
+    FILE* f = std::fopen(victim.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(std::fwrite(zeros.data(), 1, zeros.size(), f), zeros.size());
+    std::fclose(f);
+    ::chmod(victim.c_str(), 0600);
+  }
+  uint16_t port = 0;
+  auto listener = ListenTcp("127.0.0.1", 0, &port);
+  ASSERT_TRUE(listener.ok()) << listener.status().ToString();
+  std::thread squatter([&] {
+    pollfd p{listener->get(), POLLIN, 0};
+    (void)::poll(&p, 1, 10'000);
+    PoolSocket s(wire::UniqueFd(::accept4(listener->get(), nullptr, nullptr, SOCK_CLOEXEC)));
+    if (!s.Send(PoolChallenge{}).ok()) return;
+    if (!s.Receive(std::chrono::seconds(10)).ok()) return;
+    PoolHelloAccept accept;
+    accept.pool_name = "shared";
+    accept.slot_bytes = 64 * 1024;
+    accept.slot_count = 4;
+    accept.arena_path = victim;
+    accept.proof = HelloProof{};  // not the secret's
+    (void)s.Send(accept);
+    (void)s.Receive(std::chrono::seconds(2));  // until the instance hangs up
+  });
+  PoolClientOptions o = testing::ClientOptions("tcp://127.0.0.1:" + std::to_string(port), "GPU-a");
+  o.job_secret = Secret('s');
+  auto c = PoolClient::Connect(o);
+  squatter.join();
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), StatusCode::kUnavailable) << c.status().ToString();
+  EXPECT_NE(c.status().message().find("did not prove"), std::string::npos);
+}
+
 TEST_F(PoolTcpTest, AClientWithoutASecretRefusesTcpBeforeConnecting) {
   StartManager();
   auto none = PoolClient::Connect(TcpClient("GPU-a", std::nullopt));
@@ -185,6 +281,28 @@ TEST(PoolHelloProofTest, TheProofBindsTheSecretTheChallengeAndTheScope) {
   PoolHello bare = hello;
   bare.proof.reset();
   EXPECT_FALSE(PoolHelloProven(Secret('s'), challenge, bare)) << "no proof at all";
+}
+
+TEST(PoolHelloProofTest, TheManagersProofBindsBothNoncesAndTheArenaItNames) {
+  PoolHelloAccept accept;
+  accept.generation = 7;
+  accept.slot_bytes = 4096;
+  accept.slot_count = 8;
+  accept.arena_path = "/dev/shm/arena";
+  Nonce client;
+  client.bytes[1] = 1;
+  Nonce challenge;
+  challenge.bytes[2] = 2;
+  accept.proof = ProvePoolAccept(Secret('s'), client, challenge, accept);
+  EXPECT_TRUE(PoolAcceptProven(Secret('s'), client, challenge, accept));
+  EXPECT_FALSE(PoolAcceptProven(Secret('t'), client, challenge, accept)) << "another secret";
+  EXPECT_FALSE(PoolAcceptProven(Secret('s'), challenge, client, accept)) << "nonces swapped";
+  PoolHelloAccept elsewhere = accept;
+  elsewhere.arena_path = "/home/user/model.bin";
+  EXPECT_FALSE(PoolAcceptProven(Secret('s'), client, challenge, elsewhere)) << "another file";
+  PoolHelloAccept larger = accept;
+  larger.slot_count = 9;
+  EXPECT_FALSE(PoolAcceptProven(Secret('s'), client, challenge, larger)) << "other sizes";
 }
 
 TEST(PoolAddressTest, ParsesUnixPathsAndTcpHostPort) {
