@@ -131,6 +131,8 @@ Status TlsSession::Write(std::span<const std::byte> bytes) {
   return Status::Ok();
 }
 
+bool TlsSession::WantsWrite() const { return SSL_want_write(ssl_->ssl) != 0; }
+
 bool TlsSession::HasBuffered() const { return SSL_pending(ssl_->ssl) > 0; }
 
 Status TlsSession::WaitFor(bool read, std::chrono::steady_clock::time_point deadline) const {

@@ -40,6 +40,8 @@ class TlsSession {
   // Completes the handshake within `bound`, waiting on the socket.
   Status HandshakeWithin(std::chrono::milliseconds bound);
   bool handshake_done() const { return done_; }
+  // Whether the last step stopped waiting to write (poll POLLOUT then).
+  bool WantsWrite() const;
 
   // Reads decrypted bytes into `buffer`: how many, 0 when none are there
   // yet. kUnavailable when the peer closed or the stream failed.

@@ -6,7 +6,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <vector>
@@ -95,6 +97,7 @@ struct PoolServer::Loop {
   std::string arena_path;
   uint64_t hello_bound_ms;
   uint32_t tcp_sessionless_max;
+  uint64_t accept_paused_until_ms = 0;  // after an accept failed for want of fds
   std::shared_ptr<const wire::TlsContext> tls;
   int wake;
   PoolCatalog catalog;
@@ -121,8 +124,14 @@ void PoolServer::Loop::Run() {
   while (true) {
     // A TCP listener that is not there polls fd -1: never ready.
     std::vector<pollfd> fds{
-        {wake, POLLIN, 0}, {listener.get(), POLLIN, 0}, {tcp_listener.get(), POLLIN, 0}};
-    for (const auto& [fd, c] : connections) fds.push_back({fd, POLLIN, 0});
+        {wake, POLLIN, 0},
+        {NowMs() < accept_paused_until_ms ? -1 : listener.get(), POLLIN, 0},
+        {NowMs() < accept_paused_until_ms ? -1 : tcp_listener.get(), POLLIN, 0}};
+    for (const auto& [fd, c] : connections) {
+      // A TLS handshake may wait to write (its socket buffer full).
+      const bool writes = c->handshaking != nullptr && c->handshaking->WantsWrite();
+      fds.push_back({fd, static_cast<short>(POLLIN | (writes ? POLLOUT : 0)), 0});
+    }
     (void)::poll(fds.data(), fds.size(), kClaimSweepMs);
     if ((fds[0].revents & POLLIN) != 0) break;
     if ((fds[1].revents & POLLIN) != 0) Accept(listener.get(), false);
@@ -149,7 +158,16 @@ void PoolServer::Loop::Run() {
 void PoolServer::Loop::Accept(int from, bool tcp) {
   while (true) {
     wire::UniqueFd fd(::accept4(from, nullptr, nullptr, SOCK_CLOEXEC));
-    if (!fd.valid()) return;  // EAGAIN: none left
+    if (!fd.valid()) {
+      // EAGAIN: none left. Anything else (out of fds, memory) leaves the
+      // listener readable: pause accepting for a sweep instead of spinning.
+      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED) {
+        spdlog::warn("pool: accepting a connection failed: {}; pausing accepts for {} ms",
+                     std::strerror(errno), kClaimSweepMs);
+        accept_paused_until_ms = NowMs() + kClaimSweepMs;
+      }
+      return;
+    }
     if (connections.size() >= connections_max || !SetSendBound(fd.get()).ok()) continue;
     auto c = std::make_unique<Connection>(std::move(fd));
     c->accepted_ms = NowMs();
