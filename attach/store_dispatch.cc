@@ -76,6 +76,14 @@ Status StoreDispatch::Handle(const AttachMessage& request, std::vector<AttachMes
     });
     return Status::Ok();
   }
+  if (const auto* evicted = std::get_if<EvictedNotices>(&request)) {
+    store_.Evicted(evicted->notices);
+    return Status::Ok();
+  }
+  if (std::holds_alternative<EvictionsLost>(request)) {
+    store_.EvictionsLost();
+    return Status::Ok();
+  }
   if (const auto* fetch = std::get_if<FetchRequest>(&request)) {
     const uint64_t ticket = fetch->ticket.ticket.value;
     if (tickets_.contains(ticket) || abandoned_.tickets.contains(ticket)) {

@@ -41,15 +41,17 @@ class StoreDispatch {
   StoreDispatch(const StoreDispatch&) = delete;
   StoreDispatch& operator=(const StoreDispatch&) = delete;
 
-  // Handles one request (Lookup in any step, EndLookup, Fetch, Store) and
-  // appends the replies. A begun lookup opens the store's ticket
+  // Handles one request (Lookup in any step, EndLookup, Fetch, Store,
+  // Evicted, EvictionsLost) and appends the replies (eviction notices have
+  // none: they go to HostStore::Evicted / EvictionsLost). A begun lookup opens the store's ticket
   // (HostStore::BeginLookup) under the request's id, at most
   // kAttachTicketsMax at once (beyond, none: its admission is a one-step
   // Lookup); an admission of an unknown ticket is a one-step Lookup too. A
   // begin whose id is open already is refused.
   // Anything else is refused with kInvalidArgument (the server detaches).
-  // After StopIssuing or the store's kStopped, nothing reaches the store:
-  // Fetch answers kFetchFailed, Store answers kDisabled.
+  // After StopIssuing or the store's kStopped, no copy reaches the store:
+  // Fetch answers kFetchFailed, Store answers kDisabled (lookups and
+  // eviction notices still do).
   Status Handle(const AttachMessage& request, std::vector<AttachMessage>& replies);
 
   // Takes the store's events: forgets finished work and appends the events

@@ -205,6 +205,19 @@ struct Event {
   bytes @6 :UInt64;
 }
 
+# Protocol 4: runtime -> strata, the checkpoints the runtime retired since
+# its last Evicted, oldest first (HostStore::Evicted; docs/embedding.md
+# section 5), sent before its next other store request. generation: the
+# checkpoint's, as the runtime numbers them at that key.
+struct EvictionNotice {
+  key @0 :Key;
+  generation @1 :UInt64;
+}
+
+struct Evicted {
+  notices @0 :List(EvictionNotice);
+}
+
 # Strata -> runtime after a Close: every copy into the runtime's planes has
 # finished; the server has unmapped them and closes the socket.
 struct CloseDone {
@@ -228,5 +241,9 @@ struct Envelope {
     endLookup @11 :EndLookup;
     ticketStatus @12 :TicketStatusRequest;
     ticketStatusResult @13 :TicketStatusResult;
+    evicted @14 :Evicted;
+    # Protocol 4: the runtime's bounded notice queue dropped notices since its
+    # last Evicted (HostStore::EvictionsLost).
+    evictionsLost @15 :Void;
   }
 }

@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -151,6 +152,17 @@ Status AttachClient::Store(const PublishedCheckpoint& checkpoint) {
 Status AttachClient::Fetch(const HostHit& hit, const InboundTicket& ticket) {
   return impl_->Request(FetchRequest{hit, ticket});
 }
+
+Status AttachClient::Evicted(std::span<const EvictionNotice> notices) {
+  for (size_t at = 0; at < notices.size(); at += kAttachNoticesMax) {
+    const size_t n = std::min(kAttachNoticesMax, notices.size() - at);
+    STRATA_RETURN_IF_ERROR(
+        impl_->Request(EvictedNotices{{notices.begin() + at, notices.begin() + at + n}}));
+  }
+  return Status::Ok();
+}
+
+Status AttachClient::EvictionsLost() { return impl_->Request(attach::EvictionsLost{}); }
 
 Status AttachClient::Poll(std::vector<AttachEvent>& events) {
   for (AttachEvent& e : impl_->pending) events.push_back(std::move(e));

@@ -110,6 +110,12 @@ class AttachClient {
   Status Store(const PublishedCheckpoint& checkpoint);
   // A kFetched or kFetchFailed event for the ticket follows.
   Status Fetch(const HostHit& hit, const InboundTicket& ticket);
+  // The checkpoints the runtime retired since its last call, oldest first
+  // (docs/embedding.md section 5): sent before the next other store request,
+  // in messages of at most kAttachNoticesMax. No answer follows.
+  Status Evicted(std::span<const EvictionNotice> notices);
+  // The runtime's bounded notice queue dropped notices. No answer follows.
+  Status EvictionsLost();
   // Appends what has arrived; never waits. Once strata is gone it appends
   // one kStopped event and returns kUnavailable from then on.
   Status Poll(std::vector<AttachEvent>& events);

@@ -212,6 +212,21 @@ Status Put(s::Envelope::Builder env, const StoreEvent& m) {
   return Status::Ok();
 }
 
+Status Put(s::Envelope::Builder env, const EvictedNotices& m) {
+  STRATA_RETURN_IF_ERROR(CheckCount(m.notices.size(), kAttachNoticesMax, "Evicted.notices"));
+  auto notices = env.initEvicted().initNotices(static_cast<unsigned>(m.notices.size()));
+  for (unsigned i = 0; i < notices.size(); ++i) {
+    PutKey(notices[i].initKey(), m.notices[i].key);
+    notices[i].setGeneration(m.notices[i].generation);
+  }
+  return Status::Ok();
+}
+
+Status Put(s::Envelope::Builder env, const EvictionsLost&) {
+  env.setEvictionsLost();
+  return Status::Ok();
+}
+
 Status Put(s::Envelope::Builder env, const CloseRequest&) {
   env.setClose();
   return Status::Ok();
@@ -405,6 +420,20 @@ Result<AttachMessage> GetEvent(s::Event::Reader in) {
   return AttachMessage(std::move(e));
 }
 
+Result<AttachMessage> GetEvicted(s::Evicted::Reader in) {
+  auto notices = in.getNotices();
+  STRATA_RETURN_IF_ERROR(CheckCount(notices.size(), kAttachNoticesMax, "Evicted.notices"));
+  EvictedNotices m;
+  m.notices.reserve(notices.size());
+  for (auto n : notices) {
+    EvictionNotice notice;
+    STRATA_ASSIGN_OR_RETURN(notice.key, GetKey(n.getKey(), "Evicted.notices.key"));
+    notice.generation = n.getGeneration();
+    m.notices.push_back(notice);
+  }
+  return AttachMessage(std::move(m));
+}
+
 Result<AttachMessage> Get(s::Envelope::Reader env) {
   using W = s::Envelope::Which;
   switch (env.which()) {
@@ -449,6 +478,8 @@ Result<AttachMessage> Get(s::Envelope::Reader env) {
           TicketStatusRequest{.request_id = in.getRequestId(), .begun = in.getBegun()});
     }
     case W::TICKET_STATUS_RESULT: return GetTicketStatus(env.getTicketStatusResult());
+    case W::EVICTED: return GetEvicted(env.getEvicted());
+    case W::EVICTIONS_LOST: return AttachMessage(EvictionsLost{});
     case W::CLOSE_DONE: {
       auto in = env.getCloseDone();
       CloseDone m;

@@ -15,14 +15,16 @@
 #include "store/base/status.h"
 #include "store/record/fingerprint.h"
 #include "store/record/geometry.h"
+#include "store/tier/export_hooks.h"
 #include "store/tier/host_store.h"
 #include "store/transfer/plane_importer.h"
 
 namespace strata::attach {
 
 // 2: lookups in two steps (LookupStep, EndLookup); 3: a ticket's status
-// (TicketStatusRequest, TicketStatusResult).
-inline constexpr uint32_t kAttachProtocolVersion = 3;
+// (TicketStatusRequest, TicketStatusResult); 4: eviction notices
+// (EvictedNotices, EvictionsLost).
+inline constexpr uint32_t kAttachProtocolVersion = 4;
 // Limits checked on decode (and on encode, so a sender learns first).
 inline constexpr size_t kAttachFrameBytesMax = size_t{32} << 20;
 inline constexpr size_t kAttachRanksMax = 64;
@@ -30,6 +32,7 @@ inline constexpr size_t kAttachAllocationsPerRankMax = 1024;
 inline constexpr size_t kAttachTextBytesMax = 4096;
 inline constexpr size_t kAttachTokensMax = size_t{4} << 20;
 inline constexpr size_t kAttachChainMax = size_t{1} << 20;
+inline constexpr size_t kAttachNoticesMax = size_t{1} << 16;  // per Evicted
 
 // Rank zero's rendezvous as the attach channel carries it (cluster.rendezvous
 // = "attach"): rank zero's HelloAccept gives it to rank zero's runtime, each
@@ -118,6 +121,15 @@ struct StoreAnswer {
   StoreOutcome outcome = StoreOutcome::kDisabled;
 };
 
+// The checkpoints the runtime retired since its last Evicted, oldest first
+// (HostStore::Evicted); at most kAttachNoticesMax per message.
+struct EvictedNotices {
+  std::vector<EvictionNotice> notices;
+};
+
+// The runtime's notice queue dropped notices (HostStore::EvictionsLost).
+struct EvictionsLost {};
+
 struct CloseRequest {};
 
 struct CloseDone {
@@ -127,7 +139,7 @@ struct CloseDone {
 using AttachMessage =
     std::variant<AttachHello, HelloAccept, HelloReject, LookupRequest, LookupResult, FetchRequest,
                  StoreRequest, StoreAnswer, StoreEvent, CloseRequest, CloseDone, EndLookup,
-                 TicketStatusRequest, TicketStatusResult>;
+                 TicketStatusRequest, TicketStatusResult, EvictedNotices, EvictionsLost>;
 
 // Every rank's allocations: the number of fds a Hello carries.
 size_t AllocationCount(const AttachHello& hello);

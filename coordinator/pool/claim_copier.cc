@@ -1,18 +1,16 @@
 #include "coordinator/pool/claim_copier.h"
 
 #include "coordinator/pool/slot_copies.h"
-#include "store/record/checksum.h"
 
 namespace strata::pool {
 
-void RunClaimCopy(ClaimCopyJob& job) {
+void RunClaimCopy(ClaimCopyJob& job, HashPipeline& hash) {
   if (job.records.size() != job.chain.size()) {
     job.status = Status::Corruption("the pool granted " + std::to_string(job.records.size()) +
                                     " records of a chain of " + std::to_string(job.chain.size()));
     return;
   }
   job.buffers.resize(job.records.size());
-  Xxh3Stream hash;
   for (size_t i = 0; i < job.records.size(); ++i) {
     const ClaimedRecord& r = job.records[i];
     if (r.key != job.chain[i]) {
@@ -80,7 +78,7 @@ void ClaimCopier::Loop() {
       queued_.pop_front();
       in_hand_ = 1;
     }
-    RunClaimCopy(job);
+    RunClaimCopy(job, hash_);
     std::shared_ptr<WakeSignal> signal;
     {
       MutexLock lock(mu_);

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "coordinator/pool/arena.h"
+#include "coordinator/pool/hash_pipeline.h"
 #include "coordinator/pool/pool_catalog.h"
 #include "store/base/mutex.h"
 #include "store/base/prefix_key.h"
@@ -69,10 +70,12 @@ class ClaimCopier {
   bool held_ GUARDED_BY(mu_) = false;
   std::shared_ptr<WakeSignal> signal_ GUARDED_BY(mu_);
   bool stopping_ GUARDED_BY(mu_) = false;
+  HashPipeline hash_;  // the copier thread's
   std::thread thread_;
 };
 
-// Runs `job`'s copies on the calling thread (what the copier's thread does).
-void RunClaimCopy(ClaimCopyJob& job);
+// Runs `job`'s copies on the calling thread (what the copier's thread does),
+// hashed through `hash`.
+void RunClaimCopy(ClaimCopyJob& job, HashPipeline& hash);
 
 }  // namespace strata::pool

@@ -9,10 +9,10 @@
 
 namespace strata::pool {
 
-void CopyHashed(std::span<std::byte> dst, std::span<const std::byte> src, Xxh3Stream& hash) {
+void CopyHashed(std::span<std::byte> dst, std::span<const std::byte> src, HashPipeline& hash) {
   STRATA_ASSERT(dst.size() == src.size(), "CopyHashed needs equal sizes");
-  for (size_t at = 0; at < src.size(); at += kHashedCopyChunkBytes) {
-    const size_t n = std::min(kHashedCopyChunkBytes, src.size() - at);
+  for (size_t at = 0; at < src.size(); at += kHashedCopyPieceBytes) {
+    const size_t n = std::min(kHashedCopyPieceBytes, src.size() - at);
     std::memcpy(dst.data() + at, src.data() + at, n);
     hash.Update(dst.subspan(at, n));
   }

@@ -1,28 +1,30 @@
-// One pass over a record's bytes that copies them and computes their XXH3-64
-// (docs/pool.md, "Copies through the arena"): the copy goes chunk by chunk,
-// and each chunk is hashed from its destination right after it is written,
-// while it is still in cache. The bytes hashed are the bytes the caller keeps
-// (the arena's on a put, the instance's on a claim), so a peer writing the
-// source meanwhile cannot make unchecked bytes pass. Pure: no I/O, no threads.
+// A copy of a record's bytes and the XXH3-64 of what it wrote, overlapped
+// (docs/pool.md, "Copies through the arena"): the copy goes piece by piece,
+// and each piece is handed to a HashPipeline right after it is written, so
+// the pipeline's thread hashes it while the next piece is copied. The bytes
+// hashed are the bytes the caller keeps (the arena's on a put, the
+// instance's on a claim), so a peer writing the source meanwhile cannot make
+// unchecked bytes pass. No I/O.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <span>
 
+#include "coordinator/pool/hash_pipeline.h"
 #include "coordinator/pool/slot_table.h"
 #include "store/base/status.h"
-#include "store/record/checksum.h"
 
 namespace strata::pool {
 
-// Small enough that a chunk just written is still in L2 when it is hashed,
-// large enough that the per-chunk calls cost nothing.
-inline constexpr size_t kHashedCopyChunkBytes = size_t{64} << 10;
+// Large enough that handing a piece over (a wake-up of the pipeline's
+// thread) costs ~1% of its copy, small enough that the last piece's hash,
+// which nothing overlaps, is a small part of a record's.
+inline constexpr size_t kHashedCopyPieceBytes = size_t{1} << 20;
 
-// Copies `src` into `dst` (equal sizes; not overlapping) and feeds `dst`'s
-// bytes, in order, to `hash`.
-void CopyHashed(std::span<std::byte> dst, std::span<const std::byte> src, Xxh3Stream& hash);
+// Copies `src` into `dst` (equal sizes; not overlapping) and hands `dst`'s
+// bytes, in order, to `hash`; `dst` must stay unchanged until hash.Digest().
+void CopyHashed(std::span<std::byte> dst, std::span<const std::byte> src, HashPipeline& hash);
 
 // A record's bytes as they lie in its slots: slot i holds bytes
 // [i * slot_bytes, min((i + 1) * slot_bytes, record_bytes)). kCorruption

@@ -347,7 +347,8 @@ Result<uint64_t> PoolClient::CopyIntoSlots(std::span<const SlotId> slots,
 }
 
 uint64_t PoolClient::CopyIn(std::span<const SlotId> slots, std::span<const std::byte> bytes) {
-  // One pass: the checksum the commit carries is over the arena's bytes.
+  // The checksum the commit carries is over the arena's bytes, hashed as
+  // they are written (hashed_copy.h).
   // The caller checked that the slots fit.
   Result<uint64_t> checksum = pool::CopyIntoSlots(*arena_, slots, bytes, hash_);
   STRATA_ASSERT(checksum.ok(), "CopyIn: slots that do not fit");

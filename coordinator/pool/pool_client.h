@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "coordinator/pool/arena.h"
+#include "coordinator/pool/hash_pipeline.h"
 #include "coordinator/pool/pool_messages.h"
 #include "coordinator/pool/pool_socket.h"
 #include "store/record/checksum.h"
@@ -205,7 +206,7 @@ class PoolClient {
   std::chrono::milliseconds answer_bound_;
   std::chrono::milliseconds lookup_bound_;
   uint64_t next_request_ = 1;
-  Xxh3Stream hash_;  // reused by every put and claim
+  HashPipeline hash_;  // hashes every put's and claim's copy as it is written
   // Lookups sent and kept: nullopt until answered.
   std::map<uint64_t, std::optional<PoolLookupAnswer>> lookups_;
   std::vector<uint64_t> answered_;  // filed since TakeAnsweredLookups

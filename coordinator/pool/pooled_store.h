@@ -41,8 +41,9 @@
 // manager relay will call (not built); it asks the runtime through Poll
 // (kExportRequested) and keeps the export in an ExportLedger. FinishExport is
 // the relay's word that the export's copies drained: the next Poll reports
-// kExportEnded. Eviction notices and EvictionsLost are counted; announcing
-// holdings to the manager is the relay's too.
+// kExportEnded. Eviction notices and EvictionsLost are counted, and the
+// notices go on to the tier Store offers to (its abandoned retries,
+// RetryLedger); announcing holdings to the manager is the relay's too.
 //
 // Lookups are two-step (seed 2.15, "Lookups"; HostStore::BeginLookup):
 // BeginLookup sends the manager's lookup and returns a ticket at once; the

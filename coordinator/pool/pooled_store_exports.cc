@@ -26,6 +26,9 @@ void PooledStore::ExportRefused(ExportId export_id, ExportRefusal reason) {
 
 void PooledStore::Evicted(std::span<const EvictionNotice> notices) {
   stats_.eviction_notices += notices.size();
+  // The tier Store offers to keeps the retry ledger (abandoned retries).
+  HostStore* offered_to = tiers_.local != nullptr ? tiers_.local : tiers_.landing;
+  if (offered_to != nullptr) offered_to->Evicted(notices);
 }
 
 void PooledStore::EvictionsLost() { ++stats_.evictions_lost; }

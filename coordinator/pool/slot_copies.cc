@@ -7,7 +7,7 @@
 namespace strata::pool {
 
 Result<uint64_t> CopyIntoSlots(const Arena& arena, std::span<const SlotId> slots,
-                               std::span<const std::byte> bytes, Xxh3Stream& hash) {
+                               std::span<const std::byte> bytes, HashPipeline& hash) {
   STRATA_RETURN_IF_ERROR(
       CheckSlotsFit(slots, bytes.size(), arena.slot_bytes(), arena.slot_count()));
   hash.Reset();
@@ -21,11 +21,13 @@ Result<uint64_t> CopyIntoSlots(const Arena& arena, std::span<const SlotId> slots
 }
 
 Status CopyOutOfSlots(const Arena& arena, const ClaimedRecord& r, std::vector<std::byte>& out,
-                      Xxh3Stream& hash) {
+                      HashPipeline& hash) {
   STRATA_RETURN_IF_ERROR(CheckSlotsFit(r.slots, r.bytes, arena.slot_bytes(), arena.slot_count()));
-  // A buffer already this size keeps its bytes: they are all overwritten.
-  out.resize(r.bytes);
+  // Reset first: it waits for any piece still being hashed, which may lie
+  // in `out`. A buffer already this size keeps its bytes: they are all
+  // overwritten.
   hash.Reset();
+  out.resize(r.bytes);
   uint64_t at = 0;
   for (SlotId slot : r.slots) {
     const uint64_t n = std::min<uint64_t>(arena.slot_bytes(), r.bytes - at);

@@ -1,5 +1,5 @@
 // Copies between a record's bytes and the arena slots that hold them, hashed
-// in the same pass (hashed_copy.h): a put's copy in, whose checksum its commit
+// as they are written (hashed_copy.h): a put's copy in, whose checksum its commit
 // carries, and a claim's copy out, checked against the record's checksum.
 // Used by PoolClient on the owner's thread and by ClaimCopier on its own;
 // neither keeps anything between calls.
@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "coordinator/pool/arena.h"
+#include "coordinator/pool/hash_pipeline.h"
 #include "coordinator/pool/pool_catalog.h"
 #include "store/base/status.h"
-#include "store/record/checksum.h"
 
 namespace strata::pool {
 
@@ -21,7 +21,7 @@ namespace strata::pool {
 // ...)); the checksum of what was written. kCorruption, nothing copied, when
 // the slots do not fit the bytes or lie outside the arena.
 Result<uint64_t> CopyIntoSlots(const Arena& arena, std::span<const SlotId> slots,
-                               std::span<const std::byte> bytes, Xxh3Stream& hash);
+                               std::span<const std::byte> bytes, HashPipeline& hash);
 
 // Copies claimed record `r` out of its slots into `out` (resized to its
 // bytes; a buffer already that size is neither reallocated nor zero-filled)
@@ -29,6 +29,6 @@ Result<uint64_t> CopyIntoSlots(const Arena& arena, std::span<const SlotId> slots
 // fails the check or its slots do not fit it; then `out` holds unchecked
 // bytes and must not be used.
 Status CopyOutOfSlots(const Arena& arena, const ClaimedRecord& r, std::vector<std::byte>& out,
-                      Xxh3Stream& hash);
+                      HashPipeline& hash);
 
 }  // namespace strata::pool

@@ -4,11 +4,14 @@
 #include <functional>
 #include <string_view>
 
+#include "store/tier/retry_ledger.h"
+
 namespace strata {
 
 // RenderMetrics names every field; a new field must be exported too.
 static_assert(sizeof(TierStats) == 13 * sizeof(uint64_t), "export the new TierStats field");
-static_assert(sizeof(StoreStats) == 21 * sizeof(uint64_t) + 2 * sizeof(TierStats),
+static_assert(sizeof(StoreStats) ==
+                  21 * sizeof(uint64_t) + sizeof(RetryCounts) + 2 * sizeof(TierStats),
               "export the new StoreStats field");
 
 namespace {
@@ -206,6 +209,13 @@ void RenderStore(const StoreStats& s, const std::vector<MetricFamily>& extra, Wr
             "Checkpoints offered to the store, by outcome.");
   for (const OutcomeMetric& o : kStoreOutcomes) {
     w->Sample("strata_store_outcomes_total", Label("outcome", o.outcome), s.*o.field);
+  }
+  w->Family("strata_host_cache_retry_abandoned_total", Kind::kCounter,
+            "Checkpoints refused for now whose GPU copy the runtime evicted before a re-offer "
+            "was taken, by the last refusal's cause.");
+  for (size_t c = 0; c < kRetryCauseCount; ++c) {
+    w->Sample("strata_host_cache_retry_abandoned_total",
+              Label("reason", RetryCauseName(static_cast<RetryCause>(c))), s.retry_abandoned[c]);
   }
   for (const TierMetric& m : kTierMetrics) {
     w->Family(m.name, m.kind, m.help);

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "store/tier/retry_ledger.h"
+
 namespace strata {
 
 namespace {
@@ -24,6 +26,16 @@ nlohmann::json TierJson(const TierStats& t) {
   };
 }
 
+// {"inflight": n, "slabs": n, "queue": n, "budget": n}: abandoned retries
+// by cause.
+nlohmann::json RetryAbandonedJson(const RetryCounts& counts) {
+  nlohmann::json j = nlohmann::json::object();
+  for (size_t c = 0; c < kRetryCauseCount; ++c) {
+    j[std::string(RetryCauseName(static_cast<RetryCause>(c)))] = counts[c];
+  }
+  return j;
+}
+
 nlohmann::json StoreJson(const StoreStats& s) {
   return {
       {"slots_in_use", s.slots_in_use},
@@ -36,6 +48,7 @@ nlohmann::json StoreJson(const StoreStats& s) {
       {"store_retry", s.store_retry},
       {"store_oversize", s.store_oversize},
       {"store_failed", s.store_failed},
+      {"retry_abandoned", RetryAbandonedJson(s.retry_abandoned)},
       {"lookups", s.lookups},
       {"hits", s.hits},
       {"reused_tokens", s.reused_tokens},

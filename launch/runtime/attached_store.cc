@@ -84,6 +84,12 @@ void AttachedStore::EndLookup(LookupTicket ticket) {
   if (ticket != LookupTicket{}) (void)client_->EndLookup(ticket.value);
 }
 
+void AttachedStore::Evicted(std::span<const EvictionNotice> notices) {
+  (void)client_->Evicted(notices);
+}
+
+void AttachedStore::EvictionsLost() { (void)client_->EvictionsLost(); }
+
 StoreOutcome AttachedStore::Store(const PublishedCheckpoint& checkpoint) {
   if (!client_->Store(checkpoint).ok()) return StoreOutcome::kDisabled;
   std::optional<attach::AttachEvent> answer = Await([&](const attach::AttachEvent& e) {

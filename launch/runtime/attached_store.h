@@ -44,6 +44,10 @@ class AttachedStore final : public HostStore {
   // kDisabled when the request cannot be sent or answered within the bound.
   StoreOutcome Store(const PublishedCheckpoint& checkpoint) override;
   Status Fetch(const HostHit& hit, const InboundTicket& ticket) override;
+  // Sent to the rank's store (no answer); a lost channel drops them, and
+  // its kStopped event follows through Poll.
+  void Evicted(std::span<const EvictionNotice> notices) override;
+  void EvictionsLost() override;
   void Poll(uint64_t now_ms, std::vector<StoreEvent>& events) override;
   // Strata runs its own maintenance; nothing to notify from here.
   void NotifyOnProgress(std::shared_ptr<WakeSignal> signal) override;

@@ -88,6 +88,19 @@ class AttachHandle {
       return true;
     });
   }
+  void Evicted(const std::vector<EvictionIn>& notices) {
+    const std::vector<EvictionNotice> converted = ValueOrThrow(ToNotices(notices));
+    Call([&](AttachClient& client) -> Result<bool> {
+      STRATA_RETURN_IF_ERROR(client.Evicted(converted));
+      return true;
+    });
+  }
+  void EvictionsLost() {
+    Call([&](AttachClient& client) -> Result<bool> {
+      STRATA_RETURN_IF_ERROR(client.EvictionsLost());
+      return true;
+    });
+  }
   std::vector<PyEvent> Poll() {
     std::vector<AttachEvent> events;
     Status s;
@@ -253,6 +266,8 @@ void RegisterAttach(py::module_& m) {
            py::arg("resident_tokens") = 0, py::arg("before") = py::none())
       .def("ticket_status", &AttachHandle::TicketStatus, py::arg("ticket"))
       .def("end_lookup", &AttachHandle::EndLookup, py::arg("ticket"))
+      .def("evicted", &AttachHandle::Evicted, py::arg("notices"))
+      .def("evictions_lost", &AttachHandle::EvictionsLost)
       .def(
           "store",
           [](AttachHandle& h, uint64_t checkpoint_id, std::vector<Token> tokens, uint64_t consumed,

@@ -115,6 +115,20 @@ Result<PublishedCheckpoint> ToCheckpoint(const CheckpointIn& in) {
   return c;
 }
 
+Result<std::vector<EvictionNotice>> ToNotices(const std::vector<EvictionIn>& in) {
+  std::vector<EvictionNotice> out;
+  out.reserve(in.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    const auto& [tokens, consumed, generation] = in[i];
+    if (consumed == 0 || consumed > tokens.size()) {
+      return Status::InvalidArgument("eviction notice " + std::to_string(i) +
+                                     ": consumed must be 1 .. len(token_ids)");
+    }
+    out.push_back({.key = PrefixHistory(tokens).key_at(consumed), .generation = generation});
+  }
+  return out;
+}
+
 InboundTicket ToTicket(uint64_t ticket, const std::vector<uint32_t>& page_ids, uint32_t row_slot) {
   InboundTicket t;
   t.ticket = JobId(ticket);
@@ -209,6 +223,19 @@ std::string StoreHandle::Store(const CheckpointIn& checkpoint) {
   return std::string(StoreOutcomeName(Open().store().Store(c)));
 }
 
+void StoreHandle::Evicted(const std::vector<EvictionIn>& notices) {
+  const std::vector<EvictionNotice> converted = ValueOrThrow(ToNotices(notices));
+  py::gil_scoped_release release;
+  std::lock_guard lock(mu_);
+  Open().store().Evicted(converted);
+}
+
+void StoreHandle::EvictionsLost() {
+  py::gil_scoped_release release;
+  std::lock_guard lock(mu_);
+  Open().store().EvictionsLost();
+}
+
 void StoreHandle::Fetch(const HostHit& hit, uint64_t ticket, const std::vector<uint32_t>& page_ids,
                         uint32_t row_slot) {
   if (page_ids.size() != hit.pages) {
@@ -251,6 +278,12 @@ py::dict StoreHandle::Stats() {
   py::dict d;
   d["store_queued"] = s.store_queued;
   d["store_failed"] = s.store_failed;
+  py::dict abandoned;
+  for (size_t c = 0; c < kRetryCauseCount; ++c) {
+    abandoned[py::str(std::string(RetryCauseName(static_cast<RetryCause>(c))))] =
+        s.retry_abandoned[c];
+  }
+  d["retry_abandoned"] = abandoned;
   d["lookups"] = s.lookups;
   d["hits"] = s.hits;
   d["fetches"] = s.fetches;
@@ -340,6 +373,8 @@ void RegisterStore(py::module_& m) {
            py::arg("resident_tokens") = 0, py::arg("before") = py::none())
       .def("ticket_status", &StoreHandle::TicketStatus, py::arg("ticket"))
       .def("end_lookup", &StoreHandle::EndLookup, py::arg("ticket"))
+      .def("evicted", &StoreHandle::Evicted, py::arg("notices"))
+      .def("evictions_lost", &StoreHandle::EvictionsLost)
       .def("fetch", &StoreHandle::Fetch, py::arg("hit"), py::arg("ticket"), py::arg("page_ids"),
            py::arg("row_slot"))
       .def("poll", &StoreHandle::Poll, py::arg("now_ms") = py::none())

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "coordinator/pool/pooled_store.h"
@@ -68,6 +69,11 @@ struct CheckpointIn {
 };
 // Checks and converts; kInvalidArgument naming the field at fault.
 Result<PublishedCheckpoint> ToCheckpoint(const CheckpointIn& in);
+// A checkpoint the runtime retired, as Python passes it: (token_ids,
+// consumed, generation), its key being the first `consumed` tokens.
+using EvictionIn = std::tuple<std::vector<Token>, uint64_t, uint64_t>;
+// Checks and converts; kInvalidArgument naming the notice at fault.
+Result<std::vector<EvictionNotice>> ToNotices(const std::vector<EvictionIn>& in);
 // The ticket of a Fetch.
 InboundTicket ToTicket(uint64_t ticket, const std::vector<uint32_t>& page_ids, uint32_t row_slot);
 
@@ -89,6 +95,9 @@ class StoreHandle {
   pybind11::dict TicketStatus(uint64_t ticket);
   void EndLookup(uint64_t ticket);
   std::string Store(const CheckpointIn& checkpoint);
+  // The runtime's eviction notices (HostStore::Evicted, EvictionsLost).
+  void Evicted(const std::vector<EvictionIn>& notices);
+  void EvictionsLost();
   void Fetch(const HostHit& hit, uint64_t ticket, const std::vector<uint32_t>& page_ids,
              uint32_t row_slot);
   std::vector<PyEvent> Poll(std::optional<uint64_t> now_ms);

@@ -169,6 +169,18 @@ class Store:
         """Drops the ticket (prefill started, or the request went away)."""
         self._handle.end_lookup(ticket)
 
+    def evicted(self, notices):
+        """The checkpoints the runtime retired since its last call, oldest
+        first, each as (token_ids, consumed, generation); hand them over
+        before the next other store call (docs/embedding.md section 5). An
+        offer refused for now ("deferred", "retry") whose checkpoint is
+        evicted counts in stats()["retry_abandoned"] under its last cause."""
+        self._handle.evicted([(tokens(t), c, g) for t, c, g in notices])
+
+    def evictions_lost(self):
+        """The runtime's bounded notice queue dropped notices."""
+        self._handle.evictions_lost()
+
     def store(self, checkpoint_id, token_ids, consumed, chain, row_slot, parent_consumed=None,
               tail_pages=None):
         """Offers the checkpoint of the first `consumed` tokens (pages `chain`,
@@ -322,6 +334,13 @@ class AttachedStore:
 
     def end_lookup(self, ticket):
         self._client.end_lookup(ticket)
+
+    def evicted(self, notices):
+        """As Store.evicted: sent to the rank's store, no answer."""
+        self._client.evicted([(tokens(t), c, g) for t, c, g in notices])
+
+    def evictions_lost(self):
+        self._client.evictions_lost()
 
     def store(self, checkpoint_id, token_ids, consumed, chain, row_slot, parent_consumed=None,
               tail_pages=None):

@@ -37,10 +37,21 @@ std::optional<HostHit> DiskStore::Lookup(const PrefixHistory& history, uint64_t 
 }
 
 StoreOutcome DiskStore::Store(const PublishedCheckpoint& cp) {
+  return retries_.Note(cp.key, [&](RetryCause& cause) { return Offer(cp, cause); });
+}
+
+void DiskStore::Evicted(std::span<const EvictionNotice> notices) {
+  retries_.Evicted(notices, files_.stats().retry_abandoned);
+}
+
+StoreOutcome DiskStore::Offer(const PublishedCheckpoint& cp, RetryCause& cause) {
   if (!files_.accepting()) return Count(StoreOutcome::kDisabled);
   PrefixIndex& index = files_.index();
   if (index.Contains(cp.key)) return Count(StoreOutcome::kPresent);
-  if (files_.NameTaken(cp.key)) return Count(StoreOutcome::kRetry);
+  if (files_.NameTaken(cp.key)) {
+    cause = RetryCause::kInflight;
+    return Count(StoreOutcome::kRetry);
+  }
   const uint64_t pt = files_.geometry().page_tokens;
   const uint64_t chain_pages = cp.key.consumed / pt;
   STRATA_ASSERT(cp.chain.size() == chain_pages,
@@ -55,6 +66,7 @@ StoreOutcome DiskStore::Store(const PublishedCheckpoint& cp) {
     outcome = StoreOutcome::kOversize;
   } else if (!files_.MakeRoom(bytes)) {
     outcome = StoreOutcome::kDeferred;
+    cause = RetryCause::kBudget;
   }
   const std::optional<PrefixKey> parent = parent_held ? cp.parent : std::nullopt;
   if (outcome != StoreOutcome::kQueued) {
@@ -86,6 +98,7 @@ StoreOutcome DiskStore::Store(const PublishedCheckpoint& cp) {
   if (!s.ok()) {
     (void)index.Remove(cp.key);
     files_.EraseFile(file_id);
+    cause = RetryCause::kQueue;
     if (s.code() == StatusCode::kBusy) return Count(StoreOutcome::kRetry);
     if (s.code() == StatusCode::kInvalidArgument) return Count(StoreOutcome::kOversize);
     return Count(StoreOutcome::kDisabled);

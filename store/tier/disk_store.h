@@ -16,6 +16,7 @@
 #include "store/tier/disk_files.h"
 #include "store/tier/host_store.h"
 #include "store/tier/record_handover.h"
+#include "store/tier/retry_ledger.h"
 
 namespace strata {
 
@@ -40,6 +41,12 @@ class DiskStore final : public HostStore, public RecordIntake, private DiskOpera
   std::optional<HostHit> Lookup(const PrefixHistory& history, uint64_t resident_tokens,
                                 uint64_t before) override;
   StoreOutcome Store(const PublishedCheckpoint& checkpoint) override;
+  // Store without this store's retry ledger, for an owner that keeps its own
+  // (a composite's); `cause` is set when it refuses for now.
+  StoreOutcome Offer(const PublishedCheckpoint& checkpoint, RetryCause& cause);
+  // Counts the evicted checkpoints still waiting for a re-offer as abandoned
+  // retries (RetryLedger).
+  void Evicted(std::span<const EvictionNotice> notices) override;
   Status Fetch(const HostHit& hit, const InboundTicket& ticket) override;
   // `now_ms`: milliseconds since the Unix epoch (record ages follow file mtimes).
   void Poll(uint64_t now_ms, std::vector<StoreEvent>& events) override;
@@ -106,6 +113,7 @@ class DiskStore final : public HostStore, public RecordIntake, private DiskOpera
   StoreOutcome Count(StoreOutcome o);
 
   DiskFiles files_;
+  RetryLedger retries_;
   std::vector<StoreEvent> events_;
   bool stopped_reported_ = false;
 };

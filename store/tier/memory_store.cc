@@ -72,6 +72,14 @@ void MemoryStore::ApplyRowDrop(const std::optional<RowDrop>& drop) {
 }
 
 StoreOutcome MemoryStore::Store(const PublishedCheckpoint& cp) {
+  return retries_.Note(cp.key, [&](RetryCause& cause) { return Offer(cp, cause); });
+}
+
+void MemoryStore::Evicted(std::span<const EvictionNotice> notices) {
+  retries_.Evicted(notices, stats_.retry_abandoned);
+}
+
+StoreOutcome MemoryStore::Offer(const PublishedCheckpoint& cp, RetryCause& cause) {
   auto count = [&](StoreOutcome o) { return CountOutcome(stats_, o); };
   if (closed_) return count(StoreOutcome::kDisabled);
   if (index_.Contains(cp.key)) return count(StoreOutcome::kPresent);
@@ -90,6 +98,7 @@ StoreOutcome MemoryStore::Store(const PublishedCheckpoint& cp) {
     outcome = StoreOutcome::kOversize;
   } else if (!AllocateWithEviction(need, slots)) {
     outcome = StoreOutcome::kDeferred;
+    cause = RetryCause::kSlabs;
   }
   if (outcome != StoreOutcome::kQueued) {
     if (parent_held) Unpin({*cp.parent});
@@ -111,6 +120,7 @@ StoreOutcome MemoryStore::Store(const PublishedCheckpoint& cp) {
     lineage_.erase(cp.key);
     records_.Remove(id);
     records_.Release(id);
+    cause = RetryCause::kQueue;
     return count(s.code() == StatusCode::kBusy ? StoreOutcome::kRetry : StoreOutcome::kDeferred);
   }
   ops_[op] = Operation{Operation::Kind::kCopyOut, cp.key, cp.checkpoint_id, {}, {cp.key}, {id}};

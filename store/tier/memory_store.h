@@ -18,6 +18,7 @@
 #include "store/record/record_layout.h"
 #include "store/tier/host_store.h"
 #include "store/tier/record_handover.h"
+#include "store/tier/retry_ledger.h"
 #include "store/tier/store_clock.h"
 #include "store/transfer/slab_records.h"
 #include "store/transfer/transfer_plan.h"
@@ -43,6 +44,9 @@ class MemoryStore final : public HostStore, public RecordIntake, public RecordSo
   std::optional<HostHit> Lookup(const PrefixHistory& history, uint64_t resident_tokens,
                                 uint64_t before) override;
   StoreOutcome Store(const PublishedCheckpoint& checkpoint) override;
+  // Counts the evicted checkpoints still waiting for a re-offer as abandoned
+  // retries (RetryLedger).
+  void Evicted(std::span<const EvictionNotice> notices) override;
   Status Fetch(const HostHit& hit, const InboundTicket& ticket) override;
   void Poll(uint64_t now_ms, std::vector<StoreEvent>& events) override;
   void NotifyOnProgress(std::shared_ptr<WakeSignal> signal) override {
@@ -87,6 +91,8 @@ class MemoryStore final : public HostStore, public RecordIntake, public RecordSo
     std::vector<uint64_t> records;
   };
 
+  // Store without the retry ledger; `cause` is set when it refuses for now.
+  StoreOutcome Offer(const PublishedCheckpoint& checkpoint, RetryCause& cause);
   bool AllocateWithEviction(uint64_t count, std::vector<SlotId>& out);
   void ApplyEviction(const EvictionDecision& d);
   void ApplyRemoved(const std::vector<RemovedRecord>& removed);
@@ -122,6 +128,7 @@ class MemoryStore final : public HostStore, public RecordIntake, public RecordSo
   TransferTracker tracker_;
   MemoryStoreOptions options_;
   EvictionSink* eviction_sink_ = nullptr;
+  RetryLedger retries_;
   PrefixIndex index_;
   uint64_t page_bytes_all_ranks_ = 0;  // unpadded
   uint64_t row_bytes_all_ranks_ = 0;   // unpadded

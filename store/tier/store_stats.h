@@ -2,9 +2,22 @@
 // (seed 2.11 and 2.15 metric lists). Plain values, copied out by Stats().
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 
 namespace strata {
+
+// Why a store refused an offer for now (kDeferred, kRetry).
+enum class RetryCause : uint8_t {
+  kInflight,  // a copy of the same key (or its file) is still under way
+  kSlabs,     // no free host slots, and none could be made free
+  kQueue,     // the transfer or disk job queue is full
+  kBudget,    // no room under the disk tier's limit
+};
+inline constexpr size_t kRetryCauseCount = 4;
+// Abandoned retries by cause, indexed by RetryCause.
+using RetryCounts = std::array<uint64_t, kRetryCauseCount>;
 
 struct TierStats {
   uint64_t records = 0;           // held now (disk: including reservations)
@@ -36,6 +49,10 @@ struct StoreStats {
   uint64_t store_retry = 0;
   uint64_t store_oversize = 0;
   uint64_t store_failed = 0;
+  // Offers refused for now (kDeferred, kRetry) whose checkpoint the runtime
+  // evicted before a re-offer was taken, by the last refusal's cause
+  // (RetryLedger).
+  RetryCounts retry_abandoned{};
 
   // Lookups and restores.
   uint64_t lookups = 0;

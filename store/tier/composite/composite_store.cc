@@ -187,6 +187,14 @@ std::optional<HostHit> CompositeStore::Lookup(const PrefixHistory& history,
 }
 
 StoreOutcome CompositeStore::Store(const PublishedCheckpoint& cp) {
+  return retries_.Note(cp.key, [&](RetryCause& cause) { return Offer(cp, cause); });
+}
+
+void CompositeStore::Evicted(std::span<const EvictionNotice> notices) {
+  retries_.Evicted(notices, stats_.retry_abandoned);
+}
+
+StoreOutcome CompositeStore::Offer(const PublishedCheckpoint& cp, RetryCause& cause) {
   if (closed_) return Count(StoreOutcome::kDisabled);
   if (disk_->index().Contains(cp.key)) {
     return Count(options_.direct ? Warm(cp) : StoreOutcome::kPresent);
@@ -206,12 +214,16 @@ StoreOutcome CompositeStore::Store(const PublishedCheckpoint& cp) {
       !ReserveWarm(need, slots)) {
     // Memory cannot hold it: stream it to disk through staging, unretained,
     // once clean residents made room for the staging.
-    if (need <= pool_->total_slots() && !MakeFree(need)) return Count(StoreOutcome::kDeferred);
-    return Count(disk_->Store(cp));
+    if (need <= pool_->total_slots() && !MakeFree(need)) {
+      cause = RetryCause::kSlabs;
+      return Count(StoreOutcome::kDeferred);
+    }
+    return Count(disk_->Offer(cp, cause));
   }
   Result<uint32_t> indexed = held_->InsertHeld(cp);
   if (!indexed.ok()) {
     pool_->Free(slots);
+    cause = RetryCause::kInflight;
     return Count(indexed.status().code() == StatusCode::kBusy ? StoreOutcome::kRetry
                                                               : StoreOutcome::kDisabled);
   }
@@ -224,6 +236,7 @@ StoreOutcome CompositeStore::Store(const PublishedCheckpoint& cp) {
     held_->DropHeld(cp.key);
     records_.Remove(record);
     records_.Release(record);
+    cause = RetryCause::kQueue;
     return Count(s.code() == StatusCode::kBusy ? StoreOutcome::kRetry : StoreOutcome::kDeferred);
   }
   AddResident(cp.key, record, Residence::kCopying);

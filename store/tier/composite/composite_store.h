@@ -58,6 +58,7 @@
 #include "store/tier/composite/spill_policy.h"
 #include "store/tier/disk_store.h"
 #include "store/tier/held_records.h"
+#include "store/tier/retry_ledger.h"
 #include "store/tier/store_clock.h"
 #include "store/transfer/slab_records.h"
 #include "store/transfer/transfer_tracker.h"
@@ -111,6 +112,9 @@ class CompositeStore final : public HostStore, private DiskTierListener {
   std::optional<HostHit> Lookup(const PrefixHistory& history, uint64_t resident_tokens,
                                 uint64_t before) override;
   StoreOutcome Store(const PublishedCheckpoint& checkpoint) override;
+  // Counts the evicted checkpoints still waiting for a re-offer as abandoned
+  // retries (RetryLedger; the disk tier's refusals included).
+  void Evicted(std::span<const EvictionNotice> notices) override;
   Status Fetch(const HostHit& hit, const InboundTicket& ticket) override;
   void Poll(uint64_t now_ms, std::vector<StoreEvent>& events) override;
   // Both tiers' copies and disk jobs notify `signal`.
@@ -219,6 +223,8 @@ class CompositeStore final : public HostStore, private DiskTierListener {
   // Warm slots a record of `key` read from disk needs; 0 when resident.
   uint64_t SlotsToRead(const PrefixKey& key) const;
   StoreOutcome Count(StoreOutcome o);
+  // Store without the retry ledger; `cause` is set when it refuses for now.
+  StoreOutcome Offer(const PublishedCheckpoint& checkpoint, RetryCause& cause);
   // options_.direct: a Store of `cp` whose record is on disk and not
   // in memory: kQueued with a copy-in under way (kWarming), else kPresent.
   StoreOutcome Warm(const PublishedCheckpoint& cp);
@@ -278,6 +284,7 @@ class CompositeStore final : public HostStore, private DiskTierListener {
   uint64_t page_bytes_all_ranks_ = 0;
   uint64_t row_bytes_all_ranks_ = 0;
   bool closed_ = false;
+  RetryLedger retries_;
   StoreStats stats_;
 };
 

@@ -110,7 +110,7 @@ void PoolSimWorld::AdvanceClaims(SimInstance& inst) {
 }
 
 void PoolSimWorld::FinishCopy(SimInstance& inst, SimClaim& claim) {
-  Xxh3Stream hash;
+  HashPipeline& hash = hash_;
   for (size_t i = 0; i < claim.records.size(); ++i) {
     const ClaimedRecord& r = claim.records[i];
     if (Status fit = CheckSlotsFit(r.slots, r.bytes, kSlotBytes, kSlotCount); !fit.ok()) {
@@ -161,7 +161,8 @@ void PoolSimWorld::AdvancePuts(SimInstance& inst) {
       Event(Name(inst) + " aborts its put of " + Subject(p.subject));
       continue;
     }
-    Xxh3Stream hash;
+    HashPipeline& hash = hash_;
+    hash.Reset();
     uint64_t at = 0;
     for (SlotId slot : p.slots) {
       const uint64_t n = std::min<uint64_t>(kSlotBytes, p.bytes.size() - at);

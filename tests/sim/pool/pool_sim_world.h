@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "coordinator/pool/arena.h"
+#include "coordinator/pool/hash_pipeline.h"
 #include "coordinator/pool/lookup_grace.h"
 #include "coordinator/pool/lookup_tickets.h"
 #include "coordinator/pool/pool_catalog.h"
@@ -154,6 +155,7 @@ class PoolSimWorld {
   // The manager; null while it is down.
   std::unique_ptr<PoolCatalog> catalog_;
   std::unique_ptr<Arena> arena_;
+  HashPipeline hash_;  // every copy's, as an instance's PoolClient hashes them
   ManagerIdentity identity_;
   uint32_t manager_restart_in_ = 0;
   uint64_t evicted_seen_ = 0;

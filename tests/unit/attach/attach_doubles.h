@@ -7,6 +7,7 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "store/tier/host_store.h"
@@ -52,6 +53,10 @@ class ScriptedStore final : public HostStore {
             .retry_used = false};
   }
   void EndLookup(LookupTicket ticket) override { ended.push_back(ticket); }
+  void Evicted(std::span<const EvictionNotice> notices) override {
+    evicted.insert(evicted.end(), notices.begin(), notices.end());
+  }
+  void EvictionsLost() override { ++evictions_lost; }
   StoreOutcome Store(const PublishedCheckpoint& /*checkpoint*/) override {
     ++stores;
     return StoreOutcome::kQueued;
@@ -84,6 +89,8 @@ class ScriptedStore final : public HostStore {
   bool give_tickets = true;
   uint64_t pool_consumed = 0;  // an admitted ticket's pooled endpoint (TicketStatus)
   std::vector<LookupTicket> begun, admitted, ended;
+  std::vector<EvictionNotice> evicted;  // every notice Evicted was handed
+  int evictions_lost = 0;
 };
 
 // A store's event about checkpoint `id` (kStored / kStoreFailed) or ticket `id`.

@@ -191,5 +191,21 @@ TEST(StoreDispatchTest, AtMostTheBoundOfTicketsIsOpenAndADetachEndsThem) {
   EXPECT_EQ(store.ended.size(), kAttachTicketsMax) << "the runtime left: every ticket ends";
 }
 
+TEST(StoreDispatchTest, EvictionNoticesReachTheStoreWithoutAnAnswer) {
+  Dispatch f;
+  EvictedNotices notices;
+  notices.notices.push_back({.key = PrefixKey{.consumed = 64, .digest = {}}, .generation = 3});
+  notices.notices.push_back({.key = PrefixKey{.consumed = 128, .digest = {}}, .generation = 4});
+  std::vector<AttachMessage> replies;
+  ASSERT_TRUE(f.d.Handle(notices, replies).ok());
+  ASSERT_TRUE(f.d.Handle(EvictionsLost{}, replies).ok());
+  EXPECT_TRUE(replies.empty());
+  ASSERT_EQ(f.store.evicted.size(), 2u);
+  EXPECT_EQ(f.store.evicted[0].key.consumed, 64u);
+  EXPECT_EQ(f.store.evicted[1].generation, 4u);
+  EXPECT_EQ(f.store.evictions_lost, 1);
+  EXPECT_EQ(f.d.in_flight(), 3u);  // the jobs under way are untouched
+}
+
 }  // namespace
 }  // namespace strata::attach

@@ -139,6 +139,39 @@ TEST(AttachCodecTest, TwoStepLookupsRoundTripAndAnAdmissionNamesItsTicket) {
   }
 }
 
+TEST(AttachCodecTest, EvictionNoticesRoundTripAndTooManyAreRefused) {
+  EvictedNotices m;
+  for (uint64_t i = 1; i <= 3; ++i) {
+    EvictionNotice n;
+    n.key.consumed = 64 * i;
+    n.key.digest[0] = static_cast<uint8_t>(i);
+    n.generation = 10 + i;
+    m.notices.push_back(n);
+  }
+  auto frame = EncodeAttachFrame(m);
+  ASSERT_TRUE(frame.ok()) << frame.status().ToString();
+  auto back = DecodeAttachFrame(frame->words);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  const auto& got = std::get<EvictedNotices>(*back).notices;
+  ASSERT_EQ(got.size(), 3u);
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].key, m.notices[i].key);
+    EXPECT_EQ(got[i].generation, m.notices[i].generation);
+  }
+  auto lost = EncodeAttachFrame(EvictionsLost{});
+  ASSERT_TRUE(lost.ok());
+  auto lost_back = DecodeAttachFrame(lost->words);
+  ASSERT_TRUE(lost_back.ok());
+  EXPECT_TRUE(std::holds_alternative<EvictionsLost>(*lost_back));
+
+  EvictedNotices too_many;
+  too_many.notices.resize(kAttachNoticesMax + 1);
+  const auto refused = EncodeAttachFrame(too_many);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("Evicted.notices"), std::string::npos)
+      << refused.status().ToString();
+}
+
 TEST(AttachCodecTest, ATicketsStatusRoundTripsAndAnImpossibleOneIsRefused) {
   auto ask = EncodeAttachFrame(TicketStatusRequest{.request_id = 21, .begun = 11});
   ASSERT_TRUE(ask.ok());

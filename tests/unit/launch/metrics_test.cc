@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "store/tier/retry_ledger.h"
 #include "tests/unit/launch/prometheus_reader.h"
 
 namespace strata {
@@ -36,6 +37,7 @@ StoreStats DistinctStats() {
                       &s.fanout_write_failures}) {
     *f = v++;
   }
+  for (uint64_t& f : s.retry_abandoned) f = v++;
   for (TierStats* t : {&s.memory, &s.disk}) {
     for (uint64_t* f :
          {&t->records, &t->bytes, &t->stored_total, &t->evicted_total, &t->demoted_total,
@@ -89,6 +91,11 @@ TEST(MetricsTest, EveryStoreStatsFieldIsExported) {
   EXPECT_EQ(ValueOf(e, outcomes, {{"outcome", "retry"}}), is(s.store_retry));
   EXPECT_EQ(ValueOf(e, outcomes, {{"outcome", "oversize"}}), is(s.store_oversize));
   EXPECT_EQ(ValueOf(e, outcomes, {{"outcome", "failed"}}), is(s.store_failed));
+  const std::string abandoned = "strata_host_cache_retry_abandoned_total";
+  for (size_t c = 0; c < kRetryCauseCount; ++c) {
+    const std::string reason(RetryCauseName(static_cast<RetryCause>(c)));
+    EXPECT_EQ(ValueOf(e, abandoned, {{"reason", reason}}), is(s.retry_abandoned[c])) << reason;
+  }
   EXPECT_EQ(ValueOf(e, "strata_lookups_total"), is(s.lookups));
   EXPECT_EQ(ValueOf(e, "strata_lookup_hits_total"), is(s.hits));
   EXPECT_EQ(ValueOf(e, "strata_reused_tokens_total"), is(s.reused_tokens));
@@ -119,7 +126,8 @@ TEST(MetricsTest, EveryStoreStatsFieldIsExported) {
     EXPECT_EQ(ValueOf(e, "strata_host_cache_bytes_in_total", l), is(t.bytes_in_total));
     EXPECT_EQ(ValueOf(e, "strata_host_cache_bytes_out_total", l), is(t.bytes_out_total));
   }
-  // 21 store fields + 13 per tier, each once, each with its own value.
+  // 21 store fields, the abandoned retries by cause + 13 per tier, each
+  // once, each with its own value.
   std::set<std::string> values;
   for (const Sample& smp : e.samples) {
     if (smp.name.rfind("strata_host_cache_", 0) == 0 || smp.name.rfind("strata_store_", 0) == 0 ||
@@ -133,7 +141,7 @@ TEST(MetricsTest, EveryStoreStatsFieldIsExported) {
       EXPECT_TRUE(values.insert(smp.value).second) << smp.name;
     }
   }
-  EXPECT_EQ(values.size(), 21u + 2 * 13u);
+  EXPECT_EQ(values.size(), 21u + kRetryCauseCount + 2 * 13u);
 }
 
 TEST(MetricsTest, LatencyHistogramIsCumulativeInSeconds) {

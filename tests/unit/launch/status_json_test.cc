@@ -36,7 +36,9 @@ TEST(StatusJsonTest, RankPeersStoreAndLatency) {
   EXPECT_EQ(j["store"]["hits"], 5);
   EXPECT_EQ(j["store"]["disk"]["records"], 7);
   EXPECT_EQ(j["store"]["memory"]["bytes_out_total"], 4096);
-  EXPECT_EQ(j["store"].size(), 23u);  // 21 fields + two tiers
+  EXPECT_EQ(j["store"].size(), 24u);  // 21 fields, the abandoned retries + two tiers
+  EXPECT_EQ(j["store"]["retry_abandoned"].size(), kRetryCauseCount);
+  EXPECT_EQ(j["store"]["retry_abandoned"]["slabs"], 0);
   EXPECT_EQ(j["store"]["memory"].size(), 13u);
   EXPECT_EQ(j["transport"]["kind"], "staged");
   EXPECT_EQ(j["transport"]["reason"], "direct refused: libcufile.so.0 not found");

@@ -30,7 +30,7 @@ struct Granted {
   }
   void Put(const PrefixKey& key, std::vector<SlotId> slots, uint64_t bytes, uint8_t seed) {
     std::vector<std::byte> image = Pattern(bytes, seed);
-    Xxh3Stream hash;
+    HashPipeline hash;
     Result<uint64_t> sum = CopyIntoSlots(*arena, slots, image, hash);
     ASSERT_TRUE(sum.ok()) << sum.status().ToString();
     EXPECT_EQ(*sum, Xxh3(image));
@@ -86,7 +86,8 @@ TEST(ClaimCopierTest, ReusedBuffersAreResizedAndOverwritten) {
   ClaimCopyJob job = g.Job(1);
   job.buffers = {std::vector<std::byte>(g.images[0].size(), std::byte{0xee}),
                  std::vector<std::byte>(5, std::byte{0xee})};
-  RunClaimCopy(job);
+  HashPipeline hash;
+  RunClaimCopy(job, hash);
   ASSERT_TRUE(job.status.ok()) << job.status.ToString();
   EXPECT_EQ(job.buffers[0], g.images[0]);
   EXPECT_EQ(job.buffers[1], g.images[1]);
@@ -95,25 +96,26 @@ TEST(ClaimCopierTest, ReusedBuffersAreResizedAndOverwritten) {
 TEST(ClaimCopierTest, AByteChangedInASlotAnotherRecordOrAShortGrantFailsTheCopy) {
   Granted g;
   g.arena->Slot(SlotId(2))[10] ^= std::byte{1};  // inside the first record's second slot
+  HashPipeline hash;
   ClaimCopyJob flipped = g.Job(1);
-  RunClaimCopy(flipped);
+  RunClaimCopy(flipped, hash);
   EXPECT_EQ(flipped.status.code(), StatusCode::kCorruption);
   EXPECT_NE(flipped.status.message().find("checksum"), std::string::npos);
 
   Granted other;
   ClaimCopyJob swapped = other.Job(2);
   std::swap(swapped.chain[0], swapped.chain[1]);
-  RunClaimCopy(swapped);
+  RunClaimCopy(swapped, hash);
   EXPECT_EQ(swapped.status.code(), StatusCode::kCorruption) << "a record that is not chain[i]";
 
   ClaimCopyJob short_grant = other.Job(3);
   short_grant.records.pop_back();
-  RunClaimCopy(short_grant);
+  RunClaimCopy(short_grant, hash);
   EXPECT_EQ(short_grant.status.code(), StatusCode::kCorruption) << "fewer records than the chain";
 
   ClaimCopyJob outside = other.Job(4);
   outside.records[1].slots = {SlotId(8)};  // past the arena's 8 slots
-  RunClaimCopy(outside);
+  RunClaimCopy(outside, hash);
   EXPECT_EQ(outside.status.code(), StatusCode::kCorruption);
 }
 

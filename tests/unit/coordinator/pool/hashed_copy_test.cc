@@ -1,5 +1,6 @@
 // CopyHashed: every byte copied and the digest equal to XXH3-64 over the
-// whole, at sizes around the chunk; CheckSlotsFit: one rejection per way a
+// whole, at sizes around the piece, through a pipeline reused from copy to
+// copy; CheckSlotsFit: one rejection per way a
 // grant can fail to hold its record.
 #include "coordinator/pool/hashed_copy.h"
 
@@ -17,11 +18,12 @@ namespace {
 using testing::Pattern;
 
 TEST(HashedCopyTest, CopiesEveryByteAndHashesTheWhole) {
-  constexpr size_t kChunk = kHashedCopyChunkBytes;
-  for (size_t bytes : {size_t{0}, size_t{1}, kChunk - 1, kChunk, kChunk + 1, 3 * kChunk + 17}) {
+  constexpr size_t kPiece = kHashedCopyPieceBytes;
+  HashPipeline hash;
+  for (size_t bytes : {size_t{0}, size_t{1}, kPiece - 1, kPiece, kPiece + 1, 3 * kPiece + 17}) {
     const std::vector<std::byte> src = Pattern(bytes, 3);
     std::vector<std::byte> dst(bytes, std::byte{0xee});
-    Xxh3Stream hash;
+    hash.Reset();
     CopyHashed(dst, src, hash);
     EXPECT_EQ(dst, src) << bytes << " bytes";
     EXPECT_EQ(hash.Digest(), Xxh3(src)) << bytes << " bytes";
@@ -30,10 +32,10 @@ TEST(HashedCopyTest, CopiesEveryByteAndHashesTheWhole) {
 
 TEST(HashedCopyTest, PiecesHashLikeTheirConcatenation) {
   // A record across slots: one stream over several copies.
-  const std::vector<std::byte> src = Pattern(2 * kHashedCopyChunkBytes + 999, 8);
+  const std::vector<std::byte> src = Pattern(2 * kHashedCopyPieceBytes + 999, 8);
   std::vector<std::byte> dst(src.size());
-  Xxh3Stream hash;
-  const size_t cut = kHashedCopyChunkBytes + 5;
+  HashPipeline hash;
+  const size_t cut = kHashedCopyPieceBytes + 5;
   CopyHashed(std::span(dst).first(cut), std::span(src).first(cut), hash);
   CopyHashed(std::span(dst).subspan(cut), std::span(src).subspan(cut), hash);
   EXPECT_EQ(dst, src);

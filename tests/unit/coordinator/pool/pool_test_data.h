@@ -1,15 +1,19 @@
-// Test data shared by the pool's unit tests: token runs, keys and byte patterns.
+// Test data shared by the pool's unit tests: token runs, keys and byte
+// patterns, and a wait for the manager's published rejection counts.
 #pragma once
 
 #include <stdlib.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <numeric>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "coordinator/pool/pool_client.h"
+#include "coordinator/pool/pool_server.h"
 #include "store/base/prefix_history.h"
 
 namespace strata::pool::testing {
@@ -55,6 +59,19 @@ inline std::vector<std::byte> Pattern(uint64_t bytes, uint8_t seed) {
   std::vector<std::byte> b(bytes);
   for (uint64_t i = 0; i < bytes; ++i) b[i] = static_cast<std::byte>((i * 31 + seed) & 0xff);
   return b;
+}
+
+// strata_pool_hellos_rejected_total{reason} as the manager publishes it
+// (after the sweep that counted it), once it reaches `n` or after 10 s.
+inline uint64_t RejectionsWithin(const PoolServer& server, const std::string& reason, uint64_t n) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (;;) {
+    const PoolManagerStats s = server.Stats();
+    const auto it = s.traffic.hellos_rejected.find(reason);
+    const uint64_t got = it == s.traffic.hellos_rejected.end() ? 0 : it->second;
+    if (got >= n || std::chrono::steady_clock::now() > deadline) return got;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
 }
 
 }  // namespace strata::pool::testing

@@ -55,17 +55,8 @@ class PoolTlsTest : public ::testing::Test {
     o.answer_bound = std::chrono::seconds(5);
     return o;
   }
-  // Waits until the manager counted `n` failed handshakes, within 10 s.
-  uint64_t TlsRejections(uint64_t n) const {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    for (;;) {
-      const PoolManagerStats s = server_->Stats();
-      const auto it = s.traffic.hellos_rejected.find("tls");
-      const uint64_t got = it == s.traffic.hellos_rejected.end() ? 0 : it->second;
-      if (got >= n || std::chrono::steady_clock::now() > deadline) return got;
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-  }
+  // Failed handshakes counted, once `n` or after 10 s.
+  uint64_t TlsRejections(uint64_t n) const { return testing::RejectionsWithin(*server_, "tls", n); }
 
   std::string dir_;
   Issued ca_, manager_cert_, instance_cert_;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <thread>
 
 #include "launch/presets.h"
 #include "launch/runtime/synthetic_runtime.h"
@@ -26,6 +27,18 @@ struct Fixture {
   std::shared_ptr<SlabPool> pool;
   std::unique_ptr<MemoryStore> store;
 };
+
+// The checkpoint of `h`'s first `consumed` tokens (64-token pages 0, 1, ...,
+// row slot 0), a root.
+PublishedCheckpoint CheckpointAt(const PrefixHistory& h, uint64_t consumed, uint64_t id) {
+  PublishedCheckpoint cp;
+  cp.checkpoint_id = id;
+  cp.key = h.key_at(consumed);
+  cp.bucket = h.bucket_digest(consumed);
+  for (uint32_t i = 0; i < consumed / 64; ++i) cp.chain.push_back(PageId(i));
+  cp.row_slot = StateSlot(0);
+  return cp;
+}
 
 TEST(MemoryStoreTest, HostRestoreAfterGpuEvictionIsByteExact) {
   for (uint32_t ranks : {1u, 2u}) {
@@ -88,15 +101,7 @@ TEST(MemoryStoreTest, OutcomesPresentOversizeDeferred) {
   Fixture f("tiny", 1, 512, 8);
   std::vector<Token> tokens(64 * 20, 7);
   PrefixHistory h(tokens);
-  auto checkpoint = [&](uint64_t consumed, uint64_t id) {
-    PublishedCheckpoint cp;
-    cp.checkpoint_id = id;
-    cp.key = h.key_at(consumed);
-    cp.bucket = h.bucket_digest(consumed);
-    for (uint32_t i = 0; i < consumed / 64; ++i) cp.chain.push_back(PageId(i));
-    cp.row_slot = StateSlot(0);
-    return cp;
-  };
+  auto checkpoint = [&](uint64_t consumed, uint64_t id) { return CheckpointAt(h, consumed, id); };
   EXPECT_EQ(f.store->Store(checkpoint(64 * 20, 1)), StoreOutcome::kOversize);  // 20 pages > 8 slots
   EXPECT_EQ(f.store->Store(checkpoint(64 * 6, 2)), StoreOutcome::kQueued);     // 7 slots
   EXPECT_EQ(f.store->Store(checkpoint(64 * 6, 3)), StoreOutcome::kPresent);
@@ -107,6 +112,36 @@ TEST(MemoryStoreTest, OutcomesPresentOversizeDeferred) {
   EXPECT_EQ(s.store_queued, 1u);
   EXPECT_EQ(s.store_present, 1u);
   EXPECT_EQ(s.store_deferred, 1u);
+  ASSERT_TRUE(f.store->Close().ok());
+}
+
+TEST(MemoryStoreTest, AnEvictedCheckpointStillRefusedCountsAsAnAbandonedRetry) {
+  Fixture f("tiny", 1, 512, 8);
+  std::vector<Token> tokens(64 * 20, 7);
+  PrefixHistory h(tokens);
+  auto checkpoint = [&](uint64_t consumed, uint64_t id) { return CheckpointAt(h, consumed, id); };
+  ASSERT_EQ(f.store->Store(checkpoint(64 * 6, 1)), StoreOutcome::kQueued);  // 7 of 8 slots
+  // Pinned in flight, it cannot be evicted: both are refused for want of slots.
+  ASSERT_EQ(f.store->Store(checkpoint(64 * 3, 2)), StoreOutcome::kDeferred);
+  ASSERT_EQ(f.store->Store(checkpoint(64 * 2, 3)), StoreOutcome::kDeferred);
+  std::vector<StoreEvent> events;
+  for (int i = 0; i < 500 && events.empty(); ++i) {
+    f.store->Poll(0, events);
+    if (events.empty()) std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_EQ(events.size(), 1u);
+  ASSERT_EQ(events[0].kind, StoreEvent::Kind::kStored);
+  // The re-offer of the 2-page one is taken (it evicts the first): settled.
+  ASSERT_EQ(f.store->Store(checkpoint(64 * 2, 4)), StoreOutcome::kQueued);
+  const std::vector<EvictionNotice> notices = {{.key = h.key_at(64 * 3), .generation = 2},
+                                               {.key = h.key_at(64 * 2), .generation = 3},
+                                               {.key = h.key_at(64 * 6), .generation = 1}};
+  f.store->Evicted(notices);
+  const RetryCounts abandoned = f.store->Stats().retry_abandoned;
+  EXPECT_EQ(abandoned[static_cast<size_t>(RetryCause::kSlabs)], 1u);
+  EXPECT_EQ(abandoned[static_cast<size_t>(RetryCause::kQueue)], 0u);
+  EXPECT_EQ(abandoned[static_cast<size_t>(RetryCause::kInflight)], 0u);
+  EXPECT_EQ(abandoned[static_cast<size_t>(RetryCause::kBudget)], 0u);
   ASSERT_TRUE(f.store->Close().ok());
 }
 
