@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "coordinator/pool/lookup_grace.h"
+#include "coordinator/pool/pool_socket.h"
 #include "store/record/record_layout.h"
 
 namespace strata::pool {
@@ -18,8 +19,14 @@ PoolLinkOptions InstanceLinkOptions(const InstancePoolOptions& options,
   o.client.job_secret = options.job_secret;
   o.client.tls = options.tls;
   o.client.hello = InstanceHello(geometry, options.model_identity, options.sources);
-  o.client.lookup_bound = options.lookup_bound.value_or(
-      std::chrono::milliseconds(LookupGraceUs(ManagerPlace::kLocalHost, 0) / 1000));
+  // A manager on this host: the local grace. Over TCP, unset: each
+  // connection takes the network grace of its measured round trip.
+  const Result<PoolAddress> address = ParsePoolAddress(options.socket_path);
+  o.client.lookup_bound = options.lookup_bound;
+  if (!o.client.lookup_bound && !(address.ok() && address->tcp())) {
+    o.client.lookup_bound =
+        std::chrono::milliseconds(LookupGraceUs(ManagerPlace::kLocalHost, 0) / 1000);
+  }
   if (options.registrar != nullptr && options.supply) {
     o.registration = ArenaRegistration::kRegistered;
     o.registrar = options.registrar;

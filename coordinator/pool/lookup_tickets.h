@@ -85,6 +85,9 @@ class LookupTickets {
 
   size_t open() const { return tickets_.size(); }
   uint64_t grace_us() const { return grace_us_; }
+  // A new connection measured another round trip: tickets decide on this
+  // grace from now on, those open already included.
+  void set_grace_us(uint64_t grace_us) { grace_us_ = grace_us; }
 
  private:
   struct Entry {

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "coordinator/pool/hashed_copy.h"
+#include "coordinator/pool/lookup_grace.h"
 #include "coordinator/pool/pool_hello_proof.h"
 #include "coordinator/pool/slot_copies.h"
 #include "store/base/assert.h"
@@ -51,12 +52,16 @@ Result<wire::UniqueFd> OpenArenaFile(const std::string& path) {
 }  // namespace
 
 PoolClient::PoolClient(PoolSocket socket, PoolHelloAccept accepted, std::shared_ptr<Arena> arena,
-                       const PoolClientOptions& options)
+                       const PoolClientOptions& options, uint64_t lookup_grace_us,
+                       uint64_t hello_round_trip_us)
     : socket_(std::move(socket)),
       accepted_(std::move(accepted)),
       arena_(std::move(arena)),
       answer_bound_(options.answer_bound),
-      lookup_bound_(options.lookup_bound.value_or(options.answer_bound)) {}
+      lookup_grace_us_(lookup_grace_us),
+      lookup_bound_(std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::microseconds(lookup_grace_us + 999))),
+      hello_round_trip_us_(hello_round_trip_us) {}
 
 Result<std::unique_ptr<PoolClient>> PoolClient::Connect(const PoolClientOptions& options) {
   STRATA_ASSIGN_OR_RETURN(const PoolAddress address, ParsePoolAddress(options.socket_path));
@@ -105,8 +110,13 @@ Result<std::unique_ptr<PoolClient>> PoolClient::Connect(const PoolClientOptions&
     opened.emplace(std::move(fd));
   }
   PoolSocket socket = std::move(*opened);
+  const auto hello_sent = std::chrono::steady_clock::now();
   STRATA_RETURN_IF_ERROR(socket.Send(hello));
   STRATA_ASSIGN_OR_RETURN(PoolReceived received, socket.Receive(left()));
+  const auto round_trip_us =
+      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                std::chrono::steady_clock::now() - hello_sent)
+                                .count());
   if (const auto* reject = std::get_if<PoolHelloReject>(&received.message)) {
     return Status::FailedPrecondition("the pool rejected our Hello: " + reject->reason);
   }
@@ -134,8 +144,14 @@ Result<std::unique_ptr<PoolClient>> PoolClient::Connect(const PoolClientOptions&
     STRATA_ASSIGN_OR_RETURN(
         arena, Arena::Map(std::move(arena_fd), accept->slot_bytes, accept->slot_count));
   }
-  return std::unique_ptr<PoolClient>(
-      new PoolClient(std::move(socket), *accept, std::move(arena), options));
+  const uint64_t grace_us =
+      options.lookup_bound
+          ? static_cast<uint64_t>(std::chrono::microseconds(*options.lookup_bound).count())
+      : address.tcp()
+          ? LookupGraceUs(ManagerPlace::kNetwork, round_trip_us)
+          : static_cast<uint64_t>(std::chrono::microseconds(options.answer_bound).count());
+  return std::unique_ptr<PoolClient>(new PoolClient(std::move(socket), *accept, std::move(arena),
+                                                    options, grace_us, round_trip_us));
 }
 
 template <typename Answer>

@@ -49,8 +49,10 @@ struct PoolClientOptions {
   // sets a short one (PoolLink), so a wedged manager or a process squatting
   // on its port stalls admission briefly.
   std::optional<std::chrono::milliseconds> connect_bound;
-  // Bound on a lookup's answer (the lookup grace); unset: answer_bound. An
-  // answer that misses it is skipped when it arrives later.
+  // Bound on a lookup's answer (the lookup grace); unset: over TCP, the
+  // network grace of the Hello's measured round trip (four round trips,
+  // clamped to 2-250 ms, lookup_grace.h), else answer_bound. An answer that
+  // misses it is skipped when it arrives later.
   std::optional<std::chrono::milliseconds> lookup_bound;
   // A mapping of this manager's arena kept from an earlier connection (a
   // registered one): used instead of mapping the fd again when the Hello
@@ -75,6 +77,10 @@ class PoolClient {
   const Arena& arena() const { return *arena_; }
   // The mapping, for a caller that keeps it past this connection.
   std::shared_ptr<Arena> shared_arena() const { return arena_; }
+  // The lookup grace of this connection (PoolClientOptions::lookup_bound).
+  uint64_t lookup_grace_us() const { return lookup_grace_us_; }
+  // How long the Hello took to be answered: a measured control round trip.
+  uint64_t hello_round_trip_us() const { return hello_round_trip_us_; }
 
   // The pooled chain matching `tokens` (ascending keys), or nullopt. kBusy:
   // no answer within the lookup bound (the connection stays usable).
@@ -169,7 +175,8 @@ class PoolClient {
 
  private:
   PoolClient(PoolSocket socket, PoolHelloAccept accepted, std::shared_ptr<Arena> arena,
-             const PoolClientOptions& options);
+             const PoolClientOptions& options, uint64_t lookup_grace_us,
+             uint64_t hello_round_trip_us);
   // Sends a request and waits, at most `bound`, for the answer with its id.
   template <typename Answer>
   Result<Answer> Ask(const PoolMessage& request, uint64_t request_id,
@@ -204,7 +211,9 @@ class PoolClient {
   PoolHelloAccept accepted_;
   std::shared_ptr<Arena> arena_;
   std::chrono::milliseconds answer_bound_;
-  std::chrono::milliseconds lookup_bound_;
+  uint64_t lookup_grace_us_;
+  std::chrono::milliseconds lookup_bound_;  // lookup_grace_us_, rounded up
+  uint64_t hello_round_trip_us_;
   uint64_t next_request_ = 1;
   HashPipeline hash_;  // hashes every put's and claim's copy as it is written
   // Lookups sent and kept: nullopt until answered.

@@ -4,7 +4,9 @@
 
 #include <thread>
 
+#include "coordinator/pool/lookup_grace.h"
 #include "coordinator/pool/pool_scope.h"
+#include "coordinator/pool/pool_socket.h"
 
 namespace strata::pool {
 
@@ -32,9 +34,14 @@ uint64_t PoolLink::NowUs() const {
 }
 
 uint64_t PoolLink::lookup_grace_us() const {
-  const std::chrono::milliseconds bound =
-      options_.client.lookup_bound.value_or(options_.client.answer_bound);
-  return static_cast<uint64_t>(std::chrono::microseconds(bound).count());
+  if (client_ != nullptr) return client_->lookup_grace_us();
+  if (options_.client.lookup_bound) {
+    return static_cast<uint64_t>(std::chrono::microseconds(*options_.client.lookup_bound).count());
+  }
+  // Not connected, no bound set: a TCP manager's shortest network grace.
+  const Result<PoolAddress> address = ParsePoolAddress(options_.client.socket_path);
+  if (address.ok() && address->tcp()) return kNetworkGraceMinUs;
+  return static_cast<uint64_t>(std::chrono::microseconds(options_.client.answer_bound).count());
 }
 
 std::unique_ptr<PoolLink> PoolLink::AttachAtStartup(const PoolLinkOptions& options) {

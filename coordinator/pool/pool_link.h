@@ -89,8 +89,11 @@ class PoolLink {
   uint64_t connection() const { return connections_; }
   // Microseconds of the link's monotone clock (options' clock.steady).
   uint64_t NowUs() const;
-  // The lookup grace: the client's lookup_bound (rank_pool sets the seed's
-  // 2 ms, lookup_grace.h), else its answer_bound.
+  // The lookup grace of the connection (PoolClient::lookup_grace_us: the
+  // client's lookup_bound, which rank_pool sets to the seed's 2 ms for a
+  // manager on this host; over TCP, four measured round trips clamped to
+  // 2-250 ms, lookup_grace.h); while not connected, the bound, else a TCP
+  // manager's 2 ms, else the answer_bound.
   uint64_t lookup_grace_us() const;
   // Tokens per page of the instance's layout (its Hello's).
   uint32_t page_tokens() const { return options_.client.hello.page_tokens; }

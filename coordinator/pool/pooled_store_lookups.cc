@@ -115,6 +115,8 @@ void PooledStore::PumpTickets() {
   (void)tickets_.FailPending(client != nullptr ? std::optional<uint64_t>(link_->connection())
                                                : std::nullopt);
   if (client == nullptr) return;
+  // Each connection measured its own round trip (a network manager's grace).
+  tickets_.set_grace_us(client->lookup_grace_us());
   if (Status s = client->Pump(); !s.ok()) {
     LoseLink(s);
     return;

@@ -50,6 +50,17 @@ TEST(LookupTicketsTest, FirstAdmission) {
   }
 }
 
+TEST(LookupTicketsTest, ANewGraceAppliesToTicketsAlreadyOpen) {
+  LookupTickets table(kLocalGraceUs);
+  const LookupTicket t = *table.Begin(kConn, 3, kBegun);
+  EXPECT_EQ(table.Admit(t, kBegun + 2'500), AdmissionLookup::kLocalOnly);
+  // A reconnect to a network manager measured 10 ms round trips.
+  table.set_grace_us(LookupGraceUs(ManagerPlace::kNetwork, 10'000));
+  EXPECT_EQ(table.grace_us(), 40'000u);
+  EXPECT_EQ(table.Admit(t, kBegun + 2'500), AdmissionLookup::kWait);
+  EXPECT_EQ(table.Admit(t, kBegun + 40'000), AdmissionLookup::kLocalOnly);
+}
+
 TEST(LookupTicketsTest, ALateAnswerServesOneRetry) {
   LookupTickets table(kLocalGraceUs);
   const LookupTicket t = *table.Begin(kConn, 3, kBegun);

@@ -15,10 +15,13 @@
 #include <thread>
 #include <vector>
 
+#include "coordinator/pool/instance_pool.h"
+#include "coordinator/pool/lookup_grace.h"
 #include "coordinator/pool/pool_client.h"
 #include "coordinator/pool/pool_hello_proof.h"
 #include "coordinator/pool/pool_server.h"
 #include "coordinator/pool/pool_socket.h"
+#include "launch/presets.h"
 #include "tests/unit/coordinator/pool/pool_test_data.h"
 #include "tests/unit/coordinator/pool/pooled_test_instance.h"
 
@@ -100,6 +103,36 @@ TEST_F(PoolTcpTest, AnInstanceOverTcpPutsAndAnotherOnTheUnixSocketClaimsByteExac
   auto again = (*a)->ClaimCopy(**chain);
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(again->front(), record);
+}
+
+TEST_F(PoolTcpTest, ATcpConnectionsLookupGraceIsFourOfItsMeasuredRoundTrips) {
+  StartManager();
+  auto tcp = PoolClient::Connect(TcpClient("GPU-a", Secret('s')));
+  ASSERT_TRUE(tcp.ok()) << tcp.status().ToString();
+  const uint64_t rtt = (*tcp)->hello_round_trip_us();
+  EXPECT_EQ((*tcp)->lookup_grace_us(), LookupGraceUs(ManagerPlace::kNetwork, rtt)) << rtt;
+  EXPECT_GE((*tcp)->lookup_grace_us(), kNetworkGraceMinUs);
+  // A bound set by hand wins; over the Unix socket the default is the answer bound.
+  PoolClientOptions bound = TcpClient("GPU-b", Secret('s'));
+  bound.lookup_bound = std::chrono::milliseconds(7);
+  auto set = PoolClient::Connect(bound);
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  EXPECT_EQ((*set)->lookup_grace_us(), 7'000u);
+  PoolClientOptions unix_socket = testing::ClientOptions(dir_ + "/pool.sock", "GPU-c");
+  unix_socket.answer_bound = std::chrono::milliseconds(40);
+  auto local = PoolClient::Connect(unix_socket);
+  ASSERT_TRUE(local.ok()) << local.status().ToString();
+  EXPECT_EQ((*local)->lookup_grace_us(), 40'000u);
+
+  // An instance's link options: the seed's 2 ms on this host's socket, and
+  // nothing fixed over TCP (each connection measures its own).
+  InstancePoolOptions instance;
+  instance.socket_path = dir_ + "/pool.sock";
+  const CacheGeometry geometry = *PresetGeometry("tiny", 1, 512, 16);
+  EXPECT_EQ(InstanceLinkOptions(instance, geometry).client.lookup_bound,
+            std::chrono::milliseconds(kLocalGraceUs / 1000));
+  instance.socket_path = "tcp://127.0.0.1:" + std::to_string(server_->tcp_port());
+  EXPECT_FALSE(InstanceLinkOptions(instance, geometry).client.lookup_bound.has_value());
 }
 
 TEST_F(PoolTcpTest, AHelloWithAnotherSecretIsRejectedWithItsReasonAndCounted) {
