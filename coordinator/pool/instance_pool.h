@@ -56,7 +56,8 @@ struct InstancePoolOptions {
   HostRegistrar* registrar = nullptr;
   std::function<BudgetSupply()> supply;
   // How long an admission waits for the manager's lookup answer; unset: the
-  // grace of a manager on this host (lookup_grace.h). Tests on loaded
+  // grace of a manager on this host's socket, or over TCP each connection's
+  // measured network grace (lookup_grace.h). Tests on loaded
   // machines set seconds so that a slow answer does not turn a hit into a
   // miss.
   std::optional<std::chrono::milliseconds> lookup_bound;
@@ -104,8 +105,9 @@ class InstancePool {
 };
 
 // The link options an instance attaches with: the Hello of its layout, the
-// lookup grace of a manager on this host (lookup_grace.h), and the arena's
-// registration with device planes.
+// lookup grace of a manager on this host's socket (lookup_grace.h; over TCP
+// none: each connection measures its own), and the arena's registration
+// with device planes.
 PoolLinkOptions InstanceLinkOptions(const InstancePoolOptions& options,
                                     const CacheGeometry& geometry);
 

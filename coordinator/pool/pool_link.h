@@ -90,8 +90,8 @@ class PoolLink {
   // Microseconds of the link's monotone clock (options' clock.steady).
   uint64_t NowUs() const;
   // The lookup grace of the connection (PoolClient::lookup_grace_us: the
-  // client's lookup_bound, which rank_pool sets to the seed's 2 ms for a
-  // manager on this host; over TCP, four measured round trips clamped to
+  // client's lookup_bound, which InstanceLinkOptions sets to the seed's 2 ms
+  // for a manager on this host's socket; over TCP, four measured round trips clamped to
   // 2-250 ms, lookup_grace.h); while not connected, the bound, else a TCP
   // manager's 2 ms, else the answer_bound.
   uint64_t lookup_grace_us() const;

@@ -50,8 +50,8 @@
 // answer is filed against it whenever the store reads the socket (Poll,
 // LookupFor, or while a put waits). LookupFor admits with pool
 // candidates only if the ticket is ready; a pending one is waited for at
-// most the rest of its grace (PoolLink::lookup_grace_us: 2 ms on this host
-// as a rank sets it), once; a late answer may
+// most the rest of its grace (PoolLink::lookup_grace_us: 2 ms on this
+// host's socket, over TCP four measured round trips), once; a late answer may
 // serve one later LookupFor (the retry; the runtime decides it with
 // DecideLateAnswer on TicketStatus). The one-step Lookup is BeginLookup,
 // LookupFor and EndLookup at once.

@@ -29,8 +29,9 @@ struct InstanceOptions {
   uint8_t layout_salt = 0;  // nonzero: another layout fingerprint
   StoreClock clock{};
   ArenaRegistration registration = ArenaRegistration::kNone;
-  // The lookup grace (PoolClientOptions::lookup_bound); unset: the answer
-  // bound (5 s), so that a loaded machine does not turn a hit into a miss.
+  // The lookup grace (PoolClientOptions::lookup_bound); unset: on the Unix
+  // socket the answer bound (5 s), so that a loaded machine does not turn a
+  // hit into a miss.
   std::optional<std::chrono::milliseconds> lookup_grace{};
 };
 
