@@ -79,8 +79,11 @@ class PoolClient {
   std::shared_ptr<Arena> shared_arena() const { return arena_; }
   // The lookup grace of this connection (PoolClientOptions::lookup_bound).
   uint64_t lookup_grace_us() const { return lookup_grace_us_; }
-  // How long the Hello took to be answered: a measured control round trip.
-  uint64_t hello_round_trip_us() const { return hello_round_trip_us_; }
+  // A measured control round trip: the smaller of how long the TCP connect
+  // (the kernels' handshake) and the Hello took, so that one stall of the
+  // manager's loop during the Hello does not inflate it; over the Unix
+  // socket, the Hello's.
+  uint64_t control_round_trip_us() const { return control_round_trip_us_; }
 
   // The pooled chain matching `tokens` (ascending keys), or nullopt. kBusy:
   // no answer within the lookup bound (the connection stays usable).
@@ -176,7 +179,7 @@ class PoolClient {
  private:
   PoolClient(PoolSocket socket, PoolHelloAccept accepted, std::shared_ptr<Arena> arena,
              const PoolClientOptions& options, uint64_t lookup_grace_us,
-             uint64_t hello_round_trip_us);
+             uint64_t control_round_trip_us);
   // Sends a request and waits, at most `bound`, for the answer with its id.
   template <typename Answer>
   Result<Answer> Ask(const PoolMessage& request, uint64_t request_id,
@@ -213,7 +216,7 @@ class PoolClient {
   std::chrono::milliseconds answer_bound_;
   uint64_t lookup_grace_us_;
   std::chrono::milliseconds lookup_bound_;  // lookup_grace_us_, rounded up
-  uint64_t hello_round_trip_us_;
+  uint64_t control_round_trip_us_;
   uint64_t next_request_ = 1;
   HashPipeline hash_;  // hashes every put's and claim's copy as it is written
   // Lookups sent and kept: nullopt until answered.
