@@ -61,11 +61,35 @@ std::vector<MetricFamily> PoolManagerMetrics(const pool::PoolManagerStats& s) {
   MetricFamily hellos{"strata_pool_hellos_rejected_total",
                       kCounter,
                       "Hellos the manager rejected, by reason (job_secret: a TCP Hello that "
-                      "did not prove the job secret).",
+                      "did not prove the job secret; data_job_secret, data_token: a data "
+                      "connection's; no_arena_file: a TCP Hello asking for the arena's file "
+                      "of a manager without one).",
                       {}};
   for (const auto& [reason, n] : t.hellos_rejected)
     hellos.samples.push_back({{{"reason", reason}}, n});
   out.push_back(std::move(hellos));
+  // The TCP data channel (pool_data_server.h): "in" lands in the arena
+  // (puts' windows), "out" leaves it (claims' windows).
+  const pool::PoolDataCounts& d = s.data;
+  out.push_back(Family("strata_pool_data_connections_total", kCounter,
+                       "Data connections accepted (the TCP data channel).", d.connections));
+  out.push_back({"strata_pool_data_windows_total",
+                 kCounter,
+                 "Data-channel windows moved, by direction (in: a put's, out: a claim's).",
+                 {{{{"direction", "in"}}, d.windows_written},
+                  {{{"direction", "out"}}, d.windows_read}}});
+  out.push_back({"strata_pool_data_bytes_total",
+                 kCounter,
+                 "Data-channel bytes moved, by direction (in: a put's, out: a claim's).",
+                 {{{{"direction", "in"}}, d.bytes_written},
+                  {{{"direction", "out"}}, d.bytes_read}}});
+  out.push_back(Family("strata_pool_data_windows_refused_total", kCounter,
+                       "Data-channel windows refused (no such open put or held claim, or "
+                       "outside its grant).",
+                       d.windows_refused));
+  out.push_back(Family("strata_pool_data_connections_dropped_total", kCounter,
+                       "Data connections ended for a bad frame or a window that stalled.",
+                       d.connections_dropped));
   return out;
 }
 

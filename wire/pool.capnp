@@ -31,6 +31,9 @@ struct Hello {
   proof @6 :Data;
   # Over TCP: 16 bytes the manager's HelloAccept proof covers.
   clientNonce @7 :Data;
+  # Protocol 5, over TCP: move the records through the data channel (the
+  # instance maps no arena: another host), not the arena's file.
+  dataChannel @8 :Bool;
 }
 
 # Manager -> instance, the first frame of a TCP connection: the nonce its
@@ -54,6 +57,13 @@ struct HelloAccept {
   # Over TCP: the manager's HMAC-SHA256 of the job secret over both nonces
   # and this answer (pool_hello_proof.h), checked before the file is mapped.
   proof @8 :Data;
+  # Protocol 5, when the Hello asked for the data channel (arenaPath is then
+  # empty): the session's transfer token (16 bytes) a data connection names,
+  # the largest window one SlotWrite or SlotData carries, and the windows an
+  # instance may have outstanding on one data connection.
+  dataToken @9 :Data;
+  windowBytes @10 :UInt64;
+  windowCredits @11 :UInt32;
 }
 
 # The reason names the first problem; the manager closes after sending it.
@@ -142,6 +152,45 @@ struct ReleaseRequest {
   claim @1 :UInt64;
 }
 
+# The data channel (protocol 5): a second TCP connection of a session that
+# asked for it, opened after HelloAccept. Its first frame (after the
+# Challenge, and TLS when configured) is DataHello; the manager answers
+# dataAccept (an Outcome, request id 0) or closes. Then SlotWrite and
+# SlotRead, each answered in order: `done` and SlotData. A SlotWrite's and
+# a SlotData's `bytes` raw bytes follow their frame on the stream.
+struct DataHello {
+  instance @0 :Data;   # 16 bytes: HelloAccept.instance
+  token @1 :Data;      # 16 bytes: HelloAccept.dataToken
+  # 32 bytes: HMAC-SHA256 of the job secret over "strata-pool-data-v1", the
+  # Challenge's nonce, the instance and the token (pool_hello_proof.h).
+  proof @2 :Data;
+}
+
+# Bytes [offset, offset + bytes) of an open put's record, within one of its
+# slots (offset / slotBytes names the slot of the grant).
+struct SlotWrite {
+  requestId @0 :UInt64;
+  put @1 :UInt64;
+  offset @2 :UInt64;
+  bytes @3 :UInt64;
+}
+
+# Bytes [offset, offset + bytes) of record `record` (its index in the claim
+# answer) of a held claim, within one of its slots.
+struct SlotRead {
+  requestId @0 :UInt64;
+  claim @1 :UInt64;
+  record @2 :UInt32;
+  offset @3 :UInt64;
+  bytes @4 :UInt64;
+}
+
+# The answer to SlotRead: `bytes` raw bytes follow (0 when it failed).
+struct SlotData {
+  outcome @0 :Outcome;
+  bytes @1 :UInt64;
+}
+
 struct Envelope {
   union {
     hello @0 :Hello;
@@ -158,5 +207,10 @@ struct Envelope {
     release @11 :ReleaseRequest;
     done @12 :Outcome;      # the answer to commit, abort and release
     challenge @13 :Challenge;
+    dataHello @14 :DataHello;
+    dataAccept @15 :Outcome;
+    slotWrite @16 :SlotWrite;
+    slotRead @17 :SlotRead;
+    slotData @18 :SlotData;
   }
 }

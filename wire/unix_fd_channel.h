@@ -94,6 +94,14 @@ class UnixFdChannel {
   // holds already decrypted.
   void UseTls(std::unique_ptr<TlsSession> tls) { tls_ = std::move(tls); }
 
+  // The socket and its TLS session (null: none), for a caller that reads
+  // and writes the stream itself from now on (the pool's data connections).
+  // Only between frames (nothing of a next frame read yet); the channel is
+  // empty afterwards.
+  std::pair<UniqueFd, std::unique_ptr<TlsSession>> Release() {
+    return {std::move(socket_), std::move(tls_)};
+  }
+
  private:
   // Reads without waiting; true once reader_ holds a complete frame.
   Result<bool> ReadUntilFrame();

@@ -1,6 +1,5 @@
 #include "coordinator/pool/claim_copier.h"
 
-#include "coordinator/pool/slot_copies.h"
 
 namespace strata::pool {
 
@@ -18,7 +17,7 @@ void RunClaimCopy(ClaimCopyJob& job, HashPipeline& hash) {
                                       job.chain[i].ToFileStem());
       return;
     }
-    job.status = CopyOutOfSlots(*job.arena, r, job.buffers[i], hash);
+    job.status = job.slots->CopyOut(job.claim, static_cast<uint32_t>(i), r, job.buffers[i], hash);
     if (!job.status.ok()) return;
   }
 }

@@ -5,9 +5,11 @@
 // (slot_copies.h), then handed back. The owner releases the claim only after
 // the job came back, so the manager never reuses a slot a copy still reads.
 //
-// The job holds the arena's mapping (a shared_ptr), so a copy never reads
-// unmapped memory even when the connection that granted it is gone; the
-// slots may then be reused and the check fails the copy.
+// The job holds its way to the slots (a shared_ptr: the arena's mapping, or
+// the claims' data connection), so a copy never reads unmapped memory even
+// when the connection that granted it is gone; the slots may then be reused
+// and the check fails the copy (or the data connection is gone with its
+// session and the copy fails kUnavailable).
 //
 // Thread: Submit, TakeDone and NotifyOnProgress from the owner's thread; the
 // copies on the copier's. Jobs run one at a time, in submission order.
@@ -19,9 +21,9 @@
 #include <thread>
 #include <vector>
 
-#include "coordinator/pool/arena.h"
 #include "coordinator/pool/hash_pipeline.h"
 #include "coordinator/pool/pool_catalog.h"
+#include "coordinator/pool/slot_access.h"
 #include "store/base/mutex.h"
 #include "store/base/prefix_key.h"
 #include "store/base/status.h"
@@ -31,7 +33,8 @@ namespace strata::pool {
 
 struct ClaimCopyJob {
   uint64_t id = 0;  // the owner's name for it
-  std::shared_ptr<const Arena> arena;
+  std::shared_ptr<SlotAccess> slots;   // PoolClient::claim_slots()
+  ClaimId claim;                        // as granted
   std::vector<ClaimedRecord> records;  // as granted, in chain order
   std::vector<PrefixKey> chain;        // what records[i] must be
   // In: buffers to reuse (resized as needed); out: records[i]'s checked

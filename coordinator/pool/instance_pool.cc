@@ -23,6 +23,7 @@ PoolLinkOptions InstanceLinkOptions(const InstancePoolOptions& options,
   // connection takes the network grace of its measured round trip.
   const Result<PoolAddress> address = ParsePoolAddress(options.socket_path);
   o.client.lookup_bound = options.lookup_bound;
+  o.client.data_path = options.data_path;
   if (!o.client.lookup_bound && !(address.ok() && address->tcp())) {
     o.client.lookup_bound =
         std::chrono::milliseconds(LookupGraceUs(ManagerPlace::kLocalHost, 0) / 1000);

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "coordinator/pool/pool_budget.h"
+#include "coordinator/pool/pool_data_path.h"
 #include "coordinator/pool/pooled_store.h"
 #include "coordinator/rendezvous/job_secret.h"
 #include "store/record/geometry.h"
@@ -61,6 +62,8 @@ struct InstancePoolOptions {
   // machines set seconds so that a slow answer does not turn a hit into a
   // miss.
   std::optional<std::chrono::milliseconds> lookup_bound;
+  // Over TCP: the arena's file or the data channel (pool_data_path.h).
+  PoolDataPath data_path = PoolDataPath::kAuto;
 };
 
 // An instance's sources at the pool (its identity there, stable across

@@ -29,136 +29,21 @@ std::optional<uint64_t> AnsweredRequest(const PoolMessage& message) {
       message);
 }
 
-// The arena file a manager over TCP names (its HelloAccept proven): a regular
-// file of this user, 0600 as the manager makes it, opened without blocking
-// on anything else there (a FIFO).
-Result<wire::UniqueFd> OpenArenaFile(const std::string& path) {
-  wire::UniqueFd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NONBLOCK));
-  struct stat st {};
-  if (!fd.valid() || ::fstat(fd.get(), &st) != 0) {
-    return Status::FailedPrecondition(
-        "cannot open the pool's arena file " + path + ": " + std::strerror(errno) +
-        " (an instance over TCP maps the manager's arena by path, so it must run on the "
-        "manager's host as the same user; other hosts need the TCP data channel, not built)");
-  }
-  if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 077) != 0) {
-    return Status::FailedPrecondition("the pool's arena " + path +
-                                      " is not a regular file of this user with no group or "
-                                      "other access");
-  }
-  return fd;
-}
-
 }  // namespace
 
-PoolClient::PoolClient(PoolSocket socket, PoolHelloAccept accepted, std::shared_ptr<Arena> arena,
+PoolClient::PoolClient(PoolSocket socket, PoolHelloAccept accepted, PoolClientSlots slots,
                        const PoolClientOptions& options, uint64_t lookup_grace_us,
                        uint64_t control_round_trip_us)
     : socket_(std::move(socket)),
       accepted_(std::move(accepted)),
-      arena_(std::move(arena)),
+      arena_(std::move(slots.arena)),
+      put_slots_(std::move(slots.puts)),
+      claim_slots_(std::move(slots.claims)),
       answer_bound_(options.answer_bound),
       lookup_grace_us_(lookup_grace_us),
       lookup_bound_(std::chrono::duration_cast<std::chrono::milliseconds>(
           std::chrono::microseconds(lookup_grace_us + 999))),
       control_round_trip_us_(control_round_trip_us) {}
-
-Result<std::unique_ptr<PoolClient>> PoolClient::Connect(const PoolClientOptions& options) {
-  STRATA_ASSIGN_OR_RETURN(const PoolAddress address, ParsePoolAddress(options.socket_path));
-  PoolHello hello = options.hello;
-  std::optional<PoolSocket> opened;
-  std::optional<Nonce> challenge;    // over TCP
-  uint64_t connect_us = UINT64_MAX;  // over TCP: how long the connect took
-  // Every step of the handshake shares one bound.
-  const auto deadline =
-      std::chrono::steady_clock::now() + options.connect_bound.value_or(options.answer_bound);
-  const auto left = [&] {
-    return std::max(std::chrono::milliseconds(1),
-                    std::chrono::duration_cast<std::chrono::milliseconds>(
-                        deadline - std::chrono::steady_clock::now()));
-  };
-  if (address.tcp()) {
-    if (!options.job_secret) {
-      return Status::InvalidArgument("the pool at " + address.ToString() +
-                                     " is over TCP: it needs the job secret (--job-secret-file "
-                                     "or STRATA_JOB_SECRET)");
-    }
-    const auto connecting = std::chrono::steady_clock::now();
-    STRATA_ASSIGN_OR_RETURN(wire::UniqueFd fd, ConnectTcp(address.host, address.port, left()));
-    connect_us = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
-                                           std::chrono::steady_clock::now() - connecting)
-                                           .count());
-    STRATA_RETURN_IF_ERROR(wire::SetSendTimeout(fd.get(), options.answer_bound));
-    const int raw = fd.get();
-    opened.emplace(std::move(fd));
-    if (options.tls != nullptr) {
-      STRATA_RETURN_IF_ERROR(SetNonBlocking(raw));
-      STRATA_ASSIGN_OR_RETURN(
-          std::unique_ptr<wire::TlsSession> tls,
-          wire::TlsSession::Start(options.tls, raw, wire::TlsSide::kClient, options.answer_bound));
-      STRATA_RETURN_IF_ERROR(
-          tls->HandshakeWithin(left()).WithContext("the pool at " + address.ToString()));
-      opened->UseTls(std::move(tls));
-    }
-    STRATA_ASSIGN_OR_RETURN(PoolReceived first, opened->Receive(left()));
-    const auto* first_challenge = std::get_if<PoolChallenge>(&first.message);
-    if (first_challenge == nullptr) {
-      return Status::Corruption("the pool at " + address.ToString() +
-                                " did not open with a Challenge");
-    }
-    challenge = first_challenge->nonce;
-    STRATA_ASSIGN_OR_RETURN(hello.client_nonce, OsNonceSource()());
-    hello.proof = ProvePoolHello(*options.job_secret, *challenge, hello);
-  } else {
-    STRATA_ASSIGN_OR_RETURN(wire::UniqueFd fd,
-                            ConnectUnix(address.unix_path, options.answer_bound));
-    opened.emplace(std::move(fd));
-  }
-  PoolSocket socket = std::move(*opened);
-  const auto hello_sent = std::chrono::steady_clock::now();
-  STRATA_RETURN_IF_ERROR(socket.Send(hello));
-  STRATA_ASSIGN_OR_RETURN(PoolReceived received, socket.Receive(left()));
-  // Each of the two is at least one round trip; the smaller is the estimate.
-  const uint64_t round_trip_us = std::min(
-      connect_us, static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
-                                            std::chrono::steady_clock::now() - hello_sent)
-                                            .count()));
-  if (const auto* reject = std::get_if<PoolHelloReject>(&received.message)) {
-    return Status::FailedPrecondition("the pool rejected our Hello: " + reject->reason);
-  }
-  const auto* accept = std::get_if<PoolHelloAccept>(&received.message);
-  const bool arena_named =
-      address.tcp() && received.fds.empty() && accept != nullptr && !accept->arena_path.empty();
-  if (accept == nullptr || (!arena_named && received.fds.size() != 1)) {
-    return Status::Corruption("the pool answered Hello with something else");
-  }
-  if (address.tcp() &&
-      !PoolAcceptProven(*options.job_secret, *hello.client_nonce, *challenge, *accept)) {
-    // Not the manager (a process on its port while it is down?): map nothing it names.
-    return Status::Unavailable("the pool at " + address.ToString() +
-                               " did not prove the job secret in its HelloAccept");
-  }
-  std::shared_ptr<Arena> arena = options.reuse_arena;
-  if (arena == nullptr || options.reuse_generation != accept->generation ||
-      arena->slot_bytes() != accept->slot_bytes || arena->slot_count() != accept->slot_count) {
-    wire::UniqueFd arena_fd;
-    if (arena_named) {
-      STRATA_ASSIGN_OR_RETURN(arena_fd, OpenArenaFile(accept->arena_path));
-    } else {
-      arena_fd = std::move(received.fds.front());
-    }
-    STRATA_ASSIGN_OR_RETURN(
-        arena, Arena::Map(std::move(arena_fd), accept->slot_bytes, accept->slot_count));
-  }
-  const uint64_t grace_us =
-      options.lookup_bound
-          ? static_cast<uint64_t>(std::chrono::microseconds(*options.lookup_bound).count())
-      : address.tcp()
-          ? LookupGraceUs(ManagerPlace::kNetwork, round_trip_us)
-          : static_cast<uint64_t>(std::chrono::microseconds(options.answer_bound).count());
-  return std::unique_ptr<PoolClient>(new PoolClient(std::move(socket), *accept, std::move(arena),
-                                                    options, grace_us, round_trip_us));
-}
 
 template <typename Answer>
 Result<Answer> PoolClient::Ask(const PoolMessage& request, uint64_t request_id,
@@ -363,18 +248,16 @@ std::optional<PoolMessage> PoolClient::TakeAnswer(uint64_t id) {
   return out;
 }
 
-Result<uint64_t> PoolClient::CopyIntoSlots(std::span<const SlotId> slots,
+Result<uint64_t> PoolClient::CopyIntoSlots(PutId put, std::span<const SlotId> slots,
                                            std::span<const std::byte> bytes) {
-  return pool::CopyIntoSlots(*arena_, slots, bytes, hash_);
+  // The checksum the commit carries is over the bytes written into the
+  // slots, hashed as they are written (hashed_copy.h).
+  return put_slots_->CopyIn(put, slots, bytes, hash_);
 }
 
-uint64_t PoolClient::CopyIn(std::span<const SlotId> slots, std::span<const std::byte> bytes) {
-  // The checksum the commit carries is over the arena's bytes, hashed as
-  // they are written (hashed_copy.h).
-  // The caller checked that the slots fit.
-  Result<uint64_t> checksum = pool::CopyIntoSlots(*arena_, slots, bytes, hash_);
-  STRATA_ASSERT(checksum.ok(), "CopyIn: slots that do not fit");
-  return *checksum;
+const Arena& PoolClient::arena() const {
+  STRATA_ASSERT(arena_ != nullptr, "PoolClient::arena: this client moves records over the data channel");
+  return *arena_;
 }
 
 void PoolClient::AbortPut(PutId put) {
@@ -420,8 +303,8 @@ std::vector<Status> PoolClient::PutChain(std::span<const PutItem> items) {
       continue;
     }
     const std::span<const std::byte> bytes = items[i].bytes;
-    if (Status fit =
-            CheckSlotsFit(grant->slots, bytes.size(), arena_->slot_bytes(), arena_->slot_count());
+    if (Status fit = CheckSlotsFit(grant->slots, bytes.size(), accepted_.slot_bytes,
+                                   accepted_.slot_count);
         !fit.ok()) {
       const Settled parent = settle_commit();
       if (parent == Settled::kLost) return out;
@@ -440,21 +323,24 @@ std::vector<Status> PoolClient::PutChain(std::span<const PutItem> items) {
       }
       next_grant = *sent;
     }
-    const uint64_t checksum = CopyIn(grant->slots, bytes);
+    const Result<uint64_t> checksum = CopyIntoSlots(grant->put, grant->slots, bytes);
     // The parent's commit, answered during the copy: a record is committed
-    // only after its parent was.
-    if (const Settled parent = settle_commit(); parent != Settled::kAccepted) {
+    // only after its parent was. A copy that failed (the data channel's)
+    // aborts the record and the next one.
+    if (const Settled parent = settle_commit();
+        parent != Settled::kAccepted || !checksum.ok()) {
       if (parent == Settled::kLost) return out;
       if (next_grant) {
         Result<PoolPutAnswer> next = Await<PoolPutAnswer>(*next_grant, answer_bound_);
         if (next.ok() && next->status.ok()) AbortPut(next->put);
       }
       AbortPut(grant->put);
+      if (parent == Settled::kAccepted) out.push_back(checksum.status());
       return out;
     }
     const uint64_t id = next_request_++;
     if (Status s =
-            socket_.Send(PoolCommit{.request_id = id, .put = grant->put, .checksum = checksum});
+            socket_.Send(PoolCommit{.request_id = id, .put = grant->put, .checksum = *checksum});
         !s.ok()) {
       out.push_back(s);
       return out;
@@ -466,9 +352,6 @@ std::vector<Status> PoolClient::PutChain(std::span<const PutItem> items) {
   return out;
 }
 
-Status PoolClient::CopyOut(const ClaimedRecord& r, std::vector<std::byte>& out) {
-  return CopyOutOfSlots(*arena_, r, out, hash_);
-}
 
 Status PoolClient::ClaimInto(std::span<const PrefixKey> chain,
                              std::vector<std::vector<std::byte>>& records) {
@@ -479,7 +362,8 @@ Status PoolClient::ClaimInto(std::span<const PrefixKey> chain,
   records.resize(grant.records.size());
   Status copied = Status::Ok();
   for (size_t i = 0; i < grant.records.size() && copied.ok(); ++i) {
-    copied = CopyOut(grant.records[i], records[i]);
+    copied = claim_slots_->CopyOut(grant.claim, static_cast<uint32_t>(i), grant.records[i],
+                                   records[i], hash_);
   }
   // Every copy from the slots has ended: only now may the manager reuse them.
   const uint64_t release_id = next_request_++;

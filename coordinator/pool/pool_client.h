@@ -1,6 +1,7 @@
-// PoolClient: an instance's connection to a manager on its host — Hello, the
-// arena mapped from the fd the manager sends, and synchronous lookups, puts
-// and claims. Puts copy the record into the granted slots, hashing as they
+// PoolClient: an instance's connection to a manager — Hello, the way to the
+// slots (the arena mapped from the fd or the file the manager names, on its
+// host; or the TCP data channel, from any host: slot_access.h), and
+// synchronous lookups, puts and claims. Puts copy the record into the granted slots, hashing as they
 // copy, and commit with that checksum; a chain's puts are pipelined (the
 // next record's grant is asked for before the current record is copied, and
 // a commit's answer is read after the next record is copied), so the copies
@@ -26,8 +27,10 @@
 
 #include "coordinator/pool/arena.h"
 #include "coordinator/pool/hash_pipeline.h"
+#include "coordinator/pool/pool_data_path.h"
 #include "coordinator/pool/pool_messages.h"
 #include "coordinator/pool/pool_socket.h"
+#include "coordinator/pool/slot_access.h"
 #include "store/record/checksum.h"
 
 namespace strata::pool {
@@ -60,6 +63,17 @@ struct PoolClientOptions {
   // of that mapping stay valid.
   std::shared_ptr<Arena> reuse_arena;
   uint64_t reuse_generation = 0;
+  // Over TCP: the arena's file or the data channel (a Unix socket always
+  // passes the arena's fd).
+  PoolDataPath data_path = PoolDataPath::kAuto;
+};
+
+// What a client copies records through: the mapped arena (both accesses are
+// one MappedSlots), or two data connections (null arena).
+struct PoolClientSlots {
+  std::shared_ptr<Arena> arena;
+  std::shared_ptr<SlotAccess> puts;    // the owner's thread's
+  std::shared_ptr<SlotAccess> claims;  // the claim copier's (and ClaimInto's)
 };
 
 // Lookups a client keeps unanswered or untaken at once (the ticket table's
@@ -73,10 +87,16 @@ class PoolClient {
   static Result<std::unique_ptr<PoolClient>> Connect(const PoolClientOptions& options);
 
   const PoolHelloAccept& accepted() const { return accepted_; }
-  // The manager's arena as this client mapped it (tests corrupt slots here).
-  const Arena& arena() const { return *arena_; }
-  // The mapping, for a caller that keeps it past this connection.
+  // Whether this client mapped the manager's arena (else: the data channel).
+  bool maps_arena() const { return arena_ != nullptr; }
+  // The manager's arena as this client mapped it (tests corrupt slots
+  // here); only when maps_arena().
+  const Arena& arena() const;
+  // The mapping, for a caller that keeps it past this connection (null over
+  // the data channel).
   std::shared_ptr<Arena> shared_arena() const { return arena_; }
+  // Where claims' copies go (ClaimCopyJob::slots): thread-safe.
+  std::shared_ptr<SlotAccess> claim_slots() const { return claim_slots_; }
   // The lookup grace of this connection (PoolClientOptions::lookup_bound).
   uint64_t lookup_grace_us() const { return lookup_grace_us_; }
   // A measured control round trip: the smaller of how long the TCP connect
@@ -152,9 +172,12 @@ class PoolClient {
   std::optional<PoolMessage> TakeAnswer(uint64_t id);
   // Stops keeping request `id`: its answer, now or later, is skipped.
   void ForgetAnswer(uint64_t id) { kept_.erase(id); }
-  // Copies `bytes` into granted `slots`, hashing as it copies: the checksum
-  // a commit carries. kCorruption (nothing copied) when the slots do not fit.
-  Result<uint64_t> CopyIntoSlots(std::span<const SlotId> slots, std::span<const std::byte> bytes);
+  // Copies `bytes` into put `put`'s granted `slots`, hashing as it copies:
+  // the checksum a commit carries. kCorruption (nothing copied) when the
+  // slots do not fit; over the data channel, kUnavailable when it failed or
+  // the manager's refusal of a window.
+  Result<uint64_t> CopyIntoSlots(PutId put, std::span<const SlotId> slots,
+                                 std::span<const std::byte> bytes);
   // The connection's socket, for an owner's poll() (PooledStore::PollFd).
   int fd() const { return socket_.fd(); }
   // The highest progress count any answer carried (put_rules.h's epoch).
@@ -177,7 +200,7 @@ class PoolClient {
   Result<std::vector<std::vector<std::byte>>> ClaimCopy(std::span<const PrefixKey> chain);
 
  private:
-  PoolClient(PoolSocket socket, PoolHelloAccept accepted, std::shared_ptr<Arena> arena,
+  PoolClient(PoolSocket socket, PoolHelloAccept accepted, PoolClientSlots slots,
              const PoolClientOptions& options, uint64_t lookup_grace_us,
              uint64_t control_round_trip_us);
   // Sends a request and waits, at most `bound`, for the answer with its id.
@@ -196,13 +219,8 @@ class PoolClient {
   Result<uint64_t> SendPutRequest(const PutItem& item);
   // Sends `request` (built with `id`) and keeps its answer for TakeAnswer.
   Result<uint64_t> SendKept(const PoolMessage& request, uint64_t id);
-  // Copies `bytes` into the granted slots, hashing as it copies; the checksum.
-  uint64_t CopyIn(std::span<const SlotId> slots, std::span<const std::byte> bytes);
   // Aborts a granted put and waits for the answer (whatever it is).
   void AbortPut(PutId put);
-
-  // One record out of its slots into `out`, hashed as it is copied.
-  Status CopyOut(const ClaimedRecord& r, std::vector<std::byte>& out);
 
   // Files an answer this client still keeps (a lookup's or a kept
   // request's); false for anything else.
@@ -212,7 +230,9 @@ class PoolClient {
 
   PoolSocket socket_;
   PoolHelloAccept accepted_;
-  std::shared_ptr<Arena> arena_;
+  std::shared_ptr<Arena> arena_;  // null over the data channel
+  std::shared_ptr<SlotAccess> put_slots_;
+  std::shared_ptr<SlotAccess> claim_slots_;
   std::chrono::milliseconds answer_bound_;
   uint64_t lookup_grace_us_;
   std::chrono::milliseconds lookup_bound_;  // lookup_grace_us_, rounded up

@@ -60,6 +60,7 @@ Status Put(s::Envelope::Builder env, const PoolHello& m) {
   out.setPageTokens(m.page_tokens);
   if (m.proof) out.setProof(AsData(*m.proof));
   if (m.client_nonce) out.setClientNonce(AsData(m.client_nonce->bytes));
+  out.setDataChannel(m.data_channel);
   return Status::Ok();
 }
 
@@ -81,6 +82,9 @@ Status Put(s::Envelope::Builder env, const PoolHelloAccept& m) {
   out.setSlotCount(m.slot_count);
   out.setArenaPath(AsText(m.arena_path));
   if (m.proof) out.setProof(AsData(*m.proof));
+  if (m.data_token) out.setDataToken(AsData(*m.data_token));
+  out.setWindowBytes(m.window_bytes);
+  out.setWindowCredits(m.window_credits);
   return Status::Ok();
 }
 
@@ -184,6 +188,45 @@ Status Put(s::Envelope::Builder env, const PoolRelease& m) {
 
 Status Put(s::Envelope::Builder env, const PoolDone& m) {
   PutOutcome(env.initDone(), m.request_id, m.status, m.progress_epoch);
+  return Status::Ok();
+}
+
+Status Put(s::Envelope::Builder env, const PoolDataHello& m) {
+  auto out = env.initDataHello();
+  out.setInstance(AsData(m.instance));
+  out.setToken(AsData(m.token));
+  out.setProof(AsData(m.proof));
+  return Status::Ok();
+}
+
+Status Put(s::Envelope::Builder env, const PoolDataAccept& m) {
+  PutOutcome(env.initDataAccept(), 0, m.status, 0);
+  return Status::Ok();
+}
+
+Status Put(s::Envelope::Builder env, const PoolSlotWrite& m) {
+  auto out = env.initSlotWrite();
+  out.setRequestId(m.request_id);
+  out.setPut(m.put.value);
+  out.setOffset(m.offset);
+  out.setBytes(m.bytes);
+  return Status::Ok();
+}
+
+Status Put(s::Envelope::Builder env, const PoolSlotRead& m) {
+  auto out = env.initSlotRead();
+  out.setRequestId(m.request_id);
+  out.setClaim(m.claim.value);
+  out.setRecord(m.record);
+  out.setOffset(m.offset);
+  out.setBytes(m.bytes);
+  return Status::Ok();
+}
+
+Status Put(s::Envelope::Builder env, const PoolSlotData& m) {
+  auto out = env.initSlotData();
+  PutOutcome(out.initOutcome(), m.request_id, m.status, m.progress_epoch);
+  out.setBytes(m.bytes);
   return Status::Ok();
 }
 

@@ -106,6 +106,7 @@ Result<PoolMessage> GetHello(s::Hello::Reader in) {
     STRATA_RETURN_IF_ERROR(GetDigest(in.getClientNonce(), "Hello.clientNonce", &nonce.bytes));
     m.client_nonce = nonce;
   }
+  m.data_channel = in.getDataChannel();
   return PoolMessage(std::move(m));
 }
 
@@ -124,7 +125,35 @@ Result<PoolMessage> GetHelloAccept(s::HelloAccept::Reader in) {
     STRATA_RETURN_IF_ERROR(GetDigest(in.getProof(), "HelloAccept.proof", &proof));
     m.proof = proof;
   }
+  if (in.hasDataToken()) {
+    DataToken token{};
+    STRATA_RETURN_IF_ERROR(GetDigest(in.getDataToken(), "HelloAccept.dataToken", &token));
+    m.data_token = token;
+  }
+  m.window_bytes = in.getWindowBytes();
+  m.window_credits = in.getWindowCredits();
+  if (m.data_token && (m.window_bytes == 0 || m.window_bytes > kPoolWindowBytesMax ||
+                       m.window_credits == 0)) {
+    return Invalid("HelloAccept.windowBytes",
+                   fmt::format("windows of {} bytes, {} credits (1..{} bytes, at least 1 credit)",
+                               m.window_bytes, m.window_credits, kPoolWindowBytesMax));
+  }
   return PoolMessage(std::move(m));
+}
+
+Result<PoolMessage> GetDataHello(s::DataHello::Reader in) {
+  PoolDataHello m;
+  STRATA_RETURN_IF_ERROR(GetDigest(in.getInstance(), "DataHello.instance", &m.instance));
+  STRATA_RETURN_IF_ERROR(GetDigest(in.getToken(), "DataHello.token", &m.token));
+  STRATA_RETURN_IF_ERROR(GetDigest(in.getProof(), "DataHello.proof", &m.proof));
+  return PoolMessage(m);
+}
+
+// A window's size: at most kPoolWindowBytesMax (what the reader allocates).
+Status CheckWindow(uint64_t bytes, std::string_view field) {
+  if (bytes <= kPoolWindowBytesMax) return Status::Ok();
+  return Invalid(field, fmt::format("{} bytes, at most {} in one window", bytes,
+                                    kPoolWindowBytesMax));
 }
 
 Result<PoolMessage> GetLookup(s::LookupRequest::Reader in) {
@@ -230,6 +259,37 @@ Result<PoolMessage> Get(s::Envelope::Reader env) {
       PoolDone m;
       STRATA_RETURN_IF_ERROR(GetOutcome(env.getDone(), "Done", m));
       return PoolMessage(std::move(m));
+    }
+    case W::DATA_HELLO: return GetDataHello(env.getDataHello());
+    case W::DATA_ACCEPT: {
+      PoolDone m;
+      STRATA_RETURN_IF_ERROR(GetOutcome(env.getDataAccept(), "DataAccept", m));
+      return PoolMessage(PoolDataAccept{.status = std::move(m.status)});
+    }
+    case W::SLOT_WRITE: {
+      auto in = env.getSlotWrite();
+      STRATA_RETURN_IF_ERROR(CheckWindow(in.getBytes(), "SlotWrite.bytes"));
+      return PoolMessage(PoolSlotWrite{.request_id = in.getRequestId(),
+                                       .put = PutId(in.getPut()),
+                                       .offset = in.getOffset(),
+                                       .bytes = in.getBytes()});
+    }
+    case W::SLOT_READ: {
+      auto in = env.getSlotRead();
+      STRATA_RETURN_IF_ERROR(CheckWindow(in.getBytes(), "SlotRead.bytes"));
+      return PoolMessage(PoolSlotRead{.request_id = in.getRequestId(),
+                                      .claim = ClaimId(in.getClaim()),
+                                      .record = in.getRecord(),
+                                      .offset = in.getOffset(),
+                                      .bytes = in.getBytes()});
+    }
+    case W::SLOT_DATA: {
+      PoolSlotData m;
+      auto in = env.getSlotData();
+      STRATA_RETURN_IF_ERROR(GetOutcome(in.getOutcome(), "SlotData", m));
+      STRATA_RETURN_IF_ERROR(CheckWindow(in.getBytes(), "SlotData.bytes"));
+      m.bytes = in.getBytes();
+      return PoolMessage(m);
     }
   }
   return Invalid("Envelope",

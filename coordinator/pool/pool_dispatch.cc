@@ -115,7 +115,10 @@ std::variant<HelloAccepted, PoolHelloReject> AcceptHello(PoolCatalog& catalog,
                                                  .slot_bytes = manager.slot_bytes,
                                                  .slot_count = manager.slot_count,
                                                  .arena_path = {},
-                                                 .proof = std::nullopt}};
+                                                 .proof = std::nullopt,
+                                                 .data_token = std::nullopt,
+                                                 .window_bytes = 0,
+                                                 .window_credits = 0}};
 }
 
 std::optional<PoolMessage> AnswerRequest(PoolCatalog& catalog, SessionId session,

@@ -9,6 +9,7 @@ namespace {
 
 constexpr std::string_view kPoolProofLabel = "strata-pool-hello-v1";
 constexpr std::string_view kPoolAcceptLabel = "strata-pool-accept-v1";
+constexpr std::string_view kPoolDataLabel = "strata-pool-data-v1";
 
 std::span<const uint8_t> BytesOf(std::string_view text) {
   return {reinterpret_cast<const uint8_t*>(text.data()), text.size()};
@@ -36,6 +37,18 @@ ByteWriter AcceptFields(const Nonce& client_nonce, const Nonce& challenge,
   message.Bytes(accept.scope);
   message.Bytes(accept.instance);
   message.Bytes(BytesOf(accept.arena_path));
+  if (accept.data_token) message.Bytes(*accept.data_token);
+  message.U64(accept.window_bytes);
+  message.U32(accept.window_credits);
+  return message;
+}
+
+ByteWriter DataFields(const Nonce& challenge, const InstanceId& instance, const DataToken& token) {
+  ByteWriter message;
+  message.Bytes(BytesOf(kPoolDataLabel));
+  message.Bytes(challenge.bytes);
+  message.Bytes(instance);
+  message.Bytes(token);
   return message;
 }
 
@@ -60,6 +73,16 @@ HelloProof ProvePoolHello(const JobSecret& secret, const Nonce& challenge, const
 bool PoolHelloProven(const JobSecret& secret, const Nonce& challenge, const PoolHello& hello) {
   return hello.proof.has_value() &&
          MessageProven(secret, ProvenFields(challenge, hello).bytes(), *hello.proof);
+}
+
+HelloProof ProvePoolData(const JobSecret& secret, const Nonce& challenge,
+                         const InstanceId& instance, const DataToken& token) {
+  return ProveMessage(secret, DataFields(challenge, instance, token).bytes());
+}
+
+bool PoolDataProven(const JobSecret& secret, const Nonce& challenge, const PoolDataHello& hello) {
+  return MessageProven(secret, DataFields(challenge, hello.instance, hello.token).bytes(),
+                       hello.proof);
 }
 
 }  // namespace strata::pool

@@ -23,11 +23,21 @@ bool PoolHelloProven(const JobSecret& secret, const Nonce& challenge, const Pool
 // no file a process without the secret named (a squatter on the port while
 // the manager is down): HMAC-SHA256(secret, "strata-pool-accept-v1" ||
 // client nonce || challenge || u64 generation || u64 slot bytes || u32 slot
-// count || scope || instance || the arena path's bytes).
+// count || scope || instance || the arena path's bytes || the data token, if
+// any || u64 window bytes || u32 window credits).
 HelloProof ProvePoolAccept(const JobSecret& secret, const Nonce& client_nonce,
                            const Nonce& challenge, const PoolHelloAccept& accept);
 // Whether `accept` carries ProvePoolAccept's proof (constant time).
 bool PoolAcceptProven(const JobSecret& secret, const Nonce& client_nonce, const Nonce& challenge,
                       const PoolHelloAccept& accept);
+
+// A data connection's proof (DataHello): HMAC-SHA256(secret,
+// "strata-pool-data-v1" || that connection's challenge || instance || the
+// session's data token), so that only a process with the secret that was
+// told the token opens a data connection of that session.
+HelloProof ProvePoolData(const JobSecret& secret, const Nonce& challenge,
+                         const InstanceId& instance, const DataToken& token);
+// Whether `hello` carries ProvePoolData's proof for `challenge` (constant time).
+bool PoolDataProven(const JobSecret& secret, const Nonce& challenge, const PoolDataHello& hello);
 
 }  // namespace strata::pool

@@ -119,14 +119,15 @@ Status PoolLink::Connect(std::optional<std::chrono::milliseconds> bound) {
   const PoolHelloAccept& a = c->accepted();
   const ArenaShape announced{.generation = a.generation,
                              .region_bytes = {a.slot_bytes * a.slot_count}};
-  if (phase_ == AttachPhase::kAttached && options_.registration == ArenaRegistration::kRegistered &&
+  // Over the data channel nothing is mapped here: no registration to keep.
+  const bool registers = options_.registration == ArenaRegistration::kRegistered && c->maps_arena();
+  if (phase_ == AttachPhase::kAttached && registers && registered_arena_ &&
       DecideReattach(registered_, announced) == Reattach::kDisableSharing) {
     spdlog::warn("prefix cache pool: {}", ReattachWarning(registered_, announced));
     disabled_ = true;
     return Status::FailedPrecondition("sharing disabled until a restart");
   }
-  if (options_.registration == ArenaRegistration::kRegistered && options_.registrar != nullptr &&
-      !registered_arena_) {
+  if (registers && options_.registrar != nullptr && !registered_arena_) {
     STRATA_RETURN_IF_ERROR(RegisterArena(*c));
   }
   registered_ = announced;

@@ -2,6 +2,7 @@
 // limits the codec checks on receipt. No Cap'n Proto here (pool_codec.cc).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -21,7 +22,9 @@ namespace strata::pool {
 // 2: the commit carries the checksum (computed while the bytes are copied).
 // 3: a lookup answer sizes its chain (base consumed, tail pages per record).
 // 4: TCP control: Challenge, Hello.proof, HelloAccept.arenaPath.
-inline constexpr uint32_t kPoolProtocolVersion = 4;
+// 5: the TCP data channel: Hello.dataChannel, HelloAccept's data token and
+//    windows, DataHello / dataAccept, SlotWrite, SlotRead, SlotData.
+inline constexpr uint32_t kPoolProtocolVersion = 5;
 inline constexpr size_t kPoolFrameBytesMax = size_t{32} << 20;
 // The manager's cap on a connection's frames until its Hello is accepted:
 // a Hello at its limits (64 sources of 4 KiB, 64 ranks of 1,024 planes) is
@@ -34,6 +37,14 @@ inline constexpr size_t kPoolPlanesPerRankMax = 1024;
 inline constexpr size_t kPoolTokensMax = size_t{4} << 20;
 inline constexpr size_t kPoolChainMax = size_t{1} << 16;
 inline constexpr size_t kPoolSlotsPerAnswerMax = size_t{1} << 20;
+// The data channel's windows (seed 2.15): the most bytes one SlotWrite or
+// SlotData carries, and how many a data connection may have outstanding.
+inline constexpr uint64_t kPoolWindowBytesMax = uint64_t{4} << 20;
+inline constexpr uint32_t kPoolWindowCreditsDefault = 16;
+
+// A session's transfer token: what its data connections name (secret: only
+// the session's own control connection carried it).
+using DataToken = std::array<uint8_t, 16>;
 
 struct PoolHello {
   uint32_t protocol_version = kPoolProtocolVersion;
@@ -46,6 +57,8 @@ struct PoolHello {
   // and the nonce the manager's own proof must cover.
   std::optional<HelloProof> proof;
   std::optional<Nonce> client_nonce;
+  // Over TCP: records travel through the data channel (no arena mapped).
+  bool data_channel = false;
 };
 
 // The first frame of a TCP connection, from the manager.
@@ -65,6 +78,11 @@ struct PoolHelloAccept {
   uint32_t slot_count = 0;
   std::string arena_path;           // over TCP only
   std::optional<HelloProof> proof;  // over TCP only: the manager's
+  // When the Hello asked for the data channel: its token, window size and
+  // credits (arena_path is then empty).
+  std::optional<DataToken> data_token;
+  uint64_t window_bytes = 0;
+  uint32_t window_credits = 0;
 };
 
 struct PoolHelloReject {
@@ -140,8 +158,49 @@ struct PoolDone {
   uint64_t progress_epoch = 0;  // the manager's progress count (put_rules.h)
 };
 
-using PoolMessage = std::variant<PoolHello, PoolHelloAccept, PoolHelloReject, PoolLookup,
-                                 PoolLookupAnswer, PoolPut, PoolPutAnswer, PoolCommit, PoolAbort,
-                                 PoolClaim, PoolClaimAnswer, PoolRelease, PoolDone, PoolChallenge>;
+// The data channel (pool.capnp): the first frame of a data connection.
+struct PoolDataHello {
+  InstanceId instance{};
+  DataToken token{};
+  HelloProof proof{};  // ProvePoolData (pool_hello_proof.h)
+};
+
+// The manager's answer to a DataHello.
+struct PoolDataAccept {
+  Status status;
+};
+
+// Bytes [offset, offset + bytes) of open put `put`'s record, inside one slot;
+// the bytes follow the frame.
+struct PoolSlotWrite {
+  uint64_t request_id = 0;
+  PutId put;
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+};
+
+// Bytes [offset, offset + bytes) of record `record` of held claim `claim`,
+// inside one slot.
+struct PoolSlotRead {
+  uint64_t request_id = 0;
+  ClaimId claim;
+  uint32_t record = 0;
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+};
+
+// The answer to a SlotRead: `bytes` follow the frame (0 unless OK).
+struct PoolSlotData {
+  uint64_t request_id = 0;
+  Status status;
+  uint64_t bytes = 0;
+  uint64_t progress_epoch = 0;
+};
+
+using PoolMessage =
+    std::variant<PoolHello, PoolHelloAccept, PoolHelloReject, PoolLookup, PoolLookupAnswer, PoolPut,
+                 PoolPutAnswer, PoolCommit, PoolAbort, PoolClaim, PoolClaimAnswer, PoolRelease,
+                 PoolDone, PoolChallenge, PoolDataHello, PoolDataAccept, PoolSlotWrite,
+                 PoolSlotRead, PoolSlotData>;
 
 }  // namespace strata::pool

@@ -1,11 +1,13 @@
 #include "coordinator/pool/pool_server.h"
 
 #include <poll.h>
+#include <openssl/crypto.h>
 #include <spdlog/spdlog.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -50,10 +52,18 @@ struct PoolServer::Loop {
     uint64_t accepted_ms = 0;
   };
 
+  // A session whose records move through data connections.
+  struct DataSession {
+    InstanceId instance{};
+    DataToken token{};
+  };
+
   Loop(const PoolServerOptions& options, const ManagerIdentity& identity, const Arena& arena,
-       Listeners listeners, int wake, StatsBox& stats)
+       Listeners listeners, int wake, StatsBox& stats, SessionGrants& grants, PoolDataServer& data)
       : identity(identity),
         arena(arena),
+        grants(grants),
+        data(data),
         listener(std::move(listeners.unix_socket)),
         tcp_listener(std::move(listeners.tcp)),
         job_secret(options.job_secret),
@@ -81,6 +91,12 @@ struct PoolServer::Loop {
   void CloseSilentConnections(uint64_t now);
   // Answers a connection's Hello; false when it must close.
   bool AnswerHello(Connection& c, const PoolHello& hello, uint64_t now);
+  // Answers a data connection's DataHello and hands its socket to the data
+  // server; always false (the connection leaves this loop either way).
+  bool AnswerDataHello(Connection& c, const PoolDataHello& hello);
+  // Ends a data session's grants and connections (its control connection
+  // ended, or a new session of its instance replaced it).
+  void EndDataSession(SessionId session);
   // Reads and answers what a connection sent; false when it must close.
   bool Serve(Connection& c);
   bool Handle(Connection& c, PoolReceived received);
@@ -90,6 +106,9 @@ struct PoolServer::Loop {
 
   const ManagerIdentity& identity;
   const Arena& arena;
+  SessionGrants& grants;
+  PoolDataServer& data;
+  std::map<uint64_t, DataSession> data_sessions;  // by SessionId
   wire::UniqueFd listener;
   wire::UniqueFd tcp_listener;  // invalid: no TCP address
   std::optional<JobSecret> job_secret;
@@ -222,12 +241,17 @@ bool PoolServer::Loop::Serve(Connection& c) {
 bool PoolServer::Loop::Handle(Connection& c, PoolReceived received) {
   const uint64_t now = NowMs();
   if (!c.session.has_value()) {
+    if (const auto* data_hello = std::get_if<PoolDataHello>(&received.message)) {
+      return AnswerDataHello(c, *data_hello);
+    }
     const auto* hello = std::get_if<PoolHello>(&received.message);
     if (hello == nullptr) return false;  // anything before Hello closes the link
     return AnswerHello(c, *hello, now);
   }
   std::optional<PoolMessage> answer = AnswerRequest(catalog, *c.session, received.message, now);
   if (!answer.has_value()) return false;
+  // Before the answer leaves: its grant is writable once the instance reads it.
+  if (data_sessions.contains(c.session->value)) grants.Note(*c.session, received.message, *answer);
   CountExchange(traffic, received.message, *answer);
   Publish();
   return c.socket.Send(*answer).ok();
@@ -277,15 +301,44 @@ bool PoolServer::Loop::AnswerHello(Connection& c, const PoolHello& hello, uint64
                   {"the Hello does not prove this job's secret (the instance needs the same "
                    "--job-secret-file or STRATA_JOB_SECRET as the manager)"});
   }
+  const bool data_channel = c.challenge.has_value() && hello.data_channel;
+  if (c.challenge && !data_channel && arena_path.empty()) {
+    return reject("no_arena_file",
+                  {"this manager has no --arena-file: over TCP it serves instances through the "
+                   "data channel only"});
+  }
+  std::optional<Nonce> token;
+  if (data_channel) {
+    Result<Nonce> drawn = nonces();
+    if (!drawn.ok()) return reject("refused", {"no data token: " + drawn.status().ToString()});
+    token = *drawn;
+  }
   auto outcome = AcceptHello(catalog, identity, hello, now);
   if (auto* refused = std::get_if<PoolHelloReject>(&outcome)) {
     return reject("refused", std::move(*refused));
   }
   auto& accepted = std::get<HelloAccepted>(outcome);
+  // A session of the same instance this one replaced (its puts aborted): no
+  // window of it may land in slots the new session's puts are granted.
+  std::vector<SessionId> replaced;
+  for (const auto& [session, d] : data_sessions) {
+    if (d.instance == accepted.accept.instance) replaced.emplace_back(session);
+  }
+  for (SessionId session : replaced) EndDataSession(session);
   c.session = accepted.session;
   c.socket.set_frame_bytes_max(kPoolFrameBytesMax);
   if (c.challenge) {
-    accepted.accept.arena_path = arena_path;  // no fds over TCP: the file, by path
+    if (token) {
+      // No arena for this instance: its records move through data connections.
+      accepted.accept.data_token = token->bytes;
+      accepted.accept.window_bytes = kPoolWindowBytesMax;
+      accepted.accept.window_credits = kPoolWindowCreditsDefault;
+      data_sessions[accepted.session.value] =
+          DataSession{.instance = accepted.accept.instance, .token = token->bytes};
+      grants.OpenSession(accepted.session);
+    } else {
+      accepted.accept.arena_path = arena_path;  // no fds over TCP: the file, by path
+    }
     // The manager's own proof, so the instance maps only a file it named.
     accepted.accept.proof = ProvePoolAccept(*job_secret, hello.client_nonce.value_or(Nonce{}),
                                             *c.challenge, accepted.accept);
@@ -295,12 +348,45 @@ bool PoolServer::Loop::AnswerHello(Connection& c, const PoolHello& hello, uint64
   return c.socket.Send(accepted.accept, std::span<const int>(&arena_fd, 1)).ok();
 }
 
+bool PoolServer::Loop::AnswerDataHello(Connection& c, const PoolDataHello& hello) {
+  if (!c.challenge || !job_secret || !PoolDataProven(*job_secret, *c.challenge, hello)) {
+    spdlog::warn("pool: rejected a data connection: it does not prove this job's secret");
+    ++traffic.hellos_rejected["data_job_secret"];
+    Publish();
+    return false;
+  }
+  const auto match = std::find_if(data_sessions.begin(), data_sessions.end(), [&](const auto& d) {
+    return d.second.instance == hello.instance &&
+           CRYPTO_memcmp(d.second.token.data(), hello.token.data(), hello.token.size()) == 0;
+  });
+  if (match == data_sessions.end()) {
+    spdlog::warn("pool: rejected a data connection: no open session holds its token");
+    ++traffic.hellos_rejected["data_token"];
+    Publish();
+    (void)c.socket.Send(PoolDataAccept{
+        .status = Status::NotFound("no open session of this instance holds that data token")});
+    return false;
+  }
+  if (!c.socket.Send(PoolDataAccept{.status = Status::Ok()}).ok()) return false;
+  auto [socket, tls] = c.socket.Release();
+  data.Serve(SessionId(match->first), std::make_unique<DataStream>(std::move(socket), std::move(tls)));
+  return false;
+}
+
+void PoolServer::Loop::EndDataSession(SessionId session) {
+  grants.EndSession(session);  // returns once no window of it is landing
+  data.EndSession(session);
+  data_sessions.erase(session.value);
+}
+
 void PoolServer::Loop::Close(int fd) {
   auto it = connections.find(fd);
   if (it == connections.end()) return;
   if (it->second->session.has_value()) {
+    const SessionId session = *it->second->session;
+    if (data_sessions.contains(session.value)) EndDataSession(session);
     // NotFound: the instance reconnected and its new session replaced this one.
-    (void)catalog.EndSession(*it->second->session);
+    (void)catalog.EndSession(session);
   }
   connections.erase(it);
 }
@@ -312,11 +398,6 @@ Result<std::unique_ptr<PoolServer>> PoolServer::Start(const PoolServerOptions& o
     return Status::InvalidArgument(
         "a TCP control address needs the job secret (--job-secret-file or STRATA_JOB_SECRET): "
         "every Hello over TCP proves it");
-  }
-  if (!options.tcp_host.empty() && options.arena_path.empty()) {
-    return Status::InvalidArgument(
-        "a TCP control address needs --arena-file: an instance over TCP maps the arena by its "
-        "path (no fds pass over TCP)");
   }
   NamedArena opened;
   if (options.arena_path.empty()) {
@@ -349,11 +430,13 @@ PoolServer::PoolServer(const PoolServerOptions& options, std::unique_ptr<Arena> 
                 .slot_bytes = arena->slot_bytes(),
                 .slot_count = arena->slot_count()},
       arena_(std::move(arena)),
+      grants_(std::make_unique<SessionGrants>(*arena_)),
+      data_(std::make_unique<PoolDataServer>(*grants_)),
       reopened_(reopened),
       tcp_port_(listeners.tcp_port),
       wake_(std::move(wake)),
       loop_(std::make_unique<Loop>(options_, identity_, *arena_, std::move(listeners), wake_.get(),
-                                   stats_)) {
+                                   stats_, *grants_, *data_)) {
   loop_->Publish();
   thread_ = std::thread([this] { loop_->Run(); });
 }
@@ -361,8 +444,13 @@ PoolServer::PoolServer(const PoolServerOptions& options, std::unique_ptr<Arena> 
 PoolServer::~PoolServer() { Stop(); }
 
 PoolManagerStats PoolServer::Stats() const {
-  MutexLock lock(stats_.mu);
-  return stats_.stats;
+  PoolManagerStats s;
+  {
+    MutexLock lock(stats_.mu);
+    s = stats_.stats;
+  }
+  s.data = data_->Counts();
+  return s;
 }
 
 void PoolServer::Stop() {

@@ -14,6 +14,7 @@
 
 #include "coordinator/pool/arena.h"
 #include "coordinator/pool/pool_catalog.h"
+#include "coordinator/pool/pool_data_server.h"
 #include "coordinator/pool/pool_dispatch.h"
 #include "coordinator/pool/pool_traffic.h"
 #include "coordinator/rendezvous/job_secret.h"
@@ -39,13 +40,17 @@ struct PoolServerOptions {
   uint32_t tcp_sessionless_max = 32;
   HugePages huge_pages = HugePages::kIfAvailable;
   // --arena-file: a named arena (named_arena.h) that a restarted manager
-  // reopens under the same generation; empty: an anonymous memfd.
+  // reopens under the same generation, and that instances over TCP on this
+  // host map by its path; empty: an anonymous memfd (then TCP instances use
+  // the data channel).
   std::string arena_path;
   // --tcp HOST:PORT: also listen on TCP (port 0: the kernel picks one;
-  // tcp_port() says which). Needs `job_secret` (every TCP Hello proves it
-  // over the connection's Challenge: pool_hello_proof.h) and a named arena,
-  // which an instance over TCP maps by its path (so it must run on this
-  // host: other hosts need the TCP data channel, not built). Empty: none.
+  // tcp_port() says which). Needs `job_secret` (every TCP Hello, and every
+  // data connection's DataHello, proves it over the connection's Challenge:
+  // pool_hello_proof.h). An instance over TCP either maps the named arena by
+  // its path (on this host) or asks for the data channel (any host; its
+  // records then move through data connections: pool_data_server.h).
+  // Empty: none.
   std::string tcp_host;
   uint16_t tcp_port = 0;
   std::optional<JobSecret> job_secret;
@@ -104,6 +109,10 @@ class PoolServer {
   PoolServerOptions options_;
   ManagerIdentity identity_;
   std::unique_ptr<Arena> arena_;
+  // The data channel's: what its sessions may touch, and its connections
+  // (after arena_: their threads end before it is unmapped).
+  std::unique_ptr<SessionGrants> grants_;
+  std::unique_ptr<PoolDataServer> data_;
   bool reopened_ = false;
   uint16_t tcp_port_ = 0;
   wire::UniqueFd wake_;  // an eventfd: Stop() writes it

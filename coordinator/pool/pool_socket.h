@@ -8,9 +8,11 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "coordinator/pool/pool_messages.h"
@@ -44,6 +46,10 @@ class PoolSocket {
   void set_frame_bytes_max(size_t bytes) { channel_.set_frame_bytes_max(bytes); }
   // Every later byte goes through `tls` (its handshake done).
   void UseTls(std::unique_ptr<wire::TlsSession> tls) { channel_.UseTls(std::move(tls)); }
+  // The socket and its TLS session, between frames (wire::UnixFdChannel::Release).
+  std::pair<wire::UniqueFd, std::unique_ptr<wire::TlsSession>> Release() {
+    return channel_.Release();
+  }
 
  private:
   wire::UnixFdChannel channel_;

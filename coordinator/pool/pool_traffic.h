@@ -37,6 +37,17 @@ std::string ReasonLabel(const Status& status);
 // closes the link) counts nothing.
 void CountExchange(PoolTraffic& traffic, const PoolMessage& request, const PoolMessage& answer);
 
+// The data channel's traffic (PoolDataServer), counted on its connections' threads.
+struct PoolDataCounts {
+  uint64_t connections = 0;       // data connections accepted
+  uint64_t windows_written = 0;   // SlotWrites that landed
+  uint64_t windows_read = 0;      // SlotReads answered with their bytes
+  uint64_t bytes_written = 0;
+  uint64_t bytes_read = 0;
+  uint64_t windows_refused = 0;   // either kind, answered with an error
+  uint64_t connections_dropped = 0;  // ended by a bad frame or a stalled window
+};
+
 // The manager's state for its endpoints, copied out by its thread.
 struct PoolManagerStats {
   PoolTraffic traffic;
@@ -45,6 +56,7 @@ struct PoolManagerStats {
   uint64_t slots_free = 0;
   uint64_t slots_retired_held = 0;  // removed records' slots a claim still holds
   uint64_t connections = 0;
+  PoolDataCounts data;  // the data channel's (PoolServer::Stats adds them)
 };
 
 }  // namespace strata::pool

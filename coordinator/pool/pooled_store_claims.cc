@@ -109,7 +109,8 @@ void PooledStore::StartClaimCopy(PoolClient& client, PendingClaim& c,
   c.granted = grant.claim;
   c.copy_job = next_copy_job_++;
   copier_.Submit(ClaimCopyJob{.id = c.copy_job,
-                              .arena = client.shared_arena(),
+                              .slots = client.claim_slots(),
+                              .claim = grant.claim,
                               .records = grant.records,
                               .chain = c.hit.chain,
                               .buffers = std::move(spare_buffers_),

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "coordinator/pool/hashed_copy.h"
+#include "coordinator/pool/slot_access.h"
 
 namespace strata::pool {
 
@@ -38,6 +39,20 @@ Status CopyOutOfSlots(const Arena& arena, const ClaimedRecord& r, std::vector<st
     return Status::Corruption("pooled record " + r.key.ToFileStem() + " fails its checksum");
   }
   return Status::Ok();
+}
+
+}  // namespace strata::pool
+
+namespace strata::pool {
+
+Result<uint64_t> MappedSlots::CopyIn(PutId /*put*/, std::span<const SlotId> slots,
+                                     std::span<const std::byte> bytes, HashPipeline& hash) {
+  return CopyIntoSlots(*arena_, slots, bytes, hash);
+}
+
+Status MappedSlots::CopyOut(ClaimId /*claim*/, uint32_t /*index*/, const ClaimedRecord& r,
+                            std::vector<std::byte>& out, HashPipeline& hash) {
+  return CopyOutOfSlots(*arena_, r, out, hash);
 }
 
 }  // namespace strata::pool

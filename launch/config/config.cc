@@ -178,6 +178,16 @@ Status SetDurability(const ConfigValue& value, RankConfig* c) {
   return Status::InvalidArgument(ValueText(value) + " is not \"sync\" or \"none\"");
 }
 
+Status SetPoolData(const ConfigValue& value, RankConfig* c) {
+  if (const auto* s = std::get_if<std::string>(&value); s != nullptr) {
+    if (std::optional<pool::PoolDataPath> path = pool::ParsePoolDataPath(*s)) {
+      c->prefix_cache.pool_data = *path;
+      return Status::Ok();
+    }
+  }
+  return Status::InvalidArgument(ValueText(value) + " is not \"auto\", \"arena\" or \"tcp\"");
+}
+
 Status SetTransport(const ConfigValue& value, RankConfig* c) {
   if (const auto* s = std::get_if<std::string>(&value); s != nullptr) {
     for (TransportChoice t :
@@ -259,12 +269,16 @@ std::vector<ConfigKey> MakeKeys() {
        "\"staged\" or \"direct\" (fail startup where the probe refuses)",
        "auto", SetTransport},
       {"prefix_cache.pool", "--prefix-cache-pool",
-       "a pool manager on this host: its Unix socket path (strata pool --socket), or "
+       "a pool manager: its Unix socket path on this host (strata pool --socket), or "
        "tcp://HOST:PORT (strata pool --tcp; the Hello proves the job secret)",
        "unset (local tiers only)",
        [](const ConfigValue& v, RankConfig* c) {
          STRATA_SET(c->prefix_cache.pool, AsText(v, "a socket path or tcp://HOST:PORT"));
        }},
+      {"prefix_cache.pool_data", "--prefix-cache-pool-data",
+       "\"auto\" (over tcp://, the arena's file when the manager is on this host, else the "
+       "TCP data channel), \"arena\" or \"tcp\" (the data channel even on one host)",
+       "auto", SetPoolData},
       {"prefix_cache.pool_instance", "--prefix-cache-pool-instance",
        "an id for this instance at the pool",
        "the planes' GPU UUIDs; with host planes the host name and process id (not stable "

@@ -14,6 +14,7 @@
 #include <variant>
 #include <vector>
 
+#include "coordinator/pool/pool_data_path.h"
 #include "cuda/gds_probe.h"
 #include "store/base/status.h"
 #include "store/record/record_file.h"
@@ -59,14 +60,18 @@ struct PrefixCacheConfig {
   // (cuda/gds_probe.h), the staged one otherwise; "direct" fails startup
   // with the probe's reason where it refuses.
   TransportChoice transport = TransportChoice::kAuto;
-  // pool: the Unix socket of a pool manager on this host (`strata pool`,
-  // docs/pool.md). Default unset: local tiers only, no sharing code runs.
-  // Today it needs a memory tier and no disk tier, in one process.
+  // pool: a pool manager (`strata pool`, docs/pool.md): its Unix socket on
+  // this host, or tcp://HOST:PORT. Default unset: local tiers only, no
+  // sharing code runs.
   std::optional<std::string> pool;
   // pool_instance: this instance's id at the pool with host planes (GPU
   // planes would use their UUIDs). Default unset: the host name and process
   // id, which differ across restarts; set it for an id that does not.
   std::optional<std::string> pool_instance;
+  // pool_data: over tcp://, how records reach the manager's slots: "auto"
+  // (the arena's file when the manager is on this host, else the TCP data
+  // channel), "arena" or "tcp" (the data channel even on one host).
+  pool::PoolDataPath pool_data = pool::PoolDataPath::kAuto;
 };
 
 // See ClusterConfig::rendezvous.

@@ -38,7 +38,8 @@ Result<std::unique_ptr<pool::InstancePool>> AttachRankPool(
       .model_identity = ComputeNamespaceIdentity(RankModelIdentity(config), StateMode::kOrdinary),
       .registrar = registration.registrar,
       .supply = registration.supply,
-      .lookup_bound = std::nullopt};
+      .lookup_bound = std::nullopt,
+      .data_path = config.prefix_cache.pool_data};
   return pool::InstancePool::Attach(options, geometry, chain, landing_transfers);
 }
 

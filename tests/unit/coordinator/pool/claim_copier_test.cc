@@ -23,8 +23,9 @@ constexpr uint64_t kSlotBytes = 8192;
 // (1.5 slots of bytes), the second in slot 5.
 struct Granted {
   Granted() {
-    arena = std::shared_ptr<const Arena>(
+    arena = std::shared_ptr<Arena>(
         *Arena::Create("claim-copier-test", kSlotBytes, 8, HugePages::kNever));
+    slots = std::make_shared<MappedSlots>(arena);
     Put(Key(64), {SlotId(1), SlotId(2)}, kSlotBytes * 3 / 2, 0x11);
     Put(Key(128), {SlotId(5)}, 100, 0x77);
   }
@@ -39,13 +40,15 @@ struct Granted {
   }
   ClaimCopyJob Job(uint64_t id) const {
     return {.id = id,
-            .arena = arena,
+            .slots = slots,
+            .claim = ClaimId(1),
             .records = records,
             .chain = {Key(64), Key(128)},
             .buffers = {},
             .status = Status::Ok()};
   }
-  std::shared_ptr<const Arena> arena;
+  std::shared_ptr<Arena> arena;
+  std::shared_ptr<SlotAccess> slots;
   std::vector<ClaimedRecord> records;
   std::vector<std::vector<std::byte>> images;
 };

@@ -2,7 +2,7 @@
 // over TCP proves the job secret over the manager's Challenge and maps the
 // named arena by path, then puts and claims byte-exact like one on the Unix
 // socket; a wrong or missing secret is rejected with its reason and counted;
-// a manager refuses to listen on TCP without a secret or a named arena.
+// a manager refuses to listen on TCP without a secret.
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -264,19 +264,15 @@ TEST_F(PoolTcpTest, AClientWithoutASecretRefusesTcpBeforeConnecting) {
   EXPECT_NE(none.status().message().find("job secret"), std::string::npos);
 }
 
-TEST_F(PoolTcpTest, AManagerListensOnTcpOnlyWithASecretAndANamedArena) {
+TEST_F(PoolTcpTest, AManagerListensOnTcpOnlyWithASecret) {
   PoolServerOptions no_secret = ManagerOptions();
   no_secret.job_secret.reset();
   auto a = PoolServer::Start(no_secret, 5);
   ASSERT_FALSE(a.ok());
   EXPECT_EQ(a.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(a.status().message().find("job secret"), std::string::npos);
-
-  PoolServerOptions anonymous = ManagerOptions();
-  anonymous.arena_path.clear();
-  auto b = PoolServer::Start(anonymous, 5);
-  ASSERT_FALSE(b.ok());
-  EXPECT_NE(b.status().message().find("--arena-file"), std::string::npos);
+  // Without --arena-file it listens, and serves TCP instances through the
+  // data channel only (pool_data_channel_test.cc).
 }
 
 TEST(PoolHelloProofTest, TheProofBindsTheSecretTheChallengeAndTheScope) {
