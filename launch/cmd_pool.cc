@@ -1,11 +1,13 @@
 // `strata pool`: the pool manager of seed 2.15 (docs/pool.md). Creates the
 // shared arena, listens on a Unix socket for instances on this host (and, with
-// --tcp, on TCP with the job-secret rule: pool_hello_proof.h), serves
+// --tcp, on TCP with the job-secret rule: pool_hello_proof.h; instances on
+// other hosts move their records through the TCP data channel), serves
 // /metrics, /healthz and /status with --metrics-port (the ranks' endpoint
 // code, launch/ops/), and runs until SIGTERM or SIGINT.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <random>
+#include <string>
 
 #include "coordinator/pool/pool_server.h"
 #include "coordinator/pool/pool_socket.h"
@@ -94,11 +96,13 @@ int RunPool(PoolCommandOptions& o) {
                                           : " (named arena, new)",
               o.server.socket_path.c_str());
   if ((*server)->tcp_port() != 0) {
-    std::printf(
-        "strata pool: also on tcp://%s:%u (%s; job secret required; instances on this host "
-        "map %s)\n",
-        o.server.tcp_host.c_str(), static_cast<unsigned>((*server)->tcp_port()),
-        o.server.tls ? "mutual TLS 1.3" : "plaintext", o.server.arena_path.c_str());
+    const std::string mapped = o.server.arena_path.empty()
+                                   ? std::string("every TCP instance uses the data channel")
+                                   : "instances on this host map " + o.server.arena_path +
+                                         ", others use the data channel";
+    std::printf("strata pool: also on tcp://%s:%u (%s; job secret required; %s)\n",
+                o.server.tcp_host.c_str(), static_cast<unsigned>((*server)->tcp_port()),
+                o.server.tls ? "mutual TLS 1.3" : "plaintext", mapped.c_str());
   }
   // Each scrape reads the counts the manager's thread published after its
   // last exchange (PoolServer::Stats), so an answered request is counted.
@@ -130,7 +134,9 @@ int RunPool(PoolCommandOptions& o) {
 void AddPoolCommand(CLI::App& app) {
   auto opts = std::make_shared<PoolCommandOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "pool", "Run a pool manager: instances on this host share prefixes through its arena");
+      "pool",
+      "Run a pool manager: instances share prefixes through its arena (on this host) or its TCP "
+      "data channel (other hosts)");
   cmd->add_option("--name", opts->server.name,
                   "Pool name: salts scopes and instance ids (a renamed pool starts cold)")
       ->required();
@@ -153,9 +159,10 @@ void AddPoolCommand(CLI::App& app) {
                   "anonymous memfd, new at every start)");
   cmd->add_option("--tcp", opts->tcp,
                   "Also listen on TCP HOST:PORT (port 0: ephemeral, printed). Every Hello over "
-                  "TCP proves the job secret; needs --arena-file, which instances over TCP map "
-                  "by path (they must run on this host: the TCP data channel for other hosts is "
-                  "not built). Plaintext unless --tls-cert, --tls-key and --tls-ca are given");
+                  "TCP proves the job secret. Instances on this host map --arena-file by path; "
+                  "others (and those run with --prefix-cache-pool-data tcp) move their records "
+                  "through the TCP data channel (without --arena-file, every TCP instance does). "
+                  "Plaintext unless --tls-cert, --tls-key and --tls-ca are given");
   cmd->add_option("--job-secret-file", opts->job_secret_file,
                   "File holding the job secret --tcp needs (default: STRATA_JOB_SECRET)");
   cmd->add_option("--tls-cert", opts->tls.cert_file,

@@ -121,7 +121,7 @@ Status PoolLink::Connect(std::optional<std::chrono::milliseconds> bound) {
                              .region_bytes = {a.slot_bytes * a.slot_count}};
   // Over the data channel nothing is mapped here: no registration to keep.
   const bool registers = options_.registration == ArenaRegistration::kRegistered && c->maps_arena();
-  if (phase_ == AttachPhase::kAttached && registers && registered_arena_ &&
+  if (phase_ == AttachPhase::kAttached && registers &&
       DecideReattach(registered_, announced) == Reattach::kDisableSharing) {
     spdlog::warn("prefix cache pool: {}", ReattachWarning(registered_, announced));
     disabled_ = true;

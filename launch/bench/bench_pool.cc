@@ -18,6 +18,14 @@
 // as much memory as the round touched, on a thread scheduled like the
 // instance's: memcpy (the goal: ratio >= 0.8) and memcpy + XXH3. Every
 // claimed byte is compared with what was put.
+//
+// A third instance, C, attaches over the manager's TCP address with the data
+// channel forced (docs/pool.md, "The data channel"; as an instance on
+// another host would) and claims every chain of each round too, window by
+// window through its data connection; its baseline is a raw TCP transfer of
+// the same bytes over one loopback connection in the same run (the goal:
+// ratio >= 0.8, issue 22).
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -35,6 +43,7 @@
 #include "launch/bench/bench.h"
 #include "launch/bench/bench_baseline.h"
 #include "launch/bench/pool_bench_report.h"
+#include "launch/bench/tcp_baseline.h"
 #include "launch/presets.h"
 #include "store/record/fingerprint.h"
 #include "store/record/record_layout.h"
@@ -121,9 +130,11 @@ std::vector<std::vector<std::byte>> Sources(const PoolBenchOptions& o, const Set
 struct Instances {
   std::unique_ptr<pool::PoolClient> putter;   // instance A
   std::unique_ptr<pool::PoolClient> claimer;  // instance B
+  std::unique_ptr<pool::PoolClient> remote;   // instance C: the TCP data channel
 };
 
-Result<Instances> Connect(const Setup& s, const std::string& socket) {
+Result<Instances> Connect(const Setup& s, const std::string& socket, uint16_t tcp_port,
+                          const JobSecret& secret) {
   auto options = [&](const std::string& id) {
     pool::PoolClientOptions c;
     c.socket_path = socket;
@@ -134,6 +145,11 @@ Result<Instances> Connect(const Setup& s, const std::string& socket) {
   Instances i;
   STRATA_ASSIGN_OR_RETURN(i.putter, pool::PoolClient::Connect(options("bench-a")));
   STRATA_ASSIGN_OR_RETURN(i.claimer, pool::PoolClient::Connect(options("bench-b")));
+  pool::PoolClientOptions remote = options("bench-c");
+  remote.socket_path = "tcp://127.0.0.1:" + std::to_string(tcp_port);
+  remote.job_secret = secret;
+  remote.data_path = pool::PoolDataPath::kChannel;
+  STRATA_ASSIGN_OR_RETURN(i.remote, pool::PoolClient::Connect(remote));
   return i;
 }
 
@@ -247,15 +263,28 @@ Result<nlohmann::json> Run(const PoolBenchOptions& o) {
           .string();
   server_options.slot_bytes = o.slot_kib << 10;
   server_options.slot_count = s.slots;
+  // Instance C's TCP address: loopback, a secret of this run.
+  server_options.tcp_host = "127.0.0.1";
+  std::mt19937_64 draw{std::random_device{}()};
+  STRATA_ASSIGN_OR_RETURN(const JobSecret secret,
+                          JobSecret::FromText(fmt::format("{:016x}{:016x}", draw(), draw()),
+                                              "bench pool"));
+  server_options.job_secret = secret;
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<pool::PoolServer> server,
                           pool::PoolServer::Start(server_options, std::random_device{}()));
-  STRATA_ASSIGN_OR_RETURN(Instances instances, Connect(s, server_options.socket_path));
+  STRATA_ASSIGN_OR_RETURN(
+      Instances instances,
+      Connect(s, server_options.socket_path, server->tcp_port(), secret));
   const std::vector<std::vector<std::byte>> sources = Sources(o, s);
   const uint64_t round_bytes = uint64_t{o.records} * s.record_bytes;
   HandWork hand(round_bytes, server_options.slot_bytes, kInstanceNice);
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<RawTcp> raw_tcp,
+                          RawTcp::Open(round_bytes, server_options.slot_bytes));
   uint64_t mismatches = 0;
-  std::vector<std::vector<std::byte>> claimed;  // instance B's buffers
+  std::vector<std::vector<std::byte>> claimed;         // instance B's buffers
+  std::vector<std::vector<std::byte>> claimed_remote;  // instance C's
   Phase put, claim;
+  std::vector<Sample> tcp_claim, raw_tcp_samples;
   for (uint32_t round = 0; round < o.warmup_rounds + o.rounds; ++round) {
     STRATA_ASSIGN_OR_RETURN(Sample p, PutRound(o, s, *instances.putter, sources, round));
     if (round >= o.warmup_rounds) {
@@ -267,6 +296,13 @@ Result<nlohmann::json> Run(const PoolBenchOptions& o) {
     if (round >= o.warmup_rounds) {
       claim.pool.push_back(std::move(c));
       Baselines(hand, round_bytes, claim);
+    }
+    STRATA_ASSIGN_OR_RETURN(Sample r, ClaimRound(o, s, *instances.remote, sources, round,
+                                                 claimed_remote, mismatches));
+    STRATA_ASSIGN_OR_RETURN(Sample raw, raw_tcp->Transfer(round_bytes, kInstanceNice));
+    if (round >= o.warmup_rounds) {
+      tcp_claim.push_back(std::move(r));
+      raw_tcp_samples.push_back(std::move(raw));
     }
   }
   const pool::PoolManagerStats stats = server->Stats();
@@ -287,15 +323,20 @@ Result<nlohmann::json> Run(const PoolBenchOptions& o) {
                    {"baseline", "memcpy"},
                    {"put", PoolPhaseJson(put.pool, put.memcpy, put.memcpy_xxh3)},
                    {"claim", PoolPhaseJson(claim.pool, claim.memcpy, claim.memcpy_xxh3)},
+                   {"tcp_claim", PoolTcpPhaseJson(tcp_claim, raw_tcp_samples)},
                    {"manager",
                     {{"puts_committed", stats.traffic.puts_committed},
                      {"claimed_records", stats.traffic.claimed_records},
-                     {"evicted", stats.catalog.evicted}}},
+                     {"evicted", stats.catalog.evicted},
+                     {"data_windows_out", stats.data.windows_read},
+                     {"data_bytes_out", stats.data.bytes_read}}},
                    {"byte_check", mismatches == 0 ? "ok" : "mismatch"},
                    {"goal_ratio", kPoolGoalRatio}};
   j["put_ratio"] = j["put"]["ratio"];
   j["claim_ratio"] = j["claim"]["ratio"];
+  j["tcp_claim_ratio"] = j["tcp_claim"]["ratio"];
   j["goal"] = PoolGoalMet(j) ? "met" : "not met";
+  j["tcp_goal"] = PoolTcpGoalMet(j) ? "met" : "not met";
   if (mismatches != 0) {
     return Status::Corruption(std::to_string(mismatches) + " claimed bytes differ from the put");
   }
@@ -309,7 +350,8 @@ void AddPoolBench(CLI::App& bench) {
   CLI::App* cmd = bench.add_subcommand(
       "pool",
       "Puts and claims through a pool manager's shared-memory arena (manager and two instances "
-      "in this process, over the manager's Unix socket) vs memcpy of the same bytes");
+      "in this process, over the manager's Unix socket) vs memcpy of the same bytes, and claims "
+      "through the TCP data channel (a third instance over loopback) vs a raw TCP transfer");
   cmd->add_flag("--json", o->json, "print one JSON object");
   cmd->add_option("--preset", o->preset, "geometry preset of the records")->capture_default_str();
   cmd->add_option("--pages", o->pages, "tail pages per record")->capture_default_str();

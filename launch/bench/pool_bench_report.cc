@@ -20,6 +20,14 @@ bool PoolGoalMet(const nlohmann::json& j) {
          j["claim"]["ratio"].get<double>() >= kPoolGoalRatio;
 }
 
+nlohmann::json PoolTcpPhaseJson(const std::vector<Sample>& pool, const std::vector<Sample>& raw_tcp) {
+  return StorePhaseJson(pool, raw_tcp);
+}
+
+bool PoolTcpGoalMet(const nlohmann::json& j) {
+  return j["tcp_claim"]["ratio"].get<double>() >= kPoolGoalRatio;
+}
+
 std::string PoolBenchTable(const nlohmann::json& j) {
   std::string out;
   auto line = [&out](const char* format, auto... args) {
@@ -45,9 +53,22 @@ std::string PoolBenchTable(const nlohmann::json& j) {
          x["memcpy_xxh3_gbps"].get<double>(), x["ratio_vs_memcpy_xxh3"].get<double>(),
          x["p50_ms"].get<double>(), x["p99_ms"].get<double>(), x["cpu_s_per_gb"].get<double>());
   }
+  if (j.contains("tcp_claim")) {
+    const nlohmann::json& x = j["tcp_claim"];
+    line("%-6s %8.2f %12s %7.2f %17s %7s %8.2f %8.2f %9.3f\n", "tcp",
+         x["gbps"].get<double>(), "", x["ratio"].get<double>(), "", "", x["p50_ms"].get<double>(),
+         x["p99_ms"].get<double>(), x["cpu_s_per_gb"].get<double>());
+    line("tcp: claims through the TCP data channel; ratio vs a raw loopback TCP transfer of the "
+         "same bytes (%.2f GB/s)\n",
+         x["baseline_gbps"].get<double>());
+  }
   line("bytes: %s\n", j["byte_check"].get<std::string>().c_str());
   line("goal (put and claim ratios vs memcpy >= %.1f): %s\n", kPoolGoalRatio,
        PoolGoalMet(j) ? "met" : "NOT met");
+  if (j.contains("tcp_claim")) {
+    line("goal (TCP claim ratio vs raw TCP >= %.1f): %s\n", kPoolGoalRatio,
+         PoolTcpGoalMet(j) ? "met" : "NOT met");
+  }
   return out;
 }
 

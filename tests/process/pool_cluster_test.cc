@@ -11,7 +11,11 @@
 // proof, the named arena mapped by path; A is on the Unix socket), restores
 // one byte-exact into both of its ranks' planes,
 // and holds it on both ranks' disks afterwards; the manager's /metrics
-// counts the put and the claim. Every wait is bounded.
+// counts the put and the claim. Run twice: as described, and with both
+// instances over TCP with the data channel forced (--prefix-cache-pool-data
+// tcp, as instances on other hosts: A's puts and B's claim move window by
+// window through their data connections, counted in the manager's
+// strata_pool_data_bytes_total). Every wait is bounded.
 //
 // Run by ctest with STRATA_BIN set to the `strata` binary.
 #include <gtest/gtest.h>
@@ -92,15 +96,16 @@ testing::ClusterWorkload Workload() {
 // One instance of the job: its ranks' processes under dir/NAME.
 struct Instance {
   // `pool`: the manager's address (a Unix socket path or tcp://HOST:PORT).
+  // `data`: --prefix-cache-pool-data's value (empty: the default).
   Instance(const testing::ClusterWorkload& w, const fs::path& root, const std::string& name,
-           uint16_t base, const std::string& pool)
+           uint16_t base, const std::string& pool, const std::string& data = {})
       : dir(root / name) {
     testing::WriteJobSecret(dir);
+    std::vector<std::string> flags{"--prefix-cache-pool", pool, "--prefix-cache-pool-instance",
+                                   name};
+    if (!data.empty()) flags.insert(flags.end(), {"--prefix-cache-pool-data", data});
     for (uint32_t r = 0; r < w.world; ++r) {
-      ranks.push_back(std::make_unique<cluster::RankProcess>(
-          w, dir, r, base,
-          std::vector<std::string>{"--prefix-cache-pool", pool, "--prefix-cache-pool-instance",
-                                   name}));
+      ranks.push_back(std::make_unique<cluster::RankProcess>(w, dir, r, base, flags));
     }
   }
   std::string Logs() const {
@@ -112,7 +117,11 @@ struct Instance {
   std::vector<std::unique_ptr<cluster::RankProcess>> ranks;
 };
 
-TEST(PoolClusterTest, InstancesOfSeveralProcessesShareEvictedRecordsThroughTheManager) {
+// How the instances reach the manager: A on the Unix socket and B over TCP
+// mapping the arena's file, or both through the TCP data channel.
+enum class Reach : uint8_t { kArena, kDataChannel };
+
+void ShareEvictedRecords(Reach reach) {
   ASSERT_NE(std::getenv("STRATA_BIN"), nullptr) << "set STRATA_BIN to the strata binary";
   const fs::path root =
       fs::temp_directory_path() / ("strata-pool-cluster-" + std::to_string(::getpid()));
@@ -139,8 +148,11 @@ TEST(PoolClusterTest, InstancesOfSeveralProcessesShareEvictedRecordsThroughTheMa
   ASSERT_TRUE(strata::testing::WaitForFile(root / "pool.sock", kBound)) << manager.Log();
 
   // Every process is forked before this one attaches anything (no thread yet).
-  Instance a(w, root, "a", base, (root / "pool.sock").string());
-  Instance b(w, root, "b", static_cast<uint16_t>(base + 100), "tcp://" + tcp);
+  const bool channel = reach == Reach::kDataChannel;
+  Instance a(w, root, "a", base, channel ? "tcp://" + tcp : (root / "pool.sock").string(),
+             channel ? "tcp" : "");
+  Instance b(w, root, "b", static_cast<uint16_t>(base + 100), "tcp://" + tcp,
+             channel ? "tcp" : "");
   cluster::PeerRuntimeProcess a_peer(w, a.ranks[1]->socket(), 1, cluster::StartPlanes::kPublished);
   ASSERT_TRUE(a_peer.attached()) << a.Logs();
   cluster::PeerRuntimeProcess b_peer(w, b.ranks[1]->socket(), 1, cluster::StartPlanes::kZeroed);
@@ -183,6 +195,13 @@ TEST(PoolClusterTest, InstancesOfSeveralProcessesShareEvictedRecordsThroughTheMa
       strata::testing::HttpGet(static_cast<uint16_t>(base + 50), "/metrics");
   EXPECT_GE(MetricSample(metrics, "strata_pool_claims_total"), 1u) << metrics;
   EXPECT_GE(MetricSample(metrics, "strata_pool_sessions"), 2u) << metrics;
+  if (channel) {
+    EXPECT_GE(MetricSample(metrics, "strata_pool_data_bytes_total{direction=\"in\"}"), 1u)
+        << metrics;
+    EXPECT_GE(MetricSample(metrics, "strata_pool_data_bytes_total{direction=\"out\"}"), 1u)
+        << metrics;
+    EXPECT_EQ(MetricSample(metrics, "strata_pool_data_windows_refused_total"), 0u) << metrics;
+  }
   EXPECT_NE(b.ranks[1]->Log().find("rank zero owns the pool session"), std::string::npos)
       << b.ranks[1]->Log();
 
@@ -194,7 +213,15 @@ TEST(PoolClusterTest, InstancesOfSeveralProcessesShareEvictedRecordsThroughTheMa
     for (auto& r : i->ranks) EXPECT_EQ(r->Stop(), 0) << r->Log();
   }
   EXPECT_EQ(manager.Stop(kBound), 0) << manager.Log();
-  if (!HasFailure()) fs::remove_all(root);
+  if (!::testing::Test::HasFailure()) fs::remove_all(root);
+}
+
+TEST(PoolClusterTest, InstancesOfSeveralProcessesShareEvictedRecordsThroughTheManager) {
+  ShareEvictedRecords(Reach::kArena);
+}
+
+TEST(PoolClusterTest, InstancesThroughTheTcpDataChannelShareEvictedRecordsByteExact) {
+  ShareEvictedRecords(Reach::kDataChannel);
 }
 
 }  // namespace

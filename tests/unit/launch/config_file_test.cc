@@ -92,7 +92,7 @@ TEST(ConfigFileTest, UnknownKeyListsTheKnownOnes) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.message(),
             "rank.toml:2: prefix_cache.memroy: unknown key (keys in [prefix_cache]: memory, disk, "
-            "disk_limit, drain_on_shutdown, max_age, durability, transport, pool, "
+            "disk_limit, drain_on_shutdown, max_age, durability, transport, pool, pool_data, "
             "pool_instance)");
 }
 
