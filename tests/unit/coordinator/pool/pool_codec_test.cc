@@ -90,6 +90,80 @@ TEST(PoolCodecTest, AChallengeOrProofOfAnotherSizeIsRefused) {
   EXPECT_FALSE(DecodePoolFrame(short_proof).ok());
 }
 
+TEST(PoolCodecTest, TheDataChannelsMessagesRoundTrip) {
+  PoolHello hello;
+  hello.instance_sources = {"GPU-1"};
+  hello.rank_plane_bytes = {{1, 2}};
+  hello.page_tokens = 64;
+  hello.data_channel = true;
+  EXPECT_TRUE(RoundTrip(hello).data_channel);
+
+  PoolHelloAccept accept;
+  accept.pool_name = "shared";
+  accept.data_token = DataToken{};
+  accept.data_token->at(15) = 8;
+  accept.window_bytes = kPoolWindowBytesMax;
+  accept.window_credits = 16;
+  const PoolHelloAccept back = RoundTrip(accept);
+  EXPECT_EQ(back.data_token, accept.data_token);
+  EXPECT_EQ(back.window_bytes, kPoolWindowBytesMax);
+  EXPECT_EQ(back.window_credits, 16u);
+  EXPECT_FALSE(RoundTrip(PoolHelloAccept{}).data_token.has_value());
+
+  PoolDataHello data_hello;
+  data_hello.instance[0] = 1;
+  data_hello.token[1] = 2;
+  data_hello.proof[31] = 3;
+  const PoolDataHello dh = RoundTrip(data_hello);
+  EXPECT_EQ(dh.instance, data_hello.instance);
+  EXPECT_EQ(dh.token, data_hello.token);
+  EXPECT_EQ(dh.proof, data_hello.proof);
+  EXPECT_EQ(RoundTrip(PoolDataAccept{.status = Status::NotFound("no such token")}).status.code(),
+            StatusCode::kNotFound);
+
+  const PoolSlotWrite w{.request_id = 4, .put = PutId(5), .offset = 6, .bytes = 7};
+  const PoolSlotWrite wb = RoundTrip(w);
+  EXPECT_EQ(wb.request_id, 4u);
+  EXPECT_EQ(wb.put, PutId(5));
+  EXPECT_EQ(wb.offset, 6u);
+  EXPECT_EQ(wb.bytes, 7u);
+  const PoolSlotRead r{.request_id = 8, .claim = ClaimId(9), .record = 10, .offset = 11, .bytes = 12};
+  const PoolSlotRead rb = RoundTrip(r);
+  EXPECT_EQ(rb.claim, ClaimId(9));
+  EXPECT_EQ(rb.record, 10u);
+  EXPECT_EQ(rb.offset, 11u);
+  EXPECT_EQ(rb.bytes, 12u);
+  const PoolSlotData d{.request_id = 13, .status = Status::Ok(), .bytes = 14, .progress_epoch = 15};
+  const PoolSlotData db = RoundTrip(d);
+  EXPECT_EQ(db.request_id, 13u);
+  EXPECT_EQ(db.bytes, 14u);
+  EXPECT_EQ(db.progress_epoch, 15u);
+}
+
+TEST(PoolCodecTest, AWindowOverTheLimitOrAGrantWithoutWindowsIsRefused) {
+  for (auto kind : {0, 1, 2}) {
+    const auto big = Raw([kind](wire::pool_schema::Envelope::Builder env) {
+      const uint64_t over = kPoolWindowBytesMax + 1;
+      if (kind == 0) env.initSlotWrite().setBytes(over);
+      if (kind == 1) env.initSlotRead().setBytes(over);
+      if (kind == 2) env.initSlotData().setBytes(over);
+    });
+    const auto decoded = DecodePoolFrame(big);
+    ASSERT_FALSE(decoded.ok()) << kind;
+    EXPECT_EQ(decoded.status().code(), StatusCode::kInvalidArgument) << kind;
+  }
+  const auto no_windows = Raw([](wire::pool_schema::Envelope::Builder env) {
+    auto a = env.initHelloAccept();
+    const uint8_t bytes[16] = {};
+    a.setScope(capnp::Data::Reader(bytes, sizeof bytes));
+    a.setInstance(capnp::Data::Reader(bytes, sizeof bytes));
+    a.setDataToken(capnp::Data::Reader(bytes, sizeof bytes));
+    a.setWindowBytes(0);
+    a.setWindowCredits(16);
+  });
+  EXPECT_FALSE(DecodePoolFrame(no_windows).ok()) << "a data token without windows";
+}
+
 TEST(PoolCodecTest, PutAndClaimRoundTrip) {
   PoolPut put{.request_id = 7,
               .put = PutRequest{.key = Key(128, 1),
