@@ -2,7 +2,8 @@
 // "Protocol"): an instance with a certificate of the cluster CA handshakes,
 // proves the job secret and claims byte-exact; a plaintext client, or one
 // whose certificate another CA signed, fails the handshake, which the
-// manager counts (hellos_rejected{"tls"}) before any Challenge is sent.
+// manager counts (hellos_rejected{"tls"}) before any Challenge is sent. The
+// data channel's connections run the same handshake.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -82,6 +83,35 @@ TEST_F(PoolTlsTest, AnInstanceOfTheClusterCaPutsAndClaimsByteExact) {
   ASSERT_TRUE(copied.ok()) << copied.status().ToString();
   EXPECT_EQ(copied->front(), record);
   EXPECT_EQ(TlsRejections(0), 0u);
+}
+
+TEST_F(PoolTlsTest, TheDataChannelRunsUnderTlsToo) {
+  PoolClientOptions o = Client(ContextOf(instance_cert_, ca_));
+  o.data_path = PoolDataPath::kChannel;
+  auto c = PoolClient::Connect(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_FALSE((*c)->maps_arena());
+  const std::vector<Token> tokens = testing::Tokens(300, 12);
+  const PrefixHistory history(tokens);
+  // Larger than the 64 KiB socket buffers: windows cross many TLS records.
+  const std::vector<std::byte> record = testing::Pattern(9 * 64 * 1024 + 77, 6);
+  ASSERT_TRUE((*c)->Put(history.key_at(256), std::nullopt, history.bucket_digest(256), record,
+                        PutKind::kCascade)
+                  .ok());
+  auto chain = (*c)->Lookup(tokens, 0, tokens.size());
+  ASSERT_TRUE(chain.ok() && chain->has_value()) << chain.status().ToString();
+  auto copied = (*c)->ClaimCopy(**chain);
+  ASSERT_TRUE(copied.ok()) << copied.status().ToString();
+  EXPECT_EQ(copied->front(), record);
+  const PoolDataCounts d = server_->Stats().data;
+  EXPECT_EQ(d.connections, 2u);
+  EXPECT_EQ(d.bytes_written, record.size());
+  EXPECT_EQ(d.bytes_read, record.size());
+  // A data connection in plaintext never reaches the TLS address.
+  PoolClientOptions plain = Client(nullptr);
+  plain.answer_bound = std::chrono::milliseconds(300);
+  plain.data_path = PoolDataPath::kChannel;
+  EXPECT_FALSE(PoolClient::Connect(plain).ok());
 }
 
 TEST_F(PoolTlsTest, APlaintextClientGetsNoChallengeAndIsCounted) {
