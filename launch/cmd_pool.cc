@@ -96,10 +96,10 @@ int RunPool(PoolCommandOptions& o) {
                                           : " (named arena, new)",
               o.server.socket_path.c_str());
   if ((*server)->tcp_port() != 0) {
-    const std::string mapped = o.server.arena_path.empty()
-                                   ? std::string("every TCP instance uses the data channel")
-                                   : "instances on this host map " + o.server.arena_path +
-                                         ", others use the data channel";
+    const std::string mapped =
+        o.server.arena_path.empty()
+            ? std::string("every TCP instance uses the data channel")
+            : "instances on this host map " + o.server.arena_path + ", others use the data channel";
     std::printf("strata pool: also on tcp://%s:%u (%s; job secret required; %s)\n",
                 o.server.tcp_host.c_str(), static_cast<unsigned>((*server)->tcp_port()),
                 o.server.tls ? "mutual TLS 1.3" : "plaintext", mapped.c_str());

@@ -73,16 +73,16 @@ std::vector<MetricFamily> PoolManagerMetrics(const pool::PoolManagerStats& s) {
   const pool::PoolDataCounts& d = s.data;
   out.push_back(Family("strata_pool_data_connections_total", kCounter,
                        "Data connections accepted (the TCP data channel).", d.connections));
-  out.push_back({"strata_pool_data_windows_total",
-                 kCounter,
-                 "Data-channel windows moved, by direction (in: a put's, out: a claim's).",
-                 {{{{"direction", "in"}}, d.windows_written},
-                  {{{"direction", "out"}}, d.windows_read}}});
-  out.push_back({"strata_pool_data_bytes_total",
-                 kCounter,
-                 "Data-channel bytes moved, by direction (in: a put's, out: a claim's).",
-                 {{{{"direction", "in"}}, d.bytes_written},
-                  {{{"direction", "out"}}, d.bytes_read}}});
+  out.push_back(
+      {"strata_pool_data_windows_total",
+       kCounter,
+       "Data-channel windows moved, by direction (in: a put's, out: a claim's).",
+       {{{{"direction", "in"}}, d.windows_written}, {{{"direction", "out"}}, d.windows_read}}});
+  out.push_back(
+      {"strata_pool_data_bytes_total",
+       kCounter,
+       "Data-channel bytes moved, by direction (in: a put's, out: a claim's).",
+       {{{{"direction", "in"}}, d.bytes_written}, {{{"direction", "out"}}, d.bytes_read}}});
   out.push_back(Family("strata_pool_data_windows_refused_total", kCounter,
                        "Data-channel windows refused (no such open put or held claim, or "
                        "outside its grant).",

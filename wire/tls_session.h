@@ -49,6 +49,9 @@ class TlsSession {
   // Writes every byte within the write bound (kUnavailable past it or on a
   // failed stream).
   Status Write(std::span<const std::byte> bytes);
+  // The bound of each later Write (a caller with a deadline of its own sets
+  // what is left of it before each write: the pool's data connections).
+  void set_write_bound(std::chrono::milliseconds bound) { write_bound_ = bound; }
   // Whether decrypted bytes wait inside the session (a poll on the socket
   // would not see them).
   bool HasBuffered() const;

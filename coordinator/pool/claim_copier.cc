@@ -1,6 +1,5 @@
 #include "coordinator/pool/claim_copier.h"
 
-
 namespace strata::pool {
 
 void RunClaimCopy(ClaimCopyJob& job, HashPipeline& hash) {

@@ -32,9 +32,9 @@
 namespace strata::pool {
 
 struct ClaimCopyJob {
-  uint64_t id = 0;  // the owner's name for it
+  uint64_t id = 0;                     // the owner's name for it
   std::shared_ptr<SlotAccess> slots;   // PoolClient::claim_slots()
-  ClaimId claim;                        // as granted
+  ClaimId claim;                       // as granted
   std::vector<ClaimedRecord> records;  // as granted, in chain order
   std::vector<PrefixKey> chain;        // what records[i] must be
   // In: buffers to reuse (resized as needed); out: records[i]'s checked

@@ -34,13 +34,19 @@ void DataStream::Shutdown() { (void)::shutdown(socket_.get(), SHUT_RDWR); }
 
 Status DataStream::Wait(bool read, DataDeadline deadline) const {
   if (read && tls_ != nullptr && tls_->HasBuffered()) return Status::Ok();
+  // A TLS read may wait to write (a key update's answer in a full buffer).
+  const bool writes = !read || (tls_ != nullptr && tls_->WantsWrite());
+  const auto events = static_cast<short>((read ? POLLIN : 0) | (writes ? POLLOUT : 0));
   for (;;) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
-    if (left.count() < 0) return Gone("timed out");
-    pollfd p{.fd = socket_.get(), .events = static_cast<short>(read ? POLLIN : POLLOUT), .revents = 0};
+    if (left.count() < 0) {
+      timed_out_ = true;
+      return Gone("timed out");
+    }
+    pollfd p{.fd = socket_.get(), .events = events, .revents = 0};
     const int n = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count() + 1, 60'000)));
-    if (n < 0 && errno != EINTR) return Status::FromErrno(errno, "poll a data connection");
+    if (n < 0 && errno != EINTR) return Gone(std::string("failed: poll: ") + std::strerror(errno));
     if (n > 0) return Status::Ok();  // ready, or HUP/ERR: the next call says which
   }
 }
@@ -49,7 +55,15 @@ Status DataStream::WriteAll(std::span<const std::span<const std::byte>> parts,
                             DataDeadline deadline) {
   if (tls_ != nullptr) {
     for (std::span<const std::byte> part : parts) {
-      if (!part.empty()) STRATA_RETURN_IF_ERROR(tls_->Write(part));
+      if (part.empty()) continue;
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) {
+        timed_out_ = true;
+        return Gone("timed out");
+      }
+      tls_->set_write_bound(left);
+      STRATA_RETURN_IF_ERROR(tls_->Write(part));
     }
     return Status::Ok();
   }
@@ -67,8 +81,8 @@ Status DataStream::WriteAll(std::span<const std::span<const std::byte>> parts,
     const ssize_t sent = ::sendmsg(socket_.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (sent < 0) {
       if (errno == EINTR) continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK) return Gone(std::string("failed: ") +
-                                                               std::strerror(errno));
+      if (errno != EAGAIN && errno != EWOULDBLOCK)
+        return Gone(std::string("failed: ") + std::strerror(errno));
       STRATA_RETURN_IF_ERROR(Wait(false, deadline));
       continue;
     }
@@ -84,12 +98,14 @@ Status DataStream::WriteAll(std::span<const std::span<const std::byte>> parts,
 
 Status DataStream::Send(const PoolMessage& message, std::span<const std::byte> payload,
                         DataDeadline deadline) {
+  timed_out_ = false;
   STRATA_ASSIGN_OR_RETURN(const wire::Frame frame, EncodePoolFrame(message));
   const std::array<std::span<const std::byte>, 2> parts{frame.bytes(), payload};
   return WriteAll(parts, deadline);
 }
 
 Status DataStream::ReadBytes(std::span<std::byte> out, DataDeadline deadline) {
+  timed_out_ = false;
   size_t filled = 0;
   while (filled < out.size()) {
     const std::span<std::byte> rest = out.subspan(filled);
@@ -103,8 +119,8 @@ Status DataStream::ReadBytes(std::span<std::byte> out, DataDeadline deadline) {
     if (got == 0) return Gone("was closed by the peer");
     if (got < 0) {
       if (errno == EINTR) continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK) return Gone(std::string("failed: ") +
-                                                               std::strerror(errno));
+      if (errno != EAGAIN && errno != EWOULDBLOCK)
+        return Gone(std::string("failed: ") + std::strerror(errno));
       STRATA_RETURN_IF_ERROR(Wait(true, deadline));
       continue;
     }
@@ -113,9 +129,12 @@ Status DataStream::ReadBytes(std::span<std::byte> out, DataDeadline deadline) {
   return Status::Ok();
 }
 
-Result<PoolMessage> DataStream::Receive(DataDeadline deadline) {
+Result<PoolMessage> DataStream::Receive(DataDeadline deadline,
+                                        std::chrono::milliseconds rest_bound) {
   reader_.Reset();
-  for (;;) {
+  for (bool first = true;; first = false) {
+    // Once a frame began, the rest of it must follow within rest_bound.
+    if (!first) deadline = std::min(deadline, std::chrono::steady_clock::now() + rest_bound);
     STRATA_RETURN_IF_ERROR(ReadBytes(reader_.NextBuffer(), deadline));
     switch (reader_.Advance()) {
       case wire::FrameReader::Step::kNeedMore: continue;

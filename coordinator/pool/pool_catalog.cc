@@ -171,6 +171,15 @@ Status PoolCatalog::AbortPut(SessionId session, PutId put) {
   return Status::Ok();
 }
 
+bool PoolCatalog::PutWritable(SessionId session, PutId put) const {
+  auto s = sessions_.find(session);
+  if (s == sessions_.end()) return false;
+  auto it = s->second->puts.find(put);
+  if (it == s->second->puts.end()) return false;
+  const std::optional<IndexEntry> entry = scopes_.at(s->second->scope)->index.Find(it->second.key);
+  return entry.has_value() && entry->location == it->second.location;
+}
+
 void PoolCatalog::DropPending(ScopeState& scope, const PendingPut& put) {
   const std::optional<IndexEntry> entry = scope.index.Find(put.key);
   if (!entry.has_value() || entry->location != put.location) return;

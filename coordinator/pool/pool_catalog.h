@@ -122,6 +122,10 @@ class PoolCatalog {
   Status CommitPut(SessionId session, PutId put, uint64_t checksum, uint64_t now_ms);
   // The put failed: its record and slots go.
   Status AbortPut(SessionId session, PutId put);
+  // Whether `put` of `session` is pending and its record is still the one
+  // it made, so its slots are still its own (a parent's removal takes a
+  // pending child with it, and frees its slots for the next put).
+  bool PutWritable(SessionId session, PutId put) const;
 
   // The deepest committed record of the session's scope matching `history`
   // above resident_consumed and at most max_consumed (PrefixIndex::Lookup).

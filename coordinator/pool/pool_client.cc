@@ -256,7 +256,8 @@ Result<uint64_t> PoolClient::CopyIntoSlots(PutId put, std::span<const SlotId> sl
 }
 
 const Arena& PoolClient::arena() const {
-  STRATA_ASSERT(arena_ != nullptr, "PoolClient::arena: this client moves records over the data channel");
+  STRATA_ASSERT(arena_ != nullptr,
+                "PoolClient::arena: this client moves records over the data channel");
   return *arena_;
 }
 
@@ -303,8 +304,8 @@ std::vector<Status> PoolClient::PutChain(std::span<const PutItem> items) {
       continue;
     }
     const std::span<const std::byte> bytes = items[i].bytes;
-    if (Status fit = CheckSlotsFit(grant->slots, bytes.size(), accepted_.slot_bytes,
-                                   accepted_.slot_count);
+    if (Status fit =
+            CheckSlotsFit(grant->slots, bytes.size(), accepted_.slot_bytes, accepted_.slot_count);
         !fit.ok()) {
       const Settled parent = settle_commit();
       if (parent == Settled::kLost) return out;
@@ -327,8 +328,7 @@ std::vector<Status> PoolClient::PutChain(std::span<const PutItem> items) {
     // The parent's commit, answered during the copy: a record is committed
     // only after its parent was. A copy that failed (the data channel's)
     // aborts the record and the next one.
-    if (const Settled parent = settle_commit();
-        parent != Settled::kAccepted || !checksum.ok()) {
+    if (const Settled parent = settle_commit(); parent != Settled::kAccepted || !checksum.ok()) {
       if (parent == Settled::kLost) return out;
       if (next_grant) {
         Result<PoolPutAnswer> next = Await<PoolPutAnswer>(*next_grant, answer_bound_);
@@ -351,7 +351,6 @@ std::vector<Status> PoolClient::PutChain(std::span<const PutItem> items) {
   (void)settle_commit();
   return out;
 }
-
 
 Status PoolClient::ClaimInto(std::span<const PrefixKey> chain,
                              std::vector<std::vector<std::byte>>& records) {

@@ -1,14 +1,12 @@
 // PoolClient: an instance's connection to a manager — Hello, the way to the
 // slots (the arena mapped from the fd or the file the manager names, on its
 // host; or the TCP data channel, from any host: slot_access.h), and
-// synchronous lookups, puts and claims. Puts copy the record into the granted slots, hashing as they
-// copy, and commit with that checksum; a chain's puts are pipelined (the
-// next record's grant is asked for before the current record is copied, and
-// a commit's answer is read after the next record is copied), so the copies
-// do not wait on the manager's thread; claims copy out, hashing as they copy,
-// check each record against its checksum, and always release, after the last
-// copy from the slots has ended.
-// Lookups may also go out without waiting (SendLookup): their answers are
+// synchronous lookups, puts and claims. Puts copy the record into the granted slots, hashing as
+// they copy, and commit with that checksum; a chain's puts are pipelined (the next record's grant
+// is asked for before the current record is copied, and a commit's answer is read after the next
+// record is copied), so the copies do not wait on the manager's thread; claims copy out, hashing as
+// they copy, check each record against its checksum, and always release, after the last copy from
+// the slots has ended. Lookups may also go out without waiting (SendLookup): their answers are
 // kept, whenever they are read, for the instance's lookup tickets. So may a
 // put's steps (SendPut, SendCommit, SendAbort: the instance's put queue,
 // put_queue.h), whose answers are kept for TakeAnswer.
@@ -84,6 +82,9 @@ class PoolClient {
  public:
   // Connects and says Hello. kUnavailable: no manager there, or no answer in
   // time; kFailedPrecondition: the manager rejected the Hello (its reason).
+  // Over TCP with PoolDataPath::kAuto, a manager on this host whose arena's
+  // file cannot be had (it has none, or this user cannot open it) is asked
+  // again for the data channel.
   static Result<std::unique_ptr<PoolClient>> Connect(const PoolClientOptions& options);
 
   const PoolHelloAccept& accepted() const { return accepted_; }
@@ -174,8 +175,9 @@ class PoolClient {
   void ForgetAnswer(uint64_t id) { kept_.erase(id); }
   // Copies `bytes` into put `put`'s granted `slots`, hashing as it copies:
   // the checksum a commit carries. kCorruption (nothing copied) when the
-  // slots do not fit; over the data channel, kUnavailable when it failed or
-  // the manager's refusal of a window.
+  // slots do not fit; over the data channel, kUnavailable when it failed,
+  // or the manager's refusal of a window (kNotFound, kInvalidArgument:
+  // windows before it may have landed; the put must be aborted).
   Result<uint64_t> CopyIntoSlots(PutId put, std::span<const SlotId> slots,
                                  std::span<const std::byte> bytes);
   // The connection's socket, for an owner's poll() (PooledStore::PollFd).
@@ -200,6 +202,10 @@ class PoolClient {
   Result<std::vector<std::vector<std::byte>>> ClaimCopy(std::span<const PrefixKey> chain);
 
  private:
+  // Connect, with options.data_path as it is; `no_arena` says whether it
+  // failed for want of the arena's file over TCP (none, or not this user's).
+  static Result<std::unique_ptr<PoolClient>> ConnectAs(const PoolClientOptions& options,
+                                                       bool* no_arena);
   PoolClient(PoolSocket socket, PoolHelloAccept accepted, PoolClientSlots slots,
              const PoolClientOptions& options, uint64_t lookup_grace_us,
              uint64_t control_round_trip_us);

@@ -31,7 +31,8 @@ Result<wire::UniqueFd> OpenArenaFile(const std::string& path) {
     return Status::FailedPrecondition(
         "cannot open the pool's arena file " + path + ": " + std::strerror(errno) +
         " (an instance over TCP maps the manager's arena by path, so it must run on the "
-        "manager's host as the same user; or it asks for the data channel: --prefix-cache-pool-data tcp)");
+        "manager's host as the same user; or it asks for the data channel: "
+        "--prefix-cache-pool-data tcp)");
   }
   if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 077) != 0) {
     return Status::FailedPrecondition("the pool's arena " + path +
@@ -89,6 +90,21 @@ Result<PoolClientSlots> OpenDataChannel(const PoolAddress& address,
 }  // namespace
 
 Result<std::unique_ptr<PoolClient>> PoolClient::Connect(const PoolClientOptions& options) {
+  bool no_arena = false;
+  Result<std::unique_ptr<PoolClient>> first = ConnectAs(options, &no_arena);
+  if (first.ok() || options.data_path != PoolDataPath::kAuto || !no_arena) return first;
+  // The manager looked local but its arena's file could not be had (a
+  // manager without --arena-file, another user's file, a tunnel whose ends
+  // are both loopback): the data channel works from anywhere.
+  PoolClientOptions channel = options;
+  channel.data_path = PoolDataPath::kChannel;
+  Result<std::unique_ptr<PoolClient>> second = ConnectAs(channel, &no_arena);
+  if (second.ok()) return second;
+  return first;
+}
+
+Result<std::unique_ptr<PoolClient>> PoolClient::ConnectAs(const PoolClientOptions& options,
+                                                          bool* no_arena) {
   STRATA_ASSIGN_OR_RETURN(const PoolAddress address, ParsePoolAddress(options.socket_path));
   PoolHello hello = options.hello;
   std::optional<PoolSocket> opened;
@@ -132,6 +148,8 @@ Result<std::unique_ptr<PoolClient>> PoolClient::Connect(const PoolClientOptions&
                                             std::chrono::steady_clock::now() - hello_sent)
                                             .count()));
   if (const auto* reject = std::get_if<PoolHelloReject>(&received.message)) {
+    *no_arena = address.tcp() && !hello.data_channel &&
+                reject->reason.find("--arena-file") != std::string::npos;
     return Status::FailedPrecondition("the pool rejected our Hello: " + reject->reason);
   }
   const auto* accept = std::get_if<PoolHelloAccept>(&received.message);
@@ -161,7 +179,9 @@ Result<std::unique_ptr<PoolClient>> PoolClient::Connect(const PoolClientOptions&
         slots.arena->slot_count() != accept->slot_count) {
       wire::UniqueFd arena_fd;
       if (arena_named) {
-        STRATA_ASSIGN_OR_RETURN(arena_fd, OpenArenaFile(accept->arena_path));
+        Result<wire::UniqueFd> opened_file = OpenArenaFile(accept->arena_path);
+        *no_arena = !opened_file.ok();
+        STRATA_ASSIGN_OR_RETURN(arena_fd, std::move(opened_file));
       } else {
         arena_fd = std::move(received.fds.front());
       }

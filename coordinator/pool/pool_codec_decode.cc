@@ -132,8 +132,8 @@ Result<PoolMessage> GetHelloAccept(s::HelloAccept::Reader in) {
   }
   m.window_bytes = in.getWindowBytes();
   m.window_credits = in.getWindowCredits();
-  if (m.data_token && (m.window_bytes == 0 || m.window_bytes > kPoolWindowBytesMax ||
-                       m.window_credits == 0)) {
+  if (m.data_token &&
+      (m.window_bytes == 0 || m.window_bytes > kPoolWindowBytesMax || m.window_credits == 0)) {
     return Invalid("HelloAccept.windowBytes",
                    fmt::format("windows of {} bytes, {} credits (1..{} bytes, at least 1 credit)",
                                m.window_bytes, m.window_credits, kPoolWindowBytesMax));
@@ -152,8 +152,8 @@ Result<PoolMessage> GetDataHello(s::DataHello::Reader in) {
 // A window's size: at most kPoolWindowBytesMax (what the reader allocates).
 Status CheckWindow(uint64_t bytes, std::string_view field) {
   if (bytes <= kPoolWindowBytesMax) return Status::Ok();
-  return Invalid(field, fmt::format("{} bytes, at most {} in one window", bytes,
-                                    kPoolWindowBytesMax));
+  return Invalid(field,
+                 fmt::format("{} bytes, at most {} in one window", bytes, kPoolWindowBytesMax));
 }
 
 Result<PoolMessage> GetLookup(s::LookupRequest::Reader in) {

@@ -2,7 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
+#include <system_error>
 #include <vector>
 
 namespace strata::pool {
@@ -20,19 +22,32 @@ PoolDataServer::~PoolDataServer() {
   for (Connection& c : connections_) c.thread.join();
 }
 
-void PoolDataServer::Serve(SessionId session, std::unique_ptr<DataStream> stream) {
+size_t PoolDataServer::Live(SessionId session) const {
+  return static_cast<size_t>(
+      std::count_if(connections_.begin(), connections_.end(), [&](const Connection& c) {
+        return c.session == session && !c.finished.load(std::memory_order_acquire);
+      }));
+}
+
+bool PoolDataServer::Serve(SessionId session, std::unique_ptr<DataStream> stream) {
   Reap();
-  {
-    MutexLock lock(mu_);
-    ++counts_.connections;
-  }
+  if (Live(session) >= kConnectionsPerSessionMax) return false;
   Connection& c = connections_.emplace_back();
   c.session = session;
   c.stream = std::move(stream);
-  c.thread = std::thread([this, &c] {
-    Run(c.session, *c.stream);
-    c.finished.store(true, std::memory_order_release);
-  });
+  try {
+    c.thread = std::thread([this, &c] {
+      Run(c.session, *c.stream);
+      c.finished.store(true, std::memory_order_release);
+    });
+  } catch (const std::system_error& e) {
+    spdlog::warn("pool: no thread for a data connection: {}", e.what());
+    connections_.pop_back();
+    return false;
+  }
+  MutexLock lock(mu_);
+  ++counts_.connections;
+  return true;
 }
 
 void PoolDataServer::EndSession(SessionId session) {
@@ -61,7 +76,8 @@ PoolDataCounts PoolDataServer::Counts() const {
 void PoolDataServer::Run(SessionId session, DataStream& stream) {
   std::vector<std::byte> window;  // a SlotWrite's bytes, read whole before they land
   const auto drop = [&](const Status& why) {
-    if (why.code() != StatusCode::kUnavailable) {
+    // A peer that closed is no drop; a stalled one, or a bad frame, is.
+    if (why.code() != StatusCode::kUnavailable || stream.timed_out()) {
       spdlog::warn("pool: dropping a data connection of session {}: {}", session.value,
                    why.ToString());
       MutexLock lock(mu_);

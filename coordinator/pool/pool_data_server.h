@@ -26,7 +26,6 @@
 
 namespace strata::pool {
 
-
 class PoolDataServer {
  public:
   // A window's bytes (after its frame) or an answer's send must finish this soon.
@@ -38,10 +37,19 @@ class PoolDataServer {
   PoolDataServer(const PoolDataServer&) = delete;
   PoolDataServer& operator=(const PoolDataServer&) = delete;
 
-  // Serves `stream` as a data connection of `session` until it ends.
-  void Serve(SessionId session, std::unique_ptr<DataStream> stream);
+  // A session's data connections at once (an instance opens two).
+  static constexpr size_t kConnectionsPerSessionMax = 4;
+
+  // Serves `stream` as a data connection of `session` until it ends; false
+  // (the stream closed) when the session has kConnectionsPerSessionMax
+  // connections open already, or no thread could start.
+  bool Serve(SessionId session, std::unique_ptr<DataStream> stream);
   // Shuts down every data connection of `session` (their threads end soon).
   void EndSession(SessionId session);
+  // Joins the threads of connections that ended (the manager's sweep).
+  void Reap();
+  // The session's data connections still open.
+  size_t Live(SessionId session) const;
   PoolDataCounts Counts() const;
 
  private:
@@ -53,8 +61,6 @@ class PoolDataServer {
   };
   // The loop of one connection, on its thread.
   void Run(SessionId session, DataStream& stream);
-  // Joins the threads of connections that finished.
-  void Reap();
 
   SessionGrants& grants_;
   std::list<Connection> connections_;  // the manager's thread's

@@ -22,6 +22,7 @@ ByteWriter ProvenFields(const Nonce& challenge, const PoolHello& hello) {
   message.Bytes(hello.model_identity);
   message.Bytes(hello.layout);
   message.U32(hello.page_tokens);
+  message.U8(hello.data_channel ? 1 : 0);
   return message;
 }
 
@@ -36,7 +37,9 @@ ByteWriter AcceptFields(const Nonce& client_nonce, const Nonce& challenge,
   message.U32(accept.slot_count);
   message.Bytes(accept.scope);
   message.Bytes(accept.instance);
+  message.U32(static_cast<uint32_t>(accept.arena_path.size()));
   message.Bytes(BytesOf(accept.arena_path));
+  message.U8(accept.data_token ? 1 : 0);
   if (accept.data_token) message.Bytes(*accept.data_token);
   message.U64(accept.window_bytes);
   message.U32(accept.window_credits);

@@ -11,8 +11,9 @@
 namespace strata::pool {
 
 // HMAC-SHA256(secret, "strata-pool-hello-v1" || nonce || model identity ||
-// layout fingerprint || u32 page tokens): binds the proof to this
-// connection's challenge and to the scope the Hello asks for.
+// layout fingerprint || u32 page tokens || u8 data channel asked): binds the
+// proof to this connection's challenge, the scope the Hello asks for and
+// the way to the slots it asks for.
 HelloProof ProvePoolHello(const JobSecret& secret, const Nonce& challenge, const PoolHello& hello);
 
 // Whether `hello` carries ProvePoolHello's proof for `challenge` (constant
@@ -23,8 +24,8 @@ bool PoolHelloProven(const JobSecret& secret, const Nonce& challenge, const Pool
 // no file a process without the secret named (a squatter on the port while
 // the manager is down): HMAC-SHA256(secret, "strata-pool-accept-v1" ||
 // client nonce || challenge || u64 generation || u64 slot bytes || u32 slot
-// count || scope || instance || the arena path's bytes || the data token, if
-// any || u64 window bytes || u32 window credits).
+// count || scope || instance || u32 arena path length || its bytes || u8
+// data token present || the token || u64 window bytes || u32 window credits).
 HelloProof ProvePoolAccept(const JobSecret& secret, const Nonce& client_nonce,
                            const Nonce& challenge, const PoolHelloAccept& accept);
 // Whether `accept` carries ProvePoolAccept's proof (constant time).

@@ -1,7 +1,7 @@
 #include "coordinator/pool/pool_server.h"
 
-#include <poll.h>
 #include <openssl/crypto.h>
+#include <poll.h>
 #include <spdlog/spdlog.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -97,6 +97,9 @@ struct PoolServer::Loop {
   // Ends a data session's grants and connections (its control connection
   // ended, or a new session of its instance replaced it).
   void EndDataSession(SessionId session);
+  // After a catalog change: data-channel puts whose record went (with a
+  // parent) are no longer writable, before their slots can be granted again.
+  void DropUnwritablePuts();
   // Reads and answers what a connection sent; false when it must close.
   bool Serve(Connection& c);
   bool Handle(Connection& c, PoolReceived received);
@@ -167,6 +170,7 @@ void PoolServer::Loop::Run() {
                      ClaimHealthName(f.why));
       }
       CloseSilentConnections(now);
+      data.Reap();
       last_sweep_ms = now;
       Publish();
     }
@@ -252,6 +256,7 @@ bool PoolServer::Loop::Handle(Connection& c, PoolReceived received) {
   if (!answer.has_value()) return false;
   // Before the answer leaves: its grant is writable once the instance reads it.
   if (data_sessions.contains(c.session->value)) grants.Note(*c.session, received.message, *answer);
+  DropUnwritablePuts();
   CountExchange(traffic, received.message, *answer);
   Publish();
   return c.socket.Send(*answer).ok();
@@ -325,6 +330,7 @@ bool PoolServer::Loop::AnswerHello(Connection& c, const PoolHello& hello, uint64
     if (d.instance == accepted.accept.instance) replaced.emplace_back(session);
   }
   for (SessionId session : replaced) EndDataSession(session);
+  DropUnwritablePuts();  // the replaced session's own records went
   c.session = accepted.session;
   c.socket.set_frame_bytes_max(kPoolFrameBytesMax);
   if (c.challenge) {
@@ -367,10 +373,26 @@ bool PoolServer::Loop::AnswerDataHello(Connection& c, const PoolDataHello& hello
         .status = Status::NotFound("no open session of this instance holds that data token")});
     return false;
   }
+  if (data.Live(SessionId(match->first)) >= PoolDataServer::kConnectionsPerSessionMax) {
+    spdlog::warn("pool: rejected a data connection: session {} has {} already", match->first,
+                 PoolDataServer::kConnectionsPerSessionMax);
+    ++traffic.hellos_rejected["data_crowded"];
+    Publish();
+    (void)c.socket.Send(PoolDataAccept{
+        .status = Status::Busy("the session has its data connections open already")});
+    return false;
+  }
   if (!c.socket.Send(PoolDataAccept{.status = Status::Ok()}).ok()) return false;
   auto [socket, tls] = c.socket.Release();
-  data.Serve(SessionId(match->first), std::make_unique<DataStream>(std::move(socket), std::move(tls)));
+  (void)data.Serve(SessionId(match->first),
+                   std::make_unique<DataStream>(std::move(socket), std::move(tls)));
   return false;
+}
+
+void PoolServer::Loop::DropUnwritablePuts() {
+  if (data_sessions.empty()) return;
+  grants.DropUnwritable(
+      [this](SessionId session, PutId put) { return catalog.PutWritable(session, put); });
 }
 
 void PoolServer::Loop::EndDataSession(SessionId session) {
@@ -387,6 +409,7 @@ void PoolServer::Loop::Close(int fd) {
     if (data_sessions.contains(session.value)) EndDataSession(session);
     // NotFound: the instance reconnected and its new session replaced this one.
     (void)catalog.EndSession(session);
+    DropUnwritablePuts();  // its own records took other sessions' pending children
   }
   connections.erase(it);
 }

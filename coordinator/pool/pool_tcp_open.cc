@@ -18,10 +18,10 @@ Result<PoolTcpOpened> OpenPoolTcp(const PoolAddress& address,
   };
   const auto connecting = std::chrono::steady_clock::now();
   STRATA_ASSIGN_OR_RETURN(wire::UniqueFd fd, ConnectTcp(address.host, address.port, left()));
-  const auto connect_us = static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() -
-                                                            connecting)
-          .count());
+  const auto connect_us =
+      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                std::chrono::steady_clock::now() - connecting)
+                                .count());
   STRATA_RETURN_IF_ERROR(wire::SetSendTimeout(fd.get(), send_bound));
   const int raw = fd.get();
   PoolSocket socket(std::move(fd));

@@ -39,12 +39,12 @@ void CountExchange(PoolTraffic& traffic, const PoolMessage& request, const PoolM
 
 // The data channel's traffic (PoolDataServer), counted on its connections' threads.
 struct PoolDataCounts {
-  uint64_t connections = 0;       // data connections accepted
-  uint64_t windows_written = 0;   // SlotWrites that landed
-  uint64_t windows_read = 0;      // SlotReads answered with their bytes
+  uint64_t connections = 0;      // data connections accepted
+  uint64_t windows_written = 0;  // SlotWrites that landed
+  uint64_t windows_read = 0;     // SlotReads answered with their bytes
   uint64_t bytes_written = 0;
   uint64_t bytes_read = 0;
-  uint64_t windows_refused = 0;   // either kind, answered with an error
+  uint64_t windows_refused = 0;      // either kind, answered with an error
   uint64_t connections_dropped = 0;  // ended by a bad frame or a stalled window
 };
 

@@ -147,7 +147,8 @@ Status PutQueue::OnAnswer(PoolClient& client, Chain& c, PoolMessage& m, uint64_t
              grant->progress_epoch, now_ms);
       return Status::Ok();
     }
-    Result<uint64_t> checksum = client.CopyIntoSlots(grant->put, grant->slots, c.records[c.next].image);
+    Result<uint64_t> checksum =
+        client.CopyIntoSlots(grant->put, grant->slots, c.records[c.next].image);
     if (!checksum.ok()) {
       abort_why_ = checksum.status();
       STRATA_ASSIGN_OR_RETURN(request_, client.SendAbort(grant->put));

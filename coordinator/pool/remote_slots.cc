@@ -24,13 +24,21 @@ std::vector<RecordWindow> RecordWindows(uint64_t record_bytes, uint64_t slot_byt
 }
 
 Result<std::unique_ptr<RemoteSlots>> RemoteSlots::Open(const DataChannelOptions& options) {
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<DataStream> stream, OpenStream(options));
+  return std::unique_ptr<RemoteSlots>(new RemoteSlots(options, std::move(stream)));
+}
+
+Result<std::unique_ptr<DataStream>> RemoteSlots::OpenStream(const DataChannelOptions& options) {
+  if (options.window_bytes == 0 || options.window_credits == 0) {
+    return Status::InvalidArgument("a data channel without windows or credits");
+  }
   const auto deadline = std::chrono::steady_clock::now() + options.bound;
   STRATA_ASSIGN_OR_RETURN(PoolTcpOpened opened,
                           OpenPoolTcp(options.address, options.tls, options.bound, deadline));
-  const PoolDataHello hello{
-      .instance = options.instance,
-      .token = options.token,
-      .proof = ProvePoolData(options.job_secret, opened.challenge, options.instance, options.token)};
+  const PoolDataHello hello{.instance = options.instance,
+                            .token = options.token,
+                            .proof = ProvePoolData(options.job_secret, opened.challenge,
+                                                   options.instance, options.token)};
   STRATA_RETURN_IF_ERROR(opened.socket.Send(hello));
   STRATA_ASSIGN_OR_RETURN(
       PoolReceived answer,
@@ -46,14 +54,24 @@ Result<std::unique_ptr<RemoteSlots>> RemoteSlots::Open(const DataChannelOptions&
                                       accept->status.ToString());
   }
   auto [socket, tls] = opened.socket.Release();
-  return std::unique_ptr<RemoteSlots>(new RemoteSlots(
-      options, std::make_unique<DataStream>(std::move(socket), std::move(tls))));
+  return std::make_unique<DataStream>(std::move(socket), std::move(tls));
+}
+
+Status RemoteSlots::Usable() {
+  if (broken_.ok()) return Status::Ok();
+  // The connection broke (a stall, a manager that dropped it): a new one of
+  // the same session, once per copy; refused once the session has ended.
+  Result<std::unique_ptr<DataStream>> stream = OpenStream(options_);
+  if (!stream.ok()) return stream.status().WithContext("reopening a data connection");
+  stream_ = std::move(*stream);
+  broken_ = Status::Ok();
+  return Status::Ok();
 }
 
 Result<uint64_t> RemoteSlots::CopyIn(PutId put, std::span<const SlotId> slots,
                                      std::span<const std::byte> bytes, HashPipeline& hash) {
   MutexLock lock(mu_);
-  if (!broken_.ok()) return broken_;
+  STRATA_RETURN_IF_ERROR(Usable());
   STRATA_RETURN_IF_ERROR(
       CheckSlotsFit(slots, bytes.size(), options_.slot_bytes, options_.slot_count));
   const std::vector<RecordWindow> windows =
@@ -70,7 +88,7 @@ Result<uint64_t> RemoteSlots::CopyIn(PutId put, std::span<const SlotId> slots,
   size_t answered = 0;
   Status refused;  // the first window the manager refused: no more are sent
   while (answered < sent || (refused.ok() && sent < windows.size())) {
-    while (refused.ok() && sent < windows.size() && sent - answered < options_.window_credits) {
+    while (refused.ok() && sent < windows.size() && sent - answered < credits()) {
       const RecordWindow w = windows[sent];
       const std::span<const std::byte> piece = bytes.subspan(w.offset, w.bytes);
       hash.Update(piece);
@@ -89,17 +107,16 @@ Result<uint64_t> RemoteSlots::CopyIn(PutId put, std::span<const SlotId> slots,
     ++answered;
   }
   const uint64_t checksum = hash.Digest();
-  if (!refused.ok()) return refused.WithContext("the pool refused a window of put " +
-                                                std::to_string(put.value));
+  if (!refused.ok())
+    return refused.WithContext("the pool refused a window of put " + std::to_string(put.value));
   return checksum;
 }
 
 Status RemoteSlots::CopyOut(ClaimId claim, uint32_t index, const ClaimedRecord& r,
                             std::vector<std::byte>& out, HashPipeline& hash) {
   MutexLock lock(mu_);
-  if (!broken_.ok()) return broken_;
-  STRATA_RETURN_IF_ERROR(
-      CheckSlotsFit(r.slots, r.bytes, options_.slot_bytes, options_.slot_count));
+  STRATA_RETURN_IF_ERROR(Usable());
+  STRATA_RETURN_IF_ERROR(CheckSlotsFit(r.slots, r.bytes, options_.slot_bytes, options_.slot_count));
   // Reset first: it waits for any piece still being hashed, which may lie in `out`.
   hash.Reset();
   out.resize(r.bytes);
@@ -116,7 +133,7 @@ Status RemoteSlots::CopyOut(ClaimId claim, uint32_t index, const ClaimedRecord& 
   size_t answered = 0;
   Status refused;
   while (answered < sent || (refused.ok() && sent < windows.size())) {
-    while (refused.ok() && sent < windows.size() && sent - answered < options_.window_credits) {
+    while (refused.ok() && sent < windows.size() && sent - answered < credits()) {
       const RecordWindow w = windows[sent];
       const PoolSlotRead read{.request_id = next_request_++,
                               .claim = claim,

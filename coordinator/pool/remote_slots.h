@@ -11,13 +11,16 @@
 // SlotData's bytes straight into the claim's buffer, hashing each window
 // as it lands; the record is checked against its checksum when the last
 // window landed. After a refused window the outstanding answers are still
-// read, so the connection stays usable.
+// read, so the connection stays usable; a connection that failed (a stall,
+// a manager that dropped it) fails that copy (kUnavailable) and is opened
+// again by the next one, which fails in turn once the session has ended.
 //
 // Thread: any; one copy at a time (a mutex), so the owner's puts and the
 // claim copier's reads may share one channel, though PoolClient opens one
 // for each so that neither waits on the other.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -47,8 +50,8 @@ struct DataChannelOptions {
   PoolAddress address;  // the manager's tcp:// address
   JobSecret job_secret;
   std::shared_ptr<const wire::TlsContext> tls;  // null: in the clear
-  InstanceId instance{};                         // HelloAccept's
-  DataToken token{};                             // HelloAccept.data_token
+  InstanceId instance{};                        // HelloAccept's
+  DataToken token{};                            // HelloAccept.data_token
   uint64_t slot_bytes = 0;
   uint32_t slot_count = 0;
   uint64_t window_bytes = 0;
@@ -66,13 +69,21 @@ class RemoteSlots final : public SlotAccess {
 
   Result<uint64_t> CopyIn(PutId put, std::span<const SlotId> slots,
                           std::span<const std::byte> bytes, HashPipeline& hash) override;
-  Status CopyOut(ClaimId claim, uint32_t index, const ClaimedRecord& r,
-                 std::vector<std::byte>& out, HashPipeline& hash) override;
+  Status CopyOut(ClaimId claim, uint32_t index, const ClaimedRecord& r, std::vector<std::byte>& out,
+                 HashPipeline& hash) override;
 
  private:
+  // The most windows outstanding, whatever the manager granted.
+  static constexpr uint32_t kCreditsMax = 64;
+
   RemoteSlots(const DataChannelOptions& options, std::unique_ptr<DataStream> stream)
       : options_(options), stream_(std::move(stream)) {}
+  // A data connection of the session: TCP, the Challenge and a DataHello.
+  static Result<std::unique_ptr<DataStream>> OpenStream(const DataChannelOptions& options);
+  // OK, or reopens a broken connection first (its failure).
+  Status Usable() REQUIRES(mu_);
   DataDeadline Deadline() const { return std::chrono::steady_clock::now() + options_.bound; }
+  uint32_t credits() const { return std::min(options_.window_credits, kCreditsMax); }
 
   DataChannelOptions options_;
   Mutex mu_;

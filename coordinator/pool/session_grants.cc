@@ -34,13 +34,20 @@ void SessionGrants::EndSession(SessionId session) {
   sessions_.erase(session.value);
 }
 
+void SessionGrants::DropUnwritable(const std::function<bool(SessionId, PutId)>& writable) {
+  MutexLock lock(mu_);
+  for (auto& [session, g] : sessions_) {
+    std::erase_if(g.puts,
+                  [&](const auto& p) { return !writable(SessionId(session), PutId(p.first)); });
+  }
+}
+
 size_t SessionGrants::sessions() const {
   MutexLock lock(mu_);
   return sessions_.size();
 }
 
-void SessionGrants::Note(SessionId session, const PoolMessage& request,
-                         const PoolMessage& answer) {
+void SessionGrants::Note(SessionId session, const PoolMessage& request, const PoolMessage& answer) {
   MutexLock lock(mu_);
   auto it = sessions_.find(session.value);
   if (it == sessions_.end()) return;
@@ -72,10 +79,10 @@ Status SessionGrants::Write(SessionId session, const PoolSlotWrite& w,
   if (p == s->second.puts.end()) {
     return Status::NotFound("put " + std::to_string(w.put.value) + " is not open");
   }
-  STRATA_ASSIGN_OR_RETURN(
-      const WindowPlace place,
-      PlaceWindow(p->second.slots, arena_.slot_bytes(), p->second.bytes, w.offset, w.bytes));
-  if (place.slot.value >= arena_.slot_count()) return Status::InvalidArgument("a slot past the arena");
+  STRATA_ASSIGN_OR_RETURN(const WindowPlace place, PlaceWindow(p->second.slots, arena_.slot_bytes(),
+                                                               p->second.bytes, w.offset, w.bytes));
+  if (place.slot.value >= arena_.slot_count())
+    return Status::InvalidArgument("a slot past the arena");
   std::memcpy(arena_.Slot(place.slot).data() + place.offset_in_slot, bytes.data(), bytes.size());
   return Status::Ok();
 }
@@ -94,10 +101,10 @@ Result<std::span<const std::byte>> SessionGrants::Read(SessionId session,
                                    std::to_string(c->second.size()));
   }
   const ClaimedRecord& record = c->second[r.record];
-  STRATA_ASSIGN_OR_RETURN(
-      const WindowPlace place,
-      PlaceWindow(record.slots, arena_.slot_bytes(), record.bytes, r.offset, r.bytes));
-  if (place.slot.value >= arena_.slot_count()) return Status::InvalidArgument("a slot past the arena");
+  STRATA_ASSIGN_OR_RETURN(const WindowPlace place, PlaceWindow(record.slots, arena_.slot_bytes(),
+                                                               record.bytes, r.offset, r.bytes));
+  if (place.slot.value >= arena_.slot_count())
+    return Status::InvalidArgument("a slot past the arena");
   return std::span<const std::byte>(arena_.Slot(place.slot).subspan(place.offset_in_slot, r.bytes));
 }
 

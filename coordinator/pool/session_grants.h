@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <span>
@@ -50,6 +51,11 @@ class SessionGrants {
   void Note(SessionId session, const PoolMessage& request, const PoolMessage& answer);
   // Forgets the session: no window of it is written after this returns.
   void EndSession(SessionId session);
+  // Forgets every open put for which `writable` says false (the catalog's
+  // PutWritable: a put whose record went with its parent): no window of it
+  // is written after this returns. The manager's thread calls it after every
+  // catalog change, before it can grant the freed slots again.
+  void DropUnwritable(const std::function<bool(SessionId, PutId)>& writable);
 
   // Writes `bytes` as window `w` of one of the session's open puts.
   // kNotFound: no such open put (or the session ended); kInvalidArgument:
@@ -67,8 +73,8 @@ class SessionGrants {
     uint64_t bytes = 0;
   };
   struct Grants {
-    std::map<uint64_t, OpenPut> puts;                         // by PutId
-    std::map<uint64_t, std::vector<ClaimedRecord>> claims;    // by ClaimId
+    std::map<uint64_t, OpenPut> puts;                       // by PutId
+    std::map<uint64_t, std::vector<ClaimedRecord>> claims;  // by ClaimId
   };
 
   const Arena& arena_;

@@ -51,8 +51,8 @@ class MappedSlots final : public SlotAccess {
   explicit MappedSlots(std::shared_ptr<Arena> arena) : arena_(std::move(arena)) {}
   Result<uint64_t> CopyIn(PutId put, std::span<const SlotId> slots,
                           std::span<const std::byte> bytes, HashPipeline& hash) override;
-  Status CopyOut(ClaimId claim, uint32_t index, const ClaimedRecord& r,
-                 std::vector<std::byte>& out, HashPipeline& hash) override;
+  Status CopyOut(ClaimId claim, uint32_t index, const ClaimedRecord& r, std::vector<std::byte>& out,
+                 HashPipeline& hash) override;
   const std::shared_ptr<Arena>& arena() const { return arena_; }
 
  private:

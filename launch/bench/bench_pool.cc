@@ -266,15 +266,14 @@ Result<nlohmann::json> Run(const PoolBenchOptions& o) {
   // Instance C's TCP address: loopback, a secret of this run.
   server_options.tcp_host = "127.0.0.1";
   std::mt19937_64 draw{std::random_device{}()};
-  STRATA_ASSIGN_OR_RETURN(const JobSecret secret,
-                          JobSecret::FromText(fmt::format("{:016x}{:016x}", draw(), draw()),
-                                              "bench pool"));
+  STRATA_ASSIGN_OR_RETURN(
+      const JobSecret secret,
+      JobSecret::FromText(fmt::format("{:016x}{:016x}", draw(), draw()), "bench pool"));
   server_options.job_secret = secret;
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<pool::PoolServer> server,
                           pool::PoolServer::Start(server_options, std::random_device{}()));
-  STRATA_ASSIGN_OR_RETURN(
-      Instances instances,
-      Connect(s, server_options.socket_path, server->tcp_port(), secret));
+  STRATA_ASSIGN_OR_RETURN(Instances instances,
+                          Connect(s, server_options.socket_path, server->tcp_port(), secret));
   const std::vector<std::vector<std::byte>> sources = Sources(o, s);
   const uint64_t round_bytes = uint64_t{o.records} * s.record_bytes;
   HandWork hand(round_bytes, server_options.slot_bytes, kInstanceNice);
@@ -297,8 +296,8 @@ Result<nlohmann::json> Run(const PoolBenchOptions& o) {
       claim.pool.push_back(std::move(c));
       Baselines(hand, round_bytes, claim);
     }
-    STRATA_ASSIGN_OR_RETURN(Sample r, ClaimRound(o, s, *instances.remote, sources, round,
-                                                 claimed_remote, mismatches));
+    STRATA_ASSIGN_OR_RETURN(
+        Sample r, ClaimRound(o, s, *instances.remote, sources, round, claimed_remote, mismatches));
     STRATA_ASSIGN_OR_RETURN(Sample raw, raw_tcp->Transfer(round_bytes, kInstanceNice));
     if (round >= o.warmup_rounds) {
       tcp_claim.push_back(std::move(r));

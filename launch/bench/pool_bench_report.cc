@@ -20,7 +20,8 @@ bool PoolGoalMet(const nlohmann::json& j) {
          j["claim"]["ratio"].get<double>() >= kPoolGoalRatio;
 }
 
-nlohmann::json PoolTcpPhaseJson(const std::vector<Sample>& pool, const std::vector<Sample>& raw_tcp) {
+nlohmann::json PoolTcpPhaseJson(const std::vector<Sample>& pool,
+                                const std::vector<Sample>& raw_tcp) {
   return StorePhaseJson(pool, raw_tcp);
 }
 
@@ -55,12 +56,13 @@ std::string PoolBenchTable(const nlohmann::json& j) {
   }
   if (j.contains("tcp_claim")) {
     const nlohmann::json& x = j["tcp_claim"];
-    line("%-6s %8.2f %12s %7.2f %17s %7s %8.2f %8.2f %9.3f\n", "tcp",
-         x["gbps"].get<double>(), "", x["ratio"].get<double>(), "", "", x["p50_ms"].get<double>(),
-         x["p99_ms"].get<double>(), x["cpu_s_per_gb"].get<double>());
-    line("tcp: claims through the TCP data channel; ratio vs a raw loopback TCP transfer of the "
-         "same bytes (%.2f GB/s)\n",
-         x["baseline_gbps"].get<double>());
+    line("%-6s %8.2f %12s %7.2f %17s %7s %8.2f %8.2f %9.3f\n", "tcp", x["gbps"].get<double>(), "",
+         x["ratio"].get<double>(), "", "", x["p50_ms"].get<double>(), x["p99_ms"].get<double>(),
+         x["cpu_s_per_gb"].get<double>());
+    line(
+        "tcp: claims through the TCP data channel; ratio vs a raw loopback TCP transfer of the "
+        "same bytes (%.2f GB/s)\n",
+        x["baseline_gbps"].get<double>());
   }
   line("bytes: %s\n", j["byte_check"].get<std::string>().c_str());
   line("goal (put and claim ratios vs memcpy >= %.1f): %s\n", kPoolGoalRatio,

@@ -32,7 +32,8 @@ bool PoolGoalMet(const nlohmann::json& j);
 
 // Claims through the TCP data channel (StorePhaseJson) against a raw TCP
 // transfer of the same bytes in the same run (`baseline_gbps`, `ratio`).
-nlohmann::json PoolTcpPhaseJson(const std::vector<Sample>& pool, const std::vector<Sample>& raw_tcp);
+nlohmann::json PoolTcpPhaseJson(const std::vector<Sample>& pool,
+                                const std::vector<Sample>& raw_tcp);
 // Whether the "tcp_claim" phase's ratio reaches kPoolGoalRatio (issue 22).
 bool PoolTcpGoalMet(const nlohmann::json& j);
 

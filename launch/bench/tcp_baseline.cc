@@ -38,8 +38,7 @@ Result<std::unique_ptr<RawTcp>> RawTcp::Open(uint64_t bytes, uint64_t piece_byte
       new RawTcp(std::move(sender), std::move(receiver), bytes, piece_bytes));
 }
 
-RawTcp::RawTcp(wire::UniqueFd sender, wire::UniqueFd receiver, uint64_t bytes,
-               uint64_t piece_bytes)
+RawTcp::RawTcp(wire::UniqueFd sender, wire::UniqueFd receiver, uint64_t bytes, uint64_t piece_bytes)
     : sender_(std::move(sender)),
       receiver_(std::move(receiver)),
       piece_bytes_(std::max<uint64_t>(piece_bytes, 1)),
@@ -61,23 +60,23 @@ RawTcp::~RawTcp() {
 
 void RawTcp::SendLoop() {
   for (;;) {
-      uint64_t bytes = 0;
-      {
-        MutexLock lock(mu_);
-        while (to_send_ == 0 && !stopping_) go_.Wait(lock);
-        if (stopping_) return;
-        bytes = to_send_;
-        to_send_ = 0;
+    uint64_t bytes = 0;
+    {
+      MutexLock lock(mu_);
+      while (to_send_ == 0 && !stopping_) go_.Wait(lock);
+      if (stopping_) return;
+      bytes = to_send_;
+      to_send_ = 0;
+    }
+    for (uint64_t at = 0; at < bytes;) {
+      const uint64_t n = std::min(piece_bytes_, bytes - at);
+      const ssize_t sent = ::send(sender_.get(), source_.data() + at, n, MSG_NOSIGNAL);
+      if (sent <= 0) {
+        if (sent < 0 && errno == EINTR) continue;
+        return;
       }
-      for (uint64_t at = 0; at < bytes;) {
-        const uint64_t n = std::min(piece_bytes_, bytes - at);
-        const ssize_t sent = ::send(sender_.get(), source_.data() + at, n, MSG_NOSIGNAL);
-        if (sent <= 0) {
-          if (sent < 0 && errno == EINTR) continue;
-          return;
-        }
-        at += static_cast<uint64_t>(sent);
-      }
+      at += static_cast<uint64_t>(sent);
+    }
   }
 }
 

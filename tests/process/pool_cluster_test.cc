@@ -151,8 +151,7 @@ void ShareEvictedRecords(Reach reach) {
   const bool channel = reach == Reach::kDataChannel;
   Instance a(w, root, "a", base, channel ? "tcp://" + tcp : (root / "pool.sock").string(),
              channel ? "tcp" : "");
-  Instance b(w, root, "b", static_cast<uint16_t>(base + 100), "tcp://" + tcp,
-             channel ? "tcp" : "");
+  Instance b(w, root, "b", static_cast<uint16_t>(base + 100), "tcp://" + tcp, channel ? "tcp" : "");
   cluster::PeerRuntimeProcess a_peer(w, a.ranks[1]->socket(), 1, cluster::StartPlanes::kPublished);
   ASSERT_TRUE(a_peer.attached()) << a.Logs();
   cluster::PeerRuntimeProcess b_peer(w, b.ranks[1]->socket(), 1, cluster::StartPlanes::kZeroed);

@@ -127,7 +127,8 @@ TEST(PoolCodecTest, TheDataChannelsMessagesRoundTrip) {
   EXPECT_EQ(wb.put, PutId(5));
   EXPECT_EQ(wb.offset, 6u);
   EXPECT_EQ(wb.bytes, 7u);
-  const PoolSlotRead r{.request_id = 8, .claim = ClaimId(9), .record = 10, .offset = 11, .bytes = 12};
+  const PoolSlotRead r{
+      .request_id = 8, .claim = ClaimId(9), .record = 10, .offset = 11, .bytes = 12};
   const PoolSlotRead rb = RoundTrip(r);
   EXPECT_EQ(rb.claim, ClaimId(9));
   EXPECT_EQ(rb.record, 10u);

@@ -11,7 +11,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "coordinator/pool/arena.h"
@@ -78,17 +80,21 @@ TEST(SessionGrantsTest, OnlyOpenPutsAreWrittenAndOnlyHeldClaimsRead) {
   PoolPut put;
   put.put.bytes = 5000;
   grants.Note(s, put,
-              PoolPutAnswer{.request_id = 0, .status = Status::Ok(), .put = PutId(5),
-                            .slots = {SlotId(2), SlotId(6)}, .progress_epoch = 0});
+              PoolPutAnswer{.request_id = 0,
+                            .status = Status::Ok(),
+                            .put = PutId(5),
+                            .slots = {SlotId(2), SlotId(6)},
+                            .progress_epoch = 0});
   ASSERT_TRUE(grants.Write(s, w, bytes).ok());
   EXPECT_EQ(std::vector<std::byte>((*arena)->Slot(SlotId(6)).begin(),
                                    (*arena)->Slot(SlotId(6)).begin() + 100),
             bytes);
-  EXPECT_EQ(grants.Write(s, PoolSlotWrite{.request_id = 2, .put = PutId(5), .offset = 4090,
-                                          .bytes = 100},
-                         bytes)
-                .code(),
-            StatusCode::kInvalidArgument)
+  EXPECT_EQ(
+      grants
+          .Write(s, PoolSlotWrite{.request_id = 2, .put = PutId(5), .offset = 4090, .bytes = 100},
+                 bytes)
+          .code(),
+      StatusCode::kInvalidArgument)
       << "crosses a slot";
   EXPECT_EQ(grants.Write(s, w, std::span(bytes).first(50)).code(), StatusCode::kInvalidArgument)
       << "not the size it announced";
@@ -96,14 +102,18 @@ TEST(SessionGrantsTest, OnlyOpenPutsAreWrittenAndOnlyHeldClaimsRead) {
               PoolDone{.request_id = 0, .status = Status::Ok(), .progress_epoch = 0});
   EXPECT_EQ(grants.Write(s, w, bytes).code(), StatusCode::kNotFound) << "committed: closed";
 
-  const PoolSlotRead r{.request_id = 3, .claim = ClaimId(9), .record = 0, .offset = 0, .bytes = 100};
+  const PoolSlotRead r{
+      .request_id = 3, .claim = ClaimId(9), .record = 0, .offset = 0, .bytes = 100};
   EXPECT_EQ(grants.Read(s, r).status().code(), StatusCode::kNotFound);
-  grants.Note(s, PoolClaim{},
-              PoolClaimAnswer{.request_id = 0, .status = Status::Ok(), .claim = ClaimId(9),
-                              .budget_ms = 0,
-                              .records = {{.key = testing::Key(64), .bytes = 100, .checksum = 0,
-                                           .slots = {SlotId(6)}}},
-                              .progress_epoch = 0});
+  grants.Note(
+      s, PoolClaim{},
+      PoolClaimAnswer{
+          .request_id = 0,
+          .status = Status::Ok(),
+          .claim = ClaimId(9),
+          .budget_ms = 0,
+          .records = {{.key = testing::Key(64), .bytes = 100, .checksum = 0, .slots = {SlotId(6)}}},
+          .progress_epoch = 0});
   auto read = grants.Read(s, r);
   ASSERT_TRUE(read.ok()) << read.status().ToString();
   EXPECT_EQ(std::vector<std::byte>(read->begin(), read->end()), bytes);
@@ -205,8 +215,9 @@ TEST_F(PoolDataChannelTest, ARemoteInstancePutsAndClaimsByteExactThroughTheChann
   const std::vector<Token> other = Tokens(200, 900);
   const PrefixHistory other_history(other);
   const std::vector<std::byte> record = Pattern(2 * kSlotBytes, 9);
-  ASSERT_TRUE((*local)->Put(other_history.key_at(192), std::nullopt,
-                            other_history.bucket_digest(192), record, PutKind::kCascade)
+  ASSERT_TRUE((*local)
+                  ->Put(other_history.key_at(192), std::nullopt, other_history.bucket_digest(192),
+                        record, PutKind::kCascade)
                   .ok());
   auto other_chain = (*remote)->Lookup(other, 0, other.size());
   ASSERT_TRUE(other_chain.ok() && other_chain->has_value()) << other_chain.status().ToString();
@@ -231,8 +242,9 @@ TEST_F(PoolDataChannelTest, ARecordCorruptedInTheArenaFailsTheRemoteClaimsChecks
   ASSERT_TRUE(local.ok()) << local.status().ToString();
   const std::vector<Token> tokens = Tokens(100, 3);
   const PrefixHistory history(tokens);
-  ASSERT_TRUE((*local)->Put(history.key_at(64), std::nullopt, history.bucket_digest(64),
-                            Pattern(kSlotBytes + 7, 1), PutKind::kCascade)
+  ASSERT_TRUE((*local)
+                  ->Put(history.key_at(64), std::nullopt, history.bucket_digest(64),
+                        Pattern(kSlotBytes + 7, 1), PutKind::kCascade)
                   .ok());
   auto chain = (*remote)->Lookup(tokens, 0, tokens.size());
   ASSERT_TRUE(chain.ok() && chain->has_value());
@@ -276,7 +288,8 @@ TEST_F(PoolDataChannelTest, AWindowOfNoOpenPutOrHeldClaimIsRefusedAndTheConnecti
     ASSERT_FALSE(put.ok());
     EXPECT_EQ(put.status().code(), StatusCode::kNotFound) << put.status().ToString();
     std::vector<std::byte> out;
-    const ClaimedRecord r{.key = testing::Key(64), .bytes = 100, .checksum = 0, .slots = {SlotId(1)}};
+    const ClaimedRecord r{
+        .key = testing::Key(64), .bytes = 100, .checksum = 0, .slots = {SlotId(1)}};
     const Status claim = (*extra)->CopyOut(ClaimId(778), 0, r, out, hash);
     EXPECT_EQ(claim.code(), StatusCode::kNotFound) << claim.ToString();
   }
@@ -303,6 +316,12 @@ TEST_F(PoolDataChannelTest, EndingTheSessionEndsItsDataConnectionsAndItsToken) {
   auto put = (*extra)->CopyIn(PutId(1), std::vector<SlotId>{SlotId(0)}, bytes, hash);
   ASSERT_FALSE(put.ok());
   EXPECT_EQ(put.status().code(), StatusCode::kUnavailable) << put.status().ToString();
+  // The next copy opens the connection again, which the ended session's
+  // token no longer does.
+  auto reopened = (*extra)->CopyIn(PutId(1), std::vector<SlotId>{SlotId(0)}, bytes, hash);
+  ASSERT_FALSE(reopened.ok());
+  EXPECT_EQ(reopened.status().code(), StatusCode::kFailedPrecondition)
+      << reopened.status().ToString();
   // The old token opens nothing; the new one does.
   auto stale = RemoteSlots::Open({.address = *ParsePoolAddress(Address()),
                                   .job_secret = Secret('s'),
@@ -319,6 +338,61 @@ TEST_F(PoolDataChannelTest, EndingTheSessionEndsItsDataConnectionsAndItsToken) {
   EXPECT_TRUE(ExtraConnection(**again).ok());
 }
 
+TEST_F(PoolDataChannelTest, APendingPutThatWentWithItsParentTakesNoMoreWindows) {
+  StartManager(/*named=*/false);
+  auto remote = PoolClient::Connect(Remote("GPU-remote"));
+  ASSERT_TRUE(remote.ok()) << remote.status().ToString();
+  auto local = PoolClient::Connect(Local("GPU-local"));
+  ASSERT_TRUE(local.ok()) << local.status().ToString();
+  const std::vector<Token> tokens = Tokens(300, 21);
+  const PrefixHistory history(tokens);
+  // The local instance's own record (it goes with its session) ...
+  ASSERT_TRUE((*local)
+                  ->Put(history.key_at(128), std::nullopt, history.bucket_digest(128),
+                        Pattern(kSlotBytes, 1), PutKind::kOwn)
+                  .ok());
+  // ... and the remote one's child put under it, granted, not yet written.
+  const std::vector<std::byte> child = Pattern(kSlotBytes, 2);
+  auto sent = (*remote)->SendPut({history.key_at(256), history.key_at(128),
+                                  history.bucket_digest(256), child, PutKind::kCascade});
+  ASSERT_TRUE(sent.ok()) << sent.status().ToString();
+  ASSERT_TRUE((*remote)->WaitAnswer(*sent, std::chrono::seconds(5)).ok());
+  std::optional<PoolMessage> answer = (*remote)->TakeAnswer(*sent);
+  ASSERT_TRUE(answer.has_value());
+  const auto* grant = std::get_if<PoolPutAnswer>(&*answer);
+  ASSERT_NE(grant, nullptr);
+  ASSERT_TRUE(grant->status.ok()) << grant->status.ToString();
+  // The parent's session ends: the parent and the pending child go, and the
+  // child's slot may be granted to the next put.
+  local->reset();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (server_->Stats().catalog.sessions > 1 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  ASSERT_EQ(server_->Stats().catalog.sessions, 1u);
+  auto extra = ExtraConnection(**remote);
+  ASSERT_TRUE(extra.ok()) << extra.status().ToString();
+  HashPipeline hash;
+  auto late = (*extra)->CopyIn(grant->put, grant->slots, child, hash);
+  ASSERT_FALSE(late.ok());
+  EXPECT_EQ(late.status().code(), StatusCode::kNotFound) << late.status().ToString();
+  EXPECT_EQ(server_->Stats().data.bytes_written, 0u);
+}
+
+TEST_F(PoolDataChannelTest, ASessionHasAtMostFourDataConnections) {
+  StartManager(/*named=*/false);
+  auto remote = PoolClient::Connect(Remote("GPU-remote"));
+  ASSERT_TRUE(remote.ok()) << remote.status().ToString();
+  auto third = ExtraConnection(**remote);
+  auto fourth = ExtraConnection(**remote);
+  ASSERT_TRUE(third.ok() && fourth.ok());
+  auto fifth = ExtraConnection(**remote);
+  ASSERT_FALSE(fifth.ok());
+  EXPECT_NE(fifth.status().message().find("data connections"), std::string::npos)
+      << fifth.status().ToString();
+  EXPECT_EQ(testing::RejectionsWithin(*server_, "data_crowded", 1), 1u);
+}
+
 TEST_F(PoolDataChannelTest, WithoutAnArenaFileTcpInstancesUseTheChannelOnly) {
   StartManager(/*named=*/false);
   PoolClientOptions arena = Remote("GPU-a");
@@ -329,6 +403,14 @@ TEST_F(PoolDataChannelTest, WithoutAnArenaFileTcpInstancesUseTheChannelOnly) {
   EXPECT_NE(refused.status().message().find("--arena-file"), std::string::npos)
       << refused.status().ToString();
   EXPECT_EQ(testing::RejectionsWithin(*server_, "no_arena_file", 1), 1u);
+  // "auto" on the manager's host asks for the arena's file first, and for
+  // the data channel once the manager has none.
+  PoolClientOptions automatic = Remote("GPU-b");
+  automatic.data_path = PoolDataPath::kAuto;
+  auto fell_back = PoolClient::Connect(automatic);
+  ASSERT_TRUE(fell_back.ok()) << fell_back.status().ToString();
+  EXPECT_FALSE((*fell_back)->maps_arena());
+  EXPECT_EQ(testing::RejectionsWithin(*server_, "no_arena_file", 2), 2u);
 }
 
 TEST_F(PoolDataChannelTest, OnLoopbackAutoMapsTheArenaFileAndTheForcedChannelDoesNot) {
