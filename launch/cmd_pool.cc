@@ -37,7 +37,7 @@ struct PoolCommandOptions {
 Status ApplyTcp(PoolCommandOptions& o) {
   if (o.tcp.empty()) return Status::Ok();
   STRATA_ASSIGN_OR_RETURN(const pool::PoolAddress address,
-                          pool::ParsePoolAddress("tcp://" + o.tcp));
+                          pool::ParsePoolAddress("tcp://" + o.tcp, /*listening=*/true));
   o.server.tcp_host = address.host;
   o.server.tcp_port = address.port;
   STRATA_ASSIGN_OR_RETURN(JobSecret secret, ReadJobSecret(o.job_secret_file));

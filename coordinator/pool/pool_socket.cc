@@ -78,7 +78,7 @@ std::string PoolAddress::ToString() const {
   return tcp() ? "tcp://" + host + ":" + std::to_string(port) : unix_path;
 }
 
-Result<PoolAddress> ParsePoolAddress(const std::string& text) {
+Result<PoolAddress> ParsePoolAddress(const std::string& text, bool listening) {
   constexpr std::string_view kTcp = "tcp://";
   PoolAddress a;
   if (!text.starts_with(kTcp)) {
@@ -91,7 +91,8 @@ Result<PoolAddress> ParsePoolAddress(const std::string& text) {
   unsigned port = 0;
   const char* end = rest.data() + rest.size();
   if (colon == std::string::npos || colon == 0 ||
-      std::from_chars(rest.data() + colon + 1, end, port).ptr != end || port == 0 || port > 65535) {
+      std::from_chars(rest.data() + colon + 1, end, port).ptr != end || (port == 0 && !listening) ||
+      port > 65535) {
     return Status::InvalidArgument("pool address '" + text + "' is not tcp://HOST:PORT");
   }
   a.host = rest.substr(0, colon);

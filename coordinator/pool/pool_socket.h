@@ -70,8 +70,9 @@ struct PoolAddress {
   std::string ToString() const;
 };
 // kInvalidArgument naming `text` for an empty path, or a tcp:// address
-// without a host or with a port outside 1..65535.
-Result<PoolAddress> ParsePoolAddress(const std::string& text);
+// without a host or with a port outside 1..65535 (0..65535 when
+// `listening`: port 0 lets the kernel pick one).
+Result<PoolAddress> ParsePoolAddress(const std::string& text, bool listening = false);
 
 // A listening TCP socket on `host`:`port` (port 0: the kernel picks one),
 // non-blocking accepts; `bound_port` receives the port it listens on.

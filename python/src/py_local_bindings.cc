@@ -62,6 +62,7 @@ void RegisterLocal(py::module_& m) {
       .def_readwrite("drain_on_close", &LocalStoreOptions::drain_on_close)
       .def_readwrite("pool", &LocalStoreOptions::pool)
       .def_readwrite("pool_instance", &LocalStoreOptions::pool_instance)
+      .def_readwrite("pool_data", &LocalStoreOptions::pool_data)
       .def_property(
           "durable", [](const LocalStoreOptions& o) { return o.durability == Durability::kSync; },
           [](LocalStoreOptions& o, bool durable) {

@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 
 #include "coordinator/pool/instance_pool.h"
+#include "coordinator/pool/pool_data_path.h"
 #include "coordinator/pool/pool_socket.h"
 #include "coordinator/rendezvous/job_secret.h"
 #include "python/src/py_local_stores.h"
@@ -44,6 +45,11 @@ class LocalStores final : public StoreOwner {
     STRATA_RETURN_IF_ERROR(OpenLocal(o, warm));
     if (!o.pool) return Status::Ok();
     STRATA_ASSIGN_OR_RETURN(const pool::PoolAddress address, pool::ParsePoolAddress(*o.pool));
+    const std::optional<pool::PoolDataPath> data_path = pool::ParsePoolDataPath(o.pool_data);
+    if (!data_path) {
+      return Status::InvalidArgument("pool_data: \"" + o.pool_data +
+                                     "\" is not \"auto\", \"arena\" or \"tcp\"");
+    }
     std::optional<JobSecret> secret;  // over TCP: STRATA_JOB_SECRET
     if (address.tcp()) {
       STRATA_ASSIGN_OR_RETURN(JobSecret read, ReadJobSecret(std::nullopt));
@@ -59,7 +65,8 @@ class LocalStores final : public StoreOwner {
         // budget supply here: claims copy through the landing tier).
         .registrar = planes_->registrar(),
         .supply = {},
-        .lookup_bound = std::nullopt};
+        .lookup_bound = std::nullopt,
+        .data_path = *data_path};
     STRATA_ASSIGN_OR_RETURN(pool_, pool::InstancePool::Attach(
                                        po, g, chain_, [this] { return planes_->MakeTransfers(); }));
     return Status::Ok();

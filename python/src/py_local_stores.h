@@ -20,10 +20,13 @@ struct LocalStoreOptions {
   std::string model_identity;            // names the record directory with the layout
   Durability durability = Durability::kSync;
   bool drain_on_close = true;  // composite: write memory-only records at close
-  // A pool manager's Unix socket: the local chain (or none) joins it.
+  // A pool manager's Unix socket or tcp://HOST:PORT: the local chain (or
+  // none) joins it.
   std::optional<std::string> pool;
   // The instance's id at the pool; unset: the host name and process id.
   std::optional<std::string> pool_instance;
+  // Over tcp://: "auto", "arena" or "tcp" (pool_data_path.h).
+  std::string pool_data = "auto";
 };
 
 Result<std::unique_ptr<StoreOwner>> OpenLocalStore(std::unique_ptr<RuntimePlanes> planes,

@@ -214,7 +214,7 @@ class Store:
 
 
 def _local(geometry, memory_bytes, directory, disk_bytes, model_identity, durable, pool=None,
-           pool_instance=None):
+           pool_instance=None, pool_data="auto"):
     if pool is not None and not model_identity:
         raise StrataError("invalid_argument",
                           "a store with a pool needs model_identity: instances share only "
@@ -224,35 +224,41 @@ def _local(geometry, memory_bytes, directory, disk_bytes, model_identity, durabl
     o.model_identity, o.durable = model_identity, durable
     o.pool = None if pool is None else str(pool)
     o.pool_instance = pool_instance
+    o.pool_data = pool_data
     return Store(_strata._open_local_store(geometry._planes, o, geometry), geometry)
 
 
-# `pool`: a pool manager's socket (`strata pool --socket`, docs/pool.md): the
-# store joins it, attaching within 10 s or staying local with one warning;
-# `pool_instance` names the instance there (default: host name and pid).
+# `pool`: a pool manager's socket (`strata pool --socket`, docs/pool.md), or
+# its tcp://HOST:PORT (`strata pool --tcp`; STRATA_JOB_SECRET): the store
+# joins it, attaching within 10 s or staying local with one warning;
+# `pool_instance` names the instance there (default: host name and pid);
+# `pool_data` says how records reach a tcp:// manager's slots: "auto" (its
+# arena's file on this host, else the TCP data channel), "arena" or "tcp".
 
 
-def memory_store(geometry, memory_bytes, pool=None, model_identity="", pool_instance=None):
-    return _local(geometry, memory_bytes, None, 0, model_identity, True, pool, pool_instance)
+def memory_store(geometry, memory_bytes, pool=None, model_identity="", pool_instance=None,
+                 pool_data="auto"):
+    return _local(geometry, memory_bytes, None, 0, model_identity, True, pool, pool_instance,
+                  pool_data)
 
 
 def disk_store(geometry, directory, disk_bytes, model_identity, durable=True, pool=None,
-               pool_instance=None):
+               pool_instance=None, pool_data="auto"):
     return _local(geometry, 0, str(directory), disk_bytes, model_identity, durable, pool,
-                  pool_instance)
+                  pool_instance, pool_data)
 
 
 def composite_store(geometry, memory_bytes, directory, disk_bytes, model_identity, durable=True,
-                    pool=None, pool_instance=None):
+                    pool=None, pool_instance=None, pool_data="auto"):
     return _local(geometry, memory_bytes, str(directory), disk_bytes, model_identity, durable, pool,
-                  pool_instance)
+                  pool_instance, pool_data)
 
 
-def pool_store(geometry, pool, model_identity, pool_instance=None):
+def pool_store(geometry, pool, model_identity, pool_instance=None, pool_data="auto"):
     """No local tier: every restore comes from the pool (landing in a small
     memory tier of its own), and every stored checkpoint goes to the pool
     (through that tier, put once its copy-out ended)."""
-    return _local(geometry, 0, None, 0, model_identity, True, pool, pool_instance)
+    return _local(geometry, 0, None, 0, model_identity, True, pool, pool_instance, pool_data)
 
 
 def _options(world_size, directory, disk_bytes, model_identity, prefix, record_host, timeout_s,

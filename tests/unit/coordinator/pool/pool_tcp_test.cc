@@ -350,6 +350,11 @@ TEST(PoolAddressTest, ParsesUnixPathsAndTcpHostPort) {
       EXPECT_EQ(a->unix_path, c.text);
     }
   }
+  // A listening address (strata pool --tcp) may ask the kernel for a port.
+  Result<PoolAddress> any_port = ParsePoolAddress("tcp://127.0.0.1:0", /*listening=*/true);
+  ASSERT_TRUE(any_port.ok()) << any_port.status().ToString();
+  EXPECT_EQ(any_port->port, 0);
+  EXPECT_FALSE(ParsePoolAddress("tcp://127.0.0.1:65536", /*listening=*/true).ok());
 }
 
 }  // namespace
