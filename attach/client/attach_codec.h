@@ -15,6 +15,11 @@ namespace strata::attach {
 // Encodes `message`. kInvalidArgument when a list or text exceeds its limit.
 Result<wire::Frame> EncodeAttachFrame(const AttachMessage& message);
 
+// A ticket's status as the store can report it, either way across the
+// channel: a known state, and a pooled endpoint only on a ready ticket
+// (kInvalidArgument naming the field otherwise). Both codec halves check it.
+Status CheckTicketStatus(const LookupTicketStatus& st);
+
 // Decodes exactly one frame. kCorruption: not one readable message;
 // kInvalidArgument: an unknown union member or enum value, a digest that is
 // not 16 bytes, a list or text over its limit.
