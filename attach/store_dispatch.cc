@@ -80,6 +80,19 @@ Status StoreDispatch::Handle(const AttachMessage& request, std::vector<AttachMes
     store_.Evicted(evicted->notices);
     return Status::Ok();
   }
+  if (const auto* pinned = std::get_if<ExportPinnedReply>(&request)) {
+    if (issuing_) {
+      store_.ExportPinned(pinned->export_id, pinned->description);
+    } else {
+      // Detaching: the pinned planes are about to be unmapped.
+      store_.ExportRefused(pinned->export_id, ExportRefusal::kNotFound);
+    }
+    return Status::Ok();
+  }
+  if (const auto* refused = std::get_if<ExportRefusedReply>(&request)) {
+    store_.ExportRefused(refused->export_id, refused->reason);
+    return Status::Ok();
+  }
   if (std::holds_alternative<EvictionsLost>(request)) {
     store_.EvictionsLost();
     return Status::Ok();
@@ -139,11 +152,13 @@ void StoreDispatch::OnEvents(const std::vector<StoreEvent>& events,
         tickets_.clear();
         break;
       case StoreEvent::Kind::kExportRequested:
-        // The attach channel does not carry exports yet: the runtime's
-        // checkpoints cannot be found through it.
-        store_.ExportRefused(e.export_id, ExportRefusal::kNotFound);
-        continue;
-      case StoreEvent::Kind::kExportEnded: continue;  // never pinned through this channel (above)
+        if (!issuing_) {
+          // The runtime is detaching: its planes go, so nothing of them is pinned.
+          store_.ExportRefused(e.export_id, ExportRefusal::kNotFound);
+          continue;
+        }
+        break;
+      case StoreEvent::Kind::kExportEnded: break;  // the runtime unpins it
     }
     out.emplace_back(e);
   }

@@ -42,21 +42,23 @@ class StoreDispatch {
   StoreDispatch& operator=(const StoreDispatch&) = delete;
 
   // Handles one request (Lookup in any step, EndLookup, Fetch, Store,
-  // Evicted, EvictionsLost) and appends the replies (eviction notices have
-  // none: they go to HostStore::Evicted / EvictionsLost). A begun lookup opens the store's ticket
-  // (HostStore::BeginLookup) under the request's id, at most
-  // kAttachTicketsMax at once (beyond, none: its admission is a one-step
-  // Lookup); an admission of an unknown ticket is a one-step Lookup too. A
-  // begin whose id is open already is refused.
-  // Anything else is refused with kInvalidArgument (the server detaches).
-  // After StopIssuing or the store's kStopped, no copy reaches the store:
-  // Fetch answers kFetchFailed, Store answers kDisabled (lookups and
-  // eviction notices still do).
+  // Evicted, EvictionsLost, ExportPinnedReply, ExportRefusedReply) and
+  // appends the replies (eviction notices and export answers have none:
+  // they go to HostStore::Evicted / EvictionsLost / ExportPinned /
+  // ExportRefused; after StopIssuing a pin is passed on as a refusal). A begun lookup opens the
+  // store's ticket (HostStore::BeginLookup) under the request's id, at most kAttachTicketsMax at
+  // once (beyond, none: its admission is a one-step Lookup); an admission of an unknown ticket is a
+  // one-step Lookup too. A begin whose id is open already is refused. Anything else is refused with
+  // kInvalidArgument (the server detaches). After StopIssuing or the store's kStopped, no copy
+  // reaches the store: Fetch answers kFetchFailed, Store answers kDisabled (lookups and eviction
+  // notices still do).
   Status Handle(const AttachMessage& request, std::vector<AttachMessage>& replies);
 
   // Takes the store's events: forgets finished work and appends the events
   // for the runtime. kStopped is always forwarded, and abandons every job
-  // still awaiting its event.
+  // still awaiting its event. kExportRequested goes to the runtime, which
+  // answers with ExportPinnedReply or ExportRefusedReply (after StopIssuing
+  // it is refused here, kNotFound); kExportEnded goes to it too.
   void OnEvents(const std::vector<StoreEvent>& events, std::vector<AttachMessage>& out);
 
   // The runtime detached or asked to close: no further copy is issued.

@@ -169,6 +169,9 @@ struct StoreRequest {
   chain @4 :List(UInt32);
   tailPages @5 :UInt32;
   rowSlot @6 :UInt32;
+  # Protocol 5: the runtime's generation of this checkpoint at its key
+  # (PublishedCheckpoint::generation; what an export request names).
+  generation @7 :UInt64;
 }
 
 enum StoreOutcome {
@@ -192,6 +195,8 @@ enum EventKind {
   fetched @2;
   fetchFailed @3;
   stopped @4;
+  exportRequested @5;  # protocol 5
+  exportEnded @6;      # protocol 5
 }
 
 # A StoreEvent (store/tier/host_store.h). statusCode: a StatusCode value.
@@ -203,6 +208,36 @@ struct Event {
   statusCode @4 :UInt8;
   errorText @5 :Text;
   bytes @6 :UInt64;
+  # Protocol 5, exportRequested / exportEnded (docs/embedding.md section 5):
+  # the export, and for a request the checkpoint's generation and the chain
+  # page it starts at (bytes: the staging reserved for it).
+  exportId @7 :UInt64;
+  generation @8 :UInt64;
+  startPage @9 :UInt64;
+}
+
+# Protocol 5: runtime -> strata, the answer to an exportRequested event
+# (HostStore::ExportPinned): the pinned pages from startPage on, in chain
+# order, and the endpoint's row slot.
+struct ExportPinned {
+  exportId @0 :UInt64;
+  startPage @1 :UInt64;
+  pages @2 :List(UInt32);
+  rowSlot @3 :UInt32;
+}
+
+enum ExportRefusal {
+  notFound @0;
+  generationChanged @1;
+  chainGap @2;
+  noHeadroom @3;
+}
+
+# Protocol 5: runtime -> strata, an exportRequested it did not pin
+# (HostStore::ExportRefused).
+struct ExportRefused {
+  exportId @0 :UInt64;
+  reason @1 :ExportRefusal;
 }
 
 # Protocol 4: runtime -> strata, the checkpoints the runtime retired since
@@ -245,5 +280,7 @@ struct Envelope {
     # Protocol 4: the runtime's bounded notice queue dropped notices since its
     # last Evicted (HostStore::EvictionsLost).
     evictionsLost @15 :Void;
+    exportPinned @16 :ExportPinned;
+    exportRefused @17 :ExportRefused;
   }
 }

@@ -164,6 +164,14 @@ Status AttachClient::Evicted(std::span<const EvictionNotice> notices) {
 
 Status AttachClient::EvictionsLost() { return impl_->Request(attach::EvictionsLost{}); }
 
+Status AttachClient::ExportPinned(ExportId export_id, const ExportDescription& description) {
+  return impl_->Request(ExportPinnedReply{.export_id = export_id, .description = description});
+}
+
+Status AttachClient::ExportRefused(ExportId export_id, ExportRefusal reason) {
+  return impl_->Request(ExportRefusedReply{.export_id = export_id, .reason = reason});
+}
+
 Status AttachClient::Poll(std::vector<AttachEvent>& events) {
   for (AttachEvent& e : impl_->pending) events.push_back(std::move(e));
   impl_->pending.clear();

@@ -116,6 +116,11 @@ class AttachClient {
   Status Evicted(std::span<const EvictionNotice> notices);
   // The runtime's bounded notice queue dropped notices. No answer follows.
   Status EvictionsLost();
+  // The answers to a kExportRequested event (docs/embedding.md section 5):
+  // the runtime pinned the export as `description` says (kExportEnded
+  // follows: only then unpin it), or did not, for `reason`. No answer follows.
+  Status ExportPinned(ExportId export_id, const ExportDescription& description);
+  Status ExportRefused(ExportId export_id, ExportRefusal reason);
   // Appends what has arrived; never waits. Once strata is gone it appends
   // one kStopped event and returns kUnavailable from then on.
   Status Poll(std::vector<AttachEvent>& events);

@@ -19,7 +19,6 @@ using wire::codec::CheckCount;
 using wire::codec::Invalid;
 using wire::codec::PutKey;
 
-
 void Put(s::Hit::Builder out, const HostHit& hit) {
   PutKey(out.initEndpoint(), hit.endpoint);
   auto chain = out.initChain(static_cast<unsigned>(hit.chain.size()));
@@ -129,7 +128,6 @@ Status Put(s::Envelope::Builder env, const TicketStatusRequest& m) {
   return Status::Ok();
 }
 
-
 Status Put(s::Envelope::Builder env, const TicketStatusResult& m) {
   STRATA_RETURN_IF_ERROR(CheckTicketStatus(m.status));
   auto out = env.initTicketStatusResult();
@@ -176,6 +174,7 @@ Status Put(s::Envelope::Builder env, const StoreRequest& m) {
   PutIds(out.initChain(static_cast<unsigned>(c.chain.size())), c.chain);
   out.setTailPages(c.tail_pages);
   out.setRowSlot(c.row_slot.value);
+  out.setGeneration(c.generation);
   return Status::Ok();
 }
 
@@ -186,6 +185,12 @@ Status Put(s::Envelope::Builder env, const StoreAnswer& m) {
   return Status::Ok();
 }
 
+// The schema's enums name the C++ ones in the same order.
+static_assert(static_cast<unsigned>(s::EventKind::EXPORT_ENDED) ==
+              static_cast<unsigned>(StoreEvent::Kind::kExportEnded));
+static_assert(static_cast<unsigned>(s::ExportRefusal::NO_HEADROOM) ==
+              static_cast<unsigned>(ExportRefusal::kNoHeadroom));
+
 Status Put(s::Envelope::Builder env, const StoreEvent& m) {
   auto out = env.initEvent();
   out.setKind(static_cast<s::EventKind>(m.kind));
@@ -195,6 +200,9 @@ Status Put(s::Envelope::Builder env, const StoreEvent& m) {
   out.setStatusCode(static_cast<uint8_t>(m.status.code()));
   out.setErrorText(AsText(m.status.message().substr(0, kAttachTextBytesMax)));
   out.setBytes(m.bytes);
+  out.setExportId(m.export_id.value);
+  out.setGeneration(m.generation);
+  out.setStartPage(m.start_page);
   return Status::Ok();
 }
 
@@ -210,6 +218,24 @@ Status Put(s::Envelope::Builder env, const EvictedNotices& m) {
 
 Status Put(s::Envelope::Builder env, const EvictionsLost&) {
   env.setEvictionsLost();
+  return Status::Ok();
+}
+
+Status Put(s::Envelope::Builder env, const ExportPinnedReply& m) {
+  const ExportDescription& d = m.description;
+  STRATA_RETURN_IF_ERROR(CheckCount(d.pages.size(), kAttachChainMax, "ExportPinned.pages"));
+  auto out = env.initExportPinned();
+  out.setExportId(m.export_id.value);
+  out.setStartPage(d.start_page);
+  PutIds(out.initPages(static_cast<unsigned>(d.pages.size())), d.pages);
+  out.setRowSlot(d.row_slot.value);
+  return Status::Ok();
+}
+
+Status Put(s::Envelope::Builder env, const ExportRefusedReply& m) {
+  auto out = env.initExportRefused();
+  out.setExportId(m.export_id.value);
+  out.setReason(static_cast<s::ExportRefusal>(m.reason));
   return Status::Ok();
 }
 

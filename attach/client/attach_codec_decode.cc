@@ -182,19 +182,41 @@ Result<AttachMessage> GetStore(s::StoreRequest::Reader in) {
   STRATA_ASSIGN_OR_RETURN(c.chain, GetIds<PageId>(in.getChain(), "Store.chain"));
   c.tail_pages = in.getTailPages();
   c.row_slot = StateSlot(in.getRowSlot());
+  c.generation = in.getGeneration();
   return AttachMessage(StoreRequest{std::move(c)});
 }
 
 Result<AttachMessage> GetEvent(s::Event::Reader in) {
   StoreEvent e;
   STRATA_ASSIGN_OR_RETURN(
-      e.kind, (GetEnum<StoreEvent::Kind>(in.getKind(), s::EventKind::STOPPED, "Event.kind")));
+      e.kind, (GetEnum<StoreEvent::Kind>(in.getKind(), s::EventKind::EXPORT_ENDED, "Event.kind")));
   e.checkpoint_id = in.getCheckpointId();
   e.ticket = JobId(in.getTicket());
   STRATA_ASSIGN_OR_RETURN(e.key, GetKey(in.getKey(), "Event.key"));
   STRATA_RETURN_IF_ERROR(GetStatus(in.getStatusCode(), in.getErrorText(), "Event", &e.status));
   e.bytes = in.getBytes();
+  e.export_id = ExportId(in.getExportId());
+  e.generation = in.getGeneration();
+  e.start_page = in.getStartPage();
   return AttachMessage(std::move(e));
+}
+
+Result<AttachMessage> GetExportPinned(s::ExportPinned::Reader in) {
+  ExportPinnedReply m;
+  m.export_id = ExportId(in.getExportId());
+  m.description.start_page = in.getStartPage();
+  STRATA_ASSIGN_OR_RETURN(m.description.pages, GetIds<PageId>(in.getPages(), "ExportPinned.pages"));
+  m.description.row_slot = StateSlot(in.getRowSlot());
+  return AttachMessage(std::move(m));
+}
+
+Result<AttachMessage> GetExportRefused(s::ExportRefused::Reader in) {
+  ExportRefusedReply m;
+  m.export_id = ExportId(in.getExportId());
+  STRATA_ASSIGN_OR_RETURN(m.reason,
+                          (GetEnum<ExportRefusal>(in.getReason(), s::ExportRefusal::NO_HEADROOM,
+                                                  "ExportRefused.reason")));
+  return AttachMessage(m);
 }
 
 Result<AttachMessage> GetEvicted(s::Evicted::Reader in) {
@@ -257,6 +279,8 @@ Result<AttachMessage> Get(s::Envelope::Reader env) {
     case W::TICKET_STATUS_RESULT: return GetTicketStatus(env.getTicketStatusResult());
     case W::EVICTED: return GetEvicted(env.getEvicted());
     case W::EVICTIONS_LOST: return AttachMessage(EvictionsLost{});
+    case W::EXPORT_PINNED: return GetExportPinned(env.getExportPinned());
+    case W::EXPORT_REFUSED: return GetExportRefused(env.getExportRefused());
     case W::CLOSE_DONE: {
       auto in = env.getCloseDone();
       CloseDone m;

@@ -23,8 +23,10 @@ namespace strata::attach {
 
 // 2: lookups in two steps (LookupStep, EndLookup); 3: a ticket's status
 // (TicketStatusRequest, TicketStatusResult); 4: eviction notices
-// (EvictedNotices, EvictionsLost).
-inline constexpr uint32_t kAttachProtocolVersion = 4;
+// (EvictedNotices, EvictionsLost); 5: exports (a store request's generation,
+// the kExportRequested / kExportEnded events, ExportPinnedReply,
+// ExportRefusedReply).
+inline constexpr uint32_t kAttachProtocolVersion = 5;
 // Limits checked on decode (and on encode, so a sender learns first).
 inline constexpr size_t kAttachFrameBytesMax = size_t{32} << 20;
 inline constexpr size_t kAttachRanksMax = 64;
@@ -130,6 +132,17 @@ struct EvictedNotices {
 // The runtime's notice queue dropped notices (HostStore::EvictionsLost).
 struct EvictionsLost {};
 
+// The runtime's answers to a kExportRequested event (HostStore::ExportPinned,
+// HostStore::ExportRefused); the rank's store takes them, no reply.
+struct ExportPinnedReply {
+  ExportId export_id;
+  ExportDescription description;  // at most kAttachChainMax pages
+};
+struct ExportRefusedReply {
+  ExportId export_id;
+  ExportRefusal reason = ExportRefusal::kNotFound;
+};
+
 struct CloseRequest {};
 
 struct CloseDone {
@@ -139,7 +152,8 @@ struct CloseDone {
 using AttachMessage =
     std::variant<AttachHello, HelloAccept, HelloReject, LookupRequest, LookupResult, FetchRequest,
                  StoreRequest, StoreAnswer, StoreEvent, CloseRequest, CloseDone, EndLookup,
-                 TicketStatusRequest, TicketStatusResult, EvictedNotices, EvictionsLost>;
+                 TicketStatusRequest, TicketStatusResult, EvictedNotices, EvictionsLost,
+                 ExportPinnedReply, ExportRefusedReply>;
 
 // Every rank's allocations: the number of fds a Hello carries.
 size_t AllocationCount(const AttachHello& hello);

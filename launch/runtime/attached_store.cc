@@ -90,6 +90,14 @@ void AttachedStore::Evicted(std::span<const EvictionNotice> notices) {
 
 void AttachedStore::EvictionsLost() { (void)client_->EvictionsLost(); }
 
+void AttachedStore::ExportPinned(ExportId export_id, const ExportDescription& description) {
+  (void)client_->ExportPinned(export_id, description);
+}
+
+void AttachedStore::ExportRefused(ExportId export_id, ExportRefusal reason) {
+  (void)client_->ExportRefused(export_id, reason);
+}
+
 StoreOutcome AttachedStore::Store(const PublishedCheckpoint& checkpoint) {
   if (!client_->Store(checkpoint).ok()) return StoreOutcome::kDisabled;
   std::optional<attach::AttachEvent> answer = Await([&](const attach::AttachEvent& e) {

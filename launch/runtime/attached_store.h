@@ -48,6 +48,8 @@ class AttachedStore final : public HostStore {
   // its kStopped event follows through Poll.
   void Evicted(std::span<const EvictionNotice> notices) override;
   void EvictionsLost() override;
+  void ExportPinned(ExportId export_id, const ExportDescription& description) override;
+  void ExportRefused(ExportId export_id, ExportRefusal reason) override;
   void Poll(uint64_t now_ms, std::vector<StoreEvent>& events) override;
   // Strata runs its own maintenance; nothing to notify from here.
   void NotifyOnProgress(std::shared_ptr<WakeSignal> signal) override;

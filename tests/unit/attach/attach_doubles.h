@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "store/tier/host_store.h"
@@ -57,6 +58,12 @@ class ScriptedStore final : public HostStore {
     evicted.insert(evicted.end(), notices.begin(), notices.end());
   }
   void EvictionsLost() override { ++evictions_lost; }
+  void ExportPinned(ExportId export_id, const ExportDescription& description) override {
+    pinned.emplace_back(export_id, description);
+  }
+  void ExportRefused(ExportId export_id, ExportRefusal reason) override {
+    refused.emplace_back(export_id, reason);
+  }
   StoreOutcome Store(const PublishedCheckpoint& /*checkpoint*/) override {
     ++stores;
     return StoreOutcome::kQueued;
@@ -91,6 +98,8 @@ class ScriptedStore final : public HostStore {
   std::vector<LookupTicket> begun, admitted, ended;
   std::vector<EvictionNotice> evicted;  // every notice Evicted was handed
   int evictions_lost = 0;
+  std::vector<std::pair<ExportId, ExportDescription>> pinned;  // ExportPinned's
+  std::vector<std::pair<ExportId, ExportRefusal>> refused;     // ExportRefused's
 };
 
 // A store's event about checkpoint `id` (kStored / kStoreFailed) or ticket `id`.

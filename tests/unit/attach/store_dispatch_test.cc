@@ -207,5 +207,57 @@ TEST(StoreDispatchTest, EvictionNoticesReachTheStoreWithoutAnAnswer) {
   EXPECT_EQ(f.d.in_flight(), 3u);  // the jobs under way are untouched
 }
 
+TEST(StoreDispatchTest, ExportRequestsReachTheRuntimeAndItsAnswersTheStore) {
+  Dispatch f;
+  StoreEvent request;
+  request.kind = StoreEvent::Kind::kExportRequested;
+  request.export_id = ExportId(5);
+  request.generation = 2;
+  request.start_page = 1;
+  StoreEvent ended;
+  ended.kind = StoreEvent::Kind::kExportEnded;
+  ended.export_id = ExportId(4);
+  f.d.OnEvents({request, ended}, f.out);
+  ASSERT_EQ(f.out.size(), 2u) << "both go to the runtime";
+  EXPECT_EQ(std::get<StoreEvent>(f.out[0]).export_id, ExportId(5));
+  EXPECT_EQ(std::get<StoreEvent>(f.out[0]).generation, 2u);
+  EXPECT_TRUE(f.store.refused.empty()) << "nothing refused on the runtime's behalf";
+
+  std::vector<AttachMessage> replies;
+  const ExportDescription d{
+      .start_page = 1, .pages = {PageId(8), PageId(9)}, .row_slot = StateSlot(3)};
+  ASSERT_TRUE(
+      f.d.Handle(ExportPinnedReply{.export_id = ExportId(5), .description = d}, replies).ok());
+  ASSERT_TRUE(
+      f.d.Handle(ExportRefusedReply{.export_id = ExportId(6), .reason = ExportRefusal::kNoHeadroom},
+                 replies)
+          .ok());
+  EXPECT_TRUE(replies.empty()) << "no answer to an answer";
+  ASSERT_EQ(f.store.pinned.size(), 1u);
+  EXPECT_EQ(f.store.pinned[0].first, ExportId(5));
+  EXPECT_EQ(f.store.pinned[0].second.pages, d.pages);
+  EXPECT_EQ(f.store.pinned[0].second.row_slot, StateSlot(3));
+  ASSERT_EQ(f.store.refused.size(), 1u);
+  EXPECT_EQ(f.store.refused[0].second, ExportRefusal::kNoHeadroom);
+}
+
+TEST(StoreDispatchTest, ADetachingRuntimePinsNothing) {
+  Dispatch f;
+  f.d.StopIssuing();
+  StoreEvent request;
+  request.kind = StoreEvent::Kind::kExportRequested;
+  request.export_id = ExportId(5);
+  f.d.OnEvents({request}, f.out);
+  EXPECT_TRUE(f.out.empty()) << "not asked of a runtime whose planes are going";
+  ASSERT_EQ(f.store.refused.size(), 1u);
+  EXPECT_EQ(f.store.refused[0], std::make_pair(ExportId(5), ExportRefusal::kNotFound));
+  std::vector<AttachMessage> replies;
+  ASSERT_TRUE(
+      f.d.Handle(ExportPinnedReply{.export_id = ExportId(7), .description = {}}, replies).ok());
+  EXPECT_TRUE(f.store.pinned.empty()) << "a late pin is passed on as a refusal";
+  ASSERT_EQ(f.store.refused.size(), 2u);
+  EXPECT_EQ(f.store.refused[1].first, ExportId(7));
+}
+
 }  // namespace
 }  // namespace strata::attach

@@ -139,6 +139,58 @@ TEST(AttachCodecTest, TwoStepLookupsRoundTripAndAnAdmissionNamesItsTicket) {
   }
 }
 
+TEST(AttachCodecTest, ExportsRoundTrip) {
+  StoreEvent request;
+  request.kind = StoreEvent::Kind::kExportRequested;
+  request.export_id = ExportId(11);
+  request.key.consumed = 128;
+  request.generation = 4;
+  request.start_page = 2;
+  request.bytes = 4096;
+  auto frame = EncodeAttachFrame(request);
+  ASSERT_TRUE(frame.ok()) << frame.status().ToString();
+  auto back = DecodeAttachFrame(frame->words);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  const auto& e = std::get<StoreEvent>(*back);
+  EXPECT_EQ(e.kind, StoreEvent::Kind::kExportRequested);
+  EXPECT_EQ(e.export_id, ExportId(11));
+  EXPECT_EQ(e.generation, 4u);
+  EXPECT_EQ(e.start_page, 2u);
+  EXPECT_EQ(e.bytes, 4096u);
+
+  const ExportPinnedReply pinned{
+      .export_id = ExportId(11),
+      .description = {.start_page = 2, .pages = {PageId(5), PageId(6)}, .row_slot = StateSlot(1)}};
+  auto pf = EncodeAttachFrame(pinned);
+  ASSERT_TRUE(pf.ok()) << pf.status().ToString();
+  auto pb = DecodeAttachFrame(pf->words);
+  ASSERT_TRUE(pb.ok()) << pb.status().ToString();
+  const auto& p = std::get<ExportPinnedReply>(*pb);
+  EXPECT_EQ(p.export_id, ExportId(11));
+  EXPECT_EQ(p.description.start_page, 2u);
+  EXPECT_EQ(p.description.pages, pinned.description.pages);
+  EXPECT_EQ(p.description.row_slot, StateSlot(1));
+
+  for (ExportRefusal reason : {ExportRefusal::kNotFound, ExportRefusal::kGenerationChanged,
+                               ExportRefusal::kChainGap, ExportRefusal::kNoHeadroom}) {
+    auto rf = EncodeAttachFrame(ExportRefusedReply{.export_id = ExportId(12), .reason = reason});
+    ASSERT_TRUE(rf.ok());
+    auto rb = DecodeAttachFrame(rf->words);
+    ASSERT_TRUE(rb.ok()) << rb.status().ToString();
+    EXPECT_EQ(std::get<ExportRefusedReply>(*rb).reason, reason);
+  }
+
+  PublishedCheckpoint c;
+  c.checkpoint_id = 3;
+  c.generation = 9;
+  auto sf = EncodeAttachFrame(StoreRequest{c});
+  ASSERT_TRUE(sf.ok());
+  auto sb = DecodeAttachFrame(sf->words);
+  ASSERT_TRUE(sb.ok()) << sb.status().ToString();
+  EXPECT_EQ(std::get<StoreRequest>(*sb).checkpoint.generation, 9u)
+      << "a store names its generation";
+}
+
 TEST(AttachCodecTest, EvictionNoticesRoundTripAndTooManyAreRefused) {
   EvictedNotices m;
   for (uint64_t i = 1; i <= 3; ++i) {
