@@ -134,8 +134,9 @@ Status PoolLink::Connect(std::optional<std::chrono::milliseconds> bound) {
   phase_ = AttachPhase::kAttached;
   client_ = std::move(c);
   ++connections_;
-  spdlog::info("prefix cache pool {}: attached (generation {}, {} slots of {} bytes)", a.pool_name,
-               a.generation, a.slot_count, a.slot_bytes);
+  spdlog::info("prefix cache pool {}: attached (generation {}, {} slots of {} bytes, {})",
+               a.pool_name, a.generation, a.slot_count, a.slot_bytes,
+               client_->maps_arena() ? "the arena mapped" : "through the TCP data channel");
   return Status::Ok();
 }
 

@@ -36,9 +36,10 @@ void SessionGrants::EndSession(SessionId session) {
 
 void SessionGrants::DropUnwritable(const std::function<bool(SessionId, PutId)>& writable) {
   MutexLock lock(mu_);
-  for (auto& [session, g] : sessions_) {
-    std::erase_if(g.puts,
-                  [&](const auto& p) { return !writable(SessionId(session), PutId(p.first)); });
+  for (auto& entry : sessions_) {
+    const SessionId session(entry.first);
+    std::erase_if(entry.second.puts,
+                  [&](const auto& p) { return !writable(session, PutId(p.first)); });
   }
 }
 
