@@ -101,6 +101,21 @@ class AttachHandle {
       return true;
     });
   }
+  void ExportPinned(uint64_t export_id, uint64_t start_page, const std::vector<uint32_t>& pages,
+                    uint32_t row_slot) {
+    const ExportDescription d = ToDescription(start_page, pages, row_slot);
+    Call([&](AttachClient& client) -> Result<bool> {
+      STRATA_RETURN_IF_ERROR(client.ExportPinned(ExportId(export_id), d));
+      return true;
+    });
+  }
+  void ExportRefused(uint64_t export_id, const std::string& reason) {
+    const ExportRefusal r = ValueOrThrow(ToRefusal(reason));
+    Call([&](AttachClient& client) -> Result<bool> {
+      STRATA_RETURN_IF_ERROR(client.ExportRefused(ExportId(export_id), r));
+      return true;
+    });
+  }
   std::vector<PyEvent> Poll() {
     std::vector<AttachEvent> events;
     Status s;
@@ -268,17 +283,21 @@ void RegisterAttach(py::module_& m) {
       .def("end_lookup", &AttachHandle::EndLookup, py::arg("ticket"))
       .def("evicted", &AttachHandle::Evicted, py::arg("notices"))
       .def("evictions_lost", &AttachHandle::EvictionsLost)
+      .def("export_pinned", &AttachHandle::ExportPinned, py::arg("export_id"),
+           py::arg("start_page"), py::arg("pages"), py::arg("row_slot"))
+      .def("export_refused", &AttachHandle::ExportRefused, py::arg("export_id"), py::arg("reason"))
       .def(
           "store",
           [](AttachHandle& h, uint64_t checkpoint_id, std::vector<Token> tokens, uint64_t consumed,
              std::vector<uint32_t> chain, uint32_t row_slot,
-             std::optional<uint64_t> parent_consumed, std::optional<uint32_t> tail_pages) {
+             std::optional<uint64_t> parent_consumed, std::optional<uint32_t> tail_pages,
+             uint64_t generation) {
             h.Store({checkpoint_id, std::move(tokens), consumed, parent_consumed, std::move(chain),
-                     tail_pages, row_slot});
+                     tail_pages, row_slot, generation});
           },
           py::arg("checkpoint_id"), py::arg("tokens"), py::arg("consumed"), py::arg("chain"),
           py::arg("row_slot"), py::arg("parent_consumed") = py::none(),
-          py::arg("tail_pages") = py::none())
+          py::arg("tail_pages") = py::none(), py::arg("generation") = 0)
       .def("fetch", &AttachHandle::Fetch, py::arg("hit"), py::arg("ticket"), py::arg("page_ids"),
            py::arg("row_slot"))
       .def("poll", &AttachHandle::Poll)

@@ -83,7 +83,28 @@ PyEvent ToPyEvent(const StoreEvent& e) {
     p.message = e.status.message();
   }
   p.bytes = e.bytes;
+  p.export_id = e.export_id.value;
+  p.generation = e.generation;
+  p.start_page = e.start_page;
   return p;
+}
+
+Result<ExportRefusal> ToRefusal(const std::string& reason) {
+  for (ExportRefusal r : {ExportRefusal::kNotFound, ExportRefusal::kGenerationChanged,
+                          ExportRefusal::kChainGap, ExportRefusal::kNoHeadroom}) {
+    if (reason == ExportRefusalName(r)) return r;
+  }
+  return Status::InvalidArgument("reason \"" + reason +
+                                 "\" is not not_found, generation_changed, chain_gap or "
+                                 "no_headroom");
+}
+
+ExportDescription ToDescription(uint64_t start_page, const std::vector<uint32_t>& pages,
+                                uint32_t row_slot) {
+  ExportDescription d{.start_page = start_page, .pages = {}, .row_slot = StateSlot(row_slot)};
+  d.pages.reserve(pages.size());
+  for (uint32_t p : pages) d.pages.emplace_back(p);
+  return d;
 }
 
 Result<PublishedCheckpoint> ToCheckpoint(const CheckpointIn& in) {
@@ -106,6 +127,7 @@ Result<PublishedCheckpoint> ToCheckpoint(const CheckpointIn& in) {
   const PrefixHistory history(in.tokens);
   PublishedCheckpoint c;
   c.checkpoint_id = in.checkpoint_id;
+  c.generation = in.generation;
   c.key = history.key_at(in.consumed);
   if (in.parent_consumed) c.parent = history.key_at(*in.parent_consumed);
   c.bucket = history.bucket_digest(in.consumed);
@@ -236,6 +258,21 @@ void StoreHandle::EvictionsLost() {
   Open().store().EvictionsLost();
 }
 
+void StoreHandle::ExportPinned(uint64_t export_id, uint64_t start_page,
+                               const std::vector<uint32_t>& pages, uint32_t row_slot) {
+  const ExportDescription d = ToDescription(start_page, pages, row_slot);
+  py::gil_scoped_release release;
+  std::lock_guard lock(mu_);
+  Open().store().ExportPinned(ExportId(export_id), d);
+}
+
+void StoreHandle::ExportRefused(uint64_t export_id, const std::string& reason) {
+  const ExportRefusal r = ValueOrThrow(ToRefusal(reason));
+  py::gil_scoped_release release;
+  std::lock_guard lock(mu_);
+  Open().store().ExportRefused(ExportId(export_id), r);
+}
+
 void StoreHandle::Fetch(const HostHit& hit, uint64_t ticket, const std::vector<uint32_t>& page_ids,
                         uint32_t row_slot) {
   if (page_ids.size() != hit.pages) {
@@ -341,6 +378,9 @@ void RegisterStore(py::module_& m) {
       .def_readonly("error_kind", &PyEvent::error_kind)
       .def_readonly("message", &PyEvent::message)
       .def_readonly("bytes", &PyEvent::bytes)
+      .def_readonly("export_id", &PyEvent::export_id)
+      .def_readonly("generation", &PyEvent::generation)
+      .def_readonly("start_page", &PyEvent::start_page)
       .def_readonly("request_id", &PyEvent::request_id)
       .def_readonly("hit", &PyEvent::hit)
       .def_readonly("outcome", &PyEvent::outcome)
@@ -360,13 +400,14 @@ void RegisterStore(py::module_& m) {
           "store",
           [](StoreHandle& s, uint64_t checkpoint_id, std::vector<Token> tokens, uint64_t consumed,
              std::vector<uint32_t> chain, uint32_t row_slot,
-             std::optional<uint64_t> parent_consumed, std::optional<uint32_t> tail_pages) {
+             std::optional<uint64_t> parent_consumed, std::optional<uint32_t> tail_pages,
+             uint64_t generation) {
             return s.Store({checkpoint_id, std::move(tokens), consumed, parent_consumed,
-                            std::move(chain), tail_pages, row_slot});
+                            std::move(chain), tail_pages, row_slot, generation});
           },
           py::arg("checkpoint_id"), py::arg("tokens"), py::arg("consumed"), py::arg("chain"),
           py::arg("row_slot"), py::arg("parent_consumed") = py::none(),
-          py::arg("tail_pages") = py::none())
+          py::arg("tail_pages") = py::none(), py::arg("generation") = 0)
       .def("begin_lookup", &StoreHandle::BeginLookup, py::arg("tokens"),
            py::arg("resident_tokens") = 0, py::arg("before") = py::none())
       .def("lookup_for", &StoreHandle::LookupFor, py::arg("ticket"), py::arg("tokens"),
@@ -375,6 +416,9 @@ void RegisterStore(py::module_& m) {
       .def("end_lookup", &StoreHandle::EndLookup, py::arg("ticket"))
       .def("evicted", &StoreHandle::Evicted, py::arg("notices"))
       .def("evictions_lost", &StoreHandle::EvictionsLost)
+      .def("export_pinned", &StoreHandle::ExportPinned, py::arg("export_id"), py::arg("start_page"),
+           py::arg("pages"), py::arg("row_slot"))
+      .def("export_refused", &StoreHandle::ExportRefused, py::arg("export_id"), py::arg("reason"))
       .def("fetch", &StoreHandle::Fetch, py::arg("hit"), py::arg("ticket"), py::arg("page_ids"),
            py::arg("row_slot"))
       .def("poll", &StoreHandle::Poll, py::arg("now_ms") = py::none())

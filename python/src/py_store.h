@@ -51,6 +51,9 @@ struct PyEvent {
   std::optional<HostHit> hit;                       // lookup
   std::string outcome;                              // store_answer
   std::optional<LookupTicketStatus> ticket_status;  // ticket_status
+  uint64_t export_id = 0;                           // export_requested / export_ended
+  uint64_t generation = 0;                          // export_requested
+  uint64_t start_page = 0;                          // export_requested
 };
 PyEvent ToPyEvent(const StoreEvent& e);
 // {"state": "none" | "pending" | "ready", "pool_consumed",
@@ -66,12 +69,19 @@ struct CheckpointIn {
   std::vector<uint32_t> chain;
   std::optional<uint32_t> tail_pages;  // default: all of chain (no parent)
   uint32_t row_slot = 0;
+  uint64_t generation = 0;  // PublishedCheckpoint::generation
 };
 // Checks and converts; kInvalidArgument naming the field at fault.
 Result<PublishedCheckpoint> ToCheckpoint(const CheckpointIn& in);
 // A checkpoint the runtime retired, as Python passes it: (token_ids,
 // consumed, generation), its key being the first `consumed` tokens.
 using EvictionIn = std::tuple<std::vector<Token>, uint64_t, uint64_t>;
+// A refusal's name (ExportRefusalName: "not_found", ...); kInvalidArgument
+// for another.
+Result<ExportRefusal> ToRefusal(const std::string& reason);
+// The description ExportPinned passes.
+ExportDescription ToDescription(uint64_t start_page, const std::vector<uint32_t>& pages,
+                                uint32_t row_slot);
 // Checks and converts; kInvalidArgument naming the notice at fault.
 Result<std::vector<EvictionNotice>> ToNotices(const std::vector<EvictionIn>& in);
 // The ticket of a Fetch.
@@ -98,6 +108,11 @@ class StoreHandle {
   // The runtime's eviction notices (HostStore::Evicted, EvictionsLost).
   void Evicted(const std::vector<EvictionIn>& notices);
   void EvictionsLost();
+  // The runtime's answers to an export_requested event (HostStore::ExportPinned,
+  // ExportRefused; `reason` as ExportRefusalName spells it).
+  void ExportPinned(uint64_t export_id, uint64_t start_page, const std::vector<uint32_t>& pages,
+                    uint32_t row_slot);
+  void ExportRefused(uint64_t export_id, const std::string& reason);
   void Fetch(const HostHit& hit, uint64_t ticket, const std::vector<uint32_t>& page_ids,
              uint32_t row_slot);
   std::vector<PyEvent> Poll(std::optional<uint64_t> now_ms);

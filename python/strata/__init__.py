@@ -181,13 +181,26 @@ class Store:
         """The runtime's bounded notice queue dropped notices."""
         self._handle.evictions_lost()
 
+    def export_pinned(self, export_id, start_page, pages, row_slot):
+        """The answer to an "export_requested" event whose checkpoint the
+        runtime pinned (docs/embedding.md section 5): its pages from
+        `start_page` on, in chain order, and its row slot. Keep them pinned
+        until the "export_ended" event of `export_id`."""
+        self._handle.export_pinned(export_id, start_page, list(pages), row_slot)
+
+    def export_refused(self, export_id, reason):
+        """The answer to an "export_requested" event the runtime did not pin:
+        "not_found", "generation_changed", "chain_gap" or "no_headroom"."""
+        self._handle.export_refused(export_id, reason)
+
     def store(self, checkpoint_id, token_ids, consumed, chain, row_slot, parent_consumed=None,
-              tail_pages=None):
+              tail_pages=None, generation=0):
         """Offers the checkpoint of the first `consumed` tokens (pages `chain`,
-        row `row_slot`); returns the outcome ("queued", "present", "deferred",
-        "retry", "oversize", "disabled")."""
+        row `row_slot`; `generation`: the runtime's generation of it, which
+        export requests and eviction notices name); returns the outcome
+        ("queued", "present", "deferred", "retry", "oversize", "disabled")."""
         return self._handle.store(checkpoint_id, tokens(token_ids), consumed, list(chain), row_slot,
-                                  parent_consumed, tail_pages)
+                                  parent_consumed, tail_pages, generation)
 
     def fetch(self, hit, ticket, page_ids, row_slot):
         """Starts restoring `hit` into free `page_ids` and `row_slot`."""
@@ -348,10 +361,18 @@ class AttachedStore:
     def evictions_lost(self):
         self._client.evictions_lost()
 
+    def export_pinned(self, export_id, start_page, pages, row_slot):
+        """As Store.export_pinned: sent to the rank's store, no answer."""
+        self._client.export_pinned(export_id, start_page, list(pages), row_slot)
+
+    def export_refused(self, export_id, reason):
+        """As Store.export_refused: sent to the rank's store, no answer."""
+        self._client.export_refused(export_id, reason)
+
     def store(self, checkpoint_id, token_ids, consumed, chain, row_slot, parent_consumed=None,
-              tail_pages=None):
+              tail_pages=None, generation=0):
         self._client.store(checkpoint_id, tokens(token_ids), consumed, list(chain), row_slot,
-                           parent_consumed, tail_pages)
+                           parent_consumed, tail_pages, generation)
 
     def fetch(self, hit, ticket, page_ids, row_slot):
         self._client.fetch(hit, ticket, list(page_ids), row_slot)
