@@ -181,8 +181,14 @@ int RunRankZero(const RankConfig& config, const RuntimeRunOptions& options, Devi
   int exit_code = RunWorkload(rt, config, options, stop);
   if (peers != nullptr) {
     if (Status s = peers->Finish(); !s.ok()) {
-      spdlog::error("{}", s.ToString());
-      exit_code = exit_code == 0 ? 1 : exit_code;
+      if (stop.requested()) {
+        // Signalled with every process of the job: a peer runtime that
+        // stopped first closed its lockstep connection. Not an error.
+        spdlog::info("lockstep: the peers stopped too ({})", s.ToString());
+      } else {
+        spdlog::error("{}", s.ToString());
+        exit_code = exit_code == 0 ? 1 : exit_code;
+      }
     }
   }
   if (Status s = store.Close(); !s.ok() && !RankStoppedToo(s, stop)) {
