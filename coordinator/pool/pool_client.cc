@@ -17,20 +17,6 @@
 
 namespace strata::pool {
 
-namespace {
-
-// The request a message answers; nullopt for a message that is no answer.
-std::optional<uint64_t> AnsweredRequest(const PoolMessage& message) {
-  return std::visit(
-      [](const auto& m) -> std::optional<uint64_t> {
-        if constexpr (requires { m.request_id; }) return m.request_id;
-        return std::nullopt;
-      },
-      message);
-}
-
-}  // namespace
-
 PoolClient::PoolClient(PoolSocket socket, PoolHelloAccept accepted, PoolClientSlots slots,
                        const PoolClientOptions& options, uint64_t lookup_grace_us,
                        uint64_t control_round_trip_us)

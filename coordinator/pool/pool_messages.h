@@ -203,4 +203,15 @@ using PoolMessage =
                  PoolDone, PoolChallenge, PoolDataHello, PoolDataAccept, PoolSlotWrite,
                  PoolSlotRead, PoolSlotData>;
 
+// The request id a message carries (an answer's: the request it answers);
+// nullopt for a message without one (Hello, Challenge, DataAccept).
+inline std::optional<uint64_t> AnsweredRequest(const PoolMessage& message) {
+  return std::visit(
+      [](const auto& m) -> std::optional<uint64_t> {
+        if constexpr (requires { m.request_id; }) return m.request_id;
+        return std::nullopt;
+      },
+      message);
+}
+
 }  // namespace strata::pool

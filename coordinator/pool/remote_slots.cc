@@ -68,6 +68,35 @@ Status RemoteSlots::Usable() {
   return Status::Ok();
 }
 
+Status RemoteSlots::Exchange(std::span<const RecordWindow> windows, HashPipeline& hash,
+                             const SendWindow& send, const TakeAnswer& take, Status& refused) {
+  const auto fail = [&](Status why) REQUIRES(mu_) {
+    broken_ = why;
+    stream_->Shutdown();
+    (void)hash.Digest();  // no piece handed to the pipeline is read after the return
+    return why;
+  };
+  const uint64_t first_id = next_request_;
+  size_t sent = 0;
+  size_t answered = 0;
+  refused = Status::Ok();
+  while (answered < sent || (refused.ok() && sent < windows.size())) {
+    while (refused.ok() && sent < windows.size() && sent - answered < credits()) {
+      if (Status s = send(windows[sent], next_request_++); !s.ok()) return fail(s);
+      ++sent;
+    }
+    Result<PoolMessage> answer = stream_->Receive(Deadline());
+    if (!answer.ok()) return fail(answer.status());
+    if (AnsweredRequest(*answer) != std::optional<uint64_t>(first_id + answered)) {
+      return fail(Status::Corruption("the pool answered a window out of turn"));
+    }
+    Status refusal;
+    if (Status s = take(windows[answered++], *answer, refusal); !s.ok()) return fail(s);
+    if (!refusal.ok() && refused.ok()) refused = refusal;
+  }
+  return Status::Ok();
+}
+
 Result<uint64_t> RemoteSlots::CopyIn(PutId put, std::span<const SlotId> slots,
                                      std::span<const std::byte> bytes, HashPipeline& hash) {
   MutexLock lock(mu_);
@@ -76,39 +105,30 @@ Result<uint64_t> RemoteSlots::CopyIn(PutId put, std::span<const SlotId> slots,
       CheckSlotsFit(slots, bytes.size(), options_.slot_bytes, options_.slot_count));
   const std::vector<RecordWindow> windows =
       RecordWindows(bytes.size(), options_.slot_bytes, options_.window_bytes);
-  const auto fail = [&](Status why) REQUIRES(mu_) {
-    broken_ = why;
-    stream_->Shutdown();
-    (void)hash.Digest();  // no piece of `bytes` is read after the return
-    return why;
-  };
   hash.Reset();
-  const uint64_t first_id = next_request_;
-  size_t sent = 0;
-  size_t answered = 0;
-  Status refused;  // the first window the manager refused: no more are sent
-  while (answered < sent || (refused.ok() && sent < windows.size())) {
-    while (refused.ok() && sent < windows.size() && sent - answered < credits()) {
-      const RecordWindow w = windows[sent];
-      const std::span<const std::byte> piece = bytes.subspan(w.offset, w.bytes);
-      hash.Update(piece);
-      const PoolSlotWrite write{
-          .request_id = next_request_++, .put = put, .offset = w.offset, .bytes = w.bytes};
-      if (Status s = stream_->Send(write, piece, Deadline()); !s.ok()) return fail(s);
-      ++sent;
-    }
-    Result<PoolMessage> answer = stream_->Receive(Deadline());
-    if (!answer.ok()) return fail(answer.status());
-    const auto* done = std::get_if<PoolDone>(&*answer);
-    if (done == nullptr || done->request_id != first_id + answered) {
-      return fail(Status::Corruption("the pool answered a window out of turn"));
-    }
-    if (!done->status.ok() && refused.ok()) refused = done->status;
-    ++answered;
-  }
+  Status refused;
+  STRATA_RETURN_IF_ERROR(Exchange(
+      windows, hash,
+      [&](const RecordWindow& w, uint64_t id) REQUIRES(mu_) {
+        const std::span<const std::byte> piece = bytes.subspan(w.offset, w.bytes);
+        hash.Update(piece);
+        return stream_->Send(
+            PoolSlotWrite{.request_id = id, .put = put, .offset = w.offset, .bytes = w.bytes},
+            piece, Deadline());
+      },
+      [](const RecordWindow&, const PoolMessage& answer, Status& refusal) {
+        const auto* done = std::get_if<PoolDone>(&answer);
+        if (done == nullptr) {
+          return Status::Corruption("the pool answered a write with something else");
+        }
+        refusal = done->status;
+        return Status::Ok();
+      },
+      refused));
   const uint64_t checksum = hash.Digest();
-  if (!refused.ok())
+  if (!refused.ok()) {
     return refused.WithContext("the pool refused a window of put " + std::to_string(put.value));
+  }
   return checksum;
 }
 
@@ -122,47 +142,37 @@ Status RemoteSlots::CopyOut(ClaimId claim, uint32_t index, const ClaimedRecord& 
   out.resize(r.bytes);
   const std::vector<RecordWindow> windows =
       RecordWindows(r.bytes, options_.slot_bytes, options_.window_bytes);
-  const auto fail = [&](Status why) REQUIRES(mu_) {
-    broken_ = why;
-    stream_->Shutdown();
-    (void)hash.Digest();
-    return why;
-  };
-  const uint64_t first_id = next_request_;
-  size_t sent = 0;
-  size_t answered = 0;
   Status refused;
-  while (answered < sent || (refused.ok() && sent < windows.size())) {
-    while (refused.ok() && sent < windows.size() && sent - answered < credits()) {
-      const RecordWindow w = windows[sent];
-      const PoolSlotRead read{.request_id = next_request_++,
-                              .claim = claim,
-                              .record = index,
-                              .offset = w.offset,
-                              .bytes = w.bytes};
-      if (Status s = stream_->Send(read, {}, Deadline()); !s.ok()) return fail(s);
-      ++sent;
-    }
-    Result<PoolMessage> answer = stream_->Receive(Deadline());
-    if (!answer.ok()) return fail(answer.status());
-    const auto* data = std::get_if<PoolSlotData>(&*answer);
-    if (data == nullptr || data->request_id != first_id + answered) {
-      return fail(Status::Corruption("the pool answered a window out of turn"));
-    }
-    const RecordWindow w = windows[answered++];
-    if (!data->status.ok()) {
-      if (data->bytes != 0) return fail(Status::Corruption("a refused window carried bytes"));
-      if (refused.ok()) refused = data->status;
-      continue;
-    }
-    if (data->bytes != w.bytes) {
-      return fail(Status::Corruption("the pool sent " + std::to_string(data->bytes) +
-                                     " bytes for a window of " + std::to_string(w.bytes)));
-    }
-    const std::span<std::byte> landed = std::span<std::byte>(out).subspan(w.offset, w.bytes);
-    if (Status s = stream_->ReadBytes(landed, Deadline()); !s.ok()) return fail(s);
-    hash.Update(landed);
-  }
+  STRATA_RETURN_IF_ERROR(Exchange(
+      windows, hash,
+      [&](const RecordWindow& w, uint64_t id) REQUIRES(mu_) {
+        return stream_->Send(PoolSlotRead{.request_id = id,
+                                          .claim = claim,
+                                          .record = index,
+                                          .offset = w.offset,
+                                          .bytes = w.bytes},
+                             {}, Deadline());
+      },
+      [&](const RecordWindow& w, const PoolMessage& answer, Status& refusal) REQUIRES(mu_) {
+        const auto* data = std::get_if<PoolSlotData>(&answer);
+        if (data == nullptr) {
+          return Status::Corruption("the pool answered a read with something else");
+        }
+        if (!data->status.ok()) {
+          if (data->bytes != 0) return Status::Corruption("a refused window carried bytes");
+          refusal = data->status;
+          return Status::Ok();
+        }
+        if (data->bytes != w.bytes) {
+          return Status::Corruption("the pool sent " + std::to_string(data->bytes) +
+                                    " bytes for a window of " + std::to_string(w.bytes));
+        }
+        const std::span<std::byte> landed = std::span<std::byte>(out).subspan(w.offset, w.bytes);
+        STRATA_RETURN_IF_ERROR(stream_->ReadBytes(landed, Deadline()));
+        hash.Update(landed);
+        return Status::Ok();
+      },
+      refused));
   const uint64_t checksum = hash.Digest();
   if (!refused.ok()) {
     return refused.WithContext("the pool refused a window of claim " + std::to_string(claim.value));

@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -82,6 +83,21 @@ class RemoteSlots final : public SlotAccess {
   static Result<std::unique_ptr<DataStream>> OpenStream(const DataChannelOptions& options);
   // OK, or reopens a broken connection first (its failure).
   Status Usable() REQUIRES(mu_);
+  // Sends window w's request under request id `id`.
+  using SendWindow = std::function<Status(const RecordWindow& w, uint64_t id)>;
+  // Takes the answer to window w's request (its frame read, its bytes not
+  // yet), setting `refusal` to the manager's refusal of the window (left OK:
+  // taken); an error breaks the connection (a wrong kind of answer, a failed
+  // read).
+  using TakeAnswer =
+      std::function<Status(const RecordWindow& w, const PoolMessage& answer, Status& refusal)>;
+  // Moves `windows` in order with at most credits() outstanding, each
+  // answered in turn; after the first refusal (kept in `refused`) no more
+  // are sent, but the outstanding answers are still taken, so the connection
+  // stays in step. An error when the connection broke (then `broken_` is set
+  // and every piece handed to `hash` is hashed).
+  Status Exchange(std::span<const RecordWindow> windows, HashPipeline& hash, const SendWindow& send,
+                  const TakeAnswer& take, Status& refused) REQUIRES(mu_);
   DataDeadline Deadline() const { return std::chrono::steady_clock::now() + options_.bound; }
   uint32_t credits() const { return std::min(options_.window_credits, kCreditsMax); }
 

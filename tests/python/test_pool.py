@@ -44,7 +44,7 @@ def until(what, predicate, store):
         time.sleep(0.002)
 
 
-def evict_one_to_the_pool(socket):
+def evict_one_to_the_pool(socket, pool_data="auto"):
     """Store A (memory for one record) publishes two checkpoints: the second
     evicts the first, which goes to the pool. Returns A, open."""
     tensors = rm.allocate()
@@ -52,7 +52,7 @@ def evict_one_to_the_pool(socket):
     geo = rm.geometry(tensors)
     # Five page-record slots hold one record (four pages and a row).
     a = strata.memory_store(geo, 6 * geo.page_record_bytes, pool=socket, model_identity=rm.MODEL,
-                            pool_instance="a")
+                            pool_instance="a", pool_data=pool_data)
     a._tensors = tensors
     assert a.stats()["pool"]["attached"]
     assert a.store(1, rm.TOKENS, 64, rm.CHAIN, rm.ROW_SLOT) == "queued"
@@ -63,11 +63,13 @@ def evict_one_to_the_pool(socket):
     return a
 
 
-def test_another_instance_restores_what_one_evicted_byte_exact(manager):
-    a = evict_one_to_the_pool(manager)
+def restore_in_b(socket, pool_data="auto"):
+    """Store B, another instance that never saw the checkpoint, finds it
+    with a lookup ticket and restores it from the pool into other page ids:
+    its planes then hold A's bytes (rank 0's pattern)."""
     tensors = rm.allocate()
-    with strata.memory_store(rm.geometry(tensors), 6 << 20, pool=manager,
-                             model_identity=rm.MODEL, pool_instance="b") as b:
+    with strata.memory_store(rm.geometry(tensors), 6 << 20, pool=socket,
+                             model_identity=rm.MODEL, pool_instance="b", pool_data=pool_data) as b:
         ticket = b.begin_lookup(rm.TOKENS)
         assert ticket != 0
         until("the ticket ready", lambda: b.ticket_status(ticket)["state"] == "ready", b)
@@ -80,14 +82,18 @@ def test_another_instance_restores_what_one_evicted_byte_exact(manager):
         rm.poll_until(b, "fetched")
         pool = b.stats()["pool"]
         assert pool["claims"] == 1 and pool["claimed_records"] == 1, pool
-        # B's planes hold A's bytes (rank 0's pattern) at the new ids.
-        for name, t in tensors.items():
-            original = rm.pattern(0, name, tuple(t.shape))
-            if name == "state.rows":
-                assert bool((t[DEST_ROW] == original[rm.ROW_SLOT]).all()), name
-                continue
-            for src, dst in zip(rm.CHAIN, DEST_PAGES):
-                assert bool((t[dst] == original[src]).all()), (name, src, dst)
+    for name, t in tensors.items():
+        original = rm.pattern(0, name, tuple(t.shape))
+        if name == "state.rows":
+            assert bool((t[DEST_ROW] == original[rm.ROW_SLOT]).all()), name
+            continue
+        for src, dst in zip(rm.CHAIN, DEST_PAGES):
+            assert bool((t[dst] == original[src]).all()), (name, src, dst)
+
+
+def test_another_instance_restores_what_one_evicted_byte_exact(manager):
+    a = evict_one_to_the_pool(manager)
+    restore_in_b(manager)
     a.close()
 
 

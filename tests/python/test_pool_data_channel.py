@@ -14,7 +14,7 @@ import pytest
 
 import strata
 import runtime_model as rm
-from test_pool import BOUND_S, DEST_PAGES, DEST_ROW, OTHER_CHAIN, OTHER_TOKENS, until
+from test_pool import BOUND_S, evict_one_to_the_pool, restore_in_b
 
 SECRET = "python-data-channel-test-secret-0123456789"
 
@@ -53,39 +53,10 @@ def data_bytes(metrics_port, direction):
 
 def test_instances_share_through_the_data_channel_byte_exact(tcp_manager):
     address, metrics = tcp_manager
-    tensors_a = rm.allocate()
-    rm.fill(tensors_a, 0)
-    geo = rm.geometry(tensors_a)
-    a = strata.memory_store(geo, 6 * geo.page_record_bytes, pool=address,
-                            model_identity=rm.MODEL, pool_instance="a", pool_data="tcp")
-    a._tensors = tensors_a
-    assert a.stats()["pool"]["attached"]
-    assert a.store(1, rm.TOKENS, 64, rm.CHAIN, rm.ROW_SLOT) == "queued"
-    rm.poll_until(a, "stored")
-    assert a.store(2, OTHER_TOKENS, 64, OTHER_CHAIN, 4) == "queued"
-    rm.poll_until(a, "stored")
-    until("the evicted record put", lambda: a.stats()["pool"]["puts"] >= 1, a)
+    a = evict_one_to_the_pool(address, pool_data="tcp")
     assert data_bytes(metrics, "in") > 0, "the put's windows came through the data channel"
 
-    tensors = rm.allocate()
-    with strata.memory_store(rm.geometry(tensors), 6 << 20, pool=address,
-                             model_identity=rm.MODEL, pool_instance="b", pool_data="tcp") as b:
-        ticket = b.begin_lookup(rm.TOKENS)
-        assert ticket != 0
-        until("the ticket ready", lambda: b.ticket_status(ticket)["state"] == "ready", b)
-        hit = b.lookup_for(ticket, rm.TOKENS)
-        b.end_lookup(ticket)
-        assert hit is not None and hit.consumed == 64 and hit.pages == 4
-        b.fetch(hit, 7, DEST_PAGES, DEST_ROW)
-        rm.poll_until(b, "fetched")
-        assert b.stats()["pool"]["claims"] == 1
-        for name, t in tensors.items():
-            original = rm.pattern(0, name, tuple(t.shape))
-            if name == "state.rows":
-                assert bool((t[DEST_ROW] == original[rm.ROW_SLOT]).all()), name
-                continue
-            for src, dst in zip(rm.CHAIN, DEST_PAGES):
-                assert bool((t[dst] == original[src]).all()), (name, src, dst)
+    restore_in_b(address, pool_data="tcp")
     assert data_bytes(metrics, "out") > 0, "the claim's windows came through the data channel"
     a.close()
 

@@ -159,21 +159,27 @@ class PoolDataChannelTest : public ::testing::Test {
   PoolClientOptions Local(const std::string& gpu) const {
     return testing::ClientOptions(dir_ + "/pool.sock", gpu);
   }
-  // A third data connection of `client`'s session (what a test drives by hand).
-  Result<std::unique_ptr<RemoteSlots>> ExtraConnection(const PoolClient& client,
-                                                       std::optional<DataToken> token = {},
-                                                       char secret = 's') const {
-    const PoolHelloAccept& a = client.accepted();
+  // Another data connection of the session `accepted` granted (what a test
+  // drives by hand), naming `token` (default: the session's) and proving
+  // the secret of `secret`.
+  Result<std::unique_ptr<RemoteSlots>> DataConnection(const PoolHelloAccept& accepted,
+                                                      std::optional<DataToken> token = {},
+                                                      char secret = 's') const {
     return RemoteSlots::Open({.address = *ParsePoolAddress(Address()),
                               .job_secret = Secret(secret),
                               .tls = nullptr,
-                              .instance = a.instance,
-                              .token = token.value_or(*a.data_token),
-                              .slot_bytes = a.slot_bytes,
-                              .slot_count = a.slot_count,
-                              .window_bytes = a.window_bytes,
-                              .window_credits = a.window_credits,
+                              .instance = accepted.instance,
+                              .token = token.value_or(*accepted.data_token),
+                              .slot_bytes = accepted.slot_bytes,
+                              .slot_count = accepted.slot_count,
+                              .window_bytes = accepted.window_bytes,
+                              .window_credits = accepted.window_credits,
                               .bound = std::chrono::milliseconds(5'000)});
+  }
+  Result<std::unique_ptr<RemoteSlots>> ExtraConnection(const PoolClient& client,
+                                                       std::optional<DataToken> token = {},
+                                                       char secret = 's') const {
+    return DataConnection(client.accepted(), token, secret);
   }
 
   std::string dir_;
@@ -323,16 +329,7 @@ TEST_F(PoolDataChannelTest, EndingTheSessionEndsItsDataConnectionsAndItsToken) {
   EXPECT_EQ(reopened.status().code(), StatusCode::kFailedPrecondition)
       << reopened.status().ToString();
   // The old token opens nothing; the new one does.
-  auto stale = RemoteSlots::Open({.address = *ParsePoolAddress(Address()),
-                                  .job_secret = Secret('s'),
-                                  .tls = nullptr,
-                                  .instance = accepted.instance,
-                                  .token = *accepted.data_token,
-                                  .slot_bytes = accepted.slot_bytes,
-                                  .slot_count = accepted.slot_count,
-                                  .window_bytes = accepted.window_bytes,
-                                  .window_credits = accepted.window_credits,
-                                  .bound = std::chrono::milliseconds(5'000)});
+  auto stale = DataConnection(accepted);
   EXPECT_FALSE(stale.ok());
   EXPECT_NE(*accepted.data_token, *(*again)->accepted().data_token);
   EXPECT_TRUE(ExtraConnection(**again).ok());
