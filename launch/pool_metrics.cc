@@ -68,6 +68,26 @@ std::vector<MetricFamily> PoolManagerMetrics(const pool::PoolManagerStats& s) {
   for (const auto& [reason, n] : t.hellos_rejected)
     hellos.samples.push_back({{{"reason", reason}}, n});
   out.push_back(std::move(hellos));
+  // Exports (export_relay.h): holdings announced, and what became of each
+  // export asked of a holder.
+  const pool::ExportRelayCounts& x = s.exports;
+  out.push_back(Family("strata_pool_holdings", kGauge,
+                       "Checkpoints instances announced they hold and can export.",
+                       s.catalog.holdings));
+  out.push_back(Family("strata_pool_export_claims_waiting", kGauge, "Claims waiting for an export.",
+                       x.waiting));
+  out.push_back({"strata_pool_exports_total",
+                 kCounter,
+                 "Exports by outcome: started (asked of a holder), relayed (a waiting claim "
+                 "granted after the holder's commit), refused (the holder aborted), lost (its "
+                 "session ended), expired (past the claim setup limit); joined: claims that "
+                 "waited for an export already asked.",
+                 {{{{"outcome", "started"}}, x.started},
+                  {{{"outcome", "joined"}}, x.joined},
+                  {{{"outcome", "relayed"}}, x.relayed},
+                  {{{"outcome", "refused"}}, x.refused},
+                  {{{"outcome", "lost"}}, x.lost},
+                  {{{"outcome", "expired"}}, x.expired}}});
   // The TCP data channel (pool_data_server.h): "in" lands in the arena
   // (puts' windows), "out" leaves it (claims' windows).
   const pool::PoolDataCounts& d = s.data;
@@ -188,11 +208,18 @@ std::vector<MetricFamily> PoolClientMetrics(const pool::PoolInstanceStats& pool)
   out.push_back({"strata_pool_client_exports_total",
                  MetricKind::kCounter,
                  "Exports of this instance's GPU checkpoints, by stage (requested of the runtime, "
-                 "pinned, rejected: a pin handed back at once, ended: released).",
+                 "pinned, rejected: a pin handed back at once, ended: released; served: the "
+                 "record written into the manager's slots and committed; aborted: refused or "
+                 "failed, the put aborted).",
                  {{{{"stage", "requested"}}, x.requested},
                   {{{"stage", "pinned"}}, x.pinned},
                   {{{"stage", "rejected"}}, x.rejected},
-                  {{{"stage", "ended"}}, x.ended}}});
+                  {{{"stage", "ended"}}, x.ended},
+                  {{{"stage", "served"}}, pool.exports_served},
+                  {{{"stage", "aborted"}}, pool.exports_aborted}}});
+  out.push_back(one("strata_pool_client_holdings", MetricKind::kGauge,
+                    "Checkpoints this instance announced to the manager as held (exportable).",
+                    pool.holdings));
   MetricFamily refused{"strata_pool_client_export_refusals_total",
                        MetricKind::kCounter,
                        "Exports the runtime refused to pin, by reason.",

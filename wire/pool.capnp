@@ -191,6 +191,41 @@ struct SlotData {
   bytes @1 :UInt64;
 }
 
+# Protocol 6: a checkpoint the instance's runtime holds in its planes (GPU
+# or host) and can export (seed 2.15, "Exports").
+struct Holding {
+  key @0 :Key;
+  generation @1 :UInt64;  # the runtime's generation of it
+  bucket @2 :Data;        # 16 bytes: history.bucket_digest(key.consumed)
+}
+
+# Protocol 6: the instance's holdings changed; answered with done.
+struct AnnounceRequest {
+  requestId @0 :UInt64;
+  reset @1 :Bool;               # first forget every holding announced before
+  held @2 :List(Holding);       # new holdings
+  withdrawn @3 :List(Holding);  # retired ones (their bucket is not read)
+  # What an export of this instance moves per page and for the row (the
+  # record layout's page record and row segment bytes).
+  pageRecordBytes @4 :UInt64;
+  rowSegmentBytes @5 :UInt64;
+}
+
+# Protocol 6, manager to instance, unasked: another instance claimed a
+# holding of this one. Copy the chain's pages from `startPage` on and the
+# row, as a record image (key, parent, bucket), into put `put`'s slots and
+# commit it; abort the put to refuse.
+struct ExportAsk {
+  put @0 :UInt64;
+  key @1 :Key;
+  generation @2 :UInt64;
+  parent @3 :Key;       # absent: a root record (startPage 0)
+  bucket @4 :Data;      # 16 bytes
+  startPage @5 :UInt64;
+  bytes @6 :UInt64;     # the image's bytes: the staging reserved
+  slots @7 :List(UInt32);
+}
+
 struct Envelope {
   union {
     hello @0 :Hello;
@@ -212,5 +247,7 @@ struct Envelope {
     slotWrite @16 :SlotWrite;
     slotRead @17 :SlotRead;
     slotData @18 :SlotData;
+    announce @19 :AnnounceRequest;
+    exportAsk @20 :ExportAsk;
   }
 }

@@ -85,6 +85,14 @@ Result<std::unique_ptr<InstancePool>> InstancePool::Attach(
       tiers.local = *composite;
     }
   }
+  // Exports copy out of the planes, which one process holds only when its
+  // ranks share it (not a disk tier over ranks in separate processes).
+  if (landing_transfers && tiers.disk_landing == nullptr) {
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> transfers, landing_transfers());
+    out->export_copier_ =
+        std::make_unique<ExportCopier>(std::move(transfers), geometry, options.registrar);
+    tiers.export_copier = out->export_copier_.get();
+  }
   out->store_ = std::make_unique<PooledStore>(
       std::move(tiers), PoolLink::AttachAtStartup(InstanceLinkOptions(options, geometry)));
   out->SetSink(out->store_.get());
@@ -95,6 +103,7 @@ InstancePool::~InstancePool() {
   SetSink(nullptr);
   store_.reset();
   landing_.reset();
+  export_copier_.reset();
 }
 
 void InstancePool::SetSink(EvictionSink* sink) {

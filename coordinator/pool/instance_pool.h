@@ -11,7 +11,9 @@
 // separate processes (rank zero's DiskStore, whose transport has a share per
 // rank) the disk tier ends the chain and claims land in it, every rank
 // writing its own share (DiskStore::Import); `geometry` is then every
-// rank's, so the scope names the world size.
+// rank's, so the scope names the world size. Exports copy out of the planes
+// through transfers of their own (`landing_transfers` called once more),
+// except with ranks in separate processes (no exports there).
 //
 // Thread: the store's owner.
 #pragma once
@@ -81,8 +83,8 @@ class InstancePool {
   // tiers only), makes the store the chain's eviction sink and, unless the
   // chain is a memory tier or a disk tier over ranks in separate processes
   // (which lands claims itself), lands claims in a MemoryStore of
-  // kPoolLandingBytes over `landing_transfers` (called only then; empty
-  // there is kInvalidArgument).
+  // kPoolLandingBytes over `landing_transfers` (called then; empty there is
+  // kInvalidArgument), and copies exports over another of them (when set).
   static Result<std::unique_ptr<InstancePool>> Attach(
       const InstancePoolOptions& options, const CacheGeometry& geometry, LocalChain chain,
       const std::function<Result<std::unique_ptr<Transfers>>()>& landing_transfers);
@@ -103,6 +105,7 @@ class InstancePool {
   void SetSink(EvictionSink* sink);
 
   LocalChain chain_;
+  std::unique_ptr<ExportCopier> export_copier_;  // outlives the store
   std::unique_ptr<MemoryStore> landing_;
   std::unique_ptr<PooledStore> store_;
 };

@@ -63,6 +63,11 @@ void PoolCatalog::EndSessionState(Session& session) {
   ScopeState& scope = *scopes_.at(session.scope);
   for (const auto& [put, pending] : session.puts) DropPending(scope, pending);
   session.puts.clear();
+  for (auto& [id, state] : sessions_) {
+    if (state.get() != &session) continue;
+    for (const auto& [key, holding] : session.holdings) Unfile(scope, id, holding);
+  }
+  session.holdings.clear();
   while (!session.claims.empty()) EndClaim(session, session.claims.begin()->first);
   ++progress_epoch_;
 }
@@ -111,7 +116,11 @@ Result<PutGrant> PoolCatalog::BeginPut(SessionId session, const PutRequest& put,
     return Status::NotFound("pool put of " + put.key.ToFileStem() + ": its parent " +
                             put.parent->ToFileStem() + " is not pooled");
   }
-  if (!MakeRoom(s->scope, static_cast<uint32_t>(need))) {
+  // The parent stays while room is made: evicted, it would leave the record a root.
+  if (put.parent) STRATA_RETURN_IF_ERROR(scope.index.Pin(*put.parent));
+  const bool room = MakeRoom(s->scope, static_cast<uint32_t>(need));
+  if (put.parent) (void)scope.index.Unpin(*put.parent);
+  if (!room) {
     return Status::Busy("pool arena full: " + std::to_string(need) + " slots wanted, " +
                         std::to_string(slots_.free_count()) + " free");
   }

@@ -37,6 +37,7 @@
 #include "coordinator/pool/pool_scope.h"
 #include "coordinator/pool/slot_table.h"
 #include "store/index/index.h"
+#include "store/tier/export_hooks.h"
 
 namespace strata::pool {
 
@@ -91,12 +92,43 @@ struct FailedClaim {
   ClaimHealth why = ClaimHealth::kStalled;
 };
 
+// A checkpoint an instance's runtime holds and can export (Announce).
+struct Holding {
+  PrefixKey key;
+  uint64_t generation = 0;    // the runtime's
+  Digest128 bucket_digest{};  // history.bucket_digest(key.consumed)
+};
+
+// An instance announces at most this many holdings at once; more are not taken.
+inline constexpr size_t kHoldingsPerSessionMax = size_t{1} << 16;
+
+// What the manager asks a holder to export: the record of `key` under
+// `parent` (the chain's pages from start_page = parent's pages on, and the
+// row), as a record image of `bytes`, into put `put`'s slots.
+struct ExportRequest {
+  PutId put;
+  PrefixKey key;
+  uint64_t generation = 0;
+  std::optional<PrefixKey> parent;  // none: a root record, start_page 0
+  Digest128 bucket_digest{};
+  uint64_t start_page = 0;
+  uint64_t bytes = 0;
+  std::vector<SlotId> slots;
+};
+
+// An export BeginExport began: the holder's session and what to ask it.
+struct ExportStart {
+  SessionId holder;
+  ExportRequest ask;
+};
+
 struct CatalogCounts {
   uint64_t records = 0;
   uint64_t scopes = 0;
   uint64_t sessions = 0;
   uint64_t claims_in_flight = 0;
-  uint64_t evicted = 0;  // records the manager's eviction removed, ever
+  uint64_t evicted = 0;   // records the manager's eviction removed, ever
+  uint64_t holdings = 0;  // announced, across sessions
 };
 
 class PoolCatalog {
@@ -142,6 +174,31 @@ class PoolCatalog {
   // Fails running claims past their deadline or without progress (claim_rules.h).
   std::vector<FailedClaim> ExpireClaims(uint64_t now_ms);
 
+  // An instance's holdings changed: `reset` forgets every holding it
+  // announced before, then `withdrawn` go (by key and generation) and `held`
+  // come (a key held again takes the new generation). `sizes` is what its
+  // exports move per page and for the row. kNotFound (session);
+  // kBusy past kHoldingsPerSessionMax (the rest not taken).
+  Status Announce(SessionId session, bool reset, std::span<const Holding> held,
+                  std::span<const Holding> withdrawn, const ExportRecordSizes& sizes);
+  // The deepest holding of another session of `session`'s scope whose key
+  // is history.key_at(c), above_consumed < c <= max_consumed, and that the
+  // pool lacks; nullopt when none is.
+  std::optional<Holding> LookupHeld(SessionId session, const PrefixHistory& history,
+                                    uint64_t above_consumed, uint64_t max_consumed) const;
+  // The export claim `chain` of `session` needs: its last key is not pooled
+  // and another session of the scope holds it. Checks that every other
+  // record is committed (as Claim), then puts the record on the holder's
+  // session (BeginPut: parent chain[n-2], kCascade) and returns the ask.
+  // nullopt: no export (claim it as usual). Errors: as Claim and BeginPut,
+  // kFailedPrecondition when the holder announced no record sizes.
+  Result<std::optional<ExportStart>> BeginExport(SessionId session,
+                                                 std::span<const PrefixKey> chain, uint64_t now_ms);
+  // The page size of `session`'s scope (0: no such session).
+  uint32_t page_tokens(SessionId session) const;
+  // The holder refused or failed an export of `key`: its holding goes.
+  void DropHolding(SessionId holder, const PrefixKey& key);
+
   // Counts commits, releases, evictions and session ends: a refused put may
   // retry once it moves (put_rules.h RetryGate).
   uint64_t progress_epoch() const { return progress_epoch_; }
@@ -171,6 +228,10 @@ class PoolCatalog {
   void DropPending(ScopeState& scope, const PendingPut& put);
   // Aborts a session's puts and ends its claims; its records stay.
   void EndSessionState(Session& session);
+  // Removes one holding of `session` from its scope's buckets (not from the session).
+  static void Unfile(ScopeState& scope, SessionId session, const Holding& holding);
+  // Claim's check of the records a claim reads: each committed.
+  static Status CheckClaimable(const ScopeState& scope, std::span<const PrefixKey> chain);
 
   CatalogLimits limits_;
   SlotTable slots_;

@@ -21,20 +21,10 @@ Result<ClaimGrant> PoolCatalog::Claim(SessionId session, std::span<const PrefixK
   STRATA_ASSIGN_OR_RETURN(Session * s, FindSession(session));
   ScopeState& scope = *scopes_.at(s->scope);
   if (chain.empty()) return Status::InvalidArgument("pool claim of an empty chain");
+  STRATA_RETURN_IF_ERROR(CheckClaimable(scope, chain));
   std::vector<const Record*> records;
   for (const PrefixKey& key : chain) {
-    const std::optional<IndexEntry> entry = scope.index.Find(key);
-    const PooledState state = !entry.has_value()                      ? PooledState::kAbsent
-                              : entry->state == TransferState::kReady ? PooledState::kReady
-                                                                      : PooledState::kArriving;
-    if (state != PooledState::kReady) {
-      const ClaimAdmission why = AdmitClaim(state, 0, 1);
-      const std::string text =
-          "pool claim of " + key.ToFileStem() + ": " + std::string(ClaimAdmissionName(why));
-      return why == ClaimAdmission::kNotFound ? Status::NotFound(text)
-                                              : Status::FailedPrecondition(text);
-    }
-    records.push_back(&records_.at(entry->location.value));
+    records.push_back(&records_.at(scope.index.Find(key)->location.value));
   }
   const CatalogCounts now = counts();
   const ClaimAdmission admission =
@@ -72,6 +62,22 @@ Result<ClaimGrant> PoolCatalog::Claim(SessionId session, std::span<const PrefixK
   grant.claim = ClaimId(next_id_++);
   s->claims.emplace(grant.claim, std::move(claim));
   return grant;
+}
+
+Status PoolCatalog::CheckClaimable(const ScopeState& scope, std::span<const PrefixKey> chain) {
+  for (const PrefixKey& key : chain) {
+    const std::optional<IndexEntry> entry = scope.index.Find(key);
+    const PooledState state = !entry.has_value()                      ? PooledState::kAbsent
+                              : entry->state == TransferState::kReady ? PooledState::kReady
+                                                                      : PooledState::kArriving;
+    if (state == PooledState::kReady) continue;
+    const ClaimAdmission why = AdmitClaim(state, 0, 1);
+    const std::string text =
+        "pool claim of " + key.ToFileStem() + ": " + std::string(ClaimAdmissionName(why));
+    return why == ClaimAdmission::kNotFound ? Status::NotFound(text)
+                                            : Status::FailedPrecondition(text);
+  }
+  return Status::Ok();
 }
 
 Status PoolCatalog::ClaimProgress(SessionId session, ClaimId claim, uint64_t now_ms) {
@@ -140,6 +146,7 @@ CatalogCounts PoolCatalog::counts() const {
   for (const auto& [id, session] : sessions_) {
     for (const auto& [claim_id, claim] : session->claims)
       c.claims_in_flight += claim.failed ? 0 : 1;
+    c.holdings += session->holdings.size();
   }
   c.evicted = evicted_;
   return c;

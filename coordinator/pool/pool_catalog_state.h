@@ -2,6 +2,7 @@
 #pragma once
 
 #include <map>
+#include <unordered_map>
 #include <vector>
 
 #include "coordinator/pool/pool_catalog.h"
@@ -23,6 +24,13 @@ struct PoolCatalog::ScopeState {
   PoolScope scope;
   PrefixIndex index;
   uint64_t last_use_ms = 0;
+  // Holdings of the scope's sessions, by their keys' buckets (as the index
+  // files records), for LookupHeld.
+  struct HeldBy {
+    SessionId session;
+    Holding holding;
+  };
+  std::map<Digest128, std::vector<HeldBy>> held;
 };
 
 struct PoolCatalog::OpenClaim {
@@ -47,6 +55,8 @@ struct PoolCatalog::Session {
   ScopeId scope{};
   std::map<PutId, PendingPut> puts;
   std::map<ClaimId, OpenClaim> claims;
+  std::unordered_map<PrefixKey, Holding> holdings;  // announced, by key
+  ExportRecordSizes export_sizes{};
 };
 
 }  // namespace strata::pool

@@ -45,6 +45,7 @@ Result<Answer> PoolClient::Await(uint64_t request_id, std::chrono::milliseconds 
   for (;;) {
     STRATA_ASSIGN_OR_RETURN(PoolReceived received, socket_.Receive(bound));
     NoteEpoch(received.message);  // answers given up on still carry the epoch
+    if (FileExportAsk(received.message)) continue;
     const std::optional<uint64_t> answered = AnsweredRequest(received.message);
     if (answered && *answered < request_id) {
       (void)FileAnswer(received.message);  // kept if a ticket or the put queue waits for it
@@ -104,7 +105,17 @@ void PoolClient::NoteEpoch(const PoolMessage& message) {
       message);
 }
 
+bool PoolClient::FileExportAsk(PoolMessage& message) {
+  auto* ask = std::get_if<PoolExportAsk>(&message);
+  if (ask == nullptr) return false;
+  export_asks_.push_back(std::move(ask->ask));
+  return true;
+}
+
+std::vector<ExportRequest> PoolClient::TakeExportAsks() { return std::exchange(export_asks_, {}); }
+
 bool PoolClient::FileAnswer(PoolMessage& message) {
+  if (FileExportAsk(message)) return true;
   const std::optional<uint64_t> id = AnsweredRequest(message);
   if (!id) return false;
   if (auto* answer = std::get_if<PoolLookupAnswer>(&message)) {
@@ -213,6 +224,12 @@ Result<uint64_t> PoolClient::SendCommit(PutId put, uint64_t checksum) {
 Result<uint64_t> PoolClient::SendAbort(PutId put) {
   const uint64_t id = next_request_++;
   return SendKept(PoolAbort{.request_id = id, .put = put}, id);
+}
+
+Status PoolClient::SendAnnounce(PoolAnnounce announce) {
+  announce.request_id = next_request_++;
+  // Nothing waits for the answer: it is skipped when it comes (Pump).
+  return socket_.Send(announce);
 }
 
 Result<uint64_t> PoolClient::SendClaim(std::span<const PrefixKey> chain) {

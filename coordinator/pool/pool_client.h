@@ -169,6 +169,12 @@ class PoolClient {
   // the last copy from the slots has ended.
   Result<uint64_t> SendClaim(std::span<const PrefixKey> chain);
   Result<uint64_t> SendRelease(ClaimId claim);
+  // Exports (seed 2.15): tells the manager what this instance holds
+  // (`announce.request_id` is set here); its answer is not kept.
+  Status SendAnnounce(PoolAnnounce announce);
+  // The manager's export asks read since the last call, in arrival order
+  // (read whenever this client reads: Pump, or while it waits for an answer).
+  std::vector<ExportRequest> TakeExportAsks();
   // The kept answer to request `id` once it came (then forgotten); nullopt before.
   std::optional<PoolMessage> TakeAnswer(uint64_t id);
   // Stops keeping request `id`: its answer, now or later, is skipped.
@@ -231,6 +237,8 @@ class PoolClient {
   // Files an answer this client still keeps (a lookup's or a kept
   // request's); false for anything else.
   bool FileAnswer(PoolMessage& message);
+  // Keeps an export ask for TakeExportAsks; false for anything else.
+  bool FileExportAsk(PoolMessage& message);
   // Raises progress_epoch_ to what `message` carries (every answer read).
   void NoteEpoch(const PoolMessage& message);
 
@@ -251,6 +259,7 @@ class PoolClient {
   // Kept requests (SendPut, SendCommit, SendAbort): nullopt until answered.
   std::map<uint64_t, std::optional<PoolMessage>> kept_;
   uint64_t progress_epoch_ = 0;
+  std::vector<ExportRequest> export_asks_;  // unasked, until taken
 };
 
 }  // namespace strata::pool

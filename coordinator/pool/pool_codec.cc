@@ -230,6 +230,43 @@ Status Put(s::Envelope::Builder env, const PoolSlotData& m) {
   return Status::Ok();
 }
 
+void PutHoldings(capnp::List<s::Holding>::Builder list, std::span<const Holding> holdings) {
+  for (unsigned i = 0; i < list.size(); ++i) {
+    PutKey(list[i].initKey(), holdings[i].key);
+    list[i].setGeneration(holdings[i].generation);
+    list[i].setBucket(AsData(holdings[i].bucket_digest));
+  }
+}
+
+Status Put(s::Envelope::Builder env, const PoolAnnounce& m) {
+  STRATA_RETURN_IF_ERROR(CheckCount(m.held.size(), kPoolHoldingsPerAnnounceMax, "Announce.held"));
+  STRATA_RETURN_IF_ERROR(
+      CheckCount(m.withdrawn.size(), kPoolHoldingsPerAnnounceMax, "Announce.withdrawn"));
+  auto out = env.initAnnounce();
+  out.setRequestId(m.request_id);
+  out.setReset(m.reset);
+  PutHoldings(out.initHeld(static_cast<unsigned>(m.held.size())), m.held);
+  PutHoldings(out.initWithdrawn(static_cast<unsigned>(m.withdrawn.size())), m.withdrawn);
+  out.setPageRecordBytes(m.sizes.page_record_bytes);
+  out.setRowSegmentBytes(m.sizes.row_segment_bytes);
+  return Status::Ok();
+}
+
+Status Put(s::Envelope::Builder env, const PoolExportAsk& m) {
+  const ExportRequest& r = m.ask;
+  STRATA_RETURN_IF_ERROR(CheckCount(r.slots.size(), kPoolSlotsPerAnswerMax, "ExportAsk.slots"));
+  auto out = env.initExportAsk();
+  out.setPut(r.put.value);
+  PutKey(out.initKey(), r.key);
+  out.setGeneration(r.generation);
+  if (r.parent) PutKey(out.initParent(), *r.parent);
+  out.setBucket(AsData(r.bucket_digest));
+  out.setStartPage(r.start_page);
+  out.setBytes(r.bytes);
+  PutSlots(out.initSlots(static_cast<unsigned>(r.slots.size())), r.slots);
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<wire::Frame> EncodePoolFrame(const PoolMessage& message) {

@@ -5,6 +5,7 @@
 #include <new>
 
 #include "coordinator/pool/pool_codec.h"
+#include "coordinator/pool/pool_record_image.h"
 #include "wire/codec_support.h"
 #include "wire/messages.h"
 #include "wire/pool.capnp.h"
@@ -206,6 +207,56 @@ Result<PoolMessage> GetClaimAnswer(s::ClaimAnswer::Reader in) {
   return PoolMessage(std::move(m));
 }
 
+Result<std::vector<Holding>> GetHoldings(capnp::List<s::Holding>::Reader in,
+                                         std::string_view field) {
+  STRATA_RETURN_IF_ERROR(CheckCount(in.size(), kPoolHoldingsPerAnnounceMax, field));
+  std::vector<Holding> out;
+  out.reserve(in.size());
+  for (auto h : in) {
+    Holding holding;
+    STRATA_ASSIGN_OR_RETURN(holding.key, GetKey(h.getKey(), field));
+    holding.generation = h.getGeneration();
+    if (h.hasBucket())
+      STRATA_RETURN_IF_ERROR(GetDigest(h.getBucket(), field, &holding.bucket_digest));
+    out.push_back(holding);
+  }
+  return out;
+}
+
+Result<PoolMessage> GetAnnounce(s::AnnounceRequest::Reader in) {
+  PoolAnnounce m;
+  m.request_id = in.getRequestId();
+  m.reset = in.getReset();
+  STRATA_ASSIGN_OR_RETURN(m.held, GetHoldings(in.getHeld(), "Announce.held"));
+  STRATA_ASSIGN_OR_RETURN(m.withdrawn, GetHoldings(in.getWithdrawn(), "Announce.withdrawn"));
+  m.sizes = ExportRecordSizes{.page_record_bytes = in.getPageRecordBytes(),
+                              .row_segment_bytes = in.getRowSegmentBytes()};
+  // Sizes an arena could never hold are refused here, before any arithmetic.
+  if (m.sizes.page_record_bytes > kImageMaxPieceBytes ||
+      m.sizes.row_segment_bytes > kImageMaxPieceBytes) {
+    return Invalid("Announce.pageRecordBytes", "record sizes past 2^40 bytes");
+  }
+  return PoolMessage(std::move(m));
+}
+
+Result<PoolMessage> GetExportAsk(s::ExportAsk::Reader in) {
+  ExportRequest r;
+  r.put = PutId(in.getPut());
+  STRATA_ASSIGN_OR_RETURN(r.key, GetKey(in.getKey(), "ExportAsk.key"));
+  r.generation = in.getGeneration();
+  if (in.hasParent()) {
+    STRATA_ASSIGN_OR_RETURN(r.parent, GetKey(in.getParent(), "ExportAsk.parent"));
+    if (r.parent->consumed >= r.key.consumed) {
+      return Invalid("ExportAsk.parent", "not below the key");
+    }
+  }
+  STRATA_RETURN_IF_ERROR(GetDigest(in.getBucket(), "ExportAsk.bucket", &r.bucket_digest));
+  r.start_page = in.getStartPage();
+  r.bytes = in.getBytes();
+  STRATA_ASSIGN_OR_RETURN(r.slots, GetSlots(in.getSlots(), "ExportAsk.slots"));
+  return PoolMessage(PoolExportAsk{.ask = std::move(r)});
+}
+
 Result<PoolMessage> Get(s::Envelope::Reader env) {
   switch (env.which()) {
     case W::HELLO: return GetHello(env.getHello());
@@ -291,6 +342,8 @@ Result<PoolMessage> Get(s::Envelope::Reader env) {
       m.bytes = in.getBytes();
       return PoolMessage(m);
     }
+    case W::ANNOUNCE: return GetAnnounce(env.getAnnounce());
+    case W::EXPORT_ASK: return GetExportAsk(env.getExportAsk());
   }
   return Invalid("Envelope",
                  fmt::format("unknown message type {}", static_cast<unsigned>(env.which())));

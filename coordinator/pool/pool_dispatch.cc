@@ -32,12 +32,24 @@ PoolMessage Answer(PoolCatalog& catalog, SessionId session, const PoolLookup& m,
       catalog.Lookup(session, history, m.resident_tokens, m.before);
   if (!hit.ok()) {
     a.status = hit.status();
-  } else if (hit->has_value()) {
+    return a;
+  }
+  if (hit->has_value()) {
     a.base_consumed = (*hit)->base_consumed;
     for (const ChainLink& link : (*hit)->chain) {
       a.chain.push_back(link.key);
       a.tail_pages.push_back(link.tail_page_count);
     }
+  }
+  // A longer prefix another instance holds: claiming it asks for its export
+  // (export_relay.h), a record under the chain's endpoint (or a root).
+  const uint64_t above = a.chain.empty() ? m.resident_tokens : a.chain.back().consumed;
+  if (std::optional<Holding> held = catalog.LookupHeld(session, history, above, m.before)) {
+    const uint64_t page_tokens = catalog.page_tokens(session);
+    const uint64_t below = a.chain.empty() ? 0 : a.chain.back().consumed;
+    a.chain.push_back(held->key);
+    a.tail_pages.push_back(
+        static_cast<uint32_t>(held->key.consumed / page_tokens - below / page_tokens));
   }
   return a;
 }
@@ -81,6 +93,12 @@ PoolMessage Answer(PoolCatalog& catalog, SessionId session, const PoolClaim& m, 
   return a;
 }
 
+PoolMessage Answer(PoolCatalog& catalog, SessionId session, const PoolAnnounce& m,
+                   uint64_t /*now_ms*/) {
+  return PoolDone{.request_id = m.request_id,
+                  .status = catalog.Announce(session, m.reset, m.held, m.withdrawn, m.sizes)};
+}
+
 PoolMessage Answer(PoolCatalog& catalog, SessionId session, const PoolRelease& m,
                    uint64_t /*now_ms*/) {
   return PoolDone{.request_id = m.request_id, .status = catalog.ReleaseClaim(session, m.claim)};
@@ -89,7 +107,8 @@ PoolMessage Answer(PoolCatalog& catalog, SessionId session, const PoolRelease& m
 template <typename T>
 constexpr bool kIsRequest =
     std::is_same_v<T, PoolLookup> || std::is_same_v<T, PoolPut> || std::is_same_v<T, PoolCommit> ||
-    std::is_same_v<T, PoolAbort> || std::is_same_v<T, PoolClaim> || std::is_same_v<T, PoolRelease>;
+    std::is_same_v<T, PoolAbort> || std::is_same_v<T, PoolClaim> ||
+    std::is_same_v<T, PoolRelease> || std::is_same_v<T, PoolAnnounce>;
 
 }  // namespace
 

@@ -24,7 +24,9 @@ namespace strata::pool {
 // 4: TCP control: Challenge, Hello.proof, HelloAccept.arenaPath.
 // 5: the TCP data channel: Hello.dataChannel, HelloAccept's data token and
 //    windows, DataHello / dataAccept, SlotWrite, SlotRead, SlotData.
-inline constexpr uint32_t kPoolProtocolVersion = 5;
+// 6: exports: Announce (an instance's holdings), ExportAsk (the manager asks
+//    a holder to copy one into a put of its own).
+inline constexpr uint32_t kPoolProtocolVersion = 6;
 inline constexpr size_t kPoolFrameBytesMax = size_t{32} << 20;
 // The manager's cap on a connection's frames until its Hello is accepted:
 // a Hello at its limits (64 sources of 4 KiB, 64 ranks of 1,024 planes) is
@@ -41,6 +43,8 @@ inline constexpr size_t kPoolSlotsPerAnswerMax = size_t{1} << 20;
 // SlotData carries, and how many a data connection may have outstanding.
 inline constexpr uint64_t kPoolWindowBytesMax = uint64_t{4} << 20;
 inline constexpr uint32_t kPoolWindowCreditsDefault = 16;
+// Holdings one Announce carries (each list).
+inline constexpr size_t kPoolHoldingsPerAnnounceMax = 4096;
 
 // A session's transfer token: what its data connections name (secret: only
 // the session's own control connection carried it).
@@ -197,11 +201,27 @@ struct PoolSlotData {
   uint64_t progress_epoch = 0;
 };
 
+// An instance's holdings changed (answered with PoolDone): `reset` first
+// forgets every holding it announced before.
+struct PoolAnnounce {
+  uint64_t request_id = 0;
+  bool reset = false;
+  std::vector<Holding> held;
+  std::vector<Holding> withdrawn;  // their buckets are not read
+  ExportRecordSizes sizes{};       // what its exports move per page and for the row
+};
+
+// Unasked, manager to holder: copy the export into put `put`'s slots and
+// commit it, or abort the put to refuse (ExportRequest, pool_catalog.h).
+struct PoolExportAsk {
+  ExportRequest ask;
+};
+
 using PoolMessage =
     std::variant<PoolHello, PoolHelloAccept, PoolHelloReject, PoolLookup, PoolLookupAnswer, PoolPut,
                  PoolPutAnswer, PoolCommit, PoolAbort, PoolClaim, PoolClaimAnswer, PoolRelease,
                  PoolDone, PoolChallenge, PoolDataHello, PoolDataAccept, PoolSlotWrite,
-                 PoolSlotRead, PoolSlotData>;
+                 PoolSlotRead, PoolSlotData, PoolAnnounce, PoolExportAsk>;
 
 // The request id a message carries (an answer's: the request it answers);
 // nullopt for a message without one (Hello, Challenge, DataAccept).

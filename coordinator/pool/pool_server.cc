@@ -15,6 +15,7 @@
 #include <optional>
 #include <vector>
 
+#include "coordinator/pool/export_relay.h"
 #include "coordinator/pool/named_arena.h"
 #include "coordinator/pool/pool_hello_proof.h"
 #include "coordinator/pool/pool_socket.h"
@@ -73,6 +74,7 @@ struct PoolServer::Loop {
         tcp_sessionless_max(options.tcp_sessionless_max),
         tls(options.tls),
         wake(wake),
+        relay(options.claim_setup_limit_ms),
         catalog(CatalogLimits{.slot_count = arena.slot_count(),
                               .slot_bytes = arena.slot_bytes(),
                               .claims_in_flight_max = options.claims_in_flight_max,
@@ -103,6 +105,14 @@ struct PoolServer::Loop {
   // Reads and answers what a connection sent; false when it must close.
   bool Serve(Connection& c);
   bool Handle(Connection& c, PoolReceived received);
+  // A claim that needs an export (export_relay.h): asks the holder, or
+  // answers at once. False: no export, answer it as usual.
+  bool BeginExport(Connection& c, const PoolClaim& claim, uint64_t now);
+  // Sends the relay's answers to their requesters (a requester gone, or
+  // whose send fails, is skipped: its connection's next read ends it).
+  void SendRelayAnswers(std::vector<RelayAnswer> answers);
+  // The connection of `session`; null when it has none (ended or replaced).
+  Connection* SessionConnection(SessionId session);
   void Close(int fd);
   // Copies the counts out for PoolServer::Stats.
   void Publish();
@@ -122,6 +132,7 @@ struct PoolServer::Loop {
   uint64_t accept_paused_until_ms = 0;  // after an accept failed for want of fds
   std::shared_ptr<const wire::TlsContext> tls;
   int wake;
+  ExportRelay relay;
   PoolCatalog catalog;
   uint32_t connections_max;
   std::map<int, std::unique_ptr<Connection>> connections;
@@ -137,6 +148,7 @@ void PoolServer::Loop::Publish() {
   s.slots_free = catalog.slots().free_count();
   s.slots_retired_held = catalog.slots().retired_held_count();
   s.connections = connections.size();
+  s.exports = relay.counts();
   MutexLock lock(stats.mu);
   stats.stats = std::move(s);
 }
@@ -169,6 +181,7 @@ void PoolServer::Loop::Run() {
         spdlog::warn("pool: claim {} of session {} failed: {}", f.claim.value, f.session.value,
                      ClaimHealthName(f.why));
       }
+      SendRelayAnswers(relay.Expire(catalog, now));
       CloseSilentConnections(now);
       data.Reap();
       last_sweep_ms = now;
@@ -252,6 +265,9 @@ bool PoolServer::Loop::Handle(Connection& c, PoolReceived received) {
     if (hello == nullptr) return false;  // anything before Hello closes the link
     return AnswerHello(c, *hello, now);
   }
+  if (const auto* claim = std::get_if<PoolClaim>(&received.message)) {
+    if (BeginExport(c, *claim, now)) return true;
+  }
   std::optional<PoolMessage> answer = AnswerRequest(catalog, *c.session, received.message, now);
   if (!answer.has_value()) return false;
   // Before the answer leaves: its grant is writable once the instance reads it.
@@ -259,7 +275,70 @@ bool PoolServer::Loop::Handle(Connection& c, PoolReceived received) {
   DropUnwritablePuts();
   CountExchange(traffic, received.message, *answer);
   Publish();
-  return c.socket.Send(*answer).ok();
+  if (!c.socket.Send(*answer).ok()) return false;
+  // A holder's commit or abort ends its export: the waiting claims' answers.
+  const auto* done = std::get_if<PoolDone>(&*answer);
+  if (const auto* commit = std::get_if<PoolCommit>(&received.message)) {
+    SendRelayAnswers(relay.PutEnded(catalog, *c.session, commit->put, done->status.ok(), now));
+  } else if (const auto* abort = std::get_if<PoolAbort>(&received.message)) {
+    SendRelayAnswers(relay.PutEnded(catalog, *c.session, abort->put, false, now));
+  }
+  return true;
+}
+
+bool PoolServer::Loop::BeginExport(Connection& c, const PoolClaim& claim, uint64_t now) {
+  std::optional<ExportRelay::Begun> begun = relay.Begin(catalog, *c.session, claim, now);
+  if (!begun.has_value()) return false;
+  if (auto* answer = std::get_if<PoolClaimAnswer>(&*begun)) {
+    answer->progress_epoch = catalog.progress_epoch();
+    SendRelayAnswers({RelayAnswer{.requester = *c.session, .claim = claim, .answer = *answer}});
+  } else if (auto* ask = std::get_if<ExportRelay::Ask>(&*begun)) {
+    const ExportRequest& r = ask->ask.ask;
+    if (data_sessions.contains(ask->holder.value)) {
+      // The holder writes the export's windows like a put's.
+      grants.Note(ask->holder,
+                  PoolPut{.request_id = 0,
+                          .put = PutRequest{.key = r.key,
+                                            .parent = r.parent,
+                                            .bucket_digest = r.bucket_digest,
+                                            .bytes = r.bytes,
+                                            .kind = PutKind::kCascade}},
+                  PoolPutAnswer{.request_id = 0,
+                                .status = Status::Ok(),
+                                .put = r.put,
+                                .slots = r.slots,
+                                .progress_epoch = 0});
+    }
+    spdlog::debug("pool: asking session {} to export {} for session {}", ask->holder.value,
+                  r.key.ToFileStem(), c.session->value);
+    Connection* holder = SessionConnection(ask->holder);
+    if (holder == nullptr || !holder->socket.Send(ask->ask).ok()) {
+      (void)catalog.AbortPut(ask->holder, r.put);
+      SendRelayAnswers(relay.PutEnded(catalog, ask->holder, r.put, false, now));
+    }
+  }
+  Publish();
+  return true;
+}
+
+void PoolServer::Loop::SendRelayAnswers(std::vector<RelayAnswer> answers) {
+  for (RelayAnswer& a : answers) {
+    Connection* to = SessionConnection(a.requester);
+    if (to == nullptr) continue;
+    const PoolMessage answer(std::move(a.answer));
+    if (data_sessions.contains(a.requester.value)) grants.Note(a.requester, a.claim, answer);
+    CountExchange(traffic, a.claim, answer);
+    (void)to->socket.Send(answer);
+  }
+  DropUnwritablePuts();
+  Publish();
+}
+
+PoolServer::Loop::Connection* PoolServer::Loop::SessionConnection(SessionId session) {
+  for (auto& [fd, c] : connections) {
+    if (c->session == session) return c.get();
+  }
+  return nullptr;
 }
 
 void PoolServer::Loop::CrowdOutSessionlessTcp() {
@@ -410,6 +489,9 @@ void PoolServer::Loop::Close(int fd) {
     // NotFound: the instance reconnected and its new session replaced this one.
     (void)catalog.EndSession(session);
     DropUnwritablePuts();  // its own records took other sessions' pending children
+    connections.erase(it);
+    SendRelayAnswers(relay.SessionEnded(catalog, session));
+    return;
   }
   connections.erase(it);
 }

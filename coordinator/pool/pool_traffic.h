@@ -7,6 +7,7 @@
 #include <map>
 #include <string>
 
+#include "coordinator/pool/export_relay.h"
 #include "coordinator/pool/pool_catalog.h"
 #include "coordinator/pool/pool_messages.h"
 
@@ -57,6 +58,7 @@ struct PoolManagerStats {
   uint64_t slots_retired_held = 0;  // removed records' slots a claim still holds
   uint64_t connections = 0;
   PoolDataCounts data;  // the data channel's (PoolServer::Stats adds them)
+  ExportRelayCounts exports;
 };
 
 }  // namespace strata::pool

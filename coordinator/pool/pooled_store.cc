@@ -26,6 +26,12 @@ bool PooledStore::ConnectionLost(const Status& s) {
 }
 
 StoreOutcome PooledStore::Store(const PublishedCheckpoint& checkpoint) {
+  // The runtime holds what it publishes until its eviction notice says not.
+  if (tiers_.export_copier != nullptr) {
+    held_.Hold(Holding{.key = checkpoint.key,
+                       .generation = checkpoint.generation,
+                       .bucket_digest = checkpoint.bucket});
+  }
   if (tiers_.local != nullptr) return tiers_.local->Store(checkpoint);
   if (tiers_.publish_from == nullptr || !link_->sharing()) return StoreOutcome::kDisabled;
   const StoreOutcome outcome = tiers_.landing->Store(checkpoint);
@@ -202,6 +208,7 @@ void PooledStore::Poll(uint64_t now_ms, std::vector<StoreEvent>& events) {
     if (!publishing_.empty()) PublishStored(events, first);
   }
   if (!landings_.empty()) AdvanceLandings(events);
+  AdvanceExports();
   exports_.TakeEvents(events);
 }
 
@@ -291,6 +298,7 @@ PoolInstanceStats PooledStore::pool_stats() const {
   s.demotions_given_up = q.copies_given_up;
   s.dropped_end_of_chain = dropped_unshared_ + puts_.abandoned_total();
   s.exports = exports_.counts();
+  s.holdings = held_.size();
   return s;
 }
 

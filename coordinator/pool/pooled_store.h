@@ -37,13 +37,20 @@
 // manager's progress or a back-off. Close gives what is parked a bounded
 // time to reach the manager (FlushPuts).
 //
-// Exports (seed 2.15, "Exports"): RequestExport is the entry point the
-// manager relay will call (not built); it asks the runtime through Poll
-// (kExportRequested) and keeps the export in an ExportLedger. FinishExport is
-// the relay's word that the export's copies drained: the next Poll reports
-// kExportEnded. Eviction notices and EvictionsLost are counted, and the
-// notices go on to the tier Store offers to (its abandoned retries,
-// RetryLedger); announcing holdings to the manager is the relay's too.
+// Exports (seed 2.15, "Exports"; docs/pool.md): with an ExportCopier
+// (PooledTiers::export_copier), every checkpoint Store is given is a
+// holding (HeldCheckpoints), announced to the manager from Poll, and
+// withdrawn on the runtime's eviction notice (EvictionsLost, or a new
+// session, announces the whole book again). When another instance claims a
+// holding, the manager asks for its export (PoolExportAsk): RequestExport
+// asks the runtime through Poll (kExportRequested) and the ExportLedger
+// keeps it; once pinned, the copier copies the chain out of the planes, the
+// pin is handed back (kExportEnded from the next Poll: FinishExport), and
+// the record image is written into the slots the ask granted and
+// committed. A refusal, a rejected pin, a failed copy or an image of the
+// wrong size aborts the put instead (the requester falls back). The
+// notices also go on to the tier Store offers to (its abandoned retries,
+// RetryLedger).
 //
 // Lookups are two-step (seed 2.15, "Lookups"; HostStore::BeginLookup):
 // BeginLookup sends the manager's lookup and returns a ticket at once; the
@@ -92,7 +99,9 @@
 #include <unordered_set>
 
 #include "coordinator/pool/claim_copier.h"
+#include "coordinator/pool/export_copier.h"
 #include "coordinator/pool/export_ledger.h"
+#include "coordinator/pool/held_checkpoints.h"
 #include "coordinator/pool/lookup_tickets.h"
 #include "coordinator/pool/pool_link.h"
 #include "coordinator/pool/pooled_hit.h"
@@ -146,6 +155,9 @@ struct PoolInstanceStats {
   uint64_t reconnects = 0;
   bool attached = false;
   ExportLedgerCounts exports;     // requests, pins, refusals and ends
+  uint64_t exports_served = 0;    // export records written into the slots and committed
+  uint64_t exports_aborted = 0;   // exports asked that were aborted (refused, failed)
+  uint64_t holdings = 0;          // gauge: checkpoints announced as held
   uint64_t eviction_notices = 0;  // checkpoints the runtime reported retired
   uint64_t evictions_lost = 0;    // times the runtime's notice queue overflowed
 };
@@ -176,6 +188,9 @@ struct PooledTiers {
   const RecordSource* publish_from = nullptr;
   // The byte budget of evicted records parked until the manager takes them.
   uint64_t put_queue_bytes = kPutQueueBytesDefault;
+  // Copies exports out of the planes (export_copier.h); null: the instance
+  // announces nothing and aborts every export asked of it.
+  ExportCopier* export_copier = nullptr;
 };
 
 class PooledStore final : public HostStore, public EvictionSink {
@@ -244,11 +259,10 @@ class PooledStore final : public HostStore, public EvictionSink {
   void Evicted(std::span<const EvictionNotice> notices) override;
   void EvictionsLost() override;
 
-  // The relay's entry points (seed 2.15: the manager asks an instance to
-  // export a checkpoint it announced). RequestExport reports
-  // kExportRequested from the next Poll; FinishExport, once the export's
-  // copies drained, reports kExportEnded (kNotFound: the export is not open,
-  // e.g. a second end).
+  // The ledger's entry points, which the manager's asks drive (Poll):
+  // RequestExport reports kExportRequested from the next Poll;
+  // FinishExport, once the export's copies drained, reports kExportEnded
+  // (kNotFound: the export is not open, e.g. a second end).
   ExportId RequestExport(const ExportAsk& ask);
   Status FinishExport(ExportId export_id);
   // An open export's pinned chain; null when it is not open.
@@ -340,6 +354,15 @@ class PooledStore final : public HostStore, public EvictionSink {
   void PumpTickets();
   // The link lost its connection (`why`): file what it read, then drop it.
   void LoseLink(const Status& why);
+  // Exports (pooled_store_exports.cc): takes the manager's asks, announces
+  // holdings, and moves the copies along.
+  void AdvanceExports();
+  // Aborts the put of relayed export `id` (when its connection is still
+  // the link's) and forgets it.
+  void AbortRelayed(ExportId id);
+  // The copy of relayed export `id` ended (`copied`): its image into the
+  // slots and the commit, or the abort.
+  void FinishRelayed(ExportId id, const Status& copied);
 
   // The landing tier is not the local chain (it is the pool's own).
   bool own_landing() const { return tiers_.landing != tiers_.local; }
@@ -390,6 +413,16 @@ class PooledStore final : public HostStore, public EvictionSink {
   // failures of claims Close dropped (the next Poll's).
   std::vector<StoreEvent> closing_events_;
   ExportLedger exports_;
+  // Exports the manager asked for, by the ledger's id, until their put is
+  // committed or aborted.
+  struct RelayedExport {
+    uint64_t connection = 0;  // the link connection the ask came on
+    ExportRequest ask;
+  };
+  std::map<ExportId, RelayedExport> relayed_;
+  std::deque<ExportId> to_copy_;  // pinned, waiting for the copier
+  HeldCheckpoints held_;
+  uint64_t announced_connection_ = 0;  // the connection the book was announced on
   LookupTickets tickets_;
   // Last: destroyed first, so its thread has stopped before anything else goes.
   ClaimCopier copier_;

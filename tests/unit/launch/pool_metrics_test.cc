@@ -24,6 +24,11 @@ pool::PoolManagerStats ManagerStats() {
   s.traffic.claims = 3;
   s.traffic.puts_committed = 5;
   s.traffic.refusals[{"put", "busy"}] = 2;
+  s.catalog.holdings = 13;
+  s.exports.started = 4;
+  s.exports.relayed = 3;
+  s.exports.lost = 1;
+  s.exports.waiting = 2;
   return s;
 }
 
@@ -54,6 +59,12 @@ TEST(PoolMetricsTest, ManagerFamiliesCarryTheirValues) {
   EXPECT_EQ(ValueOf(e, "strata_pool_claims_total"), "3");
   EXPECT_EQ(ValueOf(e, "strata_pool_puts_total", {{"stage", "committed"}}), "5");
   EXPECT_EQ(ValueOf(e, "strata_pool_refusals_total", {{"op", "put"}, {"reason", "busy"}}), "2");
+  EXPECT_EQ(ValueOf(e, "strata_pool_holdings"), "13");
+  EXPECT_EQ(ValueOf(e, "strata_pool_export_claims_waiting"), "2");
+  EXPECT_EQ(ValueOf(e, "strata_pool_exports_total", {{"outcome", "started"}}), "4");
+  EXPECT_EQ(ValueOf(e, "strata_pool_exports_total", {{"outcome", "relayed"}}), "3");
+  EXPECT_EQ(ValueOf(e, "strata_pool_exports_total", {{"outcome", "lost"}}), "1");
+  EXPECT_EQ(ValueOf(e, "strata_pool_exports_total", {{"outcome", "refused"}}), "0");
 }
 
 TEST(PoolMetricsTest, ClientFamiliesCarryTheirValues) {
@@ -116,6 +127,9 @@ TEST(PoolMetricsTest, ExportFamiliesCarryTheirValues) {
   p.exports.refused[static_cast<size_t>(ExportRefusal::kChainGap)] = 6;
   p.eviction_notices = 11;
   p.evictions_lost = 1;
+  p.exports_served = 7;
+  p.exports_aborted = 8;
+  p.holdings = 12;
   OpsSnapshot snap;
   snap.extra_metrics = PoolClientMetrics(p);
   Exposition e = Rendered(snap);
@@ -124,6 +138,9 @@ TEST(PoolMetricsTest, ExportFamiliesCarryTheirValues) {
   EXPECT_EQ(ValueOf(e, exports, {{"stage", "pinned"}}), "5");
   EXPECT_EQ(ValueOf(e, exports, {{"stage", "rejected"}}), "1");
   EXPECT_EQ(ValueOf(e, exports, {{"stage", "ended"}}), "4");
+  EXPECT_EQ(ValueOf(e, exports, {{"stage", "served"}}), "7");
+  EXPECT_EQ(ValueOf(e, exports, {{"stage", "aborted"}}), "8");
+  EXPECT_EQ(ValueOf(e, "strata_pool_client_holdings"), "12");
   const std::string refusals = "strata_pool_client_export_refusals_total";
   EXPECT_EQ(ValueOf(e, refusals,
                     {{"reason", std::string(ExportRefusalName(ExportRefusal::kNoHeadroom))}}),

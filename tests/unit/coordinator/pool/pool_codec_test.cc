@@ -311,3 +311,73 @@ TEST(PoolCodecTest, RejectsOverlongText) {
 
 }  // namespace
 }  // namespace strata::pool
+
+namespace strata::pool {
+namespace {
+
+TEST(PoolCodecTest, TheExportMessagesRoundTrip) {
+  Digest128 bucket{};
+  bucket[5] = 9;
+  PoolAnnounce announce{
+      .request_id = 4,
+      .reset = true,
+      .held = {Holding{.key = Key(640, 1), .generation = 3, .bucket_digest = bucket}},
+      .withdrawn = {Holding{.key = Key(320, 2), .generation = 2, .bucket_digest = {}},
+                    Holding{.key = Key(64, 3), .generation = 1, .bucket_digest = {}}},
+      .sizes = {.page_record_bytes = 8192, .row_segment_bytes = 4096}};
+  const PoolAnnounce a = RoundTrip(announce);
+  EXPECT_EQ(a.request_id, 4u);
+  EXPECT_TRUE(a.reset);
+  ASSERT_EQ(a.held.size(), 1u);
+  EXPECT_EQ(a.held[0].key, Key(640, 1));
+  EXPECT_EQ(a.held[0].generation, 3u);
+  EXPECT_EQ(a.held[0].bucket_digest, bucket);
+  ASSERT_EQ(a.withdrawn.size(), 2u);
+  EXPECT_EQ(a.withdrawn[1].key, Key(64, 3));
+  EXPECT_EQ(a.withdrawn[1].generation, 1u);
+  EXPECT_EQ(a.sizes.page_record_bytes, 8192u);
+  EXPECT_EQ(a.sizes.row_segment_bytes, 4096u);
+
+  PoolExportAsk ask{.ask = ExportRequest{.put = PutId(11),
+                                         .key = Key(640, 1),
+                                         .generation = 3,
+                                         .parent = Key(320, 2),
+                                         .bucket_digest = bucket,
+                                         .start_page = 5,
+                                         .bytes = 65536,
+                                         .slots = {SlotId(2), SlotId(7)}}};
+  const PoolExportAsk back = RoundTrip(ask);
+  EXPECT_EQ(back.ask.put, PutId(11));
+  EXPECT_EQ(back.ask.key, Key(640, 1));
+  EXPECT_EQ(back.ask.parent, Key(320, 2));
+  EXPECT_EQ(back.ask.bucket_digest, bucket);
+  EXPECT_EQ(back.ask.start_page, 5u);
+  EXPECT_EQ(back.ask.bytes, 65536u);
+  EXPECT_EQ(back.ask.slots, (std::vector<SlotId>{SlotId(2), SlotId(7)}));
+  ask.ask.parent.reset();
+  EXPECT_FALSE(RoundTrip(ask).ask.parent.has_value());
+}
+
+TEST(PoolCodecTest, HostileExportMessagesAreRefused) {
+  const auto parent_above = Raw([](wire::pool_schema::Envelope::Builder env) {
+    auto a = env.initExportAsk();
+    const uint8_t digest[16] = {};
+    a.initKey().setConsumed(64);
+    a.getKey().setDigest(capnp::Data::Reader(digest, sizeof digest));
+    a.initParent().setConsumed(128);
+    a.getParent().setDigest(capnp::Data::Reader(digest, sizeof digest));
+    a.setBucket(capnp::Data::Reader(digest, sizeof digest));
+  });
+  EXPECT_EQ(DecodePoolFrame(parent_above).status().code(), StatusCode::kInvalidArgument);
+  const auto huge_sizes = Raw([](wire::pool_schema::Envelope::Builder env) {
+    env.initAnnounce().setPageRecordBytes(uint64_t{1} << 60);
+  });
+  EXPECT_EQ(DecodePoolFrame(huge_sizes).status().code(), StatusCode::kInvalidArgument);
+  const auto too_many = Raw([](wire::pool_schema::Envelope::Builder env) {
+    env.initAnnounce().initHeld(kPoolHoldingsPerAnnounceMax + 1);
+  });
+  EXPECT_EQ(DecodePoolFrame(too_many).status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace strata::pool

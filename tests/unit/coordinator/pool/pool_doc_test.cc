@@ -43,7 +43,7 @@ TEST(PoolDocTest, NamesEveryEnvelopeMessage) {
     EXPECT_NE(doc.find("`" + name + "`"), std::string::npos) << name;
     ++members;
   }
-  EXPECT_EQ(members, 19);
+  EXPECT_EQ(members, 21);
 }
 
 TEST(PoolDocTest, NamesEveryDropReason) {

@@ -33,6 +33,12 @@ struct InstanceOptions {
   // socket the answer bound (5 s), so that a loaded machine does not turn a
   // hit into a miss.
   std::optional<std::chrono::milliseconds> lookup_grace{};
+  // Announce holdings and serve exports (an ExportCopier over the planes).
+  bool exports = false;
+  // Over TCP (socket_path tcp://...): the job secret, and how records move.
+  std::optional<JobSecret> job_secret{};
+  PoolDataPath data_path = PoolDataPath::kAuto;
+  size_t eviction_notices_max = 1024;  // the runtime's notice queue
 };
 
 // The manager both pooled-store fixtures run: pool "shared" on
@@ -71,19 +77,26 @@ struct Instance {
     link.client.hello = InstanceHello(geometry, NamespaceIdentity{3}, {o.source});
     link.client.hello.layout[0] ^= o.layout_salt;
     link.client.lookup_bound = o.lookup_grace;
+    link.client.job_secret = o.job_secret;
+    link.client.data_path = o.data_path;
     link.startup_retry_interval = 10ms;
     link.clock = o.clock;
     link.registration = o.registration;
+    if (o.exports) {
+      export_copier = std::make_unique<ExportCopier>(*MakeHostTransfers(planes), geometry, nullptr);
+    }
     pooled = std::make_unique<PooledStore>(
         PooledTiers{.local = memory.get(),
                     .landing = memory.get(),
                     .intake = memory.get(),
                     .record_sizes = {.page_record_bytes = layout.page_record_bytes(),
-                                     .row_segment_bytes = layout.row_segment_bytes()}},
+                                     .row_segment_bytes = layout.row_segment_bytes()},
+                    .export_copier = export_copier.get()},
         PoolLink::AttachAtStartup(link));
     memory->SetEvictionSink(pooled.get());
-    runtime = std::make_unique<SyntheticRuntime>(planes, pooled.get(),
-                                                 SyntheticRuntimeOptions{.seed = 1});
+    runtime = std::make_unique<SyntheticRuntime>(
+        planes, pooled.get(),
+        SyntheticRuntimeOptions{.seed = 1, .eviction_notices_max = o.eviction_notices_max});
   }
   ~Instance() {
     runtime.reset();
@@ -105,6 +118,7 @@ struct Instance {
   HostPlanes planes;
   std::shared_ptr<SlabPool> slabs;
   std::unique_ptr<MemoryStore> memory;
+  std::unique_ptr<ExportCopier> export_copier;  // outlives `pooled`
   std::unique_ptr<PooledStore> pooled;
   std::unique_ptr<SyntheticRuntime> runtime;
 };

@@ -1,0 +1,154 @@
+// ExportRelay over a real PoolCatalog: a claim of a holding asks its holder
+// and waits; the holder's commit grants every waiting claim, its abort or
+// its session's end fails them (and forgets the holding), and the setup
+// limit aborts an export that never came.
+#include "coordinator/pool/export_relay.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/unit/coordinator/pool/pool_test_data.h"
+
+namespace strata::pool {
+namespace {
+
+constexpr uint64_t kSetupLimitMs = 1'000;
+
+class ExportRelayTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    a_ = Open("gpu-a");
+    b_ = Open("gpu-b");
+    c_ = Open("gpu-c");
+    const Holding held{.key = Key(), .generation = 4, .bucket_digest = history_.bucket_digest(640)};
+    ASSERT_TRUE(catalog_
+                    .Announce(a_, false, std::span(&held, 1), {},
+                              {.page_record_bytes = 4096, .row_segment_bytes = 4096})
+                    .ok());
+  }
+  void TearDown() override { EXPECT_TRUE(catalog_.CheckInvariants().ok()); }
+  SessionId Open(const char* uuid) {
+    PoolScope scope;
+    scope.pool_name = "test-pool";
+    scope.rank_plane_bytes = {{1024, 2048}};
+    const std::vector<std::string> gpus{uuid};
+    return *catalog_.OpenSession(ComputeInstanceId("test-pool", gpus), scope, 64, 0);
+  }
+  PrefixKey Key() const { return history_.key_at(640); }
+  PoolClaim Claim(uint64_t request_id) const { return PoolClaim{request_id, {Key()}}; }
+  // Begins `claim` of `session`; the ask when one was made.
+  std::optional<ExportRelay::Ask> Begin(SessionId session, uint64_t request_id) {
+    std::optional<ExportRelay::Begun> begun = relay_.Begin(catalog_, session, Claim(request_id), 0);
+    EXPECT_TRUE(begun.has_value());
+    if (!begun.has_value()) return std::nullopt;
+    if (auto* ask = std::get_if<ExportRelay::Ask>(&*begun)) return *ask;
+    return std::nullopt;
+  }
+
+  PoolCatalog catalog_{CatalogLimits{.slot_count = 64, .slot_bytes = 65536}};
+  ExportRelay relay_{kSetupLimitMs};
+  PrefixHistory history_{testing::Tokens(1000, 3)};
+  SessionId a_, b_, c_;
+};
+
+TEST_F(ExportRelayTest, TheHoldersCommitGrantsEveryWaitingClaim) {
+  std::optional<ExportRelay::Ask> ask = Begin(b_, 7);
+  ASSERT_TRUE(ask.has_value());
+  EXPECT_EQ(ask->holder, a_);
+  EXPECT_EQ(ask->ask.ask.key, Key());
+  EXPECT_EQ(ask->ask.ask.generation, 4u);
+  EXPECT_FALSE(Begin(c_, 9).has_value()) << "a second claim joins the export asked";
+  EXPECT_EQ(relay_.counts().waiting, 2u);
+  // Another put's end is no export's.
+  EXPECT_TRUE(relay_.PutEnded(catalog_, a_, PutId(999), true, 1).empty());
+  ASSERT_TRUE(catalog_.CommitPut(a_, ask->ask.ask.put, 0xabc, 1).ok());
+  std::vector<RelayAnswer> answers = relay_.PutEnded(catalog_, a_, ask->ask.ask.put, true, 1);
+  ASSERT_EQ(answers.size(), 2u);
+  for (const RelayAnswer& r : answers) {
+    EXPECT_TRUE(r.answer.status.ok()) << r.answer.status.ToString();
+    ASSERT_EQ(r.answer.records.size(), 1u);
+    EXPECT_EQ(r.answer.records[0].checksum, 0xabcu);
+    EXPECT_EQ(r.answer.request_id, r.claim.request_id);
+    ASSERT_TRUE(catalog_.ReleaseClaim(r.requester, r.answer.claim).ok());
+  }
+  EXPECT_EQ(answers[0].requester, b_);
+  EXPECT_EQ(answers[1].requester, c_);
+  const ExportRelayCounts n = relay_.counts();
+  EXPECT_EQ(n.started, 1u);
+  EXPECT_EQ(n.joined, 1u);
+  EXPECT_EQ(n.relayed, 2u);
+  EXPECT_EQ(n.waiting, 0u);
+}
+
+TEST_F(ExportRelayTest, TheHoldersAbortFailsTheClaimsAndForgetsTheHolding) {
+  std::optional<ExportRelay::Ask> ask = Begin(b_, 7);
+  ASSERT_TRUE(ask.has_value());
+  ASSERT_TRUE(catalog_.AbortPut(a_, ask->ask.ask.put).ok());
+  std::vector<RelayAnswer> answers = relay_.PutEnded(catalog_, a_, ask->ask.ask.put, false, 1);
+  ASSERT_EQ(answers.size(), 1u);
+  EXPECT_EQ(answers[0].answer.status.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(answers[0].answer.request_id, 7u);
+  EXPECT_EQ(relay_.counts().refused, 1u);
+  EXPECT_FALSE(catalog_.LookupHeld(b_, history_, 0, history_.size()).has_value());
+  EXPECT_FALSE(relay_.Begin(catalog_, b_, Claim(8), 2).has_value()) << "no export any more";
+}
+
+TEST_F(ExportRelayTest, TheHoldersSessionEndFailsTheClaims) {
+  std::optional<ExportRelay::Ask> ask = Begin(b_, 7);
+  ASSERT_TRUE(ask.has_value());
+  ASSERT_TRUE(catalog_.EndSession(a_).ok());
+  std::vector<RelayAnswer> answers = relay_.SessionEnded(catalog_, a_);
+  ASSERT_EQ(answers.size(), 1u);
+  EXPECT_EQ(answers[0].requester, b_);
+  EXPECT_EQ(answers[0].answer.status.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(relay_.counts().lost, 1u);
+  EXPECT_EQ(catalog_.counts().records, 0u) << "the pending record went with the session";
+}
+
+TEST_F(ExportRelayTest, ARequesterThatGoesAwayIsNotAnswered) {
+  std::optional<ExportRelay::Ask> ask = Begin(b_, 7);
+  ASSERT_TRUE(ask.has_value());
+  ASSERT_TRUE(catalog_.EndSession(b_).ok());
+  EXPECT_TRUE(relay_.SessionEnded(catalog_, b_).empty());
+  ASSERT_TRUE(catalog_.CommitPut(a_, ask->ask.ask.put, 1, 1).ok());
+  EXPECT_TRUE(relay_.PutEnded(catalog_, a_, ask->ask.ask.put, true, 1).empty());
+  EXPECT_EQ(catalog_.counts().records, 1u) << "the export's record stays pooled";
+}
+
+TEST_F(ExportRelayTest, AnExportPastTheSetupLimitIsAbortedAndItsClaimsFail) {
+  std::optional<ExportRelay::Ask> ask = Begin(b_, 7);
+  ASSERT_TRUE(ask.has_value());
+  EXPECT_TRUE(relay_.Expire(catalog_, kSetupLimitMs - 1).empty());
+  std::vector<RelayAnswer> answers = relay_.Expire(catalog_, kSetupLimitMs);
+  ASSERT_EQ(answers.size(), 1u);
+  EXPECT_EQ(answers[0].answer.status.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(relay_.counts().expired, 1u);
+  // The holder's late commit is refused: its put was aborted.
+  EXPECT_EQ(catalog_.CommitPut(a_, ask->ask.ask.put, 1, 2).code(), StatusCode::kNotFound);
+  EXPECT_EQ(catalog_.counts().records, 0u);
+}
+
+TEST_F(ExportRelayTest, AnExportThatCannotStartIsAnsweredAtOnce) {
+  // The arena cannot hold it: a failed answer now, nothing asked.
+  PoolCatalog small{CatalogLimits{.slot_count = 1, .slot_bytes = 4096}};
+  PoolScope scope;
+  scope.pool_name = "test-pool";
+  scope.rank_plane_bytes = {{1024, 2048}};
+  const std::vector<std::string> gpu_a{"a"}, gpu_b{"b"};
+  const SessionId a = *small.OpenSession(ComputeInstanceId("test-pool", gpu_a), scope, 64, 0);
+  const SessionId b = *small.OpenSession(ComputeInstanceId("test-pool", gpu_b), scope, 64, 0);
+  const Holding held{.key = Key(), .generation = 1, .bucket_digest = {}};
+  ASSERT_TRUE(small
+                  .Announce(a, false, std::span(&held, 1), {},
+                            {.page_record_bytes = 4096, .row_segment_bytes = 4096})
+                  .ok());
+  std::optional<ExportRelay::Begun> begun = relay_.Begin(small, b, Claim(3), 0);
+  ASSERT_TRUE(begun.has_value());
+  const auto* answer = std::get_if<PoolClaimAnswer>(&*begun);
+  ASSERT_NE(answer, nullptr);
+  EXPECT_EQ(answer->status.code(), StatusCode::kInvalidArgument) << answer->status.ToString();
+  EXPECT_EQ(answer->request_id, 3u);
+  EXPECT_EQ(relay_.counts().started, 0u);
+}
+
+}  // namespace
+}  // namespace strata::pool
