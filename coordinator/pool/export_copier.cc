@@ -70,9 +70,9 @@ bool ExportCopier::SubmitNext() {
   const bool last = c.next_page + n == pages.size();
   if (last) {
     job.row_slot = c.description.row_slot;
-    job.row_pieces.push_back(HostPiece{
-        .data = reinterpret_cast<uint8_t*>(staging_.data()) + pages.size() * sizes_.page_record_bytes,
-        .bytes = sizes_.row_segment_bytes});
+    job.row_pieces.push_back(HostPiece{.data = reinterpret_cast<uint8_t*>(staging_.data()) +
+                                               pages.size() * sizes_.page_record_bytes,
+                                       .bytes = sizes_.row_segment_bytes});
   }
   Status s = transfers_->Submit(std::move(job));
   if (s.code() == StatusCode::kBusy) return false;

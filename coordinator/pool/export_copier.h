@@ -63,10 +63,10 @@ class ExportCopier {
   struct Copying {
     uint64_t tag = 0;
     ExportDescription description;
-    size_t next_page = 0;    // first page not yet submitted
+    size_t next_page = 0;  // first page not yet submitted
     bool row_submitted = false;
-    uint64_t jobs_out = 0;   // submitted, not yet back
-    Status status;           // the first failure
+    uint64_t jobs_out = 0;  // submitted, not yet back
+    Status status;          // the first failure
   };
   // Makes the staging hold `bytes` (registered when there is a registrar).
   Status Reserve(uint64_t bytes);

@@ -55,8 +55,7 @@ std::vector<RelayAnswer> ExportRelay::PutEnded(PoolCatalog& catalog, SessionId h
     ++counts_.refused;
     catalog.DropHolding(holder, e.key);
     Fail(e,
-         Status::Unavailable("the instance holding " + e.key.ToFileStem() +
-                             " did not export it"),
+         Status::Unavailable("the instance holding " + e.key.ToFileStem() + " did not export it"),
          out);
     return out;
   }
@@ -83,8 +82,7 @@ std::vector<RelayAnswer> ExportRelay::SessionEnded(PoolCatalog& catalog, Session
     std::erase_if(e.waiters, [&](const Waiter& w) { return w.requester == session; });
     if (e.holder == session) {
       ++counts_.lost;
-      Fail(e,
-           Status::Unavailable("the instance exporting " + e.key.ToFileStem() + " went away"),
+      Fail(e, Status::Unavailable("the instance exporting " + e.key.ToFileStem() + " went away"),
            out);
       it = exports_.erase(it);
     } else {
@@ -105,8 +103,8 @@ std::vector<RelayAnswer> ExportRelay::Expire(PoolCatalog& catalog, uint64_t now_
     ++counts_.expired;
     (void)catalog.AbortPut(it->second.holder, it->first);
     Fail(it->second,
-         Status::Unavailable("the export of " + it->second.key.ToFileStem() +
-                                  " took longer than " + std::to_string(setup_limit_ms_) + " ms"),
+         Status::Unavailable("the export of " + it->second.key.ToFileStem() + " took longer than " +
+                             std::to_string(setup_limit_ms_) + " ms"),
          out);
     it = exports_.erase(it);
   }

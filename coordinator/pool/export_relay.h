@@ -32,13 +32,13 @@ struct RelayAnswer {
 };
 
 struct ExportRelayCounts {
-  uint64_t started = 0;   // exports asked of a holder
-  uint64_t joined = 0;    // claims that waited for an export already asked
-  uint64_t relayed = 0;   // waiting claims granted after the holder's commit
-  uint64_t refused = 0;   // exports the holder aborted
-  uint64_t lost = 0;      // exports whose holder's session ended
-  uint64_t expired = 0;   // exports past the setup limit (aborted here)
-  uint64_t waiting = 0;   // gauge: claims waiting now
+  uint64_t started = 0;  // exports asked of a holder
+  uint64_t joined = 0;   // claims that waited for an export already asked
+  uint64_t relayed = 0;  // waiting claims granted after the holder's commit
+  uint64_t refused = 0;  // exports the holder aborted
+  uint64_t lost = 0;     // exports whose holder's session ended
+  uint64_t expired = 0;  // exports past the setup limit (aborted here)
+  uint64_t waiting = 0;  // gauge: claims waiting now
 };
 
 class ExportRelay {

@@ -50,7 +50,7 @@ Status PoolCatalog::Announce(SessionId session, bool reset, std::span<const Hold
   }
   if (refused != 0) {
     return Status::Busy(std::to_string(refused) + " holdings past the limit of " +
-                                     std::to_string(kHoldingsPerSessionMax));
+                        std::to_string(kHoldingsPerSessionMax));
   }
   return Status::Ok();
 }
@@ -115,7 +115,8 @@ Result<std::optional<ExportStart>> PoolCatalog::BeginExport(SessionId session,
     return Status::InvalidArgument("pool claim: " + parent->ToFileStem() + " is not below " +
                                    key.ToFileStem());
   }
-  const uint64_t bytes = kRecordImageHeaderBytes + (end_page - start_page) * sizes.page_record_bytes +
+  const uint64_t bytes = kRecordImageHeaderBytes +
+                         (end_page - start_page) * sizes.page_record_bytes +
                          sizes.row_segment_bytes;
   const PutRequest put{.key = key,
                        .parent = parent,
@@ -124,15 +125,16 @@ Result<std::optional<ExportStart>> PoolCatalog::BeginExport(SessionId session,
                        .kind = PutKind::kCascade};
   const uint64_t generation = holding->generation;
   STRATA_ASSIGN_OR_RETURN(PutGrant grant, BeginPut(holder, put, now_ms));
-  return std::optional<ExportStart>(ExportStart{.holder = holder,
-                                                .ask = ExportRequest{.put = grant.put,
-                                                                     .key = key,
-                                                                     .generation = generation,
-                                                                     .parent = parent,
-                                                                     .bucket_digest = put.bucket_digest,
-                                                                     .start_page = start_page,
-                                                                     .bytes = bytes,
-                                                                     .slots = std::move(grant.slots)}});
+  return std::optional<ExportStart>(
+      ExportStart{.holder = holder,
+                  .ask = ExportRequest{.put = grant.put,
+                                       .key = key,
+                                       .generation = generation,
+                                       .parent = parent,
+                                       .bucket_digest = put.bucket_digest,
+                                       .start_page = start_page,
+                                       .bytes = bytes,
+                                       .slots = std::move(grant.slots)}});
 }
 
 uint32_t PoolCatalog::page_tokens(SessionId session) const {

@@ -308,8 +308,8 @@ TEST_F(PoolManagerRestartTest, KilledMidClaimInstanceRecomputesThenSharingResume
     // published and announces it again (exports, docs/pool.md): once the
     // manager counts A's holdings, B finds the target either way (its own
     // copy when it restored it, else A's holding).
-    ASSERT_TRUE(strata::testing::SampleAtLeast(ManagerPort(round + 1), "strata_pool_holdings",
-                                               3, kBound));  // at least A's first three
+    ASSERT_TRUE(strata::testing::SampleAtLeast(ManagerPort(round + 1), "strata_pool_holdings", 3,
+                                               kBound));  // at least A's first three
     EXPECT_TRUE(strata::testing::Finds(**b_client, Tokens(target), kBound));
 
     // Sharing resumes: A evicts what it held and the first of three more to

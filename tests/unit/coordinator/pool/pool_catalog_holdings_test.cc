@@ -103,8 +103,8 @@ TEST_F(PoolCatalogHoldingsTest, AnExportPutsTheRecordUnderTheClaimedChainOnTheHo
   EXPECT_EQ(s.ask.generation, 9u);
   EXPECT_FALSE(s.ask.parent.has_value());
   EXPECT_EQ(s.ask.start_page, 0u);
-  EXPECT_EQ(s.ask.bytes, kRecordImageHeaderBytes + 10 * kSizes.page_record_bytes +
-                             kSizes.row_segment_bytes);
+  EXPECT_EQ(s.ask.bytes,
+            kRecordImageHeaderBytes + 10 * kSizes.page_record_bytes + kSizes.row_segment_bytes);
   // A second claim meanwhile sees the record arriving, not a holding.
   EXPECT_EQ(catalog_.BeginExport(b, root, 0).status().code(), StatusCode::kOk);
   EXPECT_FALSE(Lookup(b).has_value()) << "a record being put is not offered as a holding";
@@ -136,8 +136,8 @@ TEST_F(PoolCatalogHoldingsTest, AnExportUnderAPooledParentStartsAtTheParentsPage
   ASSERT_TRUE(start.ok() && start->has_value()) << start.status().ToString();
   EXPECT_EQ((*start)->ask.parent, history_.key_at(320));
   EXPECT_EQ((*start)->ask.start_page, 5u);
-  EXPECT_EQ((*start)->ask.bytes, kRecordImageHeaderBytes + 5 * kSizes.page_record_bytes +
-                                     kSizes.row_segment_bytes);
+  EXPECT_EQ((*start)->ask.bytes,
+            kRecordImageHeaderBytes + 5 * kSizes.page_record_bytes + kSizes.row_segment_bytes);
   // The holder's session ending takes the pending record with it.
   ASSERT_TRUE(catalog_.EndSession(a).ok());
   EXPECT_EQ(catalog_.counts().records, 1u);
