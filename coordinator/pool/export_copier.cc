@@ -29,12 +29,14 @@ ExportCopier::~ExportCopier() {
 }
 
 Status ExportCopier::Reserve(uint64_t bytes) {
-  if (staging_.size() >= bytes) return Status::Ok();
+  const bool usable = registrar_ == nullptr || registered_;
+  if (staging_.size() >= bytes && usable) return Status::Ok();
   if (registered_) {
     STRATA_RETURN_IF_ERROR(registrar_->Unregister(staging_.data()));
     registered_ = false;
   }
-  staging_ = AlignedBuffer(bytes);
+  // Large enough but not registered (a registration failed before): registered again.
+  if (staging_.size() < bytes) staging_ = AlignedBuffer(bytes);
   if (registrar_ != nullptr) {
     STRATA_RETURN_IF_ERROR(registrar_->Register(staging_.data(), staging_.size()));
     registered_ = true;

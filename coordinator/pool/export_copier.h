@@ -58,6 +58,10 @@ class ExportCopier {
                                const Digest128& bucket) const;
 
   const ExportRecordSizes& sizes() const { return sizes_; }
+  // The owner's wake signal, raised when a copy's job comes back.
+  void NotifyOnCompletion(std::shared_ptr<WakeSignal> signal) {
+    transfers_->NotifyOnCompletion(std::move(signal));
+  }
 
  private:
   struct Copying {

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "coordinator/pool/claim_rules.h"
+
 namespace strata::pool {
 namespace {
 
@@ -14,10 +16,11 @@ PoolClaimAnswer FailedAnswer(uint64_t request_id, const Status& why) {
 
 std::optional<ExportRelay::Begun> ExportRelay::Begin(PoolCatalog& catalog, SessionId requester,
                                                      const PoolClaim& claim, uint64_t now_ms) {
-  if (claim.chain.empty()) return std::nullopt;
-  // A claim of a record an export is filling waits for that export.
+  if (claim.chain.empty())
+    return std::nullopt;  // A claim of a record an export is filling waits for that export.
   for (auto& [put, e] : exports_) {
-    if (e.key == claim.chain.back() && e.holder != requester) {
+    if (e.key == claim.chain.back() && e.holder != requester &&
+        catalog.SameScope(e.holder, requester)) {
       e.waiters.push_back(Waiter{.requester = requester, .claim = claim});
       ++counts_.joined;
       return Begun(std::monostate{});
@@ -27,10 +30,11 @@ std::optional<ExportRelay::Begun> ExportRelay::Begin(PoolCatalog& catalog, Sessi
   if (!start.ok()) return Begun(FailedAnswer(claim.request_id, start.status()));
   if (!start->has_value()) return std::nullopt;
   ExportStart& s = **start;
-  Export e{.holder = s.holder,
-           .key = s.ask.key,
-           .deadline_ms = now_ms + setup_limit_ms_,
-           .waiters = {Waiter{.requester = requester, .claim = claim}}};
+  Export e{
+      .holder = s.holder,
+      .key = s.ask.key,
+      .deadline_ms = now_ms + ManagerClaimBudgetMs(kClaimSetupMs, setup_limit_ms_, s.ask.bytes),
+      .waiters = {Waiter{.requester = requester, .claim = claim}}};
   exports_.emplace(s.ask.put, std::move(e));
   ++counts_.started;
   return Begun(Ask{.holder = s.holder, .ask = PoolExportAsk{.ask = std::move(s.ask)}});
@@ -45,15 +49,15 @@ void ExportRelay::Fail(const Export& e, const Status& why, std::vector<RelayAnsw
 }
 
 std::vector<RelayAnswer> ExportRelay::PutEnded(PoolCatalog& catalog, SessionId holder, PutId put,
-                                               bool committed, uint64_t now_ms) {
+                                               Ended how, uint64_t now_ms) {
   std::vector<RelayAnswer> out;
   auto it = exports_.find(put);
   if (it == exports_.end() || it->second.holder != holder) return out;
   const Export e = std::move(it->second);
   exports_.erase(it);
-  if (!committed) {
+  if (how != Ended::kCommitted) {
     ++counts_.refused;
-    catalog.DropHolding(holder, e.key);
+    if (how == Ended::kAborted) catalog.DropHolding(holder, e.key);
     Fail(e,
          Status::Unavailable("the instance holding " + e.key.ToFileStem() + " did not export it"),
          out);
@@ -93,7 +97,7 @@ std::vector<RelayAnswer> ExportRelay::SessionEnded(PoolCatalog& catalog, Session
   return out;
 }
 
-std::vector<RelayAnswer> ExportRelay::Expire(PoolCatalog& catalog, uint64_t now_ms) {
+std::vector<RelayAnswer> ExportRelay::Expire(uint64_t now_ms) {
   std::vector<RelayAnswer> out;
   for (auto it = exports_.begin(); it != exports_.end();) {
     if (now_ms < it->second.deadline_ms) {
@@ -101,10 +105,9 @@ std::vector<RelayAnswer> ExportRelay::Expire(PoolCatalog& catalog, uint64_t now_
       continue;
     }
     ++counts_.expired;
-    (void)catalog.AbortPut(it->second.holder, it->first);
     Fail(it->second,
-         Status::Unavailable("the export of " + it->second.key.ToFileStem() + " took longer than " +
-                             std::to_string(setup_limit_ms_) + " ms"),
+         Status::Unavailable("the export of " + it->second.key.ToFileStem() +
+                             " passed its deadline"),
          out);
     it = exports_.erase(it);
   }

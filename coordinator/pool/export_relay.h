@@ -5,8 +5,11 @@
 // commit makes it an ordinary pooled record, and every claim waiting for it
 // is then granted as any claim is (PoolCatalog::Claim). The holder's abort
 // (its runtime refused, or its copy failed), its session's end, or the
-// manager's setup limit fail the waiting claims instead (the requesters
-// fall back or recompute); the first two also forget the holding.
+// export's deadline (the claim's: the setup limit plus the bytes at 8 MiB/s,
+// claim_rules.h) fail the waiting claims instead (the requesters fall back
+// or recompute); the first two also forget the holding. A deadline leaves
+// the put to the holder, which may still be writing its slots: its commit
+// pools the record, its abort or its session's end frees them.
 //
 // Pure: no sockets or clock reads. The server sends what it returns: the
 // ask to the holder, the answers to the requesters. Owned by the manager's
@@ -37,7 +40,7 @@ struct ExportRelayCounts {
   uint64_t relayed = 0;  // waiting claims granted after the holder's commit
   uint64_t refused = 0;  // exports the holder aborted
   uint64_t lost = 0;     // exports whose holder's session ended
-  uint64_t expired = 0;  // exports past the setup limit (aborted here)
+  uint64_t expired = 0;  // past their deadline (claims failed, the put left to the holder)
   uint64_t waiting = 0;  // gauge: claims waiting now
 };
 
@@ -56,17 +59,23 @@ class ExportRelay {
   // already asked: std::monostate).
   using Begun = std::variant<std::monostate, PoolClaimAnswer, Ask>;
   std::optional<Begun> Begin(PoolCatalog& catalog, SessionId requester, const PoolClaim& claim,
-                             uint64_t now_ms);
-  // After `holder`'s commit (`committed`) or abort of `put` was answered:
-  // the answers of the claims waiting for it (none when it was no export).
-  std::vector<RelayAnswer> PutEnded(PoolCatalog& catalog, SessionId holder, PutId put,
-                                    bool committed, uint64_t now_ms);
+                             uint64_t now_ms);  // How a holder's put ended.
+  enum class Ended : uint8_t {
+    kCommitted,     // the record is pooled: grant the waiting claims
+    kAborted,       // the holder refused or failed: forget its holding too
+    kCommitFailed,  // the manager refused the commit (its parent went)
+  };
+  // After `holder`'s commit or abort of `put` was answered: the answers of
+  // the claims waiting for it (none when it was no export).
+  std::vector<RelayAnswer> PutEnded(PoolCatalog& catalog, SessionId holder, PutId put, Ended how,
+                                    uint64_t now_ms);
   // After `session` ended (its puts aborted by the catalog): the answers of
   // the claims waiting on its exports; its own waiting claims are dropped.
-  std::vector<RelayAnswer> SessionEnded(PoolCatalog& catalog, SessionId session);
-  // Exports past the setup limit: aborted (the holder's later commit is
-  // refused), their claims failed.
-  std::vector<RelayAnswer> Expire(PoolCatalog& catalog, uint64_t now_ms);
+  std::vector<RelayAnswer> SessionEnded(
+      PoolCatalog& catalog,
+      SessionId session);  // Exports past their deadline: their claims failed, the exports
+  // forgotten (the put stays the holder's until it ends it).
+  std::vector<RelayAnswer> Expire(uint64_t now_ms);
 
   ExportRelayCounts counts() const;
 

@@ -196,6 +196,9 @@ class PoolCatalog {
                                                  std::span<const PrefixKey> chain, uint64_t now_ms);
   // The page size of `session`'s scope (0: no such session).
   uint32_t page_tokens(SessionId session) const;
+  // Whether both sessions are open and of one scope.
+  bool SameScope(SessionId a, SessionId b) const;
+  bool HasSession(SessionId session) const { return sessions_.contains(session); }
   // The holder refused or failed an export of `key`: its holding goes.
   void DropHolding(SessionId holder, const PrefixKey& key);
 

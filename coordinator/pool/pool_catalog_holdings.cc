@@ -12,9 +12,7 @@ namespace strata::pool {
 void PoolCatalog::Unfile(ScopeState& scope, SessionId session, const Holding& holding) {
   auto bucket = scope.held.find(holding.bucket_digest);
   if (bucket == scope.held.end()) return;
-  std::erase_if(bucket->second, [&](const ScopeState::HeldBy& h) {
-    return h.session == session && h.holding.key == holding.key;
-  });
+  bucket->second.erase({session, holding.key});
   if (bucket->second.empty()) scope.held.erase(bucket);
 }
 
@@ -46,7 +44,7 @@ Status PoolCatalog::Announce(SessionId session, bool reset, std::span<const Hold
     } else {
       s->holdings.emplace(h.key, h);
     }
-    scope.held[h.bucket_digest].push_back(ScopeState::HeldBy{.session = session, .holding = h});
+    scope.held[h.bucket_digest][{session, h.key}] = h;
   }
   if (refused != 0) {
     return Status::Busy(std::to_string(refused) + " holdings past the limit of " +
@@ -70,12 +68,12 @@ std::optional<Holding> PoolCatalog::LookupHeld(SessionId session, const PrefixHi
     auto bucket = scope.held.find(history.aligned_digest(block));
     if (bucket == scope.held.end()) continue;
     const Holding* best = nullptr;
-    for (const ScopeState::HeldBy& h : bucket->second) {
-      const uint64_t c = h.holding.key.consumed;
-      if (h.session == session || c <= above_consumed || c > top) continue;
+    for (const auto& [by, h] : bucket->second) {
+      const uint64_t c = h.key.consumed;
+      if (by.first == session || c <= above_consumed || c > top) continue;
       if (best != nullptr && best->key.consumed >= c) continue;
-      if (scope.index.Contains(h.holding.key) || history.key_at(c) != h.holding.key) continue;
-      best = &h.holding;
+      if (scope.index.Contains(h.key) || history.key_at(c) != h.key) continue;
+      best = &h;
     }
     if (best != nullptr) return *best;
   }
@@ -115,9 +113,13 @@ Result<std::optional<ExportStart>> PoolCatalog::BeginExport(SessionId session,
     return Status::InvalidArgument("pool claim: " + parent->ToFileStem() + " is not below " +
                                    key.ToFileStem());
   }
-  const uint64_t bytes = kRecordImageHeaderBytes +
-                         (end_page - start_page) * sizes.page_record_bytes +
-                         sizes.row_segment_bytes;
+  // Announced sizes are at most 2^40 each and pages 2^32: checked, so that
+  // a hostile announcement cannot wrap to a small reservation.
+  uint64_t bytes = 0;
+  if (__builtin_mul_overflow(end_page - start_page, sizes.page_record_bytes, &bytes) ||
+      __builtin_add_overflow(bytes, kRecordImageHeaderBytes + sizes.row_segment_bytes, &bytes)) {
+    return Status::InvalidArgument("the export of " + key.ToFileStem() + " overflows a size");
+  }
   const PutRequest put{.key = key,
                        .parent = parent,
                        .bucket_digest = holding->bucket_digest,
@@ -135,6 +137,12 @@ Result<std::optional<ExportStart>> PoolCatalog::BeginExport(SessionId session,
                                        .start_page = start_page,
                                        .bytes = bytes,
                                        .slots = std::move(grant.slots)}});
+}
+
+bool PoolCatalog::SameScope(SessionId a, SessionId b) const {
+  Result<const Session*> sa = FindSession(a);
+  Result<const Session*> sb = FindSession(b);
+  return sa.ok() && sb.ok() && (*sa)->scope == (*sb)->scope;
 }
 
 uint32_t PoolCatalog::page_tokens(SessionId session) const {

@@ -25,12 +25,10 @@ struct PoolCatalog::ScopeState {
   PrefixIndex index;
   uint64_t last_use_ms = 0;
   // Holdings of the scope's sessions, by their keys' buckets (as the index
-  // files records), for LookupHeld.
-  struct HeldBy {
-    SessionId session;
-    Holding holding;
-  };
-  std::map<Digest128, std::vector<HeldBy>> held;
+  // files records), for LookupHeld; within a bucket by session and key, so
+  // that a withdrawal costs a lookup, not a scan.
+  using HeldBy = std::map<std::pair<SessionId, PrefixKey>, Holding>;
+  std::map<Digest128, HeldBy> held;
 };
 
 struct PoolCatalog::OpenClaim {

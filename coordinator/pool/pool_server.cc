@@ -181,7 +181,7 @@ void PoolServer::Loop::Run() {
         spdlog::warn("pool: claim {} of session {} failed: {}", f.claim.value, f.session.value,
                      ClaimHealthName(f.why));
       }
-      SendRelayAnswers(relay.Expire(catalog, now));
+      SendRelayAnswers(relay.Expire(now));
       CloseSilentConnections(now);
       data.Reap();
       last_sweep_ms = now;
@@ -275,15 +275,19 @@ bool PoolServer::Loop::Handle(Connection& c, PoolReceived received) {
   DropUnwritablePuts();
   CountExchange(traffic, received.message, *answer);
   Publish();
-  if (!c.socket.Send(*answer).ok()) return false;
-  // A holder's commit or abort ends its export: the waiting claims' answers.
+  const bool sent = c.socket.Send(*answer).ok();
+  // A holder's commit or abort ends its export: the waiting claims' answers
+  // (whether or not the holder's own answer reached it).
   const auto* done = std::get_if<PoolDone>(&*answer);
   if (const auto* commit = std::get_if<PoolCommit>(&received.message)) {
-    SendRelayAnswers(relay.PutEnded(catalog, *c.session, commit->put, done->status.ok(), now));
+    const auto how =
+        done->status.ok() ? ExportRelay::Ended::kCommitted : ExportRelay::Ended::kCommitFailed;
+    SendRelayAnswers(relay.PutEnded(catalog, *c.session, commit->put, how, now));
   } else if (const auto* abort = std::get_if<PoolAbort>(&received.message)) {
-    SendRelayAnswers(relay.PutEnded(catalog, *c.session, abort->put, false, now));
+    SendRelayAnswers(
+        relay.PutEnded(catalog, *c.session, abort->put, ExportRelay::Ended::kAborted, now));
   }
-  return true;
+  return sent;
 }
 
 bool PoolServer::Loop::BeginExport(Connection& c, const PoolClaim& claim, uint64_t now) {
@@ -314,7 +318,8 @@ bool PoolServer::Loop::BeginExport(Connection& c, const PoolClaim& claim, uint64
     Connection* holder = SessionConnection(ask->holder);
     if (holder == nullptr || !holder->socket.Send(ask->ask).ok()) {
       (void)catalog.AbortPut(ask->holder, r.put);
-      SendRelayAnswers(relay.PutEnded(catalog, ask->holder, r.put, false, now));
+      SendRelayAnswers(
+          relay.PutEnded(catalog, ask->holder, r.put, ExportRelay::Ended::kCommitFailed, now));
     }
   }
   Publish();
@@ -410,6 +415,12 @@ bool PoolServer::Loop::AnswerHello(Connection& c, const PoolHello& hello, uint64
   }
   for (SessionId session : replaced) EndDataSession(session);
   DropUnwritablePuts();  // the replaced session's own records went
+  // Its exports' claims fail now, not when its connection closes.
+  for (const auto& [fd, other] : connections) {
+    if (other->session && !catalog.HasSession(*other->session)) {
+      SendRelayAnswers(relay.SessionEnded(catalog, *other->session));
+    }
+  }
   c.session = accepted.session;
   c.socket.set_frame_bytes_max(kPoolFrameBytesMax);
   if (c.challenge) {

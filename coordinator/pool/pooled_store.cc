@@ -111,6 +111,7 @@ int PooledStore::PollFd() const {
 
 void PooledStore::NotifyOnProgress(std::shared_ptr<WakeSignal> signal) {
   copier_.NotifyOnProgress(signal);
+  if (tiers_.export_copier != nullptr) tiers_.export_copier->NotifyOnCompletion(signal);
   if (own_landing()) tiers_.landing->NotifyOnProgress(signal);
   if (tiers_.local != nullptr) tiers_.local->NotifyOnProgress(std::move(signal));
 }
@@ -184,7 +185,9 @@ Status PooledStore::Close() {
   for (const LandingClaim& l : landings_) fail(l.ticket, l.hit.endpoint);
   claims_.clear();
   landings_.clear();  // their records land as local copies, or not at all
-  Status s = tiers_.local != nullptr ? tiers_.local->Close() : Status::Ok();
+  // Exports: no copy may read the planes once the store closed.
+  Status s = DrainExports(kPutFlushBound);
+  if (Status t = tiers_.local != nullptr ? tiers_.local->Close() : Status::Ok(); s.ok()) s = t;
   if (own_landing()) {
     Status l = tiers_.landing->Close();
     if (s.ok()) s = l;

@@ -232,7 +232,9 @@ class PooledStore final : public HostStore, public EvictionSink {
   StoreStats Stats() const override;
   // Parks what copy-outs still under way store (pool only), gives parked
   // puts kPutFlushBound to reach the manager, ends every claim not landed
-  // with kFetchFailed (reported by the next Poll), then closes the tiers.
+  // with kFetchFailed (reported by the next Poll), lets the export copy
+  // under way finish (kPutFlushBound; the others are aborted, every pin's
+  // end reported by the next Poll), then closes the tiers.
   Status Close() override;
 
   // Parks the chain's held ancestors (root first; one the manager holds
@@ -363,6 +365,10 @@ class PooledStore final : public HostStore, public EvictionSink {
   // The copy of relayed export `id` ended (`copied`): its image into the
   // slots and the commit, or the abort.
   void FinishRelayed(ExportId id, const Status& copied);
+  // Close's: exports waiting for the copier are aborted (their ends
+  // queued), the copy under way finishes within `bound` (kUnavailable when
+  // it did not: it may still read the planes).
+  Status DrainExports(std::chrono::milliseconds bound);
 
   // The landing tier is not the local chain (it is the pool's own).
   bool own_landing() const { return tiers_.landing != tiers_.local; }

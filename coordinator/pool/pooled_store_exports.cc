@@ -3,6 +3,8 @@
 // announcements, the ExportCopier the copies out of the planes.
 #include <spdlog/spdlog.h>
 
+#include <thread>
+
 #include "coordinator/pool/pool_record_image.h"
 #include "coordinator/pool/pooled_store.h"
 
@@ -16,7 +18,9 @@ void PooledStore::ExportPinned(ExportId export_id, const ExportDescription& desc
   // A rejection already queued the end that hands the pin back.
   if (Status s = exports_.Pinned(export_id, description); !s.ok()) {
     spdlog::debug("prefix cache pool: export {} not taken: {}", export_id.value, s.ToString());
-    if (s.code() != StatusCode::kFailedPrecondition) AbortRelayed(export_id);
+    // Rejected (no longer open): its put is aborted. A second pin of an
+    // open export changes nothing.
+    if (exports_.description(export_id) == nullptr) AbortRelayed(export_id);
     return;
   }
   if (relayed_.contains(export_id)) to_copy_.push_back(export_id);
@@ -148,6 +152,27 @@ void PooledStore::AdvanceExports() {
     (void)exports_.Drained(id);
     FinishRelayed(id, done->status);
   }
+}
+
+Status PooledStore::DrainExports(std::chrono::milliseconds bound) {
+  ExportCopier* copier = tiers_.export_copier;
+  while (!to_copy_.empty()) {
+    const ExportId id = to_copy_.front();
+    to_copy_.pop_front();
+    (void)exports_.Drained(id);
+    AbortRelayed(id);
+  }
+  if (copier == nullptr) return Status::Ok();
+  const auto deadline = std::chrono::steady_clock::now() + bound;
+  while (copier->busy()) {
+    AdvanceExports();
+    if (!copier->busy()) break;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return Status::Unavailable("an export's copy out of the planes did not finish at close");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return Status::Ok();
 }
 
 }  // namespace strata::pool

@@ -1,17 +1,19 @@
 // ExportRelay over a real PoolCatalog: a claim of a holding asks its holder
 // and waits; the holder's commit grants every waiting claim, its abort or
-// its session's end fails them (and forgets the holding), and the setup
-// limit aborts an export that never came.
+// its session's end fails them (and forgets the holding), and the deadline
+// fails them too but leaves the put to the holder.
 #include "coordinator/pool/export_relay.h"
 
 #include <gtest/gtest.h>
 
+#include "coordinator/pool/claim_rules.h"
 #include "tests/unit/coordinator/pool/pool_test_data.h"
 
 namespace strata::pool {
 namespace {
 
 constexpr uint64_t kSetupLimitMs = 1'000;
+constexpr ExportRelay::Ended kCommitted = ExportRelay::Ended::kCommitted;
 
 class ExportRelayTest : public ::testing::Test {
  protected:
@@ -59,9 +61,9 @@ TEST_F(ExportRelayTest, TheHoldersCommitGrantsEveryWaitingClaim) {
   EXPECT_FALSE(Begin(c_, 9).has_value()) << "a second claim joins the export asked";
   EXPECT_EQ(relay_.counts().waiting, 2u);
   // Another put's end is no export's.
-  EXPECT_TRUE(relay_.PutEnded(catalog_, a_, PutId(999), true, 1).empty());
+  EXPECT_TRUE(relay_.PutEnded(catalog_, a_, PutId(999), kCommitted, 1).empty());
   ASSERT_TRUE(catalog_.CommitPut(a_, ask->ask.ask.put, 0xabc, 1).ok());
-  std::vector<RelayAnswer> answers = relay_.PutEnded(catalog_, a_, ask->ask.ask.put, true, 1);
+  std::vector<RelayAnswer> answers = relay_.PutEnded(catalog_, a_, ask->ask.ask.put, kCommitted, 1);
   ASSERT_EQ(answers.size(), 2u);
   for (const RelayAnswer& r : answers) {
     EXPECT_TRUE(r.answer.status.ok()) << r.answer.status.ToString();
@@ -83,7 +85,8 @@ TEST_F(ExportRelayTest, TheHoldersAbortFailsTheClaimsAndForgetsTheHolding) {
   std::optional<ExportRelay::Ask> ask = Begin(b_, 7);
   ASSERT_TRUE(ask.has_value());
   ASSERT_TRUE(catalog_.AbortPut(a_, ask->ask.ask.put).ok());
-  std::vector<RelayAnswer> answers = relay_.PutEnded(catalog_, a_, ask->ask.ask.put, false, 1);
+  std::vector<RelayAnswer> answers =
+      relay_.PutEnded(catalog_, a_, ask->ask.ask.put, ExportRelay::Ended::kAborted, 1);
   ASSERT_EQ(answers.size(), 1u);
   EXPECT_EQ(answers[0].answer.status.code(), StatusCode::kUnavailable);
   EXPECT_EQ(answers[0].answer.request_id, 7u);
@@ -110,21 +113,52 @@ TEST_F(ExportRelayTest, ARequesterThatGoesAwayIsNotAnswered) {
   ASSERT_TRUE(catalog_.EndSession(b_).ok());
   EXPECT_TRUE(relay_.SessionEnded(catalog_, b_).empty());
   ASSERT_TRUE(catalog_.CommitPut(a_, ask->ask.ask.put, 1, 1).ok());
-  EXPECT_TRUE(relay_.PutEnded(catalog_, a_, ask->ask.ask.put, true, 1).empty());
+  EXPECT_TRUE(relay_.PutEnded(catalog_, a_, ask->ask.ask.put, kCommitted, 1).empty());
   EXPECT_EQ(catalog_.counts().records, 1u) << "the export's record stays pooled";
 }
 
-TEST_F(ExportRelayTest, AnExportPastTheSetupLimitIsAbortedAndItsClaimsFail) {
+TEST_F(ExportRelayTest, AnExportPastItsDeadlineFailsItsClaimsAndLeavesThePutToTheHolder) {
   std::optional<ExportRelay::Ask> ask = Begin(b_, 7);
   ASSERT_TRUE(ask.has_value());
-  EXPECT_TRUE(relay_.Expire(catalog_, kSetupLimitMs - 1).empty());
-  std::vector<RelayAnswer> answers = relay_.Expire(catalog_, kSetupLimitMs);
+  // The claim's deadline: the setup limit plus the bytes at 8 MiB/s.
+  const uint64_t deadline = ManagerClaimBudgetMs(kClaimSetupMs, kSetupLimitMs, ask->ask.ask.bytes);
+  EXPECT_TRUE(relay_.Expire(deadline - 1).empty());
+  std::vector<RelayAnswer> answers = relay_.Expire(deadline);
   ASSERT_EQ(answers.size(), 1u);
   EXPECT_EQ(answers[0].answer.status.code(), StatusCode::kUnavailable);
   EXPECT_EQ(relay_.counts().expired, 1u);
-  // The holder's late commit is refused: its put was aborted.
-  EXPECT_EQ(catalog_.CommitPut(a_, ask->ask.ask.put, 1, 2).code(), StatusCode::kNotFound);
-  EXPECT_EQ(catalog_.counts().records, 0u);
+  // The holder may still be writing the slots: the put stays its own, and
+  // its late commit pools the record (no claim waits any more).
+  EXPECT_TRUE(catalog_.PutWritable(a_, ask->ask.ask.put));
+  ASSERT_TRUE(catalog_.CommitPut(a_, ask->ask.ask.put, 1, 2).ok());
+  EXPECT_TRUE(relay_.PutEnded(catalog_, a_, ask->ask.ask.put, kCommitted, 2).empty());
+  EXPECT_EQ(catalog_.counts().records, 1u);
+}
+
+TEST_F(ExportRelayTest, AFailedCommitFailsTheClaimsButKeepsTheHolding) {
+  std::optional<ExportRelay::Ask> ask = Begin(b_, 7);
+  ASSERT_TRUE(ask.has_value());
+  std::vector<RelayAnswer> answers =
+      relay_.PutEnded(catalog_, a_, ask->ask.ask.put, ExportRelay::Ended::kCommitFailed, 1);
+  ASSERT_EQ(answers.size(), 1u);
+  EXPECT_FALSE(answers[0].answer.status.ok());
+  ASSERT_TRUE(catalog_.AbortPut(a_, ask->ask.ask.put).ok());
+  EXPECT_TRUE(catalog_.LookupHeld(b_, history_, 0, history_.size()).has_value());
+}
+
+TEST_F(ExportRelayTest, AClaimOfAnotherScopeDoesNotJoinAnExport) {
+  std::optional<ExportRelay::Ask> ask = Begin(b_, 7);
+  ASSERT_TRUE(ask.has_value());
+  PoolScope other;
+  other.pool_name = "test-pool";
+  other.layout[0] = 9;
+  other.rank_plane_bytes = {{1024, 2048}};
+  const std::vector<std::string> gpus{"gpu-d"};
+  const SessionId d = *catalog_.OpenSession(ComputeInstanceId("test-pool", gpus), other, 64, 0);
+  // Same tokens, another scope: nothing holds it there, so no export.
+  EXPECT_FALSE(relay_.Begin(catalog_, d, Claim(8), 0).has_value());
+  EXPECT_EQ(relay_.counts().joined, 0u);
+  ASSERT_TRUE(catalog_.AbortPut(a_, ask->ask.ask.put).ok());
 }
 
 TEST_F(ExportRelayTest, AnExportThatCannotStartIsAnsweredAtOnce) {
