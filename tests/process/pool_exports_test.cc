@@ -92,7 +92,8 @@ class ExportAnswerer {
               ++requested_;
               const uint64_t c = s->key == Checkpoint(0).key ? 0 : 1;
               const strata::testing::ConversationUnits u = SourceUnits(c);
-              ExportDescription d{.start_page = s->start_page, .pages = {}, .row_slot = StateSlot(u.row)};
+              ExportDescription d{
+                  .start_page = s->start_page, .pages = {}, .row_slot = StateSlot(u.row)};
               for (uint64_t p = s->start_page; p < u.pages; ++p) {
                 d.pages.emplace_back(static_cast<uint32_t>(u.first_page + p));
               }
@@ -202,12 +203,10 @@ TEST(PoolExportsProcessTest, BRestoresWhatOnlyAsPlanesHoldAndFailsCleanlyWhenAGo
   ASSERT_TRUE(strata::testing::SampleAtLeast(base, "strata_pool_holdings", 2, kBound));
   const std::vector<uint8_t> before = [&] {
     std::vector<uint8_t> bytes;
-    strata::testing::ForEachConversationUnit(b_planes, RestoredUnits(1),
-                                             [&](size_t a_index, uint64_t, const uint8_t* unit) {
-                                               bytes.insert(bytes.end(), unit,
-                                                            unit + b_planes.allocations[a_index]
-                                                                       .unit_bytes);
-                                             });
+    strata::testing::ForEachConversationUnit(
+        b_planes, RestoredUnits(1), [&](size_t a_index, uint64_t, const uint8_t* unit) {
+          bytes.insert(bytes.end(), unit, unit + b_planes.allocations[a_index].unit_bytes);
+        });
     return bytes;
   }();
   std::thread kill_a([&] {

@@ -24,6 +24,11 @@
 //     every claimable record is one the oracle holds, and a record that
 //     vanished is accounted for by the manager's eviction count;
 //   - PoolCatalog::CheckInvariants holds;
+//   - exports (export_relay.h: instances' runtimes hold checkpoints, announce
+//     them, and are asked for them through the real ExportRelay): a page id
+//     an export's copy reads is never freed or reused before the copy ends;
+//     every pin is released exactly once; every claim waiting for an export
+//     is answered; an exported record restores the holder's bytes;
 //   - lookups (lookup_tickets.h, with answers reaching the instance inside,
 //     after or long after the grace): admission uses pool candidates only
 //     once the answer has reached the instance, holds a pending ticket no
@@ -56,6 +61,9 @@ enum class PoolPlantedBug : uint8_t {
   // Admission uses the manager's answer before it reached the instance
   // (pool candidates of a pending ticket).
   kUsePendingTicket,
+  // The runtime evicts a checkpoint an export has pinned: its page ids are
+  // freed (and reused) while the export's copy reads them.
+  kEvictPinned,
 };
 std::string_view PoolPlantedBugName(PoolPlantedBug bug);
 
@@ -79,11 +87,17 @@ struct PoolSimCounts {
   uint64_t manager_restarts = 0;
   uint64_t slots_damaged = 0;
   uint64_t evictions = 0;
-  uint64_t lookups = 0;         // tickets begun
-  uint64_t lookups_waited = 0;  // admissions held inside the grace
-  uint64_t lookups_local = 0;   // admissions that went on without the answer
-  uint64_t late_retries = 0;    // late, longer answers that retried admission
-  uint64_t tickets_failed = 0;  // pending tickets whose connection was lost
+  uint64_t lookups = 0;          // tickets begun
+  uint64_t lookups_waited = 0;   // admissions held inside the grace
+  uint64_t lookups_local = 0;    // admissions that went on without the answer
+  uint64_t late_retries = 0;     // late, longer answers that retried admission
+  uint64_t tickets_failed = 0;   // pending tickets whose connection was lost
+  uint64_t holdings = 0;         // checkpoints instances' runtimes held and announced
+  uint64_t exports_started = 0;  // exports the manager asked of a holder
+  uint64_t exports_relayed = 0;  // claims granted after the holder's commit
+  uint64_t exports_refused = 0;  // asks the holder's runtime refused (a stale holding)
+  uint64_t exports_failed = 0;   // waiting claims failed (refusal, holder gone, deadline)
+  uint64_t notices_lost = 0;     // evictions whose notice never reached the manager
 
   void Add(const PoolSimCounts& o);
 };

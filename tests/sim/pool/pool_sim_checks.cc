@@ -10,7 +10,7 @@ namespace strata::pool::sim {
 bool PoolSimWorld::Quiet() const {
   for (const SimInstance& inst : instances_) {
     if (!inst.up || !inst.claims.empty() || !inst.puts.empty() || inst.zombie_session.has_value() ||
-        !inst.late_lookups.empty()) {
+        !inst.late_lookups.empty() || !inst.exports.empty() || !inst.waiting.empty()) {
       return false;
     }
   }
@@ -99,6 +99,8 @@ void PoolSimWorld::CheckStep() {
     }
     sessions += (inst.session.has_value() ? 1 : 0) + (inst.zombie_session.has_value() ? 1 : 0);
     pending += inst.puts.size() + inst.zombie_puts;
+    // An export's put is pending in the catalog while its session lives.
+    for (const SimExport& e : inst.exports) pending += e.session == inst.session ? 1 : 0;
     for (const std::vector<SimClaim>* list : {&inst.claims, &inst.zombie_claims}) {
       for (const SimClaim& c : *list) {
         if (c.failed && list == &inst.claims && c.registered) {

@@ -48,7 +48,26 @@ void PoolSimWorld::Attach(SimInstance& inst) {
     Violation("Hello accepted with another instance id or generation");
     return;
   }
+  // A lingering session of this instance is replaced: exports it was asked
+  // for fail their waiting claims now.
+  if (inst.zombie_session.has_value()) {
+    DeliverRelayAnswers(relay_->SessionEnded(*catalog_, *inst.zombie_session));
+  }
   inst.session = ok.session;
+  // The new session starts without holdings: the runtime announces them all.
+  if (!inst.gpu.empty()) {
+    PoolAnnounce all{.request_id = next_request_++,
+                     .reset = true,
+                     .held = {},
+                     .withdrawn = {},
+                     .sizes = kExportSizes};
+    for (const auto& [subject, h] : inst.gpu) {
+      all.held.push_back(Holding{.key = subject_keys_[subject],
+                                 .generation = h.generation,
+                                 .bucket_digest = subjects_[subject].bucket_digest(kPageTokens)});
+    }
+    (void)Ask(*inst.session, all);
+  }
   // Lookups asked on an earlier connection will never be answered.
   counts_.tickets_failed += inst.tickets.FailPending(ok.session.value);
   // A lingering session of the same instance is replaced: its claims end and
@@ -67,8 +86,17 @@ void PoolSimWorld::InstanceTurn(SimInstance& inst, bool new_work) {
   }
   AdvanceClaims(inst);
   if (violation_.ok()) AdvancePuts(inst);
+  if (violation_.ok()) ServeExports(inst);
   if (violation_.ok()) AdvanceLateLookups(inst);
-  if (!violation_.ok() || !new_work || !rng_.Chance(0.6)) return;
+  if (!violation_.ok() || !new_work) return;
+  if (rng_.Chance(0.3)) {
+    if (rng_.Chance(0.6)) {
+      Hold(inst);
+    } else {
+      EvictGpu(inst);
+    }
+  }
+  if (!violation_.ok() || !rng_.Chance(0.6)) return;
   if (rng_.Chance(0.5)) {
     if (inst.puts.size() < kPutsPerInstanceMax) StartPut(inst);
   } else if (inst.claims.size() < kClaimsPerInstanceMax) {
@@ -237,7 +265,10 @@ void PoolSimWorld::StartPut(SimInstance& inst) {
 
 void PoolSimWorld::Claim(SimInstance& inst, uint32_t subject, const std::vector<PrefixKey>& chain,
                          bool late_retry) {
-  PoolMessage answer = Ask(*inst.session, PoolClaim{.request_id = next_request_++, .chain = chain});
+  const PoolClaim claim{.request_id = next_request_++, .chain = chain};
+  // The server's order: a claim of a holding the pool lacks is an export's.
+  if (ClaimThroughRelay(inst, subject, claim)) return;
+  PoolMessage answer = Ask(*inst.session, claim);
   const auto* a = std::get_if<PoolClaimAnswer>(&answer);
   if (a == nullptr) {
     Violation("a claim answered with another message");
@@ -253,6 +284,11 @@ void PoolSimWorld::Claim(SimInstance& inst, uint32_t subject, const std::vector<
     Violation("claim of a record the lookup just found refused: " + a->status.ToString());
     return;
   }
+  TakeGrant(inst, subject, *a);
+}
+
+void PoolSimWorld::TakeGrant(SimInstance& inst, uint32_t subject, const PoolClaimAnswer& grant) {
+  const PoolClaimAnswer* a = &grant;
   SimClaim c{.session = *inst.session,
              .claim = a->claim,
              .deadline_ms = now_ms_ + a->budget_ms,

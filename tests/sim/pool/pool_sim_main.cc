@@ -32,6 +32,12 @@ void PrintSummary(const strata::pool::sim::PoolSimCounts& c, double seconds, uin
       U(c.instance_crashes), U(c.manager_restarts), U(c.slots_damaged), U(c.evictions),
       U(c.lookups), U(c.lookups_waited), U(c.lookups_local), U(c.late_retries),
       U(c.tickets_failed));
+  std::printf(
+      "  exports: %llu holdings announced, %llu asked of a holder, %llu claims granted after "
+      "the holder's commit, %llu refused (stale holdings; %llu eviction notices lost), %llu "
+      "waiting claims failed\n",
+      U(c.holdings), U(c.exports_started), U(c.exports_relayed), U(c.exports_refused),
+      U(c.notices_lost), U(c.exports_failed));
 }
 
 }  // namespace
@@ -53,11 +59,12 @@ int main(int argc, char** argv) {
   app.add_flag("--trace", options.trace, "Print every event of every seed");
   app.add_option("--planted-bug", planted,
                  "Run deliberately wrong instance rules (shows the checks catch them)")
-      ->check(CLI::IsMember({"none", "release-before-copy", "skip-checksum", "use-pending-ticket"}))
+      ->check(CLI::IsMember(
+          {"none", "release-before-copy", "skip-checksum", "use-pending-ticket", "evict-pinned"}))
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   for (PoolPlantedBug bug : {PoolPlantedBug::kReleaseBeforeCopy, PoolPlantedBug::kSkipChecksum,
-                             PoolPlantedBug::kUsePendingTicket}) {
+                             PoolPlantedBug::kUsePendingTicket, PoolPlantedBug::kEvictPinned}) {
     if (planted == strata::pool::sim::PoolPlantedBugName(bug)) options.planted_bug = bug;
   }
   if (replay) {

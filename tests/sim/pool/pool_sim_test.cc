@@ -52,6 +52,12 @@ TEST_P(PoolSimulationSweep, EveryInvariantHoldsForEverySeed) {
   EXPECT_GT(total.lookups_local, 0u);
   EXPECT_GT(total.late_retries, 0u);
   EXPECT_GT(total.tickets_failed, 0u);
+  EXPECT_GT(total.holdings, 0u);
+  EXPECT_GT(total.exports_started, 0u);
+  EXPECT_GT(total.exports_relayed, 0u);
+  EXPECT_GT(total.exports_refused, 0u);
+  EXPECT_GT(total.exports_failed, 0u);
+  EXPECT_GT(total.notices_lost, 0u);
   std::printf("%llu seeds: %llu restores, %llu refused, %llu claims failed, %llu puts refused\n",
               static_cast<unsigned long long>(n),
               static_cast<unsigned long long>(total.restores_ok),
@@ -105,12 +111,13 @@ TEST_P(PoolSimulationPlanted, TheInvariantsCatchIt) {
 
 INSTANTIATE_TEST_SUITE_P(
     Bugs, PoolSimulationPlanted,
-    ::testing::Values(PlantedCase{PoolPlantedBug::kReleaseBeforeCopy, "ReleaseBeforeCopy",
-                                  "copy of claim"},
-                      PlantedCase{PoolPlantedBug::kSkipChecksum, "SkipChecksum",
-                                  "with bytes other than those put"},
-                      PlantedCase{PoolPlantedBug::kUsePendingTicket, "UsePendingTicket",
-                                  "pool candidates of a pending ticket"}),
+    ::testing::Values(
+        PlantedCase{PoolPlantedBug::kReleaseBeforeCopy, "ReleaseBeforeCopy", "copy of claim"},
+        PlantedCase{PoolPlantedBug::kSkipChecksum, "SkipChecksum",
+                    "with bytes other than those put"},
+        PlantedCase{PoolPlantedBug::kUsePendingTicket, "UsePendingTicket",
+                    "pool candidates of a pending ticket"},
+        PlantedCase{PoolPlantedBug::kEvictPinned, "EvictPinned", "under an export copy"}),
     [](const ::testing::TestParamInfo<PlantedCase>& info) { return std::string(info.param.name); });
 
 // A failing seed prints itself and the command that replays it, and the

@@ -27,6 +27,7 @@ std::string_view PoolPlantedBugName(PoolPlantedBug bug) {
     case PoolPlantedBug::kReleaseBeforeCopy: return "release-before-copy";
     case PoolPlantedBug::kSkipChecksum: return "skip-checksum";
     case PoolPlantedBug::kUsePendingTicket: return "use-pending-ticket";
+    case PoolPlantedBug::kEvictPinned: return "evict-pinned";
   }
   return "?";
 }
@@ -49,6 +50,12 @@ void PoolSimCounts::Add(const PoolSimCounts& o) {
   lookups_local += o.lookups_local;
   late_retries += o.late_retries;
   tickets_failed += o.tickets_failed;
+  holdings += o.holdings;
+  exports_started += o.exports_started;
+  exports_relayed += o.exports_relayed;
+  exports_refused += o.exports_refused;
+  exports_failed += o.exports_failed;
+  notices_lost += o.notices_lost;
 }
 
 PoolSimWorld::PoolSimWorld(const PoolSimOptions& options) : options_(options), rng_(options.seed) {
@@ -80,6 +87,15 @@ PoolSimReport PoolSimWorld::Run() {
     Violation("claims or puts still open after " + std::to_string(kDrainStepsMax) +
               " steps of drain: a claim never ended");
   }
+  // Every export ended: its pin was released exactly once.
+  for (const SimInstance& inst : instances_) {
+    for (const auto& [subject, h] : inst.gpu) {
+      if (violation_.ok() && h.pins != 0) {
+        Violation(Name(inst) + " still pins subject " + std::to_string(subject) + " " +
+                  std::to_string(h.pins) + " times after every export ended");
+      }
+    }
+  }
   counts_.seeds = 1;
   PoolSimReport report;
   report.seed = options_.seed;
@@ -95,6 +111,7 @@ void PoolSimWorld::Step(bool faults) {
   now_ms_ += kStepMs;
   if (catalog_ == nullptr && manager_restart_in_ > 0 && --manager_restart_in_ == 0) StartManager();
   if (catalog_ != nullptr) ExpireClaims();
+  if (catalog_ != nullptr) DeliverRelayAnswers(relay_->Expire(now_ms_));
   for (SimInstance& inst : instances_) {
     if (!inst.up) {
       if (--inst.restart_in == 0) {
@@ -128,6 +145,7 @@ void PoolSimWorld::StartManager() {
   arena_ = std::move(*arena);
   catalog_ = std::make_unique<PoolCatalog>(
       CatalogLimits{.slot_count = kSlotCount, .slot_bytes = kSlotBytes, .claims_in_flight_max = 4});
+  relay_ = std::make_unique<ExportRelay>(kManagerSetupLimitMsDefault);
   evicted_seen_ = 0;
   damaged_slots_.clear();
   Event("manager starts, generation " + std::to_string(identity_.generation));
@@ -136,6 +154,7 @@ void PoolSimWorld::StartManager() {
 void PoolSimWorld::CrashManager() {
   ++counts_.manager_restarts;
   catalog_.reset();
+  relay_.reset();
   arena_.reset();
   oracle_.clear();
   manager_restart_in_ = static_cast<uint32_t>(rng_.Between(1, 4));
@@ -149,6 +168,11 @@ void PoolSimWorld::CrashManager() {
     inst.zombie_session.reset();
     inst.zombie_claims.clear();
     inst.zombie_puts = 0;
+    inst.waiting.clear();  // their connection went: they failed
+    // Unanswered asks go with the session; pinned copies end, then release
+    // (their session is gone: the next manager numbers sessions anew).
+    std::erase_if(inst.exports, [](const SimExport& e) { return !e.pinned; });
+    for (SimExport& e : inst.exports) e.session = SessionId();
   }
   Event("manager crashes");
 }
@@ -166,6 +190,10 @@ void PoolSimWorld::CrashInstance(SimInstance& inst) {
       if (Status ended = catalog_->EndSession(*inst.session); !ended.ok()) {
         Violation("EndSession of a live session: " + ended.ToString());
       }
+      const SessionId gone = *inst.session;
+      inst.session.reset();  // its own waiting claims are dropped, not answered
+      inst.waiting.clear();
+      DeliverRelayAnswers(relay_->SessionEnded(*catalog_, gone));
       for (auto it = oracle_.begin(); it != oracle_.end();) {
         const bool leaves = it->second.owner == inst.id && it->second.kind == PutKind::kOwn;
         it = leaves ? oracle_.erase(it) : std::next(it);
@@ -179,8 +207,14 @@ void PoolSimWorld::CrashInstance(SimInstance& inst) {
         if (c.registered) inst.zombie_claims.push_back(std::move(c));
       }
       inst.zombie_puts = inst.puts.size();
+      for (const SimExport& e : inst.exports) inst.zombie_puts += e.session == inst.session ? 1 : 0;
     }
   }
+  // The runtime is gone with the process: its planes, pins and asks.
+  inst.gpu.clear();
+  std::fill(inst.page_owner.begin(), inst.page_owner.end(), 0);
+  inst.exports.clear();
+  inst.waiting.clear();
   inst.session.reset();
   inst.claims.clear();
   inst.puts.clear();

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "coordinator/pool/arena.h"
+#include "coordinator/pool/export_relay.h"
 #include "coordinator/pool/hash_pipeline.h"
 #include "coordinator/pool/lookup_grace.h"
 #include "coordinator/pool/lookup_tickets.h"
@@ -32,6 +33,12 @@ inline constexpr uint32_t kSlotCount = 12;
 inline constexpr uint32_t kPageTokens = 64;
 inline constexpr uint32_t kSubjects = 10;  // records the instances put and claim
 inline constexpr uint32_t kInstances = 2;
+// Each instance's runtime: page ids of its planes, and pages per checkpoint.
+inline constexpr uint32_t kGpuPages = 12;
+inline constexpr uint32_t kPagesPerHolding = 2;
+// What an export moves per page and for the row (announced).
+inline constexpr ExportRecordSizes kExportSizes{.page_record_bytes = 1000,
+                                                .row_segment_bytes = 500};
 
 // How a claim's copy behaves, drawn when it is granted.
 enum class CopyPace : uint8_t {
@@ -77,6 +84,31 @@ struct SimLookup {
   RequestInputs inputs = RequestInputs::kText;
 };
 
+// A checkpoint an instance's runtime holds in its planes.
+struct SimHolding {
+  uint64_t generation = 0;
+  std::vector<uint32_t> pages;   // its page ids
+  uint32_t pins = 0;             // exports pinning it
+  std::vector<std::byte> image;  // what an export of it writes (the record image)
+};
+
+// An export the manager asked of an instance.
+struct SimExport {
+  ExportRequest ask;
+  uint32_t subject = 0;
+  SessionId session;  // the session it was asked on
+  bool pinned = false;
+  uint64_t generation = 0;      // of the holding pinned
+  std::vector<uint32_t> pages;  // what its copy reads until it ends
+  uint32_t steps_left = 0;
+};
+
+// A claim waiting for an export (answered by the relay).
+struct SimWaiting {
+  PoolClaim claim;
+  uint32_t subject = 0;
+};
+
 struct SimInstance {
   std::vector<std::string> sources;  // the same across restarts: the same id
   InstanceId id{};
@@ -93,6 +125,12 @@ struct SimInstance {
   RetryGate gate;
   LookupTickets tickets{kLocalGraceUs};
   std::vector<SimLookup> late_lookups;
+  // The runtime's planes (exports): what it holds by subject, and each page
+  // id's holder (its generation; 0: free).
+  std::map<uint32_t, SimHolding> gpu;
+  std::vector<uint64_t> page_owner = std::vector<uint64_t>(kGpuPages, 0);
+  std::vector<SimExport> exports;
+  std::vector<SimWaiting> waiting;
 };
 
 struct OracleRecord {
@@ -132,6 +170,19 @@ class PoolSimWorld {
              bool late_retry);
   void Release(SimInstance& inst, SimClaim& claim);
   PoolMessage Ask(SessionId session, const PoolMessage& request);
+  // pool_sim_exports.cc: the instances' runtimes hold checkpoints and
+  // serve the manager's export asks (export_relay.h).
+  void Hold(SimInstance& inst);
+  void EvictGpu(SimInstance& inst);
+  void ServeExports(SimInstance& inst);
+  void FinishExport(SimInstance& inst, SimExport& e);
+  // A claim whose endpoint only a holding has: through the relay. False:
+  // not an export (claim it as usual).
+  bool ClaimThroughRelay(SimInstance& inst, uint32_t subject, const PoolClaim& claim);
+  void DeliverRelayAnswers(std::vector<RelayAnswer> answers);
+  // The claim `answer` granted to `inst` for `subject`, copied as any.
+  void TakeGrant(SimInstance& inst, uint32_t subject, const PoolClaimAnswer& answer);
+  std::optional<uint32_t> SubjectOf(const PrefixKey& key) const;
   // pool_sim_checks.cc: the invariants.
   void CheckStep();
   // Matches the oracle with what the catalog lets a claim see; records that
@@ -154,6 +205,8 @@ class PoolSimWorld {
 
   // The manager; null while it is down.
   std::unique_ptr<PoolCatalog> catalog_;
+  std::unique_ptr<ExportRelay> relay_;
+  uint64_t next_generation_ = 1;
   std::unique_ptr<Arena> arena_;
   HashPipeline hash_;  // every copy's, as an instance's PoolClient hashes them
   ManagerIdentity identity_;
