@@ -32,6 +32,7 @@ std::optional<HostHit> PooledHitOf(const std::vector<PrefixKey>& chain, const Ch
   h.skip_pages = skip;
   h.pages = total - skip;
   h.bytes = h.pages * record_bytes.page + record_bytes.row;
+  h.pooled = true;
   h.tokens_gained = h.endpoint.consumed - resident_tokens;
   h.tier = landing;
   return h;

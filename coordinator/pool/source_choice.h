@@ -2,7 +2,13 @@
 // Every tier that has a usable match offers its lookup hit; the longest
 // matching prefix wins, then the closest tier in the fixed copy priority:
 // host DRAM, host NVMe, then the pool. The whole suffix after the GPU-resident
-// prefix, endpoint row included, comes from that one source.
+// prefix, endpoint row included, comes from that one source. An export (a
+// neighbour's planes, seed 2.15's first source) ranks with the pool here:
+// it is relayed through the manager's slots and lands in host memory before
+// the restore, so a local copy of the same prefix is never slower (the
+// seed's neighbour-GPU-first order assumes device-to-device copies, which
+// are not built). Measured costs refine InboundPolicy's rates (the pool's
+// among them), never this order.
 #pragma once
 
 #include <cstddef>

@@ -312,7 +312,7 @@ Status SyntheticRuntime::Restore(const PrefixHistory& h, std::optional<PrefixKey
     give_back();
     return Status::Ok();  // a failed restore is a miss
   }
-  policy_.RecordTransfer(hit->tier, hit->bytes, seconds);
+  policy_.RecordRestore(*hit, seconds);
   stats_.restore_seconds += seconds;
   const uint64_t first_page = a / page_tokens_;
   Status verified = VerifyRestore(h, first_page, ticket, hit->endpoint);

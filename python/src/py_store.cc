@@ -59,6 +59,11 @@ py::dict PoolDict(const pool::PoolInstanceStats& p) {
   d["parked_records"] = p.parked_records;
   d["dropped_end_of_chain"] = p.dropped_end_of_chain;
   d["reconnects"] = p.reconnects;
+  d["holdings"] = p.holdings;
+  d["exports_requested"] = p.exports.requested;
+  d["exports_ended"] = p.exports.ended;
+  d["exports_served"] = p.exports_served;
+  d["exports_aborted"] = p.exports_aborted;
   return d;
 }
 

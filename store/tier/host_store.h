@@ -56,6 +56,10 @@ struct HostHit {
   uint64_t bytes = 0;            // bytes the restore moves
   uint64_t tokens_gained = 0;    // endpoint.consumed - resident tokens
   Tier tier = Tier::kMemory;     // the slowest tier the restore reads
+  // The pool supplies it (a pooled store's claim, an export among them,
+  // precedes the restore): InboundPolicy costs it at the pool's rate. Not
+  // carried over the attach channel.
+  bool pooled = false;
 };
 
 // Destination of a restore: free GPU page ids (exactly hit.pages of them, in

@@ -30,21 +30,35 @@ InboundPolicy::InboundPolicy(InboundPolicyOptions options)
     : prefill_tokens_per_s_(options.prefill_tokens_per_s) {
   memory_.initial = options.memory_bytes_per_s;
   disk_.initial = options.disk_bytes_per_s;
+  pool_.initial = options.pool_bytes_per_s;
 }
 
 bool InboundPolicy::ShouldFetch(const HostHit& hit) const {
   if (hit.tokens_gained == 0) return false;
-  double transfer_s = static_cast<double>(hit.bytes) / rate(hit.tier);
+  const double bytes_per_s = hit.pooled ? pool_rate() : rate(hit.tier);
+  double transfer_s = static_cast<double>(hit.bytes) / bytes_per_s;
   double prefill_s = static_cast<double>(hit.tokens_gained) / prefill_tokens_per_s_;
   return transfer_s < prefill_s / 2;
 }
 
-void InboundPolicy::RecordTransfer(Tier tier, uint64_t bytes, double seconds) {
+void InboundPolicy::Window::Add(uint64_t bytes, double seconds) {
   if (seconds <= 0 || bytes == 0) return;
-  Window& w = tier == Tier::kMemory ? memory_ : disk_;
-  w.samples[w.next] = static_cast<double>(bytes) / seconds;
-  w.next = (w.next + 1) % 3;
-  w.count = std::min(w.count + 1, 3);
+  samples[next] = static_cast<double>(bytes) / seconds;
+  next = (next + 1) % 3;
+  count = std::min(count + 1, 3);
+}
+
+void InboundPolicy::RecordTransfer(Tier tier, uint64_t bytes, double seconds) {
+  (tier == Tier::kMemory ? memory_ : disk_).Add(bytes, seconds);
+}
+
+void InboundPolicy::RecordRestore(const HostHit& hit, double seconds) {
+  if (hit.pages == 0) return;  // row-only: too small to say anything of a rate
+  if (hit.pooled) {
+    pool_.Add(hit.bytes, seconds);
+  } else {
+    RecordTransfer(hit.tier, hit.bytes, seconds);
+  }
 }
 
 void InboundPolicy::SetPrefillRate(double tokens_per_s) {

@@ -41,3 +41,69 @@ def test_a_refusals_reason_is_checked_and_a_plain_store_ignores_both():
         assert store.store(1, rm.TOKENS, consumed, rm.CHAIN, rm.ROW_SLOT, generation=5) == "queued"
         rm.poll_until(store, "stored")
         assert not [e for e in store.poll() if e.kind.startswith("export")]
+
+
+def test_another_instance_restores_what_only_a_runtimes_planes_hold(manager):  # noqa: F811
+    """A stores a checkpoint (its memory tier keeps it: the pool gets
+    nothing); B's restore of it goes through an export: A's runtime (the
+    thread below, in its poll loop) pins the chain and gets one end; B's
+    planes then hold A's bytes."""
+    import threading
+    import time
+    from test_pool import DEST_PAGES, DEST_ROW, BOUND_S
+
+    a_tensors = rm.allocate()
+    rm.fill(a_tensors, 0)
+    a = strata.memory_store(rm.geometry(a_tensors), 6 << 20, pool=manager,
+                            model_identity=rm.MODEL, pool_instance="a")
+    consumed = len(rm.CHAIN) * rm.PAGE_TOKENS
+    assert a.store(1, rm.TOKENS, consumed, rm.CHAIN, rm.ROW_SLOT, generation=3) == "queued"
+    rm.poll_until(a, "stored")
+    until("the holding announced", lambda: a.stats()["pool"]["holdings"] == 1, a)
+    assert a.stats()["pool"]["puts"] == 0
+
+    requested, ended, stop = [], [], threading.Event()
+
+    def runtime_loop():  # A's model thread: answers in the same iteration
+        while not stop.is_set():
+            for e in a.poll():
+                if e.kind == "export_requested":
+                    requested.append(e)
+                    assert e.generation == 3
+                    a.export_pinned(e.export_id, e.start_page, rm.CHAIN[e.start_page:],
+                                    rm.ROW_SLOT)
+                elif e.kind == "export_ended":
+                    ended.append(e)
+            time.sleep(0.001)
+
+    serving = threading.Thread(target=runtime_loop)
+    serving.start()
+    b_tensors = rm.allocate()
+    try:
+        with strata.memory_store(rm.geometry(b_tensors), 6 << 20, pool=manager,
+                                 model_identity=rm.MODEL, pool_instance="b") as b:
+            deadline = time.monotonic() + BOUND_S
+            hit = None
+            while hit is None:  # A's announcement may reach the manager after B asks
+                assert time.monotonic() < deadline, "B never found A's holding"
+                ticket = b.begin_lookup(rm.TOKENS)
+                until("the ticket ready", lambda: b.ticket_status(ticket)["state"] == "ready", b)
+                hit = b.lookup_for(ticket, rm.TOKENS)
+                b.end_lookup(ticket)
+            assert hit.consumed == consumed and hit.pages == len(rm.CHAIN)
+            b.fetch(hit, 7, DEST_PAGES, DEST_ROW)
+            rm.poll_until(b, "fetched")
+            assert b.stats()["pool"]["claims"] == 1
+        deadline = time.monotonic() + BOUND_S
+        while not ended:
+            assert time.monotonic() < deadline, "the export never ended"
+            time.sleep(0.01)
+    finally:
+        stop.set()
+        serving.join()
+    assert len(requested) == 1 and len(ended) == 1 and ended[0].ok
+    assert ended[0].export_id == requested[0].export_id
+    pool = a.stats()["pool"]
+    assert pool["exports_served"] == 1 and pool["exports_aborted"] == 0, pool
+    a.close()
+    assert rm.check_restored(b_tensors, 0, DEST_PAGES, DEST_ROW) is None

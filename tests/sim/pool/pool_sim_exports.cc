@@ -69,9 +69,8 @@ void PoolSimWorld::EvictGpu(SimInstance& inst) {
   // The runtime's rule: a pinned checkpoint stays until its export ends.
   if (it->second.pins != 0 && options_.planted_bug != PoolPlantedBug::kEvictPinned) return;
   for (uint32_t p : it->second.pages) inst.page_owner[p] = 0;
-  const Holding retired{.key = subject_keys_[it->first],
-                        .generation = it->second.generation,
-                        .bucket_digest = {}};
+  const Holding retired{
+      .key = subject_keys_[it->first], .generation = it->second.generation, .bucket_digest = {}};
   const uint32_t subject = it->first;
   inst.gpu.erase(it);
   if (rng_.Chance(0.2)) {
@@ -91,8 +90,8 @@ bool PoolSimWorld::ClaimThroughRelay(SimInstance& inst, uint32_t subject, const 
   std::optional<ExportRelay::Begun> begun = relay_->Begin(*catalog_, *inst.session, claim, now_ms_);
   if (!begun.has_value()) return false;
   if (const auto* now = std::get_if<PoolClaimAnswer>(&*begun)) {
-    Event(Name(inst) + " claim of " + Subject(subject) + " cannot export: " +
-          now->status.message());
+    Event(Name(inst) + " claim of " + Subject(subject) +
+          " cannot export: " + now->status.message());
     return true;
   }
   inst.waiting.push_back(SimWaiting{.claim = claim, .subject = subject});
@@ -114,8 +113,7 @@ bool PoolSimWorld::ClaimThroughRelay(SimInstance& inst, uint32_t subject, const 
                                        .generation = 0,
                                        .pages = {},
                                        .steps_left = 0});
-    Event("manager asks " + Name(holder) + " to export " + Subject(subject) + " for " +
-          Name(inst));
+    Event("manager asks " + Name(holder) + " to export " + Subject(subject) + " for " + Name(inst));
     return true;
   }
   // The holder's session lingers after an unseen crash: nobody answers, and
@@ -194,9 +192,9 @@ void PoolSimWorld::FinishExport(SimInstance& inst, SimExport& e) {
     damaged_slots_.erase(slot.value);
     at += n;
   }
-  PoolMessage answer = Ask(*inst.session, PoolCommit{.request_id = next_request_++,
-                                                     .put = e.ask.put,
-                                                     .checksum = hash_.Digest()});
+  PoolMessage answer =
+      Ask(*inst.session,
+          PoolCommit{.request_id = next_request_++, .put = e.ask.put, .checksum = hash_.Digest()});
   const auto* done = std::get_if<PoolDone>(&answer);
   const bool committed = done != nullptr && done->status.ok();
   if (committed) {
@@ -242,8 +240,8 @@ void PoolSimWorld::DeliverRelayAnswers(std::vector<RelayAnswer> answers) {
       inst.waiting.erase(w);
       if (!a.answer.status.ok()) {
         ++counts_.exports_failed;
-        Event(Name(inst) + " claim of " + Subject(subject) + " through an export fails: " +
-              a.answer.status.message());
+        Event(Name(inst) + " claim of " + Subject(subject) +
+              " through an export fails: " + a.answer.status.message());
         continue;
       }
       ++counts_.exports_relayed;

@@ -50,5 +50,34 @@ TEST(InboundPolicyTest, MeasuredPrefillRateChangesTheDecision) {
   EXPECT_FALSE(p.ShouldFetch(h));
 }
 
+TEST(InboundPolicyTest, APooledHitHasARateOfItsOwnRefinedBySuccessfulRestores) {
+  InboundPolicy p;
+  EXPECT_DOUBLE_EQ(p.pool_rate(), 400.0 * (1 << 20));  // the seed's remote initial rate
+  HostHit pooled = Hit(Tier::kMemory, 300'000'000, 8000);
+  pooled.pages = 100;
+  pooled.pooled = true;
+  // 300 MB at 400 MiB/s is 0.72 s, more than half the 1 s prefill: recompute.
+  EXPECT_FALSE(p.ShouldFetch(pooled));
+  // The same hit from the memory tier is worth it.
+  HostHit local = pooled;
+  local.pooled = false;
+  EXPECT_TRUE(p.ShouldFetch(local));
+  // Pooled restores measure this host's pool: 3 GB/s, and the hit is worth it.
+  p.RecordRestore(pooled, 0.1);
+  EXPECT_DOUBLE_EQ(p.pool_rate(), 3e9);
+  EXPECT_TRUE(p.ShouldFetch(pooled));
+  EXPECT_DOUBLE_EQ(p.rate(Tier::kMemory), 20e9) << "a pooled restore is not the memory tier's";
+  // A row-only restore updates no rate.
+  HostHit row_only = pooled;
+  row_only.pages = 0;
+  p.RecordRestore(row_only, 100.0);
+  EXPECT_DOUBLE_EQ(p.pool_rate(), 3e9);
+  // A local restore updates its tier's.
+  local.tier = Tier::kDisk;
+  p.RecordRestore(local, 1.0);
+  EXPECT_DOUBLE_EQ(p.rate(Tier::kDisk), 3e8);
+  EXPECT_DOUBLE_EQ(p.pool_rate(), 3e9);
+}
+
 }  // namespace
 }  // namespace strata
