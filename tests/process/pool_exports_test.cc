@@ -51,14 +51,9 @@ constexpr auto kBound = 30s;
 
 CacheGeometry Geometry() { return *PresetGeometry("tiny", 1, kPages, kRows); }
 
-strata::testing::UnitByte Bytes(uint64_t c) {
-  return [=](size_t a, uint64_t unit, uint64_t offset) {
-    return testing::Pattern(c, a, unit, offset);
-  };
-}
+strata::testing::UnitByte Bytes(uint64_t c) { return strata::testing::PublishedBytes(c); }
 strata::testing::ConversationUnits SourceUnits(uint64_t c) {
-  return strata::testing::NthConversationUnits(c, kPagesPerConversation, 0,
-                                               static_cast<uint32_t>(c));
+  return strata::testing::PublishedUnits(c, kPagesPerConversation);
 }
 strata::testing::ConversationUnits RestoredUnits(uint64_t c) {
   return strata::testing::NthConversationUnits(c, kPagesPerConversation, 40,

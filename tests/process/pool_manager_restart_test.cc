@@ -62,16 +62,11 @@ constexpr int kKilledExit = 128 + SIGKILL;
 
 CacheGeometry Geometry() { return *PresetGeometry("tiny", 1, kPages, kRows); }
 
-// The bytes A publishes for conversation c, from its units in A's planes;
-// B restores them into units of its own.
-strata::testing::UnitByte Bytes(uint64_t c) {
-  return [=](size_t a, uint64_t unit, uint64_t offset) {
-    return testing::Pattern(c, a, unit, offset);
-  };
-}
+// The bytes A publishes for conversation c, and where (B restores them
+// into units of its own).
+strata::testing::UnitByte Bytes(uint64_t c) { return strata::testing::PublishedBytes(c); }
 strata::testing::ConversationUnits SourceUnits(uint64_t c) {
-  return strata::testing::NthConversationUnits(c, kPagesPerConversation, 0,
-                                               static_cast<uint32_t>(c));
+  return strata::testing::PublishedUnits(c, kPagesPerConversation);
 }
 strata::testing::ConversationUnits RestoredUnits(uint64_t c) {
   return strata::testing::NthConversationUnits(c, kPagesPerConversation,

@@ -21,6 +21,7 @@
 #include "attach/client/attach_client.h"
 #include "launch/presets.h"
 #include "store/record/record_layout.h"
+#include "tests/support/attach_conversations.h"
 #include "tests/support/attach_events.h"
 #include "tests/support/wait_for_file.h"
 #include "tests/unit/attach/attach_test_support.h"
@@ -45,6 +46,18 @@ struct PoolInstanceSpec {
   std::filesystem::path attach_socket() const { return dir / (name + ".sock"); }
   std::filesystem::path log() const { return dir / (name + ".log"); }
 };
+
+// The bytes instance A publishes for conversation c in the pool process
+// tests (attach::testing::Pattern), and where they lie in its planes:
+// conversations `pages` apart from page 0, conversation c's row c.
+inline UnitByte PublishedBytes(uint64_t c) {
+  return [=](size_t a, uint64_t unit, uint64_t offset) {
+    return attach::testing::Pattern(c, a, unit, offset);
+  };
+}
+inline ConversationUnits PublishedUnits(uint64_t c, uint64_t pages) {
+  return NthConversationUnits(c, pages, 0, static_cast<uint32_t>(c));
+}
 
 // The command line running `spec` with the `strata` binary `bin`.
 inline std::vector<std::string> PoolInstanceArgs(const std::string& bin,

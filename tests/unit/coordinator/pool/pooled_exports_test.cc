@@ -107,6 +107,16 @@ class Serving {
   std::thread thread_;
 };
 
+// `requester`'s turn on a new conversation of kConversationTokens + 5
+// tokens while `holder`'s runtime loop serves its exports.
+TurnReport TurnServedBy(Instance& holder, Instance& requester) {
+  Serving serving(holder);
+  Result<TurnReport> t =
+      requester.runtime->Turn(requester.runtime->NewConversation(), kConversationTokens + 5);
+  EXPECT_TRUE(t.ok()) << t.status().ToString();
+  return t.ok() ? *t : TurnReport{};
+}
+
 TEST_P(PooledExportsTest, AnotherInstanceRestoresAPrefixOnlyAHoldsThroughAnExport) {
   Instance a(Options("host-a"));
   ASSERT_TRUE(a.pooled->link().sharing());
@@ -117,11 +127,7 @@ TEST_P(PooledExportsTest, AnotherInstanceRestoresAPrefixOnlyAHoldsThroughAnExpor
   ASSERT_EQ(server_->Stats().catalog.records, 0u) << "nothing pooled: only A holds it";
 
   Instance b(Options("host-b"));
-  TurnReport t;
-  {
-    Serving serving(a);
-    t = *b.runtime->Turn(b.runtime->NewConversation(), kConversationTokens + 5);
-  }
+  const TurnReport t = TurnServedBy(a, b);
   EXPECT_TRUE(t.host_hit);
   EXPECT_EQ(t.host_reused_tokens, kConversationTokens);
   EXPECT_EQ(t.computed_tokens, 5u);
@@ -207,11 +213,7 @@ TEST_P(PooledExportsTest, AStaleHoldingsRefusalFailsTheClaimAndTheManagerForgets
   ASSERT_EQ(a.pooled->pool_stats().evictions_lost, 1u);
 
   Instance b(Options("host-b"));
-  TurnReport t;
-  {
-    Serving serving(a);
-    t = *b.runtime->Turn(b.runtime->NewConversation(), kConversationTokens + 5);
-  }
+  const TurnReport t = TurnServedBy(a, b);
   EXPECT_FALSE(t.host_hit);
   EXPECT_EQ(t.computed_tokens, kConversationTokens + 5);
   EXPECT_EQ(b.pooled->pool_stats().claim_failures, 1u);
@@ -249,11 +251,7 @@ TEST_P(PooledExportsTest, AfterAManagerRestartTheHolderAnnouncesAgainAndExports)
   ASSERT_TRUE(a.runtime->WaitForStores().ok());
   WaitForHoldings(a, 2);
   Instance c(Options("host-c"));
-  TurnReport t;
-  {
-    Serving serving(a);
-    t = *c.runtime->Turn(c.runtime->NewConversation(), kConversationTokens + 5);
-  }
+  const TurnReport t = TurnServedBy(a, c);
   EXPECT_TRUE(t.host_hit);
   EXPECT_EQ(t.host_reused_tokens, kConversationTokens);
   EXPECT_EQ(c.runtime->stats().mismatches, 0u);
