@@ -11,9 +11,13 @@
 // conversation's page ids and row), copies the chain out of the shared
 // planes into the manager's slots window by window, and ends the export
 // (kExportEnded, the pin's release); B's claim then lands it byte-exact in
-// B's planes. Then A is killed while B's claim of another conversation
-// waits for A's export: B's fetch fails cleanly (kFetchFailed, nothing
-// written) and the manager counts the export lost. Every wait is bounded.
+// B's planes. Then the manager is killed while B's claim of another
+// conversation waits for A's export: B's fetch fails with nothing written;
+// a new manager on the same addresses sees both reconnect on their next
+// lookups, A announce its book again, and B restore that conversation
+// through an export. Last, A is killed while B's claim of a third waits for
+// A's export: B's fetch fails cleanly (kFetchFailed, nothing written) and
+// the manager counts the export lost. Every wait is bounded.
 //
 // Run by ctest with STRATA_BIN set to the `strata` binary.
 #include <gtest/gtest.h>
@@ -23,6 +27,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <random>
 #include <thread>
 
@@ -47,6 +52,7 @@ constexpr uint64_t kRows = 16;
 constexpr uint64_t kPagesPerConversation = 4;
 constexpr uint64_t kMemorySlots = 40;  // nothing is evicted: the pool holds nothing
 constexpr int kLookupAttempts = 50;
+constexpr uint64_t kConversations = 3;
 constexpr auto kBound = 30s;
 
 CacheGeometry Geometry() { return *PresetGeometry("tiny", 1, kPages, kRows); }
@@ -85,7 +91,8 @@ class ExportAnswerer {
               if (s->kind == StoreEvent::Kind::kExportEnded) ++ended_;
               if (s->kind != StoreEvent::Kind::kExportRequested) continue;
               ++requested_;
-              const uint64_t c = s->key == Checkpoint(0).key ? 0 : 1;
+              uint64_t c = 0;
+              while (c + 1 < kConversations && Checkpoint(c).key != s->key) ++c;
               const strata::testing::ConversationUnits u = SourceUnits(c);
               ExportDescription d{
                   .start_page = s->start_page, .pages = {}, .row_slot = StateSlot(u.row)};
@@ -133,12 +140,16 @@ TEST(PoolExportsProcessTest, BRestoresWhatOnlyAsPlanesHoldAndFailsCleanlyWhenAGo
   const auto base = static_cast<uint16_t>(10000 + rng() % 20000);
   testing::WriteJobSecret(dir);
   const std::string tcp = "127.0.0.1:" + std::to_string(base + 60);
-  strata::testing::ChildProcess manager(
-      {Bin(), "pool", "--name", "exports-test", "--socket", (dir / "pool.sock").string(),
-       "--slot-kib", "64", "--slots", "64", "--no-huge-pages", "--metrics-port",
-       std::to_string(base), "--tcp", tcp, "--job-secret-file", (dir / "job.secret").string()},
-      (dir / "pool.log").string());
-  ASSERT_TRUE(strata::testing::WaitForFile(dir / "pool.sock", kBound)) << manager.Log();
+  const auto start_manager = [&] {
+    return std::make_unique<strata::testing::ChildProcess>(
+        std::vector<std::string>{Bin(), "pool", "--name", "exports-test", "--socket",
+                                 (dir / "pool.sock").string(), "--slot-kib", "64", "--slots", "64",
+                                 "--no-huge-pages", "--metrics-port", std::to_string(base), "--tcp",
+                                 tcp, "--job-secret-file", (dir / "job.secret").string()},
+        (dir / "pool.log").string());
+  };
+  auto manager = start_manager();
+  ASSERT_TRUE(strata::testing::WaitForFile(dir / "pool.sock", kBound)) << manager->Log();
 
   const auto spec = [&](const std::string& name, uint16_t port) {
     return strata::testing::PoolInstanceSpec{.dir = dir,
@@ -162,7 +173,7 @@ TEST(PoolExportsProcessTest, BRestoresWhatOnlyAsPlanesHoldAndFailsCleanlyWhenAGo
   auto b = start(b_spec);
   RuntimePlanes a_planes(AllocationsOf(Geometry().ranks[0]));
   RuntimePlanes b_planes(AllocationsOf(Geometry().ranks[0]));
-  for (uint64_t c = 0; c < 2; ++c) {
+  for (uint64_t c = 0; c < kConversations; ++c) {
     strata::testing::FillConversation(a_planes, SourceUnits(c), Bytes(c));
   }
   auto a_client = strata::testing::AttachRuntime(a_spec, a_planes, kBound);
@@ -173,12 +184,12 @@ TEST(PoolExportsProcessTest, BRestoresWhatOnlyAsPlanesHoldAndFailsCleanlyWhenAGo
   // A stores conversation 0: its memory tier keeps it, the pool gets nothing.
   ASSERT_TRUE(strata::testing::StoreAndAwait(**a_client, Checkpoint(0), kBound)) << a->Log();
   ASSERT_TRUE(strata::testing::SampleAtLeast(base, "strata_pool_holdings", 1, kBound))
-      << manager.Log();
+      << manager->Log();
   EXPECT_EQ(strata::testing::ScrapeSample(base, "strata_pool_records"), 0u);
 
   {
     ExportAnswerer answering(**a_client);
-    ASSERT_TRUE(Restore(**b_client, 0)) << b->Log() << a->Log() << manager.Log();
+    ASSERT_TRUE(Restore(**b_client, 0)) << b->Log() << a->Log() << manager->Log();
     EXPECT_EQ(strata::testing::ConversationMismatches(b_planes, RestoredUnits(0), Bytes(0)), 0u);
     const auto deadline = std::chrono::steady_clock::now() + kBound;
     while (answering.ended() == 0 && std::chrono::steady_clock::now() < deadline) {
@@ -193,38 +204,62 @@ TEST(PoolExportsProcessTest, BRestoresWhatOnlyAsPlanesHoldAndFailsCleanlyWhenAGo
       << "A's export moved through its data connection";
   EXPECT_EQ(ScrapeSample(base, "strata_pool_records"), 1u) << "the exported record stays pooled";
 
-  // A goes while B's claim of conversation 1 waits for A's export.
-  ASSERT_TRUE(strata::testing::StoreAndAwait(**a_client, Checkpoint(1), kBound)) << a->Log();
-  ASSERT_TRUE(strata::testing::SampleAtLeast(base, "strata_pool_holdings", 2, kBound));
-  const std::vector<uint8_t> before = [&] {
+  // The bytes of B's units for conversation c.
+  const auto restored_bytes = [&](uint64_t c) {
     std::vector<uint8_t> bytes;
     strata::testing::ForEachConversationUnit(
-        b_planes, RestoredUnits(1), [&](size_t a_index, uint64_t, const uint8_t* unit) {
+        b_planes, RestoredUnits(c), [&](size_t a_index, uint64_t, const uint8_t* unit) {
           bytes.insert(bytes.end(), unit, unit + b_planes.allocations[a_index].unit_bytes);
         });
     return bytes;
-  }();
-  std::thread kill_a([&] {
-    (void)strata::testing::SampleAtLeast(base, "strata_pool_exports_total{outcome=\"started\"}", 2,
-                                         kBound);
-    (void)a->Kill(kBound);
-  });
-  const ::testing::AssertionResult lost = Restore(**b_client, 1);
-  kill_a.join();
-  EXPECT_FALSE(lost) << "B's claim must fail: A went";
-  EXPECT_NE(std::string(lost.message()).find("the fetch failed"), std::string::npos)
-      << lost.message();
-  std::vector<uint8_t> after;
-  strata::testing::ForEachConversationUnit(
-      b_planes, RestoredUnits(1), [&](size_t a_index, uint64_t, const uint8_t* unit) {
-        after.insert(after.end(), unit, unit + b_planes.allocations[a_index].unit_bytes);
-      });
-  EXPECT_EQ(after, before) << "nothing was written into B's planes";
+  };
+  // Restores conversation c in B while `kill` ends a process as soon as the
+  // manager asked A for the export (the `started`-th): the fetch must fail
+  // with nothing written.
+  const auto restore_while = [&](uint64_t c, uint64_t started, const std::function<void()>& kill) {
+    const std::vector<uint8_t> before = restored_bytes(c);
+    std::thread killer([&] {
+      (void)strata::testing::SampleAtLeast(base, "strata_pool_exports_total{outcome=\"started\"}",
+                                           started, kBound);
+      kill();
+    });
+    const ::testing::AssertionResult lost = Restore(**b_client, c);
+    killer.join();
+    EXPECT_FALSE(lost) << "B's claim of conversation " << c << " must fail";
+    EXPECT_NE(std::string(lost.message()).find("the fetch failed"), std::string::npos)
+        << lost.message();
+    EXPECT_EQ(restored_bytes(c), before) << "nothing was written into B's planes";
+  };
+
+  // The manager goes while B's claim of conversation 1 waits for A's export.
+  ASSERT_TRUE(strata::testing::StoreAndAwait(**a_client, Checkpoint(1), kBound)) << a->Log();
+  ASSERT_TRUE(strata::testing::SampleAtLeast(base, "strata_pool_holdings", 2, kBound));
+  restore_while(1, 2, [&] { (void)manager->Kill(kBound); });
+  manager = start_manager();  // the same addresses, an empty pool
+  ASSERT_TRUE(strata::testing::SampleAtLeast(base, "strata_pool_sessions", 0, kBound))
+      << manager->Log();
+  // Each instance reconnects on its next lookup after the reconnect
+  // interval; A's new session starts with its whole book.
+  std::this_thread::sleep_for(1100ms);
+  (void)strata::testing::Finds(**a_client, Tokens(0), kBound);
+  ASSERT_TRUE(strata::testing::SampleAtLeast(base, "strata_pool_holdings", 2, kBound))
+      << a->Log() << manager->Log();
+  {
+    ExportAnswerer answering(**a_client);
+    ASSERT_TRUE(Restore(**b_client, 1)) << b->Log() << a->Log() << manager->Log();
+    EXPECT_EQ(strata::testing::ConversationMismatches(b_planes, RestoredUnits(1), Bytes(1)), 0u);
+  }
+  EXPECT_EQ(ScrapeSample(base, "strata_pool_exports_total{outcome=\"relayed\"}"), 1u);
+
+  // A goes while B's claim of conversation 2 waits for A's export.
+  ASSERT_TRUE(strata::testing::StoreAndAwait(**a_client, Checkpoint(2), kBound)) << a->Log();
+  ASSERT_TRUE(strata::testing::SampleAtLeast(base, "strata_pool_holdings", 3, kBound));
+  restore_while(2, 2, [&] { (void)a->Kill(kBound); });
   EXPECT_EQ(ScrapeSample(base, "strata_pool_exports_total{outcome=\"lost\"}"), 1u);
 
   EXPECT_TRUE((*b_client)->Close(kBound).ok());
   EXPECT_EQ(b->Stop(kBound), 0) << b->Log();
-  EXPECT_EQ(manager.Stop(kBound), 0) << manager.Log();
+  EXPECT_EQ(manager->Stop(kBound), 0) << manager->Log();
   if (!HasFailure()) fs::remove_all(dir);
 }
 
