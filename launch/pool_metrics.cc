@@ -79,13 +79,15 @@ std::vector<MetricFamily> PoolManagerMetrics(const pool::PoolManagerStats& s) {
   out.push_back({"strata_pool_exports_total",
                  kCounter,
                  "Exports by outcome: started (asked of a holder), relayed (a waiting claim "
-                 "granted after the holder's commit), refused (the holder aborted), lost (its "
-                 "session ended), expired (past the claim setup limit); joined: claims that "
-                 "waited for an export already asked.",
+                 "granted after the holder's commit), refused (the holder aborted), failed (its "
+                 "commit refused, or the ask not sent), lost (its session ended), expired (past "
+                 "the claim's deadline: its claims failed); joined: claims that waited for an "
+                 "export already asked.",
                  {{{{"outcome", "started"}}, x.started},
                   {{{"outcome", "joined"}}, x.joined},
                   {{{"outcome", "relayed"}}, x.relayed},
                   {{{"outcome", "refused"}}, x.refused},
+                  {{{"outcome", "failed"}}, x.failed},
                   {{{"outcome", "lost"}}, x.lost},
                   {{{"outcome", "expired"}}, x.expired}}});
   // The TCP data channel (pool_data_server.h): "in" lands in the arena

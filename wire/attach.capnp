@@ -146,6 +146,7 @@ struct Hit {
   bytes @4 :UInt64;
   tokensGained @5 :UInt64;
   tier @6 :Tier;
+  pooled @7 :Bool;  # the pool supplies it (HostHit::pooled): costed at the pool's rate
 }
 
 struct LookupResult {

@@ -28,6 +28,7 @@ void Put(s::Hit::Builder out, const HostHit& hit) {
   out.setBytes(hit.bytes);
   out.setTokensGained(hit.tokens_gained);
   out.setTier(hit.tier == Tier::kDisk ? s::Tier::DISK : s::Tier::MEMORY);
+  out.setPooled(hit.pooled);
 }
 
 template <typename Builder>

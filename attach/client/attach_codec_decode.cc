@@ -59,6 +59,7 @@ Result<HostHit> GetHit(s::Hit::Reader in) {
   hit.bytes = in.getBytes();
   hit.tokens_gained = in.getTokensGained();
   STRATA_ASSIGN_OR_RETURN(hit.tier, (GetEnum<Tier>(in.getTier(), s::Tier::DISK, "Hit.tier")));
+  hit.pooled = in.getPooled();
   return hit;
 }
 

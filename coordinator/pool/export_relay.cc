@@ -16,10 +16,10 @@ PoolClaimAnswer FailedAnswer(uint64_t request_id, const Status& why) {
 
 std::optional<ExportRelay::Begun> ExportRelay::Begin(PoolCatalog& catalog, SessionId requester,
                                                      const PoolClaim& claim, uint64_t now_ms) {
-  if (claim.chain.empty())
-    return std::nullopt;  // A claim of a record an export is filling waits for that export.
+  if (claim.chain.empty()) return std::nullopt;
+  // A claim of a record an export is filling waits for that export.
   for (auto& [put, e] : exports_) {
-    if (e.key == claim.chain.back() && e.holder != requester &&
+    if (!e.expired && e.key == claim.chain.back() && e.holder != requester &&
         catalog.SameScope(e.holder, requester)) {
       e.waiters.push_back(Waiter{.requester = requester, .claim = claim});
       ++counts_.joined;
@@ -56,7 +56,7 @@ std::vector<RelayAnswer> ExportRelay::PutEnded(PoolCatalog& catalog, SessionId h
   const Export e = std::move(it->second);
   exports_.erase(it);
   if (how != Ended::kCommitted) {
-    ++counts_.refused;
+    ++(how == Ended::kAborted ? counts_.refused : counts_.failed);
     if (how == Ended::kAborted) catalog.DropHolding(holder, e.key);
     Fail(e,
          Status::Unavailable("the instance holding " + e.key.ToFileStem() + " did not export it"),
@@ -99,17 +99,13 @@ std::vector<RelayAnswer> ExportRelay::SessionEnded(PoolCatalog& catalog, Session
 
 std::vector<RelayAnswer> ExportRelay::Expire(uint64_t now_ms) {
   std::vector<RelayAnswer> out;
-  for (auto it = exports_.begin(); it != exports_.end();) {
-    if (now_ms < it->second.deadline_ms) {
-      ++it;
-      continue;
-    }
+  for (auto& [put, e] : exports_) {
+    if (e.expired || now_ms < e.deadline_ms) continue;
     ++counts_.expired;
-    Fail(it->second,
-         Status::Unavailable("the export of " + it->second.key.ToFileStem() +
-                             " passed its deadline"),
+    Fail(e, Status::Unavailable("the export of " + e.key.ToFileStem() + " passed its deadline"),
          out);
-    it = exports_.erase(it);
+    e.waiters.clear();
+    e.expired = true;
   }
   return out;
 }

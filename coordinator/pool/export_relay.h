@@ -39,6 +39,7 @@ struct ExportRelayCounts {
   uint64_t joined = 0;   // claims that waited for an export already asked
   uint64_t relayed = 0;  // waiting claims granted after the holder's commit
   uint64_t refused = 0;  // exports the holder aborted
+  uint64_t failed = 0;   // the holder's commit refused, or the ask not sent
   uint64_t lost = 0;     // exports whose holder's session ended
   uint64_t expired = 0;  // past their deadline (claims failed, the put left to the holder)
   uint64_t waiting = 0;  // gauge: claims waiting now
@@ -59,7 +60,8 @@ class ExportRelay {
   // already asked: std::monostate).
   using Begun = std::variant<std::monostate, PoolClaimAnswer, Ask>;
   std::optional<Begun> Begin(PoolCatalog& catalog, SessionId requester, const PoolClaim& claim,
-                             uint64_t now_ms);  // How a holder's put ended.
+                             uint64_t now_ms);
+  // How a holder's put ended.
   enum class Ended : uint8_t {
     kCommitted,     // the record is pooled: grant the waiting claims
     kAborted,       // the holder refused or failed: forget its holding too
@@ -71,10 +73,10 @@ class ExportRelay {
                                     uint64_t now_ms);
   // After `session` ended (its puts aborted by the catalog): the answers of
   // the claims waiting on its exports; its own waiting claims are dropped.
-  std::vector<RelayAnswer> SessionEnded(
-      PoolCatalog& catalog,
-      SessionId session);  // Exports past their deadline: their claims failed, the exports
-  // forgotten (the put stays the holder's until it ends it).
+  std::vector<RelayAnswer> SessionEnded(PoolCatalog& catalog, SessionId session);
+  // Exports past their deadline: their claims fail. The export is kept,
+  // without waiters and joined by no new claim, until the holder ends its
+  // put (an abort still forgets the holding) or its session ends.
   std::vector<RelayAnswer> Expire(uint64_t now_ms);
 
   ExportRelayCounts counts() const;
@@ -89,6 +91,7 @@ class ExportRelay {
     PrefixKey key;
     uint64_t deadline_ms = 0;
     std::vector<Waiter> waiters;
+    bool expired = false;  // its waiters failed; it waits for the holder's end only
   };
   // Fails every waiter of `e` with `why`.
   static void Fail(const Export& e, const Status& why, std::vector<RelayAnswer>& out);

@@ -365,9 +365,10 @@ class PooledStore final : public HostStore, public EvictionSink {
   // The copy of relayed export `id` ended (`copied`): its image into the
   // slots and the commit, or the abort.
   void FinishRelayed(ExportId id, const Status& copied);
-  // Close's: exports waiting for the copier are aborted (their ends
-  // queued), the copy under way finishes within `bound` (kUnavailable when
-  // it did not: it may still read the planes).
+  // Close's: from now on no copy starts (asks and pins are aborted at once);
+  // exports waiting for the copier are aborted (their ends queued), the copy
+  // under way finishes within `bound` (kUnavailable when it did not: it may
+  // still read the planes).
   Status DrainExports(std::chrono::milliseconds bound);
 
   // The landing tier is not the local chain (it is the pool's own).
@@ -429,6 +430,9 @@ class PooledStore final : public HostStore, public EvictionSink {
   std::deque<ExportId> to_copy_;  // pinned, waiting for the copier
   HeldCheckpoints held_;
   uint64_t announced_connection_ = 0;  // the connection the book was announced on
+  // Close began: no export copies out of the planes any more (asks and pins
+  // are aborted at once).
+  bool exports_closed_ = false;
   LookupTickets tickets_;
   // Last: destroyed first, so its thread has stopped before anything else goes.
   ClaimCopier copier_;

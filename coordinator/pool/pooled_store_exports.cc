@@ -23,7 +23,13 @@ void PooledStore::ExportPinned(ExportId export_id, const ExportDescription& desc
     if (exports_.description(export_id) == nullptr) AbortRelayed(export_id);
     return;
   }
-  if (relayed_.contains(export_id)) to_copy_.push_back(export_id);
+  if (!relayed_.contains(export_id)) return;
+  if (exports_closed_) {  // closing: the pin goes straight back
+    (void)exports_.Drained(export_id);
+    AbortRelayed(export_id);
+    return;
+  }
+  to_copy_.push_back(export_id);
 }
 
 void PooledStore::ExportRefused(ExportId export_id, ExportRefusal reason) {
@@ -99,6 +105,12 @@ void PooledStore::AdvanceExports() {
   ExportCopier* copier = tiers_.export_copier;
   if (client != nullptr) {
     for (ExportRequest& ask : client->TakeExportAsks()) {
+      if (exports_closed_) {  // closing: refused without asking the runtime
+        Result<uint64_t> sent = client->SendAbort(ask.put);
+        if (sent.ok()) client->ForgetAnswer(*sent);
+        ++stats_.exports_aborted;
+        continue;
+      }
       const uint64_t header = kRecordImageHeaderBytes;
       const ExportId id =
           exports_.Request(ExportAsk{.key = ask.key,
@@ -155,6 +167,7 @@ void PooledStore::AdvanceExports() {
 }
 
 Status PooledStore::DrainExports(std::chrono::milliseconds bound) {
+  exports_closed_ = true;
   ExportCopier* copier = tiers_.export_copier;
   while (!to_copy_.empty()) {
     const ExportId id = to_copy_.front();

@@ -368,6 +368,7 @@ void RegisterStore(py::module_& m) {
       .def_readonly("pages", &HostHit::pages)
       .def_readonly("bytes", &HostHit::bytes)
       .def_readonly("tokens_gained", &HostHit::tokens_gained)
+      .def_readonly("pooled", &HostHit::pooled)
       .def_property_readonly("tier", [](const HostHit& h) { return std::string(TierName(h.tier)); })
       .def("__repr__", [](const HostHit& h) {
         return "<strata.Hit consumed=" + std::to_string(h.endpoint.consumed) +

@@ -57,8 +57,7 @@ struct HostHit {
   uint64_t tokens_gained = 0;    // endpoint.consumed - resident tokens
   Tier tier = Tier::kMemory;     // the slowest tier the restore reads
   // The pool supplies it (a pooled store's claim, an export among them,
-  // precedes the restore): InboundPolicy costs it at the pool's rate. Not
-  // carried over the attach channel.
+  // precedes the restore): InboundPolicy costs it at the pool's rate.
   bool pooled = false;
 };
 

@@ -62,19 +62,21 @@ def test_another_instance_restores_what_only_a_runtimes_planes_hold(manager):  #
     until("the holding announced", lambda: a.stats()["pool"]["holdings"] == 1, a)
     assert a.stats()["pool"]["puts"] == 0
 
-    requested, ended, stop = [], [], threading.Event()
+    requested, ended, errors, stop = [], [], [], threading.Event()
 
     def runtime_loop():  # A's model thread: answers in the same iteration
-        while not stop.is_set():
-            for e in a.poll():
-                if e.kind == "export_requested":
-                    requested.append(e)
-                    assert e.generation == 3
-                    a.export_pinned(e.export_id, e.start_page, rm.CHAIN[e.start_page:],
-                                    rm.ROW_SLOT)
-                elif e.kind == "export_ended":
-                    ended.append(e)
-            time.sleep(0.001)
+        try:
+            while not stop.is_set():
+                for e in a.poll():
+                    if e.kind == "export_requested":
+                        requested.append(e)
+                        a.export_pinned(e.export_id, e.start_page, rm.CHAIN[e.start_page:],
+                                        rm.ROW_SLOT)
+                    elif e.kind == "export_ended":
+                        ended.append(e)
+                time.sleep(0.001)
+        except Exception as e:  # noqa: BLE001  (re-raised on the test's thread)
+            errors.append(e)
 
     serving = threading.Thread(target=runtime_loop)
     serving.start()
@@ -85,7 +87,7 @@ def test_another_instance_restores_what_only_a_runtimes_planes_hold(manager):  #
             deadline = time.monotonic() + BOUND_S
             hit = None
             while hit is None:  # A's announcement may reach the manager after B asks
-                assert time.monotonic() < deadline, "B never found A's holding"
+                assert time.monotonic() < deadline and not errors, f"B never found it {errors}"
                 ticket = b.begin_lookup(rm.TOKENS)
                 until("the ticket ready", lambda: b.ticket_status(ticket)["state"] == "ready", b)
                 hit = b.lookup_for(ticket, rm.TOKENS)
@@ -95,15 +97,18 @@ def test_another_instance_restores_what_only_a_runtimes_planes_hold(manager):  #
             rm.poll_until(b, "fetched")
             assert b.stats()["pool"]["claims"] == 1
         deadline = time.monotonic() + BOUND_S
-        while not ended:
+        while not ended and not errors:
             assert time.monotonic() < deadline, "the export never ended"
             time.sleep(0.01)
     finally:
         stop.set()
         serving.join()
+        pool = a.stats()["pool"]
+        a.close()
+    if errors:
+        raise errors[0]
     assert len(requested) == 1 and len(ended) == 1 and ended[0].ok
+    assert requested[0].generation == 3
     assert ended[0].export_id == requested[0].export_id
-    pool = a.stats()["pool"]
     assert pool["exports_served"] == 1 and pool["exports_aborted"] == 0, pool
-    a.close()
     assert rm.check_restored(b_tensors, 0, DEST_PAGES, DEST_ROW) is None

@@ -97,6 +97,7 @@ struct PoolSimCounts {
   uint64_t exports_relayed = 0;  // claims granted after the holder's commit
   uint64_t exports_refused = 0;  // asks the holder's runtime refused (a stale holding)
   uint64_t exports_failed = 0;   // waiting claims failed (refusal, holder gone, deadline)
+  uint64_t exports_expired = 0;  // exports past their deadline (the holder still copying)
   uint64_t notices_lost = 0;     // evictions whose notice never reached the manager
 
   void Add(const PoolSimCounts& o);

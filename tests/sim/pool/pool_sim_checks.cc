@@ -14,7 +14,8 @@ bool PoolSimWorld::Quiet() const {
       return false;
     }
   }
-  return catalog_ != nullptr;
+  // Every claim waiting for an export was answered: the relay holds none.
+  return catalog_ != nullptr && relay_->counts().waiting == 0;
 }
 
 void PoolSimWorld::Reconcile() {

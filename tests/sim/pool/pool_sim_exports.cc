@@ -148,7 +148,10 @@ void PoolSimWorld::ServeExports(SimInstance& inst) {
       e.pinned = true;
       e.generation = held->second.generation;
       e.pages = held->second.pages;
-      e.steps_left = static_cast<uint32_t>(rng_.Between(1, 3));
+      // Mostly a few steps; sometimes past the export's deadline (10 s and
+      // more), so that its claims fail while the holder still copies.
+      e.steps_left =
+          static_cast<uint32_t>(rng_.Chance(0.05) ? rng_.Between(24, 40) : rng_.Between(1, 3));
       Event(Name(inst) + " pins " + Subject(e.subject) + " for its export");
       continue;
     }

@@ -35,9 +35,9 @@ void PrintSummary(const strata::pool::sim::PoolSimCounts& c, double seconds, uin
   std::printf(
       "  exports: %llu holdings announced, %llu asked of a holder, %llu claims granted after "
       "the holder's commit, %llu refused (stale holdings; %llu eviction notices lost), %llu "
-      "waiting claims failed\n",
+      "waiting claims failed (%llu exports past their deadline)\n",
       U(c.holdings), U(c.exports_started), U(c.exports_relayed), U(c.exports_refused),
-      U(c.notices_lost), U(c.exports_failed));
+      U(c.notices_lost), U(c.exports_failed), U(c.exports_expired));
 }
 
 }  // namespace

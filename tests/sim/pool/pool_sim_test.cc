@@ -58,6 +58,7 @@ TEST_P(PoolSimulationSweep, EveryInvariantHoldsForEverySeed) {
   EXPECT_GT(total.exports_refused, 0u);
   EXPECT_GT(total.exports_failed, 0u);
   EXPECT_GT(total.notices_lost, 0u);
+  EXPECT_GT(total.exports_expired, 0u);
   std::printf("%llu seeds: %llu restores, %llu refused, %llu claims failed, %llu puts refused\n",
               static_cast<unsigned long long>(n),
               static_cast<unsigned long long>(total.restores_ok),

@@ -56,6 +56,7 @@ void PoolSimCounts::Add(const PoolSimCounts& o) {
   exports_refused += o.exports_refused;
   exports_failed += o.exports_failed;
   notices_lost += o.notices_lost;
+  exports_expired += o.exports_expired;
 }
 
 PoolSimWorld::PoolSimWorld(const PoolSimOptions& options) : options_(options), rng_(options.seed) {
@@ -111,7 +112,11 @@ void PoolSimWorld::Step(bool faults) {
   now_ms_ += kStepMs;
   if (catalog_ == nullptr && manager_restart_in_ > 0 && --manager_restart_in_ == 0) StartManager();
   if (catalog_ != nullptr) ExpireClaims();
-  if (catalog_ != nullptr) DeliverRelayAnswers(relay_->Expire(now_ms_));
+  if (catalog_ != nullptr) {
+    const uint64_t expired = relay_->counts().expired;
+    DeliverRelayAnswers(relay_->Expire(now_ms_));
+    counts_.exports_expired += relay_->counts().expired - expired;
+  }
   for (SimInstance& inst : instances_) {
     if (!inst.up) {
       if (--inst.restart_in == 0) {

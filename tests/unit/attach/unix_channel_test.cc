@@ -98,6 +98,28 @@ TEST(AttachCodecTest, StoreEventsAndCloseDoneRoundTripWithTheirStatus) {
   EXPECT_EQ(got.key.consumed, 128u);
 }
 
+TEST(AttachCodecTest, AHitRoundTripsWithItsTierAndWhetherThePoolSuppliesIt) {
+  for (const bool pooled : {false, true}) {
+    HostHit hit;
+    hit.endpoint.consumed = 256;
+    hit.chain = {hit.endpoint};
+    hit.pages = 4;
+    hit.bytes = 4096;
+    hit.tokens_gained = 256;
+    hit.tier = pooled ? Tier::kMemory : Tier::kDisk;
+    hit.pooled = pooled;
+    auto frame = EncodeAttachFrame(LookupResult{.request_id = 3, .hit = hit});
+    ASSERT_TRUE(frame.ok());
+    auto back = DecodeAttachFrame(frame->words);
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    const auto& got = std::get<LookupResult>(*back);
+    ASSERT_TRUE(got.hit.has_value());
+    EXPECT_EQ(got.hit->pooled, pooled);
+    EXPECT_EQ(got.hit->tier, hit.tier);
+    EXPECT_EQ(got.hit->bytes, 4096u);
+  }
+}
+
 TEST(AttachCodecTest, TwoStepLookupsRoundTripAndAnAdmissionNamesItsTicket) {
   const LookupRequest admit{.request_id = 12,
                             .tokens = {1, 2, 3},

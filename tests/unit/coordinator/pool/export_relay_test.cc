@@ -135,6 +135,20 @@ TEST_F(ExportRelayTest, AnExportPastItsDeadlineFailsItsClaimsAndLeavesThePutToTh
   EXPECT_EQ(catalog_.counts().records, 1u);
 }
 
+TEST_F(ExportRelayTest, AnAbortAfterTheDeadlineStillForgetsTheHolding) {
+  std::optional<ExportRelay::Ask> ask = Begin(b_, 7);
+  ASSERT_TRUE(ask.has_value());
+  ASSERT_EQ(relay_.Expire(uint64_t{1} << 40).size(), 1u);
+  // A claim meanwhile does not join the expired export (it is arriving).
+  EXPECT_FALSE(relay_.Begin(catalog_, c_, Claim(9), 1).has_value());
+  ASSERT_TRUE(catalog_.AbortPut(a_, ask->ask.ask.put).ok());
+  EXPECT_TRUE(
+      relay_.PutEnded(catalog_, a_, ask->ask.ask.put, ExportRelay::Ended::kAborted, 2).empty());
+  EXPECT_FALSE(catalog_.LookupHeld(b_, history_, 0, history_.size()).has_value())
+      << "the stale holding is forgotten";
+  EXPECT_EQ(relay_.counts().refused, 1u);
+}
+
 TEST_F(ExportRelayTest, AFailedCommitFailsTheClaimsButKeepsTheHolding) {
   std::optional<ExportRelay::Ask> ask = Begin(b_, 7);
   ASSERT_TRUE(ask.has_value());
