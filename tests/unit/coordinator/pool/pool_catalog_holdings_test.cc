@@ -14,21 +14,13 @@ namespace {
 constexpr uint32_t kPageTokens = 64;
 constexpr ExportRecordSizes kSizes{.page_record_bytes = 8192, .row_segment_bytes = 4096};
 
-PoolScope Scope(uint8_t layout_tag) {
-  PoolScope s;
-  s.pool_name = "test-pool";
-  s.layout[0] = layout_tag;
-  s.rank_plane_bytes = {{1024, 2048}};
-  return s;
-}
-
 class PoolCatalogHoldingsTest : public ::testing::Test {
  protected:
   void TearDown() override { EXPECT_TRUE(catalog_.CheckInvariants().ok()); }
   SessionId Open(const char* uuid, uint8_t layout_tag = 1) {
     const std::vector<std::string> gpus{uuid};
-    auto s = catalog_.OpenSession(ComputeInstanceId("test-pool", gpus), Scope(layout_tag),
-                                  kPageTokens, 0);
+    auto s = catalog_.OpenSession(ComputeInstanceId("test-pool", gpus),
+                                  testing::CatalogScope(layout_tag), kPageTokens, 0);
     EXPECT_TRUE(s.ok()) << s.status().ToString();
     return *s;
   }

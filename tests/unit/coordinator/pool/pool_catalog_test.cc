@@ -20,14 +20,6 @@ namespace {
 constexpr uint64_t kSlotBytes = 4096;
 constexpr uint32_t kPageTokens = 64;
 
-PoolScope Scope(uint8_t layout_tag) {
-  PoolScope s;
-  s.pool_name = "test-pool";
-  s.layout[0] = layout_tag;
-  s.rank_plane_bytes = {{1024, 2048}};
-  return s;
-}
-
 InstanceId Instance(const char* uuid) {
   const std::vector<std::string> gpus{uuid};
   return ComputeInstanceId("test-pool", gpus);
@@ -46,7 +38,8 @@ class PoolCatalogTest : public ::testing::Test {
   void TearDown() override { EXPECT_TRUE(catalog_.CheckInvariants().ok()); }
 
   SessionId Open(const char* uuid, uint8_t layout_tag = 1) {
-    auto s = catalog_.OpenSession(Instance(uuid), Scope(layout_tag), kPageTokens, now_ms_);
+    auto s = catalog_.OpenSession(Instance(uuid), testing::CatalogScope(layout_tag), kPageTokens,
+                                  now_ms_);
     EXPECT_TRUE(s.ok()) << s.status().ToString();
     return *s;
   }

@@ -25,6 +25,15 @@ inline std::string MakeTestDir(const std::string& prefix) {
   return ::mkdtemp(path.data()) != nullptr ? path : std::string();
 }
 
+// The catalog tests' scope of pool "test-pool" (another tag: another layout).
+inline PoolScope CatalogScope(uint8_t layout_tag) {
+  PoolScope s;
+  s.pool_name = "test-pool";
+  s.layout[0] = layout_tag;
+  s.rank_plane_bytes = {{1024, 2048}};
+  return s;
+}
+
 // `count` consecutive tokens from `seed`.
 inline std::vector<Token> Tokens(uint32_t count, uint32_t seed) {
   std::vector<Token> t(count);
