@@ -21,6 +21,7 @@
 #include "store/disk/disk_thread.h"
 #include "store/io/uring_block_io.h"
 #include "store/record/record_dir.h"
+#include "store/transfer/slab_pool.h"
 
 namespace strata {
 
@@ -83,15 +84,29 @@ struct PhaseResult {
   }
 };
 
-// Slab-like memory: equal page-record-sized slots in one mapping, handed out
-// in a scrambled order so a record's pieces are not contiguous.
+// Slab memory: equal page-record-sized slots of one SlabPool mapping (huge
+// pages advised, as the staging slabs the disk thread writes from and reads
+// into), handed out in a scrambled order so a record's pieces are not
+// contiguous.
 class SlotPool {
  public:
-  SlotPool(uint64_t slot_bytes, uint64_t slots)
-      : slot_bytes_(slot_bytes), memory_(slot_bytes * slots) {
+  static Result<std::unique_ptr<SlotPool>> Create(uint64_t slot_bytes, uint64_t slots) {
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<SlabPool> slabs,
+                            SlabPool::Create(slot_bytes, slots, 0));
+    return std::unique_ptr<SlotPool>(new SlotPool(std::move(slabs)));
+  }
+  std::byte* slot(uint64_t i) const { return base_ + order_[i] * slot_bytes_; }
+  std::span<std::byte> memory() const { return {base_, slot_bytes_ * order_.size()}; }
+
+ private:
+  explicit SlotPool(std::unique_ptr<SlabPool> slabs)
+      : slabs_(std::move(slabs)),
+        base_(reinterpret_cast<std::byte*>(slabs_->address(SlotId(0)))),
+        slot_bytes_(slabs_->slot_bytes()) {
+    const uint64_t slots = slabs_->total_slots();
     uint64_t x = 0x9e3779b97f4a7c15ULL;
-    auto* words = reinterpret_cast<uint64_t*>(memory_.data());
-    for (uint64_t i = 0; i < memory_.size() / 8; ++i) {
+    auto* words = reinterpret_cast<uint64_t*>(base_);
+    for (uint64_t i = 0; i < slot_bytes_ * slots / 8; ++i) {
       x ^= x << 13;
       x ^= x >> 7;
       x ^= x << 17;
@@ -102,12 +117,10 @@ class SlotPool {
     while (std::gcd(stride, slots) != 1) stride += 2;
     for (uint64_t i = 0; i < slots; ++i) order_.push_back(i * stride % slots);
   }
-  std::byte* slot(uint64_t i) const { return memory_.data() + order_[i] * slot_bytes_; }
-  const AlignedBuffer& memory() const { return memory_; }
 
- private:
+  std::unique_ptr<SlabPool> slabs_;
+  std::byte* base_;
   uint64_t slot_bytes_;
-  AlignedBuffer memory_;
   std::vector<uint64_t> order_;
 };
 
@@ -182,7 +195,7 @@ Status DiskBench::Setup() {
 
   const uint64_t slot = extents_.page_record_bytes;
   const uint64_t row_slots = (extents_.row_segment_bytes + slot - 1) / slot;
-  pool_ = std::make_unique<SlotPool>(slot, o_.depth * (o_.pages + row_slots));
+  STRATA_ASSIGN_OR_RETURN(pool_, SlotPool::Create(slot, o_.depth * (o_.pages + row_slots)));
   if (pool_->memory().size() < o_.request_mib * kMiB) {
     return Status::InvalidArgument(
         "--request-mib " + std::to_string(o_.request_mib) + " exceeds the " +
@@ -290,7 +303,7 @@ Status DiskBench::Baseline(BlockOp op, PhaseResult& r) {
   spec.total_bytes = uint64_t{o_.records} * extents_.file_bytes_with_row();
   spec.request_bytes = o_.request_mib * kMiB;
   spec.requests = o_.requests;
-  spec.memory = pool_->memory().span();
+  spec.memory = pool_->memory();
   spec.durability = o_.sync ? Durability::kSync : Durability::kNone;
   spec.nice = o_.nice;
   STRATA_ASSIGN_OR_RETURN(SequentialIoResult run, RunSequentialIo(fs_, dir_->fd(), spec));
@@ -330,8 +343,9 @@ double Median(std::vector<double> v) { return Percentile(std::move(v), 0.5); }
 // One phase (write or read) over every round: medians of the per-round
 // figures, the ratio as the median of per-round ratios (each round measures
 // baseline and store back to back, so slow drift of a shared disk cancels).
+// `cold_read` is the median ColdReadCpuSecondsPerGb over the rounds.
 nlohmann::json PhaseJson(const std::vector<PhaseResult>& store,
-                         const std::vector<PhaseResult>& base) {
+                         const std::vector<PhaseResult>& base, double cold_read) {
   std::vector<double> store_gbps, base_gbps, ratio, share, busy, store_cpu, hash_cpu, base_cpu,
       store_lat, base_lat;
   for (size_t i = 0; i < store.size(); ++i) {
@@ -357,6 +371,10 @@ nlohmann::json PhaseJson(const std::vector<PhaseResult>& store,
           {"store_cpu_s_per_gb", Median(store_cpu)},
           {"checksum_cpu_s_per_gb", Median(hash_cpu)},
           {"baseline_cpu_s_per_gb", Median(base_cpu)},
+          // The least a checksummed path can cost: the plain I/O's CPU plus
+          // one read of every byte from memory.
+          {"floor_cpu_s_per_gb", Median(base_cpu) + cold_read},
+          {"cpu_vs_floor", Median(store_cpu) / (Median(base_cpu) + cold_read)},
           {"checksum_share", Median(share)},
           {"disk_thread_busy_share", Median(busy)}};
 }
@@ -380,6 +398,7 @@ Status DiskBench::Settle() { return fs_.SyncFilesystem(dir_->fd()); }
 Status DiskBench::Run(nlohmann::json& out) {
   Status s = Setup();
   std::vector<PhaseResult> bw(o_.rounds), sw(o_.rounds), br(o_.rounds), sr(o_.rounds);
+  std::vector<double> cold_read(o_.rounds);
   for (uint32_t round = 0; round < o_.rounds && s.ok(); ++round) {
     if (s.ok()) s = RemoveFiles();
     if (s.ok()) s = Settle();
@@ -390,11 +409,13 @@ Status DiskBench::Run(nlohmann::json& out) {
     if (s.ok()) s = BaselineRead(br[round]);
     if (s.ok()) s = Settle();
     if (s.ok()) s = StoreRead(sr[round]);
+    if (s.ok()) cold_read[round] = ColdReadCpuSecondsPerGb(pool_->memory(), o_.nice);
   }
   Cleanup();
   STRATA_RETURN_IF_ERROR(s);
-  const nlohmann::json write = PhaseJson(sw, bw);
-  const nlohmann::json read = PhaseJson(sr, br);
+  const double cold = Median(cold_read);
+  const nlohmann::json write = PhaseJson(sw, bw, cold);
+  const nlohmann::json read = PhaseJson(sr, br, cold);
   out = {{"benchmark", "disk"},
          {"dir", o_.dir},
          {"records", o_.records},
@@ -417,6 +438,7 @@ Status DiskBench::Run(nlohmann::json& out) {
          {"read_ratio", read["ratio"]},
          {"checksum_share", write["checksum_share"]},
          {"read_checksum_share", read["checksum_share"]},
+         {"cold_read_cpu_s_per_gb", cold},
          {"write", write},
          {"read", read}};
   return Status::Ok();

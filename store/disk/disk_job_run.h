@@ -57,6 +57,14 @@ class JobRun {
 
   // Does synchronous steps and issues requests while the sink has room.
   virtual void Advance(RequestSink& sink) = 0;
+  // Checksum work the run has deferred until its requests were issued (or,
+  // for reads, until their bytes landed and the freed slots were refilled):
+  // the thread calls HashSome, one bounded unit (a page or a row piece) at a
+  // time, and takes new completions between units, so hashing never keeps
+  // the disk's queue short. A run does not finish, nor write a header, while
+  // work is pending.
+  virtual bool HashPending() const { return false; }
+  virtual void HashSome() {}
   // The request `part` finished: OK after all its bytes moved, else why not.
   virtual void OnDone(uint32_t part, const Status& status) = 0;
   // True once the run needs nothing more and has no request in flight.

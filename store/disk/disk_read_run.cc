@@ -1,8 +1,9 @@
 // The read state machine: open the record, read and check its header against
 // the expected one (so a changed file can never enlarge a read), check the
 // file covers what is asked, then read the needed part of the checksum
-// segment and the payload chunks. Each page is hashed as soon as all of its
-// bytes have landed, the row as soon as a prefix of it has; at the end every
+// segment and the payload chunks. Each page is hashed once all of its bytes
+// have landed, the row piece by piece in order as they land, each a unit of
+// HashSome that the thread runs after refilling the disk's queue; at the end every
 // page read is compared with its stored checksum and the row with the
 // header's, reporting the first bad page by index.
 #include <time.h>
@@ -49,7 +50,7 @@ class ReadRun final : public JobRun {
       phase_ = Phase::kHeaderReading;
     }
     if (phase_ == Phase::kPayload) IssuePayload(sink);
-    if (phase_ == Phase::kDraining && inflight == 0) Verify();
+    if (phase_ == Phase::kDraining && inflight == 0 && !HashPending()) Verify();
   }
 
   void OnDone(uint32_t part, const Status& status) override {
@@ -188,17 +189,34 @@ class ReadRun final : public JobRun {
     if (next_chunk_ == total) phase_ = Phase::kDraining;
   }
 
+  // Notes which pieces this chunk completed; their hashing waits for HashSome.
   void ChunkLanded(uint32_t part) {
-    const uint64_t start = NowNs();
     const Chunk& c = chunks_[part];
-    const uint32_t pages = static_cast<uint32_t>(job_.pages.size());
+    const auto pages = static_cast<uint32_t>(job_.pages.size());
     for (uint32_t p = c.first_piece; p <= c.last_piece; ++p) {
-      if (--pending_[p] == 0 && p < pages) {
-        page_sums_[p] = Xxh3({job_.pages[p].data, job_.pages[p].bytes});
-      }
+      if (--pending_[p] == 0 && p < pages) landed_pages_.push_back(p);
     }
-    while (row_hashed_ < job_.row.size() && pending_[pages + row_hashed_] == 0) {
-      row_sum_.Update({job_.row[row_hashed_].data, job_.row[row_hashed_].bytes});
+  }
+
+  bool RowPieceLanded() const {
+    return row_hashed_ < job_.row.size() && pending_[job_.pages.size() + row_hashed_] == 0;
+  }
+
+  bool HashPending() const override {
+    return (phase_ == Phase::kPayload || phase_ == Phase::kDraining) &&
+           (next_landed_ < landed_pages_.size() || RowPieceLanded());
+  }
+
+  // Hashes one landed page, or the next row piece once it landed (the row
+  // is one stream, fed in file order).
+  void HashSome() override {
+    if (!HashPending()) return;
+    const uint64_t start = NowNs();
+    if (next_landed_ < landed_pages_.size()) {
+      const uint32_t p = landed_pages_[next_landed_++];
+      page_sums_[p] = Xxh3Cold({job_.pages[p].data, job_.pages[p].bytes});
+    } else {
+      row_sum_.UpdateCold({job_.row[row_hashed_].data, job_.row[row_hashed_].bytes});
       ++row_hashed_;
     }
     ctx_.counters.read_hash_ns += NowNs() - start;
@@ -248,7 +266,9 @@ class ReadRun final : public JobRun {
   std::vector<Chunk> chunks_;
   size_t next_chunk_ = 0;
   std::vector<uint32_t> pending_;  // chunks still to land, per piece (pages, then row)
-  size_t row_hashed_ = 0;          // row pieces folded into row_sum_
+  std::vector<uint32_t> landed_pages_;  // pages whose bytes all landed, in landing order
+  size_t next_landed_ = 0;              // landed_pages_ below it are hashed
+  size_t row_hashed_ = 0;               // row pieces folded into row_sum_
   std::vector<uint64_t> page_sums_;
   Xxh3Stream row_sum_;
   uint64_t payload_bytes_ = 0;

@@ -270,10 +270,22 @@ struct DiskThread::State final : RequestSink, std::enable_shared_from_this<DiskT
         }
       }
       if (stopping && active.empty()) break;
+      // Deferred checksums, one unit per turn, oldest run first; between
+      // units the ring is checked without waiting, and the loop's top
+      // refills the slots that completions freed.
+      JobRun* hashing = nullptr;
+      for (auto& run : active) {
+        if (run->HashPending()) {
+          hashing = run.get();
+          break;
+        }
+      }
+      if (hashing != nullptr) hashing->HashSome();
       const auto wait_start = std::chrono::steady_clock::now();
       busy_ns += static_cast<uint64_t>(
           std::chrono::duration_cast<std::chrono::nanoseconds>(wait_start - busy_start).count());
-      Result<size_t> n = io->Reap(reaped, kIdleWait);
+      Result<size_t> n =
+          io->Reap(reaped, hashing != nullptr ? std::chrono::nanoseconds(0) : kIdleWait);
       busy_start = std::chrono::steady_clock::now();
       if (!n.ok()) {
         if (++reap_failures < kReapFailureLimit) continue;

@@ -1,9 +1,13 @@
 // The write state machine: open a temporary file and preallocate it, stream
-// the page and row chunks (hashing each page and the row just before its
-// bytes are issued, unless the job brought their sums), write the header and checksum segment,
+// the page and row chunks (hashing each page and the row after the request
+// carrying its bytes is issued, one page or row piece per HashSome, unless
+// the job brought their sums), write the header and checksum segment once
+// every sum is known,
 // optionally fdatasync, rename into place and optionally fsync the directory. On any failure it
 // stops issuing, waits for its in-flight requests, and removes the temporary file.
 #include <time.h>
+
+#include <algorithm>
 
 #include "store/base/aligned_buffer.h"
 #include "store/disk/disk_job_run.h"
@@ -29,7 +33,7 @@ class WriteRun final : public JobRun {
   void Advance(RequestSink& sink) override {
     if (phase_ == Phase::kOpen) Open();
     if (phase_ == Phase::kData) IssueData(sink);
-    if (phase_ == Phase::kHeader && sink.HasRoom()) IssueHeader(sink);
+    if (phase_ == Phase::kHeader && sink.HasRoom() && !HashPending()) IssueHeader(sink);
     if (phase_ == Phase::kWaitData && inflight == 0) {
       phase_ = job_.durability == Durability::kSync ? Phase::kSyncFile : Phase::kCommit;
     }
@@ -111,7 +115,7 @@ class WriteRun final : public JobRun {
     fd_ = *fd;
     temporary_exists_ = true;
     page_sums_ = std::move(job_.page_sums);  // brought by the caller: not hashed here
-    if (!page_sums_.empty()) next_unhashed_page_ = static_cast<uint32_t>(page_sums_.size());
+    if (!page_sums_.empty()) first_page_to_hash_ = static_cast<uint32_t>(page_sums_.size());
     page_sums_.resize(job_.header.tail_page_count, 0);
     // The row segment follows the last page: one run of requests covers both.
     pieces_ = job_.pages;
@@ -120,21 +124,27 @@ class WriteRun final : public JobRun {
     phase_ = Phase::kData;
   }
 
-  // Hashes the pages and row bytes a chunk is about to write. A page is
-  // hashed whole, with the first chunk that touches it; row bytes stream
-  // through row_sum_ in file order. Sums the job brought are not recomputed.
-  void HashChunk(const Chunk& c) {
+  // Pieces (pages, then row pieces) whose bytes some issued request writes
+  // and that are not hashed yet. The caller's bytes do not change while the
+  // job runs, so hashing them after the kernel has the request is hashing
+  // what is written; the disk queue is refilled first.
+  bool HashPending() const override {
+    return (phase_ == Phase::kData || phase_ == Phase::kHeader) && next_hash_piece_ < hashable_end_;
+  }
+
+  // Hashes one piece: a page whole, or a row piece into row_sum_ in file
+  // order. Sums the job brought are not recomputed.
+  void HashSome() override {
+    if (!HashPending()) return;
     const uint64_t start = NowNs();
     const size_t pages = job_.pages.size();
-    for (size_t i = 0; i < c.iov.size(); ++i) {
-      const uint32_t p = c.iov_piece[i];
-      if (p < pages) {
-        if (p < next_unhashed_page_) continue;
-        page_sums_[p] = Xxh3({job_.pages[p].data, job_.pages[p].bytes});
-        next_unhashed_page_ = p + 1;
-      } else if (!job_.row_sum) {
-        row_sum_.Update({static_cast<const std::byte*>(c.iov[i].iov_base), c.iov[i].iov_len});
+    const uint32_t p = next_hash_piece_++;
+    if (p < pages) {
+      if (p >= first_page_to_hash_) {
+        page_sums_[p] = Xxh3Cold({job_.pages[p].data, job_.pages[p].bytes});
       }
+    } else if (!job_.row_sum) {
+      row_sum_.UpdateCold({job_.row[p - pages].data, job_.row[p - pages].bytes});
     }
     ctx_.counters.write_hash_ns += NowNs() - start;
   }
@@ -142,7 +152,7 @@ class WriteRun final : public JobRun {
   void IssueData(RequestSink& sink) {
     while (sink.HasRoom() && next_chunk_ < chunks_.size()) {
       Chunk& c = chunks_[next_chunk_];
-      HashChunk(c);
+      hashable_end_ = std::max(hashable_end_, c.last_piece + 1);
       for (const iovec& v : c.iov) payload_bytes_ += v.iov_len;
       sink.Issue(*this, static_cast<uint32_t>(next_chunk_), BlockOp::kWrite, fd_, c.offset,
                  std::move(c.iov));
@@ -205,7 +215,9 @@ class WriteRun final : public JobRun {
   std::vector<IoPiece> pieces_;  // pages, then row pieces
   std::vector<Chunk> chunks_;
   size_t next_chunk_ = 0;
-  uint32_t next_unhashed_page_ = 0;
+  uint32_t first_page_to_hash_ = 0;  // pages below it brought their sums
+  uint32_t next_hash_piece_ = 0;     // pieces below it are hashed (or need not be)
+  uint32_t hashable_end_ = 0;        // pieces below it are in issued requests
   std::vector<uint64_t> page_sums_;
   Xxh3Stream row_sum_;
   AlignedBuffer header_buffer_;

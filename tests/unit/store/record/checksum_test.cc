@@ -32,6 +32,24 @@ TEST(ChecksumTest, StreamOverPiecesEqualsOneShot) {
   EXPECT_EQ(s.Digest(), Xxh3(data));
 }
 
+TEST(ChecksumTest, TheColdPathEqualsTheOneShotForEverySize) {
+  std::vector<std::byte> data((1 << 20) + 4097);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<std::byte>(i * 131 + (i >> 9));
+  // Below, at and across the prefetch step and the one-shot threshold, and
+  // unaligned starts.
+  for (size_t size : {0u, 1u, 4095u, 4096u, 16384u, 16385u, 65536u, 589824u, 1u << 20}) {
+    for (size_t start : {0u, 1u, 4097u}) {
+      const auto bytes = std::span<const std::byte>(data).subspan(start, size);
+      EXPECT_EQ(Xxh3Cold(bytes), Xxh3(bytes)) << size << " bytes from " << start;
+    }
+  }
+  Xxh3Stream s;
+  s.Update(std::span(data).first(100));
+  s.UpdateCold(std::span(data).subspan(100, 300000));
+  s.Update(std::span(data).subspan(300100));
+  EXPECT_EQ(s.Digest(), Xxh3(data));
+}
+
 TEST(ChecksumTest, OneFlippedBitChangesTheSum) {
   std::vector<std::byte> data(16384, std::byte{7});
   const uint64_t before = Xxh3(data);
