@@ -7,9 +7,6 @@
 #include <unistd.h>
 
 #include <time.h>
-#if defined(__x86_64__)
-#include <emmintrin.h>
-#endif
 
 #include <algorithm>
 #include <chrono>
@@ -121,14 +118,10 @@ void RunLikeWorkerThreads(int nice, const std::function<void()>& work) {
   worker.join();
 }
 
-double ColdReadCpuSecondsPerGb(std::span<const std::byte> memory, int nice) {
+double ReadPassCpuSecondsPerGb(std::span<const std::byte> memory, int nice) {
   if (memory.empty()) return 0;
   double seconds = 0;
   RunLikeWorkerThreads(nice, [&] {
-#if defined(__x86_64__)
-    for (size_t at = 0; at < memory.size(); at += 64) _mm_clflush(memory.data() + at);
-    _mm_mfence();
-#endif
     timespec before{}, after{};
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &before);
     // Eight independent sums, and each next 4 KiB prefetched while this one

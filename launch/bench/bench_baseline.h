@@ -45,14 +45,14 @@ Result<SequentialIoResult> RunSequentialIo(FileSystem& fs, int dir_fd,
 Status CheckDirectIo(int dir_fd, const std::string& dir);
 
 // CPU seconds per GB of one pass that reads every byte of `memory` once
-// (summing 64-bit words), on a thread scheduled like the disk thread
-// (RunLikeWorkerThreads, `nice`), after every line of it was flushed from the
-// caches. What a checksum of bytes nobody touched lately (landed by a
-// device's DMA, or written long ago) costs at least on one core, whatever
-// the hash: with plain O_DIRECT I/O's own CPU it is the floor of a
-// checksummed disk path's CPU per GB (docs/performance.md, "Disk-path CPU
-// cost"). 0 for an empty span.
-double ColdReadCpuSecondsPerGb(std::span<const std::byte> memory, int nice);
+// (summing 64-bit words, the next 4 KiB prefetched), on a thread scheduled
+// like the disk thread (RunLikeWorkerThreads, `nice`), in whatever cache
+// state the caller left it: right after plain O_DIRECT reads landed in it,
+// the state a record read's checksums find their bytes in. A checksum must
+// read every byte at least once, whatever the hash, so with plain O_DIRECT
+// I/O's own CPU this is the floor of a checksummed disk path's CPU per GB
+// (docs/performance.md, "Disk-path CPU cost"). 0 for an empty span.
+double ReadPassCpuSecondsPerGb(std::span<const std::byte> memory, int nice);
 
 // User + system CPU seconds of this process so far.
 double ProcessCpuSeconds();

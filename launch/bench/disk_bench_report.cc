@@ -28,15 +28,16 @@ void PrintDiskBenchTable(const nlohmann::json& j) {
                 100 * p["checksum_share"].get<double>());
   }
   std::printf(
-      "CPU s/GB: write %.3f, read %.3f; floor (plain O_DIRECT + one cold read of every byte, "
-      "%.3f) write %.3f, read %.3f; goal <= 0.15\n",
+      "CPU s/GB: write %.3f, read %.3f; floor (plain O_DIRECT + one read of every byte just "
+      "landed, %.3f) write %.3f, read %.3f; goal <= 0.15\n",
       j["write"]["store_cpu_s_per_gb"].get<double>(), j["read"]["store_cpu_s_per_gb"].get<double>(),
-      j["cold_read_cpu_s_per_gb"].get<double>(), j["write"]["floor_cpu_s_per_gb"].get<double>(),
+      j["read_pass_cpu_s_per_gb"].get<double>(), j["write"]["floor_cpu_s_per_gb"].get<double>(),
       j["read"]["floor_cpu_s_per_gb"].get<double>());
   const bool met = j["write_ratio"].get<double>() >= 0.90 &&
                    j["read_ratio"].get<double>() >= 0.90 &&
-                   j["checksum_share"].get<double>() <= 0.10;
-  std::printf("goal (both ratios >= 0.90, write checksum share <= 10%%): %s\n",
+                   j["write"]["store_cpu_s_per_gb"].get<double>() <= 0.15 &&
+                   j["read"]["store_cpu_s_per_gb"].get<double>() <= 0.15;
+  std::printf("goal (both ratios >= 0.90, at most 0.15 CPU s/GB each way): %s\n",
               met ? "met" : "NOT met");
 }
 
