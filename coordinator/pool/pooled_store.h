@@ -362,6 +362,9 @@ class PooledStore final : public HostStore, public EvictionSink {
   // Aborts the put of relayed export `id` (when its connection is still
   // the link's) and forgets it.
   void AbortRelayed(ExportId id);
+  // Aborts every pinned export still waiting for the copier; each one's end
+  // (kExportEnded) hands its pin back.
+  void AbortQueuedCopies();
   // The copy of relayed export `id` ended (`copied`): its image into the
   // slots and the commit, or the abort.
   void FinishRelayed(ExportId id, const Status& copied);

@@ -100,6 +100,15 @@ void PooledStore::FinishRelayed(ExportId id, const Status& copied) {
   relayed_.erase(it);
 }
 
+void PooledStore::AbortQueuedCopies() {
+  while (!to_copy_.empty()) {
+    const ExportId id = to_copy_.front();
+    to_copy_.pop_front();
+    (void)exports_.Drained(id);  // its end hands the pin back
+    AbortRelayed(id);
+  }
+}
+
 void PooledStore::AdvanceExports() {
   PoolClient* client = link_->connected();
   ExportCopier* copier = tiers_.export_copier;
@@ -135,13 +144,7 @@ void PooledStore::AdvanceExports() {
     }
   }
   if (copier == nullptr) {
-    // Every pinned export is aborted; its end hands the pin back.
-    while (!to_copy_.empty()) {
-      const ExportId id = to_copy_.front();
-      to_copy_.pop_front();
-      (void)exports_.Drained(id);
-      AbortRelayed(id);
-    }
+    AbortQueuedCopies();
     return;
   }
   while (true) {
@@ -169,12 +172,7 @@ void PooledStore::AdvanceExports() {
 Status PooledStore::DrainExports(std::chrono::milliseconds bound) {
   exports_closed_ = true;
   ExportCopier* copier = tiers_.export_copier;
-  while (!to_copy_.empty()) {
-    const ExportId id = to_copy_.front();
-    to_copy_.pop_front();
-    (void)exports_.Drained(id);
-    AbortRelayed(id);
-  }
+  AbortQueuedCopies();
   if (copier == nullptr) return Status::Ok();
   const auto deadline = std::chrono::steady_clock::now() + bound;
   while (copier->busy()) {

@@ -265,7 +265,7 @@ class ReadRun final : public JobRun {
   bool sums_landed_ = false;
   std::vector<Chunk> chunks_;
   size_t next_chunk_ = 0;
-  std::vector<uint32_t> pending_;  // chunks still to land, per piece (pages, then row)
+  std::vector<uint32_t> pending_;       // chunks still to land, per piece (pages, then row)
   std::vector<uint32_t> landed_pages_;  // pages whose bytes all landed, in landing order
   size_t next_landed_ = 0;              // landed_pages_ below it are hashed
   size_t row_hashed_ = 0;               // row pieces folded into row_sum_

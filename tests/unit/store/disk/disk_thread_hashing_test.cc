@@ -56,35 +56,41 @@ DiskThreadOptions OneRequestAtATime() {
   return o;
 }
 
+// Submits one job and waits for its completion.
+DiskCompletion RunJob(DiskThread& thread, DiskJob job) {
+  const JobId id = job.id;
+  if (Status s = thread.Submit(std::move(job)); !s.ok()) return {id, s, 0, {}, {}};
+  std::vector<DiskCompletion> done;
+  if (!thread.WaitForCompletion(testing::kJobWait) || thread.Poll(done) != 1) {
+    return {id, Status::Internal("no single completion"), 0, {}, {}};
+  }
+  return std::move(done[0]);
+}
+
+// Writes `r` and returns its header as written (with the row's sum).
+RecordHeader WriteAndGetHeader(DiskThread& thread, const TestRecord& r) {
+  DiskCompletion c = RunJob(thread, {JobId(1), WriteRecordJob{r.header, r.pages(), r.row(), {}}});
+  EXPECT_TRUE(c.status.ok()) << c.status.ToString();
+  return c.header.value_or(r.header);
+}
+
 TEST(DiskThreadHashingTest, AWritesFirstRequestIsSubmittedBeforeAnyPageIsHashed) {
   CacheGeometry g = MakeGeometry(64, {16384}, 16384);
   LoggedFixture lf(g, OneRequestAtATime());
   STRATA_DISK_FIXTURE_OR_SKIP(lf.f);
   TestRecord r = MakeRecord(g, KeyOf(256), std::nullopt, 4);
-  ASSERT_TRUE(
-      lf.f.thread->Submit({JobId(1), WriteRecordJob{r.header, r.pages(), r.row(), {}}}).ok());
-  ASSERT_TRUE(lf.f.thread->WaitForCompletion(testing::kJobWait));
-  std::vector<DiskCompletion> done;
-  lf.f.thread->Poll(done);
-  ASSERT_EQ(done.size(), 1u);
-  ASSERT_TRUE(done[0].status.ok()) << done[0].status.ToString();
+  const RecordHeader written = WriteAndGetHeader(*lf.f.thread, r);
   ASSERT_FALSE(lf.calls.empty());
   EXPECT_EQ(lf.calls.front().data_requests, 1u);
   EXPECT_EQ(lf.calls.front().hash_ns, 0u) << "a page was hashed before the first write went out";
   EXPECT_GT(lf.f.thread->stats().write_hash_ns, 0u);
-  ASSERT_TRUE(done[0].header.has_value());
-  const RecordHeader written = *done[0].header;  // with the row's sum
 
   // What was written reads back and verifies: the sums are of the bytes.
   TestRecord into = MakeRecord(g, KeyOf(256), std::nullopt, 4);
   for (AlignedBuffer& b : into.page_buffers) std::memset(b.data(), 0, b.size());
-  ASSERT_TRUE(
-      lf.f.thread->Submit({JobId(2), ReadRecordJob{written, 0, into.pages(), into.row()}}).ok());
-  ASSERT_TRUE(lf.f.thread->WaitForCompletion(testing::kJobWait));
-  done.clear();
-  lf.f.thread->Poll(done);
-  ASSERT_EQ(done.size(), 1u);
-  EXPECT_TRUE(done[0].status.ok()) << done[0].status.ToString();
+  DiskCompletion read =
+      RunJob(*lf.f.thread, {JobId(2), ReadRecordJob{written, 0, into.pages(), into.row()}});
+  EXPECT_TRUE(read.status.ok()) << read.status.ToString();
   for (size_t p = 0; p < r.page_buffers.size(); ++p) {
     EXPECT_EQ(std::memcmp(into.page_buffers[p].data(), r.page_buffers[p].data(),
                           r.page_buffers[p].size()),
@@ -98,24 +104,14 @@ TEST(DiskThreadHashingTest, AReadRefillsTheFreedSlotBeforeHashingWhatLanded) {
   LoggedFixture lf(g, OneRequestAtATime());
   STRATA_DISK_FIXTURE_OR_SKIP(lf.f);
   TestRecord r = MakeRecord(g, KeyOf(256), std::nullopt, 4);
-  ASSERT_TRUE(
-      lf.f.thread->Submit({JobId(1), WriteRecordJob{r.header, r.pages(), r.row(), {}}}).ok());
-  ASSERT_TRUE(lf.f.thread->WaitForCompletion(testing::kJobWait));
-  std::vector<DiskCompletion> done;
-  lf.f.thread->Poll(done);
-  ASSERT_TRUE(done.size() == 1 && done[0].status.ok() && done[0].header.has_value());
-  const RecordHeader written = *done[0].header;  // with the row's sum
+  const RecordHeader written = WriteAndGetHeader(*lf.f.thread, r);
   const uint64_t hashed_by_write = lf.f.thread->stats().write_hash_ns;
   const size_t write_calls = lf.calls.size();
 
   TestRecord into = MakeRecord(g, KeyOf(256), std::nullopt, 4);
-  ASSERT_TRUE(
-      lf.f.thread->Submit({JobId(2), ReadRecordJob{written, 0, into.pages(), into.row()}}).ok());
-  ASSERT_TRUE(lf.f.thread->WaitForCompletion(testing::kJobWait));
-  done.clear();
-  lf.f.thread->Poll(done);
-  ASSERT_EQ(done.size(), 1u);
-  ASSERT_TRUE(done[0].status.ok()) << done[0].status.ToString();
+  DiskCompletion read =
+      RunJob(*lf.f.thread, {JobId(2), ReadRecordJob{written, 0, into.pages(), into.row()}});
+  ASSERT_TRUE(read.status.ok()) << read.status.ToString();
   EXPECT_GT(lf.f.thread->stats().read_hash_ns, 0u);
   // The read's requests: header, checksums, then one per page. When the
   // second page's request went out, the first page had landed but was not
