@@ -97,6 +97,7 @@ class SlotPool {
   }
   std::byte* slot(uint64_t i) const { return base_ + order_[i] * slot_bytes_; }
   std::span<std::byte> memory() const { return {base_, slot_bytes_ * order_.size()}; }
+  void Leak() { slabs_->Leak(); }
 
  private:
   explicit SlotPool(std::unique_ptr<SlabPool> slabs)
@@ -154,8 +155,10 @@ class DiskBench {
   RecordHeader header_;
   RecordExtents extents_;
   std::unique_ptr<RecordDir> dir_;
-  std::unique_ptr<DiskThread> thread_;
+  // Declared before the thread: the thread, destroyed first, may still have
+  // requests into the slots.
   std::unique_ptr<SlotPool> pool_;
+  std::unique_ptr<DiskThread> thread_;
   std::vector<RecordSet> sets_;
   std::vector<RecordHeader> written_;
   uint64_t next_job_ = 1;
@@ -318,7 +321,11 @@ Status DiskBench::BaselineWrite(PhaseResult& r) { return Baseline(BlockOp::kWrit
 Status DiskBench::BaselineRead(PhaseResult& r) { return Baseline(BlockOp::kRead, r); }
 
 void DiskBench::Cleanup() {
-  if (thread_) (void)thread_->Shutdown(DiskThread::kDefaultShutdownDeadline);
+  // A thread that did not drain may still have the kernel write into the
+  // slots: they stay mapped.
+  if (thread_ && !thread_->Shutdown(DiskThread::kDefaultShutdownDeadline).ok() && pool_) {
+    pool_->Leak();
+  }
   if (!dir_) return;
   (void)fs_.Unlink(dir_->fd(), kBaselineName);
   if (!o_.keep) {

@@ -54,6 +54,9 @@ class ReadRun final : public JobRun {
   }
 
   void OnDone(uint32_t part, const Status& status) override {
+    // A failed or aborted run only drains: a header landing after the abort
+    // must not start the payload.
+    if (phase_ == Phase::kDone) return;
     if (!status.ok()) {
       Fail(status.WithContext(part == kPartHeader ? "read header" : "read"));
       return;

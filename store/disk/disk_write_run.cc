@@ -57,6 +57,9 @@ class WriteRun final : public JobRun {
       Fail(status.WithContext(what));
       return;
     }
+    // A sync that lands after the run failed (an abort at shutdown) must not
+    // commit, nor skip the cleanup of what it wrote.
+    if (!error_.ok()) return;
     if (part == kPartSync) phase_ = Phase::kCommit;
     if (part == kPartDirSync) phase_ = Phase::kDone;
   }

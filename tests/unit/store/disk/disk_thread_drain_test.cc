@@ -2,6 +2,7 @@
 // (scripted_block_io.h) that holds completions or fails a Submit call.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <set>
 
@@ -112,6 +113,66 @@ TEST(DiskThreadDrainTest, ShutdownReportsEveryJobExactlyOnce) {
   }
   EXPECT_EQ(ids.size(), records.size());
   EXPECT_FALSE(f.HasTemporaryFile());
+}
+
+// Shutdown aborts a durable write while its fdatasync is in the kernel; the
+// sync then succeeds. The write must not commit: the caller is told it did
+// not, so no record may be left behind.
+TEST(DiskThreadDrainTest, ASyncLandingAfterAnAbortDoesNotCommitTheRecord) {
+  CacheGeometry g = MakeGeometry(64, {16384}, 16384);
+  ScriptedFixture f(g, SmallRequests());
+  STRATA_DISK_FIXTURE_OR_SKIP(f);
+  TestRecord r = MakeRecord(g, KeyOf(256), std::nullopt, 4);
+  f.io->HoldOnly(BlockOp::kSyncData);
+  ASSERT_TRUE(
+      f.thread->Submit({JobId(1), WriteRecordJob{r.header, r.pages(), r.row(), Durability::kSync}})
+          .ok());
+  ASSERT_TRUE(f.io->WaitUntilThreadWaitsOnHeldRequests(1));
+  EXPECT_EQ(f.thread->Shutdown(std::chrono::milliseconds(50)).code(), StatusCode::kAborted);
+
+  f.io->Release();
+  ASSERT_TRUE(f.thread->Shutdown(testing::kJobWait).ok());
+  std::vector<DiskCompletion> done;
+  f.thread->Poll(done);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].status.code(), StatusCode::kAborted);
+  EXPECT_FALSE(std::filesystem::exists(f.dir->path() + "/" + RecordFileName(r.header.key)))
+      << "a write reported aborted left its record committed";
+  EXPECT_FALSE(f.HasTemporaryFile());
+}
+
+// Shutdown aborts a read while its header read is in the kernel; the header
+// then lands. The aborted read must only drain: no payload request goes out.
+TEST(DiskThreadDrainTest, AHeaderLandingAfterAnAbortStartsNoPayload) {
+  CacheGeometry g = MakeGeometry(64, {16384}, 16384);
+  std::atomic<uint32_t> reads{0};
+  ScriptedFixture f(g, SmallRequests(), [&reads](std::span<const BlockRequest> requests) {
+    for (const BlockRequest& q : requests) reads += q.op == BlockOp::kRead ? 1 : 0;
+  });
+  STRATA_DISK_FIXTURE_OR_SKIP(f);
+  TestRecord r = MakeRecord(g, KeyOf(256), std::nullopt, 4);
+  ASSERT_TRUE(f.thread->Submit({JobId(1), WriteRecordJob{r.header, r.pages(), r.row(), {}}}).ok());
+  ASSERT_TRUE(f.thread->WaitForCompletion(testing::kJobWait));
+  std::vector<DiskCompletion> done;
+  f.thread->Poll(done);
+  ASSERT_TRUE(done.size() == 1 && done[0].status.ok() && done[0].header.has_value());
+
+  f.io->Hold();
+  TestRecord into = MakeRecord(g, KeyOf(256), std::nullopt, 4);
+  ASSERT_TRUE(
+      f.thread->Submit({JobId(2), ReadRecordJob{*done[0].header, 0, into.pages(), into.row()}})
+          .ok());
+  ASSERT_TRUE(f.io->WaitUntilThreadWaitsOnHeldRequests(1));
+  EXPECT_EQ(f.thread->Shutdown(std::chrono::milliseconds(50)).code(), StatusCode::kAborted);
+  EXPECT_EQ(reads.load(), 1u);  // the header's
+
+  f.io->Release();
+  ASSERT_TRUE(f.thread->Shutdown(testing::kJobWait).ok());
+  done.clear();
+  f.thread->Poll(done);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].status.code(), StatusCode::kAborted);
+  EXPECT_EQ(reads.load(), 1u) << "the aborted read went on to read its payload";
 }
 
 }  // namespace

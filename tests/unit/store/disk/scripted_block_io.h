@@ -1,6 +1,6 @@
 // A BlockIo test double for disk thread tests: it does real
-// preadv/pwritev/fdatasync but lets the test hold completions (as a slow or
-// stuck device would), fail a Submit call (as a refused ring entry would), and
+// preadv/pwritev/fdatasync but lets the test hold completions, all or one
+// kind's (as a slow or stuck device would), fail a Submit call (as a refused ring entry would), and
 // watch each Submit as the disk thread makes it.
 #pragma once
 
@@ -11,6 +11,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <set>
 
 #include "store/disk/disk_thread.h"
@@ -40,16 +41,20 @@ class ScriptedBlockIo final : public BlockIo {
 
   Result<size_t> Reap(std::span<BlockCompletion> out, std::chrono::nanoseconds max_wait) override {
     std::unique_lock<std::mutex> lock(mu_);
-    if (holding_) {
+    if (holding_ || HeldPending()) {
       ++reaps_while_holding_;
       cv_.notify_all();
     }
-    cv_.wait_for(lock, max_wait, [&] { return woken_ || (!holding_ && !pending_.empty()); });
+    cv_.wait_for(lock, max_wait, [&] { return woken_ || Performable(); });
     woken_ = false;
     size_t n = 0;
-    while (!holding_ && !pending_.empty() && n < out.size()) {
-      out[n++] = Perform(pending_.front());
-      pending_.pop_front();
+    for (auto it = pending_.begin(); it != pending_.end() && n < out.size();) {
+      if (Held(it->request.op)) {
+        ++it;
+        continue;
+      }
+      out[n++] = Perform(*it);
+      it = pending_.erase(it);
       --in_kernel_;
     }
     cv_.notify_all();
@@ -68,9 +73,15 @@ class ScriptedBlockIo final : public BlockIo {
     std::lock_guard<std::mutex> lock(mu_);
     holding_ = true;
   }
+  // Holds only the completions of requests of `op` (others complete).
+  void HoldOnly(BlockOp op) {
+    std::lock_guard<std::mutex> lock(mu_);
+    held_op_ = op;
+  }
   void Release() {
     std::lock_guard<std::mutex> lock(mu_);
     holding_ = false;
+    held_op_.reset();
     cv_.notify_all();
   }
   void FailSubmitCall(uint32_t call) {
@@ -95,6 +106,20 @@ class ScriptedBlockIo final : public BlockIo {
     BlockRequest request;
     std::vector<iovec> iov;
   };
+
+  bool Held(BlockOp op) const { return holding_ || held_op_ == op; }
+  bool HeldPending() const {
+    for (const Pending& p : pending_) {
+      if (Held(p.request.op)) return true;
+    }
+    return false;
+  }
+  bool Performable() const {
+    for (const Pending& p : pending_) {
+      if (!Held(p.request.op)) return true;
+    }
+    return false;
+  }
 
   static BlockCompletion Perform(const Pending& p) {
     const BlockRequest& r = p.request;
@@ -123,6 +148,7 @@ class ScriptedBlockIo final : public BlockIo {
   uint64_t in_kernel_ = 0;
   uint64_t reaps_while_holding_ = 0;
   bool holding_ = false;
+  std::optional<BlockOp> held_op_;
   bool woken_ = false;
 };
 
