@@ -64,6 +64,10 @@ struct InterferenceOptions {
   // SMs the model leaves to the copy kernel through cublasSetSmCountTarget in
   // the second set of measurements (0: none, one set only).
   int model_sm_margin = static_cast<int>(StagedCopierOptions{}.blocks);
+  // A bound on the offload's copies, GB/s each way per GPU
+  // (ThreadedTransfersOptions::copy_out_bytes_per_s, restore_bytes_per_s);
+  // 0: full rate. The plain DMA beside it stays at full rate.
+  double pace_gbps = 0;
 };
 
 double Since(Clock::time_point t) {
@@ -156,6 +160,9 @@ Result<std::unique_ptr<Copies>> OpenCopies(const std::shared_ptr<const CudaDrive
   auto c = std::make_unique<Copies>();
   CudaTransfersOptions transfers;
   transfers.staged = ToStagedOptions(o.staged);
+  const auto pace = static_cast<uint64_t>(o.pace_gbps * 1e9);
+  transfers.threads.copy_out_bytes_per_s = pace;
+  transfers.threads.restore_bytes_per_s = pace;
   STRATA_ASSIGN_OR_RETURN(c->pages, OpenGpuPages(driver, o.preset, o.pages, o.device, transfers));
   c->out = Windows(TransferDirection::kDeviceToHost, c->pages->ids, c->pages->records);
   c->in = Windows(TransferDirection::kHostToDevice, c->pages->ids, c->pages->records);
@@ -189,7 +196,8 @@ Status RunInterference(const InterferenceOptions& o, nlohmann::json& out) {
   out = {{"bench", "interference"},
          {"preset", o.preset},
          {"model", "llama70b-tp8 layer"},
-         {"staged", StagedJson(o.staged)}};
+         {"staged", StagedJson(o.staged)},
+         {"pace_gbps", o.pace_gbps}};
   Result<std::unique_ptr<CublasGemm>> blas = CublasGemm::Load(o.cublas);
   if (!blas.ok()) {
     out["skipped"] = blas.status().ToString();
@@ -291,7 +299,9 @@ Status RunInterference(const InterferenceOptions& o, nlohmann::json& out) {
          {"sm_margin", margin}});
   }
   out["offload"] = "copy-out then restore of every page, back to back, default transfers (" +
-                   std::string(CopyMethodName(DefaultCopyMethod())) + ")";
+                   std::string(CopyMethodName(DefaultCopyMethod())) +
+                   (o.pace_gbps > 0 ? ", paced at " + std::to_string(o.pace_gbps) + " GB/s" : "") +
+                   ")";
   out["max_slowdown"] = worst_slowdown;
   out["min_offload_vs_dma_copy_ratio"] = worst_copy_ratio;
   if (o.model_sm_margin > 0) {
@@ -371,6 +381,11 @@ void AddInterferenceBench(CLI::App& bench) {
                   "copy kernel (cublasSetSmCountTarget); 0: not")
       ->capture_default_str()
       ->check(CLI::Range(0, 64));
+  cmd->add_option("--pace-gbps", o->pace_gbps,
+                  "Bound the offload's copies to this many GB/s each way (the transfers' "
+                  "copy_out/restore rates); 0: full rate. Plain DMA stays at full rate")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1000.0));
   cmd->callback([o] {
     nlohmann::json result;
     const Status s = RunInterference(*o, result);

@@ -397,6 +397,18 @@ std::vector<ConfigKey> MakeKeys() {
        [](const ConfigValue& v, RankConfig* c) {
          STRATA_SET(c->runtime.service_bind, AsText(v, "an IP address"));
        }},
+      {"runtime.copy_out_rate", "--copy-out-rate",
+       "bytes per second each rank copies out of its planes at most, as a size (12GB, 800MiB); "
+       "0: unbounded",
+       "0 (unbounded)",
+       [](const ConfigValue& v, RankConfig* c) {
+         STRATA_SET(c->runtime.copy_out_rate, AsSize(v));
+       }},
+      {"runtime.restore_rate", "--restore-rate",
+       "bytes per second each rank restores into its planes at most, as a size (12GB, 800MiB); "
+       "0: unbounded",
+       "0 (unbounded)",
+       [](const ConfigValue& v, RankConfig* c) { STRATA_SET(c->runtime.restore_rate, AsSize(v)); }},
       {"tls.cert", "--tls-cert", "a PEM certificate file (with tls.key and tls.ca)",
        "unset (plaintext links)",
        [](const ConfigValue& v, RankConfig* c) {

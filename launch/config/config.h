@@ -18,6 +18,7 @@
 #include "cuda/gds_probe.h"
 #include "store/base/status.h"
 #include "store/record/record_file.h"
+#include "store/transfer/threaded_transfers.h"
 
 namespace strata {
 
@@ -175,6 +176,13 @@ struct RuntimeConfig {
   // Default "127.0.0.1": enough when every rank shares rank zero's host.
   // With peers on other hosts, an address they reach rank zero's host at.
   std::string service_bind = std::string(kLoopbackBind);
+  // copy_out_rate, restore_rate: bounds on the bytes per second each rank
+  // copies out of its planes and restores into them (store/transfer/
+  // transfer_pacer.h), for a runtime whose model must not slow: even plain
+  // DMA at the bus's full rate slows a decode-bound model by 3-8% on an
+  // H200. Default 0: unbounded.
+  uint64_t copy_out_rate = 0;
+  uint64_t restore_rate = 0;
 };
 
 // [tls]: mutual TLS 1.3 on the rendezvous and every record link, with the
@@ -193,6 +201,14 @@ struct AttachConfig {
   // Default unset: no attach channel; the synthetic runtime runs instead.
   std::optional<std::string> socket;
 };
+
+// The transfer threads' options [runtime] asks for: its copy rates.
+inline ThreadedTransfersOptions TransferThreads(const RuntimeConfig& runtime) {
+  ThreadedTransfersOptions o;
+  o.copy_out_bytes_per_s = runtime.copy_out_rate;
+  o.restore_bytes_per_s = runtime.restore_rate;
+  return o;
+}
 
 struct RankConfig {
   PrefixCacheConfig prefix_cache;

@@ -136,7 +136,8 @@ class RankZeroStores final : public RuntimeDriver {
     const std::string secret_bytes(secret.bytes().begin(), secret.bytes().end());
     STRATA_ASSIGN_OR_RETURN(tls_, RankTls(config));
     world_ = cl.world_size;
-    STRATA_ASSIGN_OR_RETURN(attached_, AttachPlanes::Open(me.own, config.runtime.gpus));
+    STRATA_ASSIGN_OR_RETURN(attached_, AttachPlanes::Open(me.own, config.runtime.gpus,
+                                                          TransferThreads(config.runtime)));
     // Every copy over the runtime's planes passes the gate, so a detach waits
     // for exactly those: once a lost peer stopped the sharded transport its
     // jobs are never reported, but rank zero's own copies still finish (the
@@ -310,7 +311,8 @@ class PeerStores final : public PeerRank {
     }
     from_attach_ = cl.rendezvous == RendezvousSource::kAttach;
     STRATA_ASSIGN_OR_RETURN(tls_, RankTls(config));
-    STRATA_ASSIGN_OR_RETURN(attached_, AttachPlanes::Open(me.own, config.runtime.gpus));
+    STRATA_ASSIGN_OR_RETURN(attached_, AttachPlanes::Open(me.own, config.runtime.gpus,
+                                                          TransferThreads(config.runtime)));
     rendezvous_ = std::make_unique<PeerRendezvous>(tls_);
     // With cluster.rendezvous = "attach" the secret comes from the runtime.
     if (!from_attach_) {

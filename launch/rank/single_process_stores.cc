@@ -42,9 +42,11 @@ class SingleProcessStores final : public RuntimeDriver {
     const uint32_t ranks = config.cluster.single_process ? config.cluster.world_size : 1;
     STRATA_ASSIGN_OR_RETURN(geometry_, PresetGeometry(config.runtime.preset, ranks,
                                                       config.runtime.pages, config.runtime.rows));
-    STRATA_ASSIGN_OR_RETURN(planes_, ProcessPlanes::Open(geometry_, config.runtime.gpus));
+    STRATA_ASSIGN_OR_RETURN(planes_, ProcessPlanes::Open(geometry_, config.runtime.gpus,
+                                                         TransferThreads(config.runtime)));
     if (config.attach.socket) {
-      STRATA_ASSIGN_OR_RETURN(attached_, AttachPlanes::Open(geometry_, config.runtime.gpus));
+      STRATA_ASSIGN_OR_RETURN(attached_, AttachPlanes::Open(geometry_, config.runtime.gpus,
+                                                            TransferThreads(config.runtime)));
     }
     STRATA_RETURN_IF_ERROR(OpenStore());
     summary_ += ", " + std::to_string(ranks) + " rank(s) in this process, " + planes_->Describe();

@@ -12,11 +12,12 @@ namespace {
 
 class HostAttachPlanes final : public AttachPlanes {
  public:
-  explicit HostAttachPlanes(std::unique_ptr<attach::ImportedPlanes> planes)
-      : planes_(std::move(planes)) {}
+  HostAttachPlanes(std::unique_ptr<attach::ImportedPlanes> planes,
+                   const ThreadedTransfersOptions& threads)
+      : planes_(std::move(planes)), threads_(threads) {}
   PlaneImporter& importer() override { return *planes_; }
   Result<std::unique_ptr<Transfers>> MakeTransfers() override {
-    return MakeHostTransfers(*planes_);
+    return MakeHostTransfers(*planes_, threads_);
   }
   HostRegistrar* registrar() override { return nullptr; }
   std::string Describe() const override {
@@ -25,11 +26,14 @@ class HostAttachPlanes final : public AttachPlanes {
 
  private:
   std::unique_ptr<attach::ImportedPlanes> planes_;
+  ThreadedTransfersOptions threads_;
 };
 
 class DeviceAttachPlanes final : public AttachPlanes {
  public:
-  Status Open(const CacheGeometry& geometry, const std::vector<int>& gpus) {
+  Status Open(const CacheGeometry& geometry, const std::vector<int>& gpus,
+              const ThreadedTransfersOptions& threads) {
+    threads_ = threads;
     STRATA_ASSIGN_OR_RETURN(driver_, CudaDriver::Load());
     STRATA_ASSIGN_OR_RETURN(std::vector<int> ordinals, RankDevices(*driver_, geometry, gpus));
     STRATA_ASSIGN_OR_RETURN(planes_, AttachedDevicePlanes::Create(driver_, geometry, ordinals));
@@ -46,6 +50,7 @@ class DeviceAttachPlanes final : public AttachPlanes {
   Result<std::unique_ptr<Transfers>> MakeTransfers() override {
     CudaTransfersOptions options;
     options.device_ordinals = planes_->device_ordinals();
+    options.threads = threads_;
     return MakeCudaTransfers(driver_, planes_->shared_geometry(), *planes_, options);
   }
   HostRegistrar* registrar() override { return registrar_.get(); }
@@ -64,19 +69,21 @@ class DeviceAttachPlanes final : public AttachPlanes {
   std::shared_ptr<AttachedDevicePlanes> planes_;
   std::unique_ptr<CudaHostRegistrar> registrar_;
   std::string describe_;
+  ThreadedTransfersOptions threads_;
 };
 
 }  // namespace
 
 Result<std::unique_ptr<AttachPlanes>> AttachPlanes::Open(const CacheGeometry& geometry,
-                                                         const std::vector<int>& gpus) {
+                                                         const std::vector<int>& gpus,
+                                                         const ThreadedTransfersOptions& threads) {
   if (gpus.empty()) {
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<attach::ImportedPlanes> planes,
                             attach::ImportedPlanes::Reserve(geometry));
-    return std::unique_ptr<AttachPlanes>(new HostAttachPlanes(std::move(planes)));
+    return std::unique_ptr<AttachPlanes>(new HostAttachPlanes(std::move(planes), threads));
   }
   auto p = std::make_unique<DeviceAttachPlanes>();
-  STRATA_RETURN_IF_ERROR(p->Open(geometry, gpus).WithContext("runtime.gpus"));
+  STRATA_RETURN_IF_ERROR(p->Open(geometry, gpus, threads).WithContext("runtime.gpus"));
   return std::unique_ptr<AttachPlanes>(std::move(p));
 }
 

@@ -16,6 +16,7 @@
 #include "store/transfer/plane_bases.h"
 #include "store/transfer/plane_importer.h"
 #include "store/transfer/slab_pool.h"
+#include "store/transfer/threaded_transfers.h"
 #include "store/transfer/transfers.h"
 
 namespace strata {
@@ -30,8 +31,10 @@ struct AttachedGpu {
 class AttachPlanes {
  public:
   // `gpus` as ProcessPlanes::Open takes them: empty for host memory.
+  // `threads`: the options of every MakeTransfers (its copy rates).
   static Result<std::unique_ptr<AttachPlanes>> Open(const CacheGeometry& geometry,
-                                                    const std::vector<int>& gpus);
+                                                    const std::vector<int>& gpus,
+                                                    const ThreadedTransfersOptions& threads = {});
   virtual ~AttachPlanes() = default;
 
   // What the attach server maps a runtime's memory into.

@@ -13,9 +13,12 @@ namespace {
 
 class HostProcessPlanes final : public ProcessPlanes {
  public:
-  explicit HostProcessPlanes(const CacheGeometry& geometry) : planes_(geometry) {}
+  HostProcessPlanes(const CacheGeometry& geometry, const ThreadedTransfersOptions& threads)
+      : planes_(geometry), threads_(threads) {}
   DevicePlanes& planes() override { return planes_; }
-  Result<std::unique_ptr<Transfers>> MakeTransfers() override { return MakeHostTransfers(planes_); }
+  Result<std::unique_ptr<Transfers>> MakeTransfers() override {
+    return MakeHostTransfers(planes_, threads_);
+  }
   HostRegistrar* registrar() override { return nullptr; }
   std::vector<uint64_t> DeviceFreeBytes() const override { return {}; }
   std::vector<std::string> DeviceUuids() const override { return {}; }
@@ -23,11 +26,14 @@ class HostProcessPlanes final : public ProcessPlanes {
 
  private:
   HostPlanes planes_;
+  ThreadedTransfersOptions threads_;
 };
 
 class CudaProcessPlanes final : public ProcessPlanes {
  public:
-  Status Open(const CacheGeometry& geometry, const std::vector<int>& gpus) {
+  Status Open(const CacheGeometry& geometry, const std::vector<int>& gpus,
+              const ThreadedTransfersOptions& threads) {
+    threads_ = threads;
     STRATA_ASSIGN_OR_RETURN(driver_, CudaDriver::Load());
     STRATA_ASSIGN_OR_RETURN(std::vector<int> ordinals, RankDevices(*driver_, geometry, gpus));
     STRATA_ASSIGN_OR_RETURN(planes_, CudaPlanes::Create(driver_, geometry, ordinals));
@@ -41,7 +47,9 @@ class CudaProcessPlanes final : public ProcessPlanes {
 
   DevicePlanes& planes() override { return *planes_; }
   Result<std::unique_ptr<Transfers>> MakeTransfers() override {
-    return MakeCudaTransfers(*planes_);
+    CudaTransfersOptions options;
+    options.threads = threads_;
+    return MakeCudaTransfers(*planes_, options);
   }
   HostRegistrar* registrar() override { return registrar_.get(); }
   std::vector<uint64_t> DeviceFreeBytes() const override {
@@ -70,6 +78,7 @@ class CudaProcessPlanes final : public ProcessPlanes {
   std::string Describe() const override { return describe_; }
 
  private:
+  ThreadedTransfersOptions threads_;
   std::vector<int> ordinals_;  // distinct, ascending
   std::shared_ptr<const CudaDriver> driver_;
   std::unique_ptr<CudaPlanes> planes_;
@@ -105,11 +114,14 @@ std::string DescribeDevices(const CudaDriver& driver, const std::vector<int>& or
   return out;
 }
 
-Result<std::unique_ptr<ProcessPlanes>> ProcessPlanes::Open(const CacheGeometry& geometry,
-                                                           const std::vector<int>& gpus) {
-  if (gpus.empty()) return std::unique_ptr<ProcessPlanes>(new HostProcessPlanes(geometry));
+Result<std::unique_ptr<ProcessPlanes>> ProcessPlanes::Open(
+    const CacheGeometry& geometry, const std::vector<int>& gpus,
+    const ThreadedTransfersOptions& threads) {
+  if (gpus.empty()) {
+    return std::unique_ptr<ProcessPlanes>(new HostProcessPlanes(geometry, threads));
+  }
   auto p = std::make_unique<CudaProcessPlanes>();
-  STRATA_RETURN_IF_ERROR(p->Open(geometry, gpus).WithContext("runtime.gpus"));
+  STRATA_RETURN_IF_ERROR(p->Open(geometry, gpus, threads).WithContext("runtime.gpus"));
   return std::unique_ptr<ProcessPlanes>(std::move(p));
 }
 

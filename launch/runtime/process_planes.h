@@ -11,6 +11,7 @@
 #include "cuda/driver_api.h"
 #include "store/transfer/device_planes.h"
 #include "store/transfer/slab_pool.h"
+#include "store/transfer/threaded_transfers.h"
 #include "store/transfer/transfers.h"
 
 namespace strata {
@@ -20,8 +21,10 @@ class ProcessPlanes {
   // `gpus` empty: host memory. Otherwise rank r of `geometry` lives on
   // gpus[r % gpus.size()]; fails with the driver's reason (no driver, no
   // such device) rather than falling back to host memory.
+  // `threads`: the options of every MakeTransfers (its copy rates).
   static Result<std::unique_ptr<ProcessPlanes>> Open(const CacheGeometry& geometry,
-                                                     const std::vector<int>& gpus);
+                                                     const std::vector<int>& gpus,
+                                                     const ThreadedTransfersOptions& threads = {});
   virtual ~ProcessPlanes() = default;
 
   virtual DevicePlanes& planes() = 0;

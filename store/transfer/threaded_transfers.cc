@@ -7,8 +7,10 @@
 
 #include <cstring>
 #include <future>
+#include <thread>
 
 #include "store/transfer/hashed_copy_out.h"
+#include "store/transfer/transfer_pacer.h"
 
 namespace strata {
 
@@ -26,7 +28,9 @@ void LowerThreadPriority() {
 // each full batch to the engine. Stops at the first failed batch.
 class Batcher {
  public:
-  Batcher(CopyEngine& engine, TransferDirection direction) : engine_(engine), dir_(direction) {}
+  // `pacer` (may be unbounded) times each batch's issue.
+  Batcher(CopyEngine& engine, TransferDirection direction, TransferPacer& pacer)
+      : engine_(engine), dir_(direction), pacer_(pacer) {}
 
   void Add(uint64_t device, uint8_t* host, uint64_t bytes) {
     while (bytes > 0 && status_.ok()) {
@@ -51,6 +55,9 @@ class Batcher {
  private:
   void Flush() {
     if (batch_.empty() || !status_.ok()) return;
+    if (pacer_.bounded()) {
+      std::this_thread::sleep_until(pacer_.Admit(batch_bytes_, TransferPacer::Clock::now()));
+    }
     status_ = engine_.CopyBatch(dir_, batch_);
     ++batches_;
     batch_.clear();
@@ -58,6 +65,7 @@ class Batcher {
   }
   CopyEngine& engine_;
   TransferDirection dir_;
+  TransferPacer& pacer_;
   std::vector<CopyDescriptor> batch_;
   uint64_t batch_bytes_ = 0;
   uint64_t moved_ = 0;
@@ -86,7 +94,13 @@ void ForEachRowPart(const std::vector<HostPiece>& pieces, uint64_t offset, uint6
 }  // namespace
 
 struct ThreadedTransfers::Rank {
+  Rank(uint64_t copy_out_bytes_per_s, uint64_t restore_bytes_per_s)
+      : copy_out(copy_out_bytes_per_s, kMaxBatchBytes),
+        restore(restore_bytes_per_s, kMaxBatchBytes) {}
   std::unique_ptr<CopyEngine> engine;
+  // Used on the rank's thread only.
+  TransferPacer copy_out;
+  TransferPacer restore;
   // Guarded by ThreadedTransfers::mu_ (a nested struct cannot name it in
   // GUARDED_BY; every access below holds it).
   std::deque<std::shared_ptr<const BoundJob>> queue;
@@ -138,7 +152,7 @@ Result<std::unique_ptr<ThreadedTransfers>> ThreadedTransfers::Start(
   t->source_ = source;
   std::vector<std::future<Status>> started;
   for (size_t r = 0; r < n; ++r) {
-    auto rank = std::make_unique<Rank>();
+    auto rank = std::make_unique<Rank>(options.copy_out_bytes_per_s, options.restore_bytes_per_s);
     rank->engine = std::move(engines[r]);
     t->ranks_.push_back(std::move(rank));
   }
@@ -367,7 +381,8 @@ Status ThreadedTransfers::RunJob(uint32_t rank, const BoundJob& bound, RankResul
     return h.status;
   }
   const uint32_t page_share_rank = job.replicated_pages ? 0 : rank;
-  Batcher batch(engine, job.direction);
+  Rank& r = *ranks_[rank];
+  Batcher batch(engine, job.direction, out ? r.copy_out : r.restore);
   for (size_t i = 0; i < job.page_ids.size(); ++i) {
     for (uint32_t p = 0; p < g.page_planes.size(); ++p) {
       const uint64_t unit = g.page_planes[p].unit_bytes;

@@ -33,6 +33,13 @@ namespace strata {
 struct ThreadedTransfersOptions {
   uint64_t queue_depth = 64;  // jobs queued per rank before Submit says kBusy
   bool low_priority = true;   // SCHED_BATCH + nice 10 on the rank threads
+  // Bounds on the bytes per second each rank issues copying out of its
+  // planes and restoring into them (transfer_pacer.h); 0: unbounded. A
+  // rank's thread sleeps before a batch that would exceed its bound, so
+  // jobs queue behind it. Copy-outs the host engine hashes as it copies
+  // (no GPU) are not paced.
+  uint64_t copy_out_bytes_per_s = 0;
+  uint64_t restore_bytes_per_s = 0;
 };
 
 class ThreadedTransfers final : public Transfers {

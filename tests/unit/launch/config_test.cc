@@ -319,6 +319,19 @@ TEST(ConfigTest, LingerAfterFailureIsADurationOrOff) {
   EXPECT_NE(s.message().find("metrics.linger_after_failure"), std::string::npos) << s.ToString();
 }
 
+TEST(ConfigTest, CopyRatesAreSizesPerSecondAndReachTheTransferThreads) {
+  RankConfig c;
+  EXPECT_EQ(TransferThreads(c.runtime).copy_out_bytes_per_s, 0u);  // unbounded by default
+  EXPECT_EQ(TransferThreads(c.runtime).restore_bytes_per_s, 0u);
+  ASSERT_TRUE(Set("runtime.copy_out_rate", std::string("12GB"), &c).ok());
+  ASSERT_TRUE(Set("runtime.restore_rate", std::string("800MiB"), &c).ok());
+  const ThreadedTransfersOptions t = TransferThreads(c.runtime);
+  EXPECT_EQ(t.copy_out_bytes_per_s, 12'000'000'000u);
+  EXPECT_EQ(t.restore_bytes_per_s, 800u << 20);
+  const Status s = Set("runtime.copy_out_rate", std::string("fast"), &c);
+  EXPECT_NE(s.message().find("runtime.copy_out_rate"), std::string::npos) << s.ToString();
+}
+
 TEST(ConfigTest, MetricsPortIsOffsetByLocalRank) {
   RankConfig c;
   c.cluster.local_rank = 3;

@@ -143,6 +143,40 @@ TEST(HostTransfersTest, RoundTripIntoDifferentIdsIsByteExact) {
   }
 }
 
+// A bounded restore rate holds the restore back (transfer_pacer.h) and moves
+// the same bytes. Only a lower bound on the time is checked: a slower machine
+// only takes longer.
+TEST(HostTransfersTest, APacedRestoreTakesAtLeastItsBookedTimeAndIsByteExact) {
+  CacheGeometry g = *PresetGeometry("qwen-like", 1, /*pages=*/70, /*rows=*/2);
+  HostPlanes hp(g);
+  ThreadedTransfersOptions o;
+  constexpr uint64_t kRate = 32ull << 20;  // 32 MiB/s
+  o.restore_bytes_per_s = kRate;
+  auto t = *MakeHostTransfers(hp, o);
+  RecordLayout layout(g);
+  const size_t n = 64;
+  std::vector<PageId> ids;
+  for (uint32_t i = 0; i < n; ++i) ids.push_back(PageId(i));
+  Fill(hp, ids, StateSlot(0), 3);
+  Slabs s = MakeSlabs(layout, n);
+  ASSERT_TRUE(t->Submit(Job(1, TransferDirection::kDeviceToHost, ids, s, StateSlot(0))).ok());
+  ASSERT_TRUE(WaitOne(*t).status.ok());
+  Poison(hp);
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(t->Submit(Job(2, TransferDirection::kHostToDevice, ids, s, StateSlot(1))).ok());
+  TransferCompletion in = WaitOne(*t);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(in.status.ok()) << in.status.ToString();
+  // The last batch starts once every byte before it is booked, less the
+  // burst of one batch: so all but two batches' bytes wait for the rate.
+  const double booked = static_cast<double>(in.bytes - 2 * kMaxBatchBytes) / kRate;
+  ASSERT_GT(booked, 0.1);
+  EXPECT_GE(seconds, booked * 0.99) << in.bytes << " bytes";
+  EXPECT_EQ(Check(hp, ids, StateSlot(1), 3), "");
+  ASSERT_TRUE(t->Close(10s).ok());
+}
+
 TEST(HostTransfersTest, CopyOutZeroesPlanePaddingInTheSlab) {
   RankGeometry r{{"row", 100}, {{"a", 512}, {"b", 4096}}, 2, 8};
   CacheGeometry g{64, {r}};
