@@ -26,11 +26,15 @@ void LowerThreadPriority() {
 
 // Collects descriptors into batches within the per-call bounds and hands
 // each full batch to the engine. Stops at the first failed batch.
+// The longest one sleep of a paced batch, so Close lifts the bound promptly.
+constexpr std::chrono::milliseconds kPaceSlice{10};
+
 class Batcher {
  public:
-  // `pacer` (may be unbounded) times each batch's issue.
-  Batcher(CopyEngine& engine, TransferDirection direction, TransferPacer& pacer)
-      : engine_(engine), dir_(direction), pacer_(pacer) {}
+  // `pacer` (may be unbounded) times each batch's issue until `unpaced`.
+  Batcher(CopyEngine& engine, TransferDirection direction, TransferPacer& pacer,
+          const std::atomic<bool>& unpaced)
+      : engine_(engine), dir_(direction), pacer_(pacer), unpaced_(unpaced) {}
 
   void Add(uint64_t device, uint8_t* host, uint64_t bytes) {
     while (bytes > 0 && status_.ok()) {
@@ -55,8 +59,14 @@ class Batcher {
  private:
   void Flush() {
     if (batch_.empty() || !status_.ok()) return;
-    if (pacer_.bounded()) {
-      std::this_thread::sleep_until(pacer_.Admit(batch_bytes_, TransferPacer::Clock::now()));
+    if (pacer_.bounded() && !unpaced_.load()) {
+      // In slices, so a Close lifts the bound within one.
+      const auto until = pacer_.Admit(batch_bytes_, TransferPacer::Clock::now());
+      for (auto now = TransferPacer::Clock::now(); now < until && !unpaced_.load();
+           now = TransferPacer::Clock::now()) {
+        std::this_thread::sleep_for(
+            std::min<TransferPacer::Clock::duration>(until - now, kPaceSlice));
+      }
     }
     status_ = engine_.CopyBatch(dir_, batch_);
     ++batches_;
@@ -66,6 +76,7 @@ class Batcher {
   CopyEngine& engine_;
   TransferDirection dir_;
   TransferPacer& pacer_;
+  const std::atomic<bool>& unpaced_;
   std::vector<CopyDescriptor> batch_;
   uint64_t batch_bytes_ = 0;
   uint64_t moved_ = 0;
@@ -189,6 +200,7 @@ ThreadedTransfers::~ThreadedTransfers() {
     MutexLock lock(mu_);
     stopping_ = true;
   }
+  unpaced_ = true;
   for (auto& r : ranks_) r->cv.NotifyAll();
   for (auto& r : ranks_) {
     if (r->thread.joinable()) r->thread.join();
@@ -286,6 +298,7 @@ void ThreadedTransfers::NotifyOnCompletion(std::shared_ptr<WakeSignal> signal) {
 }
 
 Status ThreadedTransfers::Close(std::chrono::milliseconds deadline) {
+  unpaced_ = true;  // what is queued drains at full rate
   MutexLock lock(mu_);
   stopping_ = true;
   for (auto& r : ranks_) r->cv.NotifyAll();
@@ -382,7 +395,7 @@ Status ThreadedTransfers::RunJob(uint32_t rank, const BoundJob& bound, RankResul
   }
   const uint32_t page_share_rank = job.replicated_pages ? 0 : rank;
   Rank& r = *ranks_[rank];
-  Batcher batch(engine, job.direction, out ? r.copy_out : r.restore);
+  Batcher batch(engine, job.direction, out ? r.copy_out : r.restore, unpaced_);
   for (size_t i = 0; i < job.page_ids.size(); ++i) {
     for (uint32_t p = 0; p < g.page_planes.size(); ++p) {
       const uint64_t unit = g.page_planes[p].unit_bytes;

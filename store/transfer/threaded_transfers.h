@@ -16,6 +16,7 @@
 // per job in Submit and kept by the job on every rank (plane_bases.h).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <memory>
@@ -37,7 +38,8 @@ struct ThreadedTransfersOptions {
   // planes and restoring into them (transfer_pacer.h); 0: unbounded. A
   // rank's thread sleeps before a batch that would exceed its bound, so
   // jobs queue behind it. Copy-outs the host engine hashes as it copies
-  // (no GPU) are not paced.
+  // (no GPU) are not paced. Close lifts both: what is queued then drains
+  // at full rate.
   uint64_t copy_out_bytes_per_s = 0;
   uint64_t restore_bytes_per_s = 0;
 };
@@ -113,6 +115,8 @@ class ThreadedTransfers final : public Transfers {
   std::unordered_map<JobId, Pending> pending_ GUARDED_BY(mu_);
   std::vector<TransferCompletion> done_ GUARDED_BY(mu_);
   bool stopping_ GUARDED_BY(mu_) = false;
+  // Set by Close: queued jobs drain at full rate, past any copy bound.
+  std::atomic<bool> unpaced_{false};
   bool closed_ = false;
 };
 

@@ -177,6 +177,26 @@ TEST(HostTransfersTest, APacedRestoreTakesAtLeastItsBookedTimeAndIsByteExact) {
   ASSERT_TRUE(t->Close(10s).ok());
 }
 
+// Close lifts the bound: a restore of about 40 MiB at 256 KiB/s, which would
+// wait some 30 s past its first two batches, drains within Close's deadline.
+TEST(HostTransfersTest, CloseDrainsAPacedJobAtFullRate) {
+  CacheGeometry g = *PresetGeometry("qwen-like", 1, /*pages=*/70, /*rows=*/2);
+  HostPlanes hp(g);
+  ThreadedTransfersOptions o;
+  o.restore_bytes_per_s = 256ull << 10;
+  auto t = *MakeHostTransfers(hp, o);
+  RecordLayout layout(g);
+  std::vector<PageId> ids;
+  for (uint32_t i = 0; i < 64; ++i) ids.push_back(PageId(i));
+  Slabs s = MakeSlabs(layout, ids.size());
+  ASSERT_TRUE(t->Submit(Job(1, TransferDirection::kHostToDevice, ids, s, StateSlot(1))).ok());
+  EXPECT_TRUE(t->Close(20s).ok());
+  std::vector<TransferCompletion> done;
+  t->Poll(done);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_TRUE(done[0].status.ok()) << done[0].status.ToString();
+}
+
 TEST(HostTransfersTest, CopyOutZeroesPlanePaddingInTheSlab) {
   RankGeometry r{{"row", 100}, {{"a", 512}, {"b", 4096}}, 2, 8};
   CacheGeometry g{64, {r}};
