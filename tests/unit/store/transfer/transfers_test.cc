@@ -8,113 +8,12 @@
 #include "store/transfer/host_planes.h"
 #include "store/transfer/slab_pool.h"
 #include "store/transfer/threaded_transfers.h"
+#include "tests/unit/store/transfer/host_transfers_test_support.h"
 
 namespace strata {
 namespace {
 
-using namespace std::chrono_literals;
-
-uint8_t Pattern(uint32_t rank, uint32_t plane, uint32_t page, uint64_t i) {
-  uint64_t x = (uint64_t{rank} * 1315423911u) ^ (uint64_t{plane} * 2654435761u) ^
-               (uint64_t{page} * 40503u) ^ (i * 2246822519u);
-  return static_cast<uint8_t>(x ^ (x >> 13) ^ (x >> 29));
-}
-
-void Fill(HostPlanes& hp, const std::vector<PageId>& ids, StateSlot slot, uint32_t salt) {
-  const CacheGeometry& g = hp.geometry();
-  for (uint32_t r = 0; r < g.rank_count(); ++r) {
-    for (uint32_t p = 0; p < g.ranks[r].page_planes.size(); ++p) {
-      for (size_t k = 0; k < ids.size(); ++k) {
-        uint8_t* b = hp.page(r, p, ids[k]);
-        for (uint64_t i = 0; i < g.ranks[r].page_planes[p].unit_bytes; ++i) {
-          b[i] = Pattern(r, p, static_cast<uint32_t>(k + salt), i);
-        }
-      }
-    }
-    uint8_t* row = hp.row(r, slot);
-    for (uint64_t i = 0; i < g.ranks[r].row.unit_bytes; ++i) row[i] = Pattern(r, 999, salt, i);
-  }
-}
-
-// Returns the first mismatch as text, or "" when the restored bytes match
-// what Fill wrote for the source ids.
-std::string Check(HostPlanes& hp, const std::vector<PageId>& ids, StateSlot slot, uint32_t salt) {
-  const CacheGeometry& g = hp.geometry();
-  for (uint32_t r = 0; r < g.rank_count(); ++r) {
-    for (uint32_t p = 0; p < g.ranks[r].page_planes.size(); ++p) {
-      for (size_t k = 0; k < ids.size(); ++k) {
-        uint8_t* b = hp.page(r, p, ids[k]);
-        for (uint64_t i = 0; i < g.ranks[r].page_planes[p].unit_bytes; ++i) {
-          if (b[i] != Pattern(r, p, static_cast<uint32_t>(k + salt), i)) {
-            return "rank " + std::to_string(r) + " plane " + std::to_string(p) + " page " +
-                   std::to_string(k) + " byte " + std::to_string(i);
-          }
-        }
-      }
-    }
-    uint8_t* row = hp.row(r, slot);
-    for (uint64_t i = 0; i < g.ranks[r].row.unit_bytes; ++i) {
-      if (row[i] != Pattern(r, 999, salt, i))
-        return "rank " + std::to_string(r) + " row byte " + std::to_string(i);
-    }
-  }
-  return "";
-}
-
-void Poison(HostPlanes& hp) {
-  const CacheGeometry& g = hp.geometry();
-  for (uint32_t r = 0; r < g.rank_count(); ++r) {
-    for (uint32_t p = 0; p < g.ranks[r].page_planes.size(); ++p) {
-      for (uint32_t id = 0; id < g.ranks[r].page_count; ++id) {
-        std::memset(hp.page(r, p, PageId(id)), 0xee, g.ranks[r].page_planes[p].unit_bytes);
-      }
-    }
-    for (uint32_t s = 0; s < g.ranks[r].row_count; ++s) {
-      std::memset(hp.row(r, StateSlot(s)), 0xee, g.ranks[r].row.unit_bytes);
-    }
-  }
-}
-
-TransferCompletion WaitOne(Transfers& t) {
-  std::vector<TransferCompletion> done;
-  for (int i = 0; i < 100 && done.empty(); ++i) {
-    t.WaitForCompletion(100ms);
-    t.Poll(done);
-  }
-  EXPECT_EQ(done.size(), 1u);
-  return done.empty() ? TransferCompletion{} : done[0];
-}
-
-struct Slabs {
-  std::unique_ptr<SlabPool> pool;
-  std::vector<uint8_t*> pages;
-  std::vector<HostPiece> row;
-};
-
-Slabs MakeSlabs(const RecordLayout& layout, size_t pages) {
-  Slabs s;
-  s.pool = *SlabPool::Create(layout.page_record_bytes(), pages + 64, 0);
-  std::vector<SlotId> ids;
-  EXPECT_TRUE(s.pool->Allocate(pages, 0, ids));
-  for (SlotId id : ids) s.pages.push_back(s.pool->address(id));
-  uint64_t row_slots = RowSlots(layout.row_segment_bytes(), s.pool->slot_bytes());
-  ids.clear();
-  EXPECT_TRUE(s.pool->Allocate(row_slots, 0, ids));
-  for (SlotId id : ids) s.row.push_back({s.pool->address(id), s.pool->slot_bytes()});
-  return s;
-}
-
-TransferJob Job(uint64_t id, TransferDirection dir, std::vector<PageId> ids, const Slabs& s,
-                StateSlot slot) {
-  TransferJob j;
-  j.id = JobId(id);
-  j.direction = dir;
-  j.page_ids = std::move(ids);
-  j.page_records = s.pages;
-  j.row_slot = slot;
-  j.row_pieces = s.row;
-  return j;
-}
+using namespace transfers_test;
 
 TEST(HostTransfersTest, RoundTripIntoDifferentIdsIsByteExact) {
   for (const char* preset : {"tiny", "small-planes", "qwen-like"}) {
@@ -141,60 +40,6 @@ TEST(HostTransfersTest, RoundTripIntoDifferentIdsIsByteExact) {
     EXPECT_EQ(Check(hp, dst, StateSlot(3), 7), "") << preset;
     ASSERT_TRUE(t->Close(10s).ok());
   }
-}
-
-// A bounded restore rate holds the restore back (transfer_pacer.h) and moves
-// the same bytes. Only a lower bound on the time is checked: a slower machine
-// only takes longer.
-TEST(HostTransfersTest, APacedRestoreTakesAtLeastItsBookedTimeAndIsByteExact) {
-  CacheGeometry g = *PresetGeometry("qwen-like", 1, /*pages=*/70, /*rows=*/2);
-  HostPlanes hp(g);
-  ThreadedTransfersOptions o;
-  constexpr uint64_t kRate = 32ull << 20;  // 32 MiB/s
-  o.restore_bytes_per_s = kRate;
-  auto t = *MakeHostTransfers(hp, o);
-  RecordLayout layout(g);
-  const size_t n = 64;
-  std::vector<PageId> ids;
-  for (uint32_t i = 0; i < n; ++i) ids.push_back(PageId(i));
-  Fill(hp, ids, StateSlot(0), 3);
-  Slabs s = MakeSlabs(layout, n);
-  ASSERT_TRUE(t->Submit(Job(1, TransferDirection::kDeviceToHost, ids, s, StateSlot(0))).ok());
-  ASSERT_TRUE(WaitOne(*t).status.ok());
-  Poison(hp);
-  const auto start = std::chrono::steady_clock::now();
-  ASSERT_TRUE(t->Submit(Job(2, TransferDirection::kHostToDevice, ids, s, StateSlot(1))).ok());
-  TransferCompletion in = WaitOne(*t);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  ASSERT_TRUE(in.status.ok()) << in.status.ToString();
-  // The last batch starts once every byte before it is booked, less the
-  // burst of one batch: so all but two batches' bytes wait for the rate.
-  const double booked = static_cast<double>(in.bytes - 2 * kMaxBatchBytes) / kRate;
-  ASSERT_GT(booked, 0.1);
-  EXPECT_GE(seconds, booked * 0.99) << in.bytes << " bytes";
-  EXPECT_EQ(Check(hp, ids, StateSlot(1), 3), "");
-  ASSERT_TRUE(t->Close(10s).ok());
-}
-
-// Close lifts the bound: a restore of about 40 MiB at 256 KiB/s, which would
-// wait some 30 s past its first two batches, drains within Close's deadline.
-TEST(HostTransfersTest, CloseDrainsAPacedJobAtFullRate) {
-  CacheGeometry g = *PresetGeometry("qwen-like", 1, /*pages=*/70, /*rows=*/2);
-  HostPlanes hp(g);
-  ThreadedTransfersOptions o;
-  o.restore_bytes_per_s = 256ull << 10;
-  auto t = *MakeHostTransfers(hp, o);
-  RecordLayout layout(g);
-  std::vector<PageId> ids;
-  for (uint32_t i = 0; i < 64; ++i) ids.push_back(PageId(i));
-  Slabs s = MakeSlabs(layout, ids.size());
-  ASSERT_TRUE(t->Submit(Job(1, TransferDirection::kHostToDevice, ids, s, StateSlot(1))).ok());
-  EXPECT_TRUE(t->Close(20s).ok());
-  std::vector<TransferCompletion> done;
-  t->Poll(done);
-  ASSERT_EQ(done.size(), 1u);
-  EXPECT_TRUE(done[0].status.ok()) << done[0].status.ToString();
 }
 
 TEST(HostTransfersTest, CopyOutZeroesPlanePaddingInTheSlab) {
