@@ -24,11 +24,12 @@ void LowerThreadPriority() {
   (void)setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), kTransferNice);
 }
 
-// Collects descriptors into batches within the per-call bounds and hands
-// each full batch to the engine. Stops at the first failed batch.
 // The longest one sleep of a paced batch, so Close lifts the bound promptly.
 constexpr std::chrono::milliseconds kPaceSlice{10};
 
+// Collects descriptors into batches within the per-call bounds and hands
+// each full batch to the engine, each no sooner than its pacer admits it
+// (until the transfers close). Stops at the first failed batch.
 class Batcher {
  public:
   // `pacer` (may be unbounded) times each batch's issue until `unpaced`.
