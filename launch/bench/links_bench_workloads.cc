@@ -166,25 +166,39 @@ Result<Trips> ControlRoundTrips(ShardedTransport& t, uint32_t warmup, uint32_t c
   return trips;
 }
 
-// A plain TCP ping-pong over loopback with TCP_NODELAY between two threads of
-// this process: `count` round trips after `warmup` unmeasured.
-Result<Trips> RawPingPong(uint32_t warmup, uint32_t count) {
+// `peers` echo threads, each on its own loopback TCP connection with
+// TCP_NODELAY; a trip writes kPingBytes to every peer in rank order, then
+// reads every answer. One peer is the plain ping-pong.
+Result<Trips> RawFanout(uint32_t peers, uint32_t warmup, uint32_t count) {
   try {
     asio::io_context io;
     asio::ip::tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
-    std::thread echo([&acceptor] {
-      asio::ip::tcp::socket s = acceptor.accept();
-      s.set_option(asio::ip::tcp::no_delay(true));
-      std::array<uint8_t, kPingBytes> buf{};
-      std::error_code ec;
-      while (!ec) {
-        asio::read(s, asio::buffer(buf), ec);
-        if (!ec) asio::write(s, asio::buffer(buf), ec);
+    std::vector<asio::ip::tcp::socket> clients;
+    std::vector<std::thread> echoes;
+    struct Join {  // the echo threads end when their client closes
+      std::vector<asio::ip::tcp::socket>& clients;
+      std::vector<std::thread>& echoes;
+      ~Join() {
+        for (auto& c : clients) {
+          std::error_code ignored;
+          c.close(ignored);
+        }
+        for (auto& t : echoes) t.join();
       }
-    });
-    asio::ip::tcp::socket client(io);
-    client.connect(acceptor.local_endpoint());
-    client.set_option(asio::ip::tcp::no_delay(true));
+    } join{clients, echoes};
+    for (uint32_t p = 0; p < peers; ++p) {
+      clients.emplace_back(io).connect(acceptor.local_endpoint());
+      clients.back().set_option(asio::ip::tcp::no_delay(true));
+      echoes.emplace_back([s = acceptor.accept()]() mutable {
+        s.set_option(asio::ip::tcp::no_delay(true));
+        std::array<uint8_t, kPingBytes> buf{};
+        std::error_code ec;
+        while (!ec) {
+          asio::read(s, asio::buffer(buf), ec);
+          if (!ec) asio::write(s, asio::buffer(buf), ec);
+        }
+      });
+    }
     std::array<uint8_t, kPingBytes> buf{};
     Trips trips;
     uint64_t switches_at_start = 0;
@@ -194,16 +208,14 @@ Result<Trips> RawPingPong(uint32_t warmup, uint32_t count) {
         switches_at_start = ContextSwitches();
       }
       const Clock::time_point start = Clock::now();
-      asio::write(client, asio::buffer(buf));
-      asio::read(client, asio::buffer(buf));
+      for (auto& c : clients) asio::write(c, asio::buffer(buf));
+      for (auto& c : clients) asio::read(c, asio::buffer(buf));
       trips.us.push_back(Seconds(start, Clock::now()) * 1e6);
     }
     trips.switches = ContextSwitches() - switches_at_start;
-    client.close();
-    echo.join();
     return trips;
   } catch (const std::exception& e) {
-    return Status::IoError(std::string("raw ping-pong: ") + e.what());
+    return Status::IoError(std::string("raw TCP fan-out: ") + e.what());
   }
 }
 

@@ -86,9 +86,12 @@ class BenchCluster {
 // job ids come from `next_id`.
 Result<Trips> ControlRoundTrips(ShardedTransport& t, uint32_t warmup, uint32_t count,
                                 uint64_t& next_id);
-// A plain TCP ping-pong over loopback with TCP_NODELAY between two threads of
-// this process: `count` round trips after `warmup` unmeasured.
-Result<Trips> RawPingPong(uint32_t warmup, uint32_t count);
+// The same trips with nothing of the protocol: plain loopback TCP with
+// TCP_NODELAY from this thread to `peers` echo threads of this process
+// (kPingBytes to each in turn, then every answer); `count` trips after
+// `warmup` unmeasured. One peer is a raw ping-pong; `peers` = world - 1 is
+// the least any fan-out to that many ranks can take on this machine.
+Result<Trips> RawFanout(uint32_t peers, uint32_t warmup, uint32_t count);
 // Stores `records` records of `pages` pages (+ row) on every rank, fetches
 // them back, unlinks them.
 Result<Throughput> StoreFetch(ShardedTransport& t, uint32_t records, uint32_t pages,
