@@ -23,6 +23,23 @@ constexpr auto kServeWakeMax = std::chrono::milliseconds(500);
 // Between retries of a Send refused because the queue was full (join only).
 constexpr auto kSendRetryPause = std::chrono::milliseconds(1);
 
+// The agent whose serving state (serve_mu_) this thread holds, if any: a
+// completion notified by a transport call made under it must not take the
+// mutex again (RankAgent::PumpHere).
+thread_local const RankAgent* t_serving = nullptr;
+
+// Marks this thread as holding `agent`'s serving state for a scope.
+class ServingHere {
+ public:
+  explicit ServingHere(const RankAgent* agent) : previous_(t_serving) { t_serving = agent; }
+  ~ServingHere() { t_serving = previous_; }
+  ServingHere(const ServingHere&) = delete;
+  ServingHere& operator=(const ServingHere&) = delete;
+
+ private:
+  const RankAgent* previous_;
+};
+
 // "cause" or "cause: reason" of a closed link.
 std::string CloseDescription(const wire::LinkState& state) {
   return std::string(wire::CloseCauseName(state.cause)) +
@@ -293,6 +310,7 @@ wire::LinkHandlers RankAgent::RecordLinkHandlers() {
   h.on_drained = [this] {
     if (!serving_on_io_) return;
     MutexLock lock(serve_mu_);
+    ServingHere here(this);
     ServePump();
   };
   h.on_closed = [this, forward = std::move(to_inbox.on_closed)](const wire::LinkState& state) {
@@ -308,7 +326,7 @@ wire::LinkHandlers RankAgent::RecordLinkHandlers() {
 Status RankAgent::Serve() {
   state_ = AgentState::kServing;
   transport_wake_ = std::make_shared<WakeSignal>();
-  transport_wake_->AlsoRun([this] { PostPump(); });
+  transport_wake_->AlsoRun([this] { PumpHere(); });
   transport_->NotifyOnCompletion(transport_wake_);
   // From here on only the link's I/O thread calls transport_, until this
   // thread takes it back (drain_handoff_, serve_end_, or the link closed).
@@ -343,12 +361,15 @@ void RankAgent::BeginServing(std::deque<wire::LinkEvent> leftovers) {
   for (wire::LinkEvent& e : queued) leftovers.push_back(std::move(e));
   serving_on_io_ = true;
   MutexLock lock(serve_mu_);
+  ServingHere here(this);
+  serving_ = true;
   for (const wire::LinkEvent& e : leftovers) ServeEvent(e);
   ServePump();
 }
 
 void RankAgent::OnServingEvent(const wire::LinkEvent& event) {
   MutexLock lock(serve_mu_);
+  ServingHere here(this);
   ServeEvent(event);
   ServePump();
 }
@@ -358,8 +379,25 @@ void RankAgent::PostPump() {
   link_->Post([this] {
     pump_posted_ = false;  // a completion from now on posts another pump
     MutexLock lock(serve_mu_);
+    ServingHere here(this);
     ServePump();
   });
+}
+
+void RankAgent::PumpHere() {
+  // Whoever holds the state may have polled before this completion landed:
+  // the posted pump polls again after it.
+  if (t_serving == this) return PostPump();
+  if (!serve_mu_.TryLock()) return PostPump();
+  {
+    ServingHere here(this);
+    if (serving_) {
+      ServePump();
+    } else {
+      PostPump();  // serving has not begun: the I/O thread pumps, as it serves
+    }
+  }
+  serve_mu_.Unlock();
 }
 
 void RankAgent::ServeEvent(const wire::LinkEvent& e) {

@@ -14,13 +14,16 @@
 // (serving_rules.h); this class does the I/O around it.
 //
 // Serving runs on the record link's I/O thread, not the agent's: the thread
-// that read a Job submits it to the transport, and the transport's
-// completions post the serving pump to that thread, which answers with one
-// inline sendmsg (no hand-off to another thread either way; the handlers
-// never block, as the link requires). The agent's thread waits meanwhile and
-// does what may block: closing the transport when a drain is due or
-// the session ended. The serving state is guarded by one mutex, so the
-// transport has one caller at a time.
+// that read a Job submits it to the transport. The thread that finishes a
+// job's work (the disk thread, a transfer thread) runs the serving pump
+// itself when the serving state is free, and answers with one inline
+// sendmsg; when another thread holds that state it posts the pump to the
+// I/O thread instead. So a job costs no hand-off beyond the one to the
+// thread that does its work. Nothing in serving blocks (the link's handlers
+// must not, and the disk and transfer threads must not stall). The agent's
+// thread waits meanwhile and does what may block: closing the transport when
+// a drain is due or the session ended. The serving state is guarded by one
+// mutex, so the transport has one caller at a time.
 //
 // When its drain is not confirmed (copies or disk I/O did not stop within
 // drain_timeout) it keeps its transport, transfer threads, disk thread and
@@ -166,6 +169,11 @@ class RankAgent {
   // Any thread (the transport's signal): posts one pump to the I/O
   // thread unless one is already posted.
   void PostPump();
+  // Any thread (the transport's signal, after a completion): runs the pump
+  // on this thread when serving began and the serving state is free;
+  // otherwise (another thread holds it, or this one does and a call it made
+  // notified) posts it, so a completion is never left unanswered.
+  void PumpHere();
   // Serving: one event from rank zero; how the session ended, if it did.
   std::optional<Status> Handle(const wire::LinkEvent& event, JobRunner& runner) REQUIRES(serve_mu_);
   void ServeEvent(const wire::LinkEvent& event) REQUIRES(serve_mu_);
@@ -210,7 +218,8 @@ class RankAgent {
   // I/O thread calls transport_.
   Mutex serve_mu_;
   ServingRules rules_ GUARDED_BY(serve_mu_);
-  JobAnswers answers_ GUARDED_BY(serve_mu_);  // not yet sent
+  bool serving_ GUARDED_BY(serve_mu_) = false;  // BeginServing ran
+  JobAnswers answers_ GUARDED_BY(serve_mu_);    // not yet sent
   // The buffers of host-data jobs, until their answers are sent; leaked
   // with the transport when its drain is not confirmed (copies may still
   // use them).

@@ -8,6 +8,7 @@
 namespace strata {
 
 void WakeSignal::Notify() {
+  std::shared_ptr<Hook> hook;
   {
     MutexLock lock(mu_);
     raised_ = true;
@@ -17,9 +18,21 @@ void WakeSignal::Notify() {
       // A full counter (EAGAIN) is still readable: the owner wakes anyway.
       (void)!::write(event_fd_, &one, sizeof one);
     }
-    if (hook_) hook_();
+    hook = hook_;
   }
   cv_.NotifyOne();
+  if (hook) Run(*hook);
+}
+
+void WakeSignal::Run(Hook& hook) {
+  {
+    MutexLock lock(hook.mu);
+    if (hook.detached) return;
+    ++hook.running;
+  }
+  hook.fn();
+  MutexLock lock(hook.mu);
+  if (--hook.running == 0) hook.idle.NotifyAll();
 }
 
 void WakeSignal::AlsoNotifyEventFd(int fd) {
@@ -28,8 +41,16 @@ void WakeSignal::AlsoNotifyEventFd(int fd) {
 }
 
 void WakeSignal::AlsoRun(std::function<void()> hook) {
-  MutexLock lock(mu_);
-  hook_ = std::move(hook);
+  std::shared_ptr<Hook> old;
+  {
+    MutexLock lock(mu_);
+    old = std::move(hook_);
+    hook_ = hook ? std::make_shared<Hook>(std::move(hook)) : nullptr;
+  }
+  if (!old) return;
+  MutexLock lock(old->mu);
+  old->detached = true;
+  while (old->running != 0) old->idle.Wait(lock);
 }
 
 bool WakeSignal::WaitUntil(std::chrono::steady_clock::time_point deadline) {

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 
 #include "store/base/mutex.h"
 
@@ -41,19 +42,34 @@ class WakeSignal {
   // keeps it open while set, and reads it to reset it.
   void AlsoNotifyEventFd(int fd);
   // From now on Notify() also calls `hook` (empty: stop), for an owner that
-  // sleeps in another event loop (a link's I/O thread: RankAgent posts its
-  // serving pump there). The hook runs on the notifying thread under the
-  // signal's lock: it must be short, never block and never call this signal.
-  // Once AlsoRun returns, the hook it replaced is never called again.
+  // sleeps in another event loop or serves from whichever thread finished
+  // the work (RankAgent answers from it, or posts to its link's I/O thread).
+  // The hook runs on the notifying thread after the signal is raised, outside
+  // the signal's lock. Calls may run at once on several notifying threads,
+  // and a hook that notifies this signal (through what it calls) runs again,
+  // nested, on its own thread: it must be safe for both, and must not block.
+  // Once AlsoRun returns, the hook it replaced is never called again and no
+  // call of it is still running; so AlsoRun must not be called from a hook.
   void AlsoRun(std::function<void()> hook);
 
  private:
+  // One hook and its calls in progress (so AlsoRun can wait them out).
+  struct Hook {
+    explicit Hook(std::function<void()> f) : fn(std::move(f)) {}
+    const std::function<void()> fn;
+    Mutex mu;
+    CondVar idle;
+    uint32_t running GUARDED_BY(mu) = 0;
+    bool detached GUARDED_BY(mu) = false;
+  };
+  static void Run(Hook& hook);
+
   mutable Mutex mu_;
   CondVar cv_;
   bool raised_ GUARDED_BY(mu_) = false;
   uint64_t notifications_ GUARDED_BY(mu_) = 0;
   int event_fd_ GUARDED_BY(mu_) = -1;
-  std::function<void()> hook_ GUARDED_BY(mu_);
+  std::shared_ptr<Hook> hook_ GUARDED_BY(mu_);
 };
 
 }  // namespace strata

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <thread>
+
+#include "store/base/mutex.h"
 
 namespace strata {
 namespace {
@@ -60,6 +63,63 @@ TEST(WakeSignalTest, AHookRunsOnTheNotifyingThread) {
   const std::thread::id notifier_id = notifier.get_id();
   notifier.join();
   EXPECT_EQ(ran_on, notifier_id);
+}
+
+TEST(WakeSignalTest, AHookRunsOutsideTheSignalsLockAndMayNotifyItAgain) {
+  WakeSignal s;
+  int depth = 0;
+  int runs = 0;
+  uint64_t seen = 0;
+  s.AlsoRun([&] {
+    ++runs;
+    seen = s.notifications();      // takes the signal's lock: not held around the hook
+    if (depth++ == 0) s.Notify();  // runs the hook again, nested, on this thread
+  });
+  s.Notify();
+  EXPECT_EQ(runs, 2);
+  EXPECT_EQ(seen, 2u);
+  EXPECT_TRUE(s.WaitUntil(std::chrono::steady_clock::now()));
+}
+
+TEST(WakeSignalTest, DetachingWaitsForAHookRunningOnAnotherThread) {
+  WakeSignal s;
+  Mutex mu;
+  CondVar cv;
+  bool entered = false;
+  bool release = false;
+  s.AlsoRun([&] {
+    MutexLock lock(mu);
+    entered = true;
+    cv.NotifyAll();
+    while (!release) cv.Wait(lock);
+  });
+  std::thread notifier([&s] { s.Notify(); });
+  {
+    MutexLock lock(mu);
+    while (!entered) ASSERT_TRUE(cv.WaitUntil(lock, std::chrono::steady_clock::now() + kBound));
+  }
+  std::atomic<bool> detached{false};
+  std::thread detacher([&] {
+    s.AlsoRun(nullptr);
+    detached = true;
+  });
+  // The hook is still running: AlsoRun must not have returned (a slow
+  // detacher thread can only make this pass, never fail wrongly).
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(detached.load());
+  {
+    MutexLock lock(mu);
+    release = true;
+  }
+  cv.NotifyAll();
+  detacher.join();
+  notifier.join();
+  EXPECT_TRUE(detached.load());
+  int runs = 0;
+  s.AlsoRun([&runs] { ++runs; });
+  s.AlsoRun(nullptr);
+  s.Notify();
+  EXPECT_EQ(runs, 0);  // a replaced hook is never called again
 }
 
 }  // namespace
