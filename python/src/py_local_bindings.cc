@@ -67,7 +67,14 @@ void RegisterLocal(py::module_& m) {
           "durable", [](const LocalStoreOptions& o) { return o.durability == Durability::kSync; },
           [](LocalStoreOptions& o, bool durable) {
             o.durability = durable ? Durability::kSync : Durability::kNone;
-          });
+          })
+      .def_property(
+          "copy_out_rate",
+          [](const LocalStoreOptions& o) { return o.threads.copy_out_bytes_per_s; },
+          [](LocalStoreOptions& o, uint64_t rate) { o.threads.copy_out_bytes_per_s = rate; })
+      .def_property(
+          "restore_rate", [](const LocalStoreOptions& o) { return o.threads.restore_bytes_per_s; },
+          [](LocalStoreOptions& o, uint64_t rate) { o.threads.restore_bytes_per_s = rate; });
   m.def(
       "_open_local_store",
       [](const PlanesIn& planes, const LocalStoreOptions& o, py::object keep_alive) {

@@ -158,6 +158,7 @@ class LocalStores final : public StoreOwner {
 
 Result<std::unique_ptr<StoreOwner>> OpenLocalStore(std::unique_ptr<RuntimePlanes> planes,
                                                    const LocalStoreOptions& options) {
+  planes->set_transfer_threads(options.threads);
   auto owner = std::make_unique<LocalStores>(std::move(planes));
   STRATA_RETURN_IF_ERROR(owner->Open(options));
   return std::unique_ptr<StoreOwner>(std::move(owner));

@@ -27,6 +27,10 @@ struct LocalStoreOptions {
   std::optional<std::string> pool_instance;
   // Over tcp://: "auto", "arena" or "tcp" (pool_data_path.h).
   std::string pool_data = "auto";
+  // Copy rates of every tier's transfer threads (copy_out_bytes_per_s,
+  // restore_bytes_per_s; 0: unbounded), as [runtime] copy_out_rate and
+  // restore_rate set them for `strata rank`.
+  ThreadedTransfersOptions threads;
 };
 
 Result<std::unique_ptr<StoreOwner>> OpenLocalStore(std::unique_ptr<RuntimePlanes> planes,

@@ -37,6 +37,7 @@ class CoordinatorOwner final : public StoreOwner {
     co.listen = wire::Endpoint{o.record_host, 0};
     co.join_timeout = o.join_timeout;
     KvRendezvousServer server(*kv_, o.prefix, o.record_host, OsNonceSource());
+    planes_->set_transfer_threads(o.threads);
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> t, planes_->MakeTransfers());
     STRATA_ASSIGN_OR_RETURN(coordinator_, Coordinator::Start(std::move(co), server, std::move(t)));
     return Status::Ok();
@@ -102,6 +103,7 @@ class AgentHandle {
     JoinTicket ticket = ValueOrThrow(
         client_->Join(RankId(rank), o.world_size, RendezvousClock::now() + o.join_timeout));
     joined_ = std::make_unique<JoinedRendezvous>(std::move(ticket));
+    planes_->set_transfer_threads(o.threads);
     std::unique_ptr<Transfers> t = ValueOrThrow(planes_->MakeTransfers());
     agent_ = ValueOrThrow(RankAgent::Start(
         std::move(ao), JoinThroughRendezvous(*joined_, RankId(rank), o.world_size), std::move(t)));
@@ -200,7 +202,15 @@ void RegisterMultiProcess(py::module_& m) {
           "durable", [](const MultiProcessOptions& o) { return o.durability == Durability::kSync; },
           [](MultiProcessOptions& o, bool durable) {
             o.durability = durable ? Durability::kSync : Durability::kNone;
-          });
+          })
+      .def_property(
+          "copy_out_rate",
+          [](const MultiProcessOptions& o) { return o.threads.copy_out_bytes_per_s; },
+          [](MultiProcessOptions& o, uint64_t rate) { o.threads.copy_out_bytes_per_s = rate; })
+      .def_property(
+          "restore_rate",
+          [](const MultiProcessOptions& o) { return o.threads.restore_bytes_per_s; },
+          [](MultiProcessOptions& o, uint64_t rate) { o.threads.restore_bytes_per_s = rate; });
   py::class_<AgentHandle>(m, "_RankAgent")
       .def_property_readonly("state", &AgentHandle::state)
       .def_property_readonly("record_dir", &AgentHandle::record_dir)

@@ -27,6 +27,7 @@ struct MultiProcessOptions {
   std::string record_host = "127.0.0.1";  // rank zero: where peers dial its record listener
   std::chrono::milliseconds join_timeout{60'000};  // the whole join, rendezvous included
   Durability durability = Durability::kSync;
+  ThreadedTransfersOptions threads;  // copy rates, as LocalStoreOptions::threads
 };
 
 // Rank zero: blocks (GIL released) until every peer joined or the join

@@ -26,7 +26,9 @@ class HostRuntimePlanes final : public RuntimePlanes {
   HostRuntimePlanes(CacheGeometry geometry, RankPlanes addresses)
       : RuntimePlanes(std::move(geometry), std::move(addresses), PlaneDevice{}),
         planes_(geometry_, addresses_) {}
-  Result<std::unique_ptr<Transfers>> MakeTransfers() override { return MakeHostTransfers(planes_); }
+  Result<std::unique_ptr<Transfers>> MakeTransfers() override {
+    return MakeHostTransfers(planes_, threads_);
+  }
   HostRegistrar* registrar() override { return nullptr; }
 
  private:
@@ -45,6 +47,7 @@ class CudaRuntimePlanes final : public RuntimePlanes {
   Result<std::unique_ptr<Transfers>> MakeTransfers() override {
     CudaTransfersOptions options;
     options.device_ordinals = {device_.cuda_ordinal};
+    options.threads = threads_;
     return MakeCudaTransfers(driver_, geometry_, {addresses_}, options);
   }
   HostRegistrar* registrar() override { return registrar_.get(); }

@@ -14,6 +14,7 @@
 #include "store/record/geometry.h"
 #include "store/transfer/copy_engine.h"
 #include "store/transfer/slab_pool.h"
+#include "store/transfer/threaded_transfers.h"
 #include "store/transfer/transfers.h"
 
 namespace strata::python {
@@ -57,8 +58,11 @@ class RuntimePlanes {
 
   const CacheGeometry& geometry() const { return geometry_; }
   PlaneDevice device() const { return device_; }
-  // New transfer threads over the planes; each store takes its own.
+  // New transfer threads over the planes, with the options set last; each
+  // store takes its own.
   virtual Result<std::unique_ptr<Transfers>> MakeTransfers() = 0;
+  // The options (queue depth, copy rates) of every MakeTransfers from now on.
+  void set_transfer_threads(const ThreadedTransfersOptions& threads) { threads_ = threads; }
   // Pins slab pools for DMA (CUDA), or null (host memory).
   virtual HostRegistrar* registrar() = 0;
 
@@ -68,6 +72,7 @@ class RuntimePlanes {
   CacheGeometry geometry_;
   RankPlanes addresses_;  // page planes in geometry order (sorted by name)
   PlaneDevice device_;
+  ThreadedTransfersOptions threads_;
 };
 
 }  // namespace strata::python

@@ -227,7 +227,7 @@ class Store:
 
 
 def _local(geometry, memory_bytes, directory, disk_bytes, model_identity, durable, pool=None,
-           pool_instance=None, pool_data="auto"):
+           pool_instance=None, pool_data="auto", copy_out_rate=0, restore_rate=0):
     if pool is not None and not model_identity:
         raise StrataError("invalid_argument",
                           "a store with a pool needs model_identity: instances share only "
@@ -238,6 +238,7 @@ def _local(geometry, memory_bytes, directory, disk_bytes, model_identity, durabl
     o.pool = None if pool is None else str(pool)
     o.pool_instance = pool_instance
     o.pool_data = pool_data
+    o.copy_out_rate, o.restore_rate = copy_out_rate, restore_rate
     return Store(_strata._open_local_store(geometry._planes, o, geometry), geometry)
 
 
@@ -247,50 +248,61 @@ def _local(geometry, memory_bytes, directory, disk_bytes, model_identity, durabl
 # `pool_instance` names the instance there (default: host name and pid);
 # `pool_data` says how records reach a tcp:// manager's slots: "auto" (its
 # arena's file on this host, else the TCP data channel), "arena" or "tcp".
+# `copy_out_rate` and `restore_rate` bound the bytes per second the store's
+# copies move out of and into the planes (0: unbounded), as `strata rank`'s
+# [runtime] copy_out_rate and restore_rate: for a model that must not slow
+# while it decodes (docs/performance.md, "Pacing the copies").
 
 
 def memory_store(geometry, memory_bytes, pool=None, model_identity="", pool_instance=None,
-                 pool_data="auto"):
+                 pool_data="auto", copy_out_rate=0, restore_rate=0):
     return _local(geometry, memory_bytes, None, 0, model_identity, True, pool, pool_instance,
-                  pool_data)
+                  pool_data, copy_out_rate, restore_rate)
 
 
 def disk_store(geometry, directory, disk_bytes, model_identity, durable=True, pool=None,
-               pool_instance=None, pool_data="auto"):
+               pool_instance=None, pool_data="auto", copy_out_rate=0, restore_rate=0):
     return _local(geometry, 0, str(directory), disk_bytes, model_identity, durable, pool,
-                  pool_instance, pool_data)
+                  pool_instance, pool_data, copy_out_rate, restore_rate)
 
 
 def composite_store(geometry, memory_bytes, directory, disk_bytes, model_identity, durable=True,
-                    pool=None, pool_instance=None, pool_data="auto"):
+                    pool=None, pool_instance=None, pool_data="auto", copy_out_rate=0,
+                    restore_rate=0):
     return _local(geometry, memory_bytes, str(directory), disk_bytes, model_identity, durable, pool,
-                  pool_instance, pool_data)
+                  pool_instance, pool_data, copy_out_rate, restore_rate)
 
 
-def pool_store(geometry, pool, model_identity, pool_instance=None, pool_data="auto"):
+def pool_store(geometry, pool, model_identity, pool_instance=None, pool_data="auto",
+               copy_out_rate=0, restore_rate=0):
     """No local tier: every restore comes from the pool (landing in a small
     memory tier of its own), and every stored checkpoint goes to the pool
     (through that tier, put once its copy-out ended)."""
-    return _local(geometry, 0, None, 0, model_identity, True, pool, pool_instance, pool_data)
+    return _local(geometry, 0, None, 0, model_identity, True, pool, pool_instance, pool_data,
+                  copy_out_rate, restore_rate)
 
 
 def _options(world_size, directory, disk_bytes, model_identity, prefix, record_host, timeout_s,
-             durable):
+             durable, copy_out_rate, restore_rate):
     o = _strata._MultiProcessOptions()
     o.world_size, o.directory, o.disk_bytes = world_size, str(directory), disk_bytes
     o.model_identity, o.prefix, o.record_host = model_identity, prefix, record_host
     o.join_timeout = _datetime.timedelta(seconds=timeout_s)
     o.durable = durable
+    o.copy_out_rate, o.restore_rate = copy_out_rate, restore_rate
     return o
 
 
 def coordinator(geometry, rendezvous, world_size, directory, disk_bytes, model_identity,
-                prefix="strata/", record_host="127.0.0.1", timeout_s=60.0, durable=True):
+                prefix="strata/", record_host="127.0.0.1", timeout_s=60.0, durable=True,
+                copy_out_rate=0, restore_rate=0):
     """Rank zero of ranks in separate processes: blocks until every peer
     joined through `rendezvous` (any object with set/get, e.g. a
-    torch.distributed.TCPStore), then returns the Store for every rank."""
+    torch.distributed.TCPStore), then returns the Store for every rank.
+    `copy_out_rate` and `restore_rate` bound this rank's copies (bytes per
+    second; 0: unbounded); each peer sets its own."""
     o = _options(world_size, directory, disk_bytes, model_identity, prefix, record_host, timeout_s,
-                 durable)
+                 durable, copy_out_rate, restore_rate)
     return Store(_strata._open_coordinator(geometry._planes, rendezvous, o, geometry), geometry)
 
 
@@ -299,9 +311,10 @@ class RankAgent:
     process's planes until rank zero closes the session (wait) or close()."""
 
     def __init__(self, geometry, rendezvous, rank, world_size, directory, disk_bytes,
-                 model_identity, prefix="strata/", timeout_s=60.0, durable=True):
+                 model_identity, prefix="strata/", timeout_s=60.0, durable=True, copy_out_rate=0,
+                 restore_rate=0):
         o = _options(world_size, directory, disk_bytes, model_identity, prefix, "", timeout_s,
-                     durable)
+                     durable, copy_out_rate, restore_rate)
         self.geometry = geometry
         self._agent = _strata._start_agent(geometry._planes, rendezvous, rank, o, geometry)
 
