@@ -17,11 +17,6 @@ using Clock = std::chrono::steady_clock;
 // full (only with very large agreements).
 constexpr auto kSendRetryPause = std::chrono::milliseconds(1);
 
-std::string ClosedWhy(const wire::LinkState& state) {
-  return std::string(wire::CloseCauseName(state.cause)) +
-         (state.reason.ok() ? "" : ": " + state.reason.message());
-}
-
 }  // namespace
 
 // ---- AcceptedLinks ---------------------------------------------------------
@@ -135,9 +130,10 @@ Status JoinSession::HandleStranger(wire::LinkEvent& e) {
     ++stats_.dropped_links;
     if (e.state.cause == wire::CloseCause::kHandshakeFailed) {
       ++stats_.tls_refused;
-      spdlog::warn("record connection refused: {}", ClosedWhy(e.state));
+      spdlog::warn("record connection refused: {}", wire::DescribeClose(e.state));
     } else {
-      spdlog::info("a record connection closed before its Hello ({})", ClosedWhy(e.state));
+      spdlog::info("a record connection closed before its Hello ({})",
+                   wire::DescribeClose(e.state));
     }
     (void)links_.Take(e.tag);
     return Status::Ok();
@@ -177,7 +173,7 @@ Status JoinSession::HandleStranger(wire::LinkEvent& e) {
 Status JoinSession::HandleJoined(RankId rank, wire::LinkEvent& e) {
   if (e.kind == wire::LinkEvent::Kind::kClosed) {
     return Status::Unavailable("the record link of " + RankName(rank) +
-                               " closed during the join (" + ClosedWhy(e.state) + ")");
+                               " closed during the join (" + wire::DescribeClose(e.state) + ")");
   }
   if (e.kind == wire::LinkEvent::Kind::kOverflow) {
     return Status::FailedPrecondition(RankName(rank) + " flooded rank zero during the join");

@@ -242,8 +242,7 @@ void ShardedTransport::HandleEvent(wire::LinkEvent& e) {
       if (closing_ && peer.drained.has_value()) return;
       const bool outstanding = tracker_.WaitsOn(peer.rank);
       std::string reason = "the record link to " + RankName(peer.rank) + " closed (" +
-                           std::string(wire::CloseCauseName(e.state.cause)) +
-                           (e.state.reason.ok() ? "" : ": " + e.state.reason.message()) + ")";
+                           wire::DescribeClose(e.state) + ")";
       if (outstanding) reason += " with jobs outstanding; their ids must never be reused";
       if (closing_) {
         peer.failed = true;

@@ -17,13 +17,15 @@
 // that read a Job submits it to the transport. The thread that finishes a
 // job's work (the disk thread, a transfer thread) runs the serving pump
 // itself when the serving state is free, and answers with one inline
-// sendmsg; when another thread holds that state it posts the pump to the
-// I/O thread instead. So a job costs no hand-off beyond the one to the
-// thread that does its work. Nothing in serving blocks (the link's handlers
-// must not, and the disk and transfer threads must not stall). The agent's
-// thread waits meanwhile and does what may block: closing the transport when
-// a drain is due or the session ended. The serving state is guarded by one
-// mutex, so the transport has one caller at a time.
+// sendmsg. So a job costs no hand-off beyond the one to the thread that
+// does its work. The serving state has one holder at a time
+// (ServeWhileFree), and nobody waits for it: a thread that finds it taken
+// leaves its frame or its pump request behind, which the holder takes up
+// before it lets go, so the I/O thread never waits for a low-priority disk
+// thread. What costs more than an answer stays on the I/O thread: rank
+// zero's frames, a fetch's bytes (JobData), a held host-data job's buffers.
+// The agent's thread waits meanwhile and does what may block: closing the
+// transport when a drain is due or the session ended.
 //
 // When its drain is not confirmed (copies or disk I/O did not stop within
 // drain_timeout) it keeps its transport, transfer threads, disk thread and
@@ -164,26 +166,34 @@ class RankAgent {
   // I/O thread: serving starts with `leftovers` (events the join took but did
   // not use) and then what the inbox still holds, in arrival order.
   void BeginServing(std::deque<wire::LinkEvent> leftovers);
-  // I/O thread: one event from rank zero, then the pump.
-  void OnServingEvent(const wire::LinkEvent& event);
-  // Any thread (the transport's signal): posts one pump to the I/O
-  // thread unless one is already posted.
+  // I/O thread: one event from rank zero, served in arrival order, then the
+  // pump (now, or by the state's holder before it lets go).
+  void OnServingEvent(wire::LinkEvent event);
+  // Any thread: posts one pump to the I/O thread unless one is already
+  // posted (frames, a fetch's bytes and host-data jobs wait for it there).
   void PostPump();
-  // Any thread (the transport's signal, after a completion): runs the pump
-  // on this thread when serving began and the serving state is free;
-  // otherwise (another thread holds it, or this one does and a call it made
-  // notified) posts it, so a completion is never left unanswered.
+  // Any thread (the transport's signal, after a completion): asks for a
+  // pump and runs it here unless another thread holds the serving state,
+  // which then runs it; a call this thread made under the state (a nested
+  // notification) leaves it to this thread's own holder loop.
   void PumpHere();
+  // Holds the serving state while it is free: on the I/O thread (`io`)
+  // serves inbound_ in order, and pumps when asked; leaves at once when
+  // another thread holds it. Never waits for the state.
+  void ServeWhileFree(bool io);
   // Serving: one event from rank zero; how the session ended, if it did.
   std::optional<Status> Handle(const wire::LinkEvent& event, JobRunner& runner) REQUIRES(serve_mu_);
   void ServeEvent(const wire::LinkEvent& event) REQUIRES(serve_mu_);
   // Submits held jobs, collects the transport's completions, answers them,
-  // and hands the agent's thread a due drain.
-  void ServePump() REQUIRES(serve_mu_);
+  // and hands the agent's thread a due drain. Off the I/O thread (`io`
+  // false), what belongs there (held host-data jobs, a fetch's bytes) is
+  // posted to it.
+  void ServePump(bool io) REQUIRES(serve_mu_);
   // Records how the session ended and wakes the agent's thread.
   void EndServing(Status outcome) REQUIRES(serve_mu_);
-  // Sends answers_ to rank zero (and counts them), then clears it.
-  Status SendAnswers() REQUIRES(serve_mu_);
+  // Sends answers_ to rank zero (and counts them), then clears it; a
+  // fetch's bytes only on the I/O thread (`io`), otherwise posted there.
+  Status SendAnswers(bool io) REQUIRES(serve_mu_);
 
   RankAgentOptions options_;
   RankJoin join_;
@@ -199,10 +209,16 @@ class RankAgent {
   std::shared_ptr<wire::LinkInbox> inbox_;
   std::unique_ptr<wire::Link> link_;
 
-  // Raised by the transport while serving; its hook posts the
-  // serving pump to the link's I/O thread (detached in Finish).
+  // Raised by the transport while serving; its hook runs the serving pump
+  // on the notifying thread (PumpHere; detached in Finish).
   std::shared_ptr<WakeSignal> transport_wake_;
   std::atomic<bool> pump_posted_{false};
+  // The serving state's one holder (ServeWhileFree); a pump was asked for;
+  // rank zero's frames waiting for the holder (served on the I/O thread).
+  std::atomic<bool> serving_busy_{false};
+  std::atomic<bool> pump_wanted_{false};
+  Mutex inbound_mu_;
+  std::deque<wire::LinkEvent> inbound_ GUARDED_BY(inbound_mu_);
 
   // Agent thread only.
   std::deque<wire::LinkEvent> events_;  // taken from the inbox while joining
@@ -212,10 +228,11 @@ class RankAgent {
   // Link I/O thread only: BeginServing ran.
   bool serving_on_io_ = false;
 
-  // Serving state: the link's I/O thread while serving; the agent's thread
-  // when it drains and after the link closed. Until the agent's thread takes
-  // the transport back (drain_handoff_, serve_end_, link closed), only the
-  // I/O thread calls transport_.
+  // Serving state: its holder while serving (ServeWhileFree: the link's I/O
+  // thread or a thread that finished a job); the agent's thread when it
+  // drains and after the link closed. Until the agent's thread takes the
+  // transport back (drain_handoff_, serve_end_, link closed), only the
+  // holder calls transport_.
   Mutex serve_mu_;
   ServingRules rules_ GUARDED_BY(serve_mu_);
   bool serving_ GUARDED_BY(serve_mu_) = false;  // BeginServing ran

@@ -246,8 +246,7 @@ class RankZeroStores final : public RuntimeDriver {
       const wire::LinkState& l = r.link_state;
       if (l.phase != wire::LinkPhase::kClosed) continue;
       return "lost rank " + std::to_string(r.peer.value) + ": its record link closed (" +
-             std::string(wire::CloseCauseName(l.cause)) +
-             (l.reason.ok() ? "" : ": " + l.reason.message()) + ")";
+             wire::DescribeClose(l) + ")";
     }
     return "";
   }

@@ -27,9 +27,6 @@ class CAPABILITY("mutex") Mutex {
   Mutex& operator=(const Mutex&) = delete;
   void Lock() ACQUIRE() { mu_.lock(); }
   void Unlock() RELEASE() { mu_.unlock(); }
-  // True when it took the mutex without waiting. Never on a mutex this
-  // thread holds (undefined).
-  bool TryLock() TRY_ACQUIRE(true) { return mu_.try_lock(); }
   // For std::condition_variable_any (BasicLockable).
   void lock() ACQUIRE() { mu_.lock(); }
   void unlock() RELEASE() { mu_.unlock(); }

@@ -9,7 +9,9 @@
 // record directory) and carries what every rank needs to build the same file
 // from its own geometry: no host addresses, so a job can cross the wire.
 //
-// Thread: the store's thread. Submit and Poll never block.
+// Thread: one caller at a time, the store's thread (on a peer rank, whichever
+// thread holds its agent's serving state: rank_agent/rank_agent.h). Submit
+// and Poll never block.
 #pragma once
 
 #include <chrono>

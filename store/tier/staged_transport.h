@@ -10,7 +10,8 @@
 // It remembers each record's row checksum (from the startup scan and its own
 // writes) so every read checks the file's whole header before payload I/O.
 //
-// Thread: the owner's. Submit, Poll never block.
+// Thread: one caller at a time, its owner's (on a peer rank, whichever
+// thread holds the agent's serving state). Submit, Poll never block.
 #pragma once
 
 #include <deque>

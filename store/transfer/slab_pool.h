@@ -2,7 +2,8 @@
 // slots with a free list (seed 2.5). The memory store and the staged disk
 // transport share it; there is no separate staging pool.
 //
-// Thread: owned by the store's thread. Allocation never blocks: an
+// Thread: one caller at a time, the store's thread (on a peer rank, whichever
+// thread holds its agent's serving state). Allocation never blocks: an
 // unsatisfiable request fails at once. Slot memory itself is written by
 // transfer and disk threads while the store holds the slot.
 #pragma once

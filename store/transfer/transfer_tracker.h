@@ -4,7 +4,7 @@
 // room, on Pump. After a failed job no further job of that operation is
 // submitted, and the operation finishes only once its submitted jobs drained.
 //
-// Thread: the store's thread. Never blocks.
+// Thread: one caller at a time (as SlabPool). Never blocks.
 #pragma once
 
 #include <deque>

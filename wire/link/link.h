@@ -105,6 +105,8 @@ struct LinkState {
   // an error naming what happened.
   Status reason;
 };
+// "cause" or "cause: reason" of a closed link, for messages.
+std::string DescribeClose(const LinkState& state);
 
 // Counters since the link was made. Bytes are those read from and written to
 // the stream; frames_in counts decoded frames, frames_out written ones.

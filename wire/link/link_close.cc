@@ -22,6 +22,11 @@ std::string_view CloseCauseName(CloseCause cause) {
   return "unknown";
 }
 
+std::string DescribeClose(const LinkState& state) {
+  return std::string(CloseCauseName(state.cause)) +
+         (state.reason.ok() ? "" : ": " + state.reason.message());
+}
+
 void Link::Impl::BeginLocalClose() {
   if (close_begun_) return;
   close_begun_ = true;

@@ -1,6 +1,7 @@
 // A peer answers a job from the thread that finished its work (the disk or a
-// transfer thread), not through a hand-off to its link's I/O thread; and a
-// completion raised while the serving state is held is still answered.
+// transfer thread), not through a hand-off to its link's I/O thread; a
+// completion raised while the serving state is held is still answered; and
+// the I/O thread never waits for a finishing thread that holds the state.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -38,9 +39,14 @@ class HandFinishedTransport final : public DiskTransport {
     return Status::Ok();
   }
   void Poll(std::vector<RecordJobDone>& out) override {
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
     polled_since_submit_ = true;  // the submitter's pump is past the transport
     cv_.notify_all();
+    if (std::this_thread::get_id() == stall_on_) {  // as a preempted holder
+      stalled_ = true;
+      cv_.notify_all();
+      cv_.wait(lock, [&] { return !stall_on_.has_value(); });
+    }
     for (RecordJobDone& d : done_) {
       out.push_back(std::move(d));
       polled_on_.push_back(std::this_thread::get_id());
@@ -90,6 +96,22 @@ class HandFinishedTransport final : public DiskTransport {
     std::lock_guard lock(mu_);
     return polled_on_;
   }
+  // Polls on thread `id` stall until Resume(), holding whatever the caller
+  // holds.
+  void StallPollsOn(std::thread::id id) {
+    std::lock_guard lock(mu_);
+    stall_on_ = id;
+    stalled_ = false;
+  }
+  bool WaitStalled() {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, kClusterBound, [&] { return stalled_; });
+  }
+  void Resume() {
+    std::lock_guard lock(mu_);
+    stall_on_.reset();
+    cv_.notify_all();
+  }
 
  private:
   std::unique_ptr<Transfers> transfers_;  // the planes' transfers, unused
@@ -98,6 +120,8 @@ class HandFinishedTransport final : public DiskTransport {
   std::shared_ptr<WakeSignal> signal_ = std::make_shared<WakeSignal>();
   std::deque<JobId> submitted_;
   bool polled_since_submit_ = false;
+  std::optional<std::thread::id> stall_on_;
+  bool stalled_ = false;
   std::vector<RecordJobDone> done_;
   std::vector<std::thread::id> polled_on_;
 };
@@ -113,9 +137,11 @@ struct HandFinishedCluster {
   ScratchDir dir;
   Cluster cluster{dir.path(), TwoRanks()};
   HandFinishedTransport* transport = nullptr;  // owned by rank 1's agent
+  wire::LivenessOptions liveness;              // both ends of the record link
 
   Status Start() {
     RankAgentOptions o = cluster.AgentOptionsFor(1);
+    o.link.liveness = liveness;
     o.make_transport = [this](LocalDisk&, std::unique_ptr<Transfers> transfers,
                               const StagedOptions&) -> Result<std::unique_ptr<DiskTransport>> {
       auto t = std::make_unique<HandFinishedTransport>(std::move(transfers));
@@ -124,7 +150,9 @@ struct HandFinishedCluster {
     };
     STRATA_RETURN_IF_ERROR(cluster.StartAgent(
         1, std::move(o), JoinThroughRendezvous(cluster.rendezvous(), RankId(1), 2)));
-    return cluster.StartCoordinator(cluster.CoordinatorOptionsFor());
+    CoordinatorOptions co = cluster.CoordinatorOptionsFor();
+    co.link.liveness = liveness;
+    return cluster.StartCoordinator(co);
   }
 };
 
@@ -188,6 +216,50 @@ TEST(RankAgentAnsweringTest, ACompletionRaisedWhileTheServingStateIsHeldIsStillA
   }
   EXPECT_EQ(stored, kJobs);
   EXPECT_EQ(h.transport->polled_on().size(), static_cast<size_t>(kJobs));
+  EXPECT_TRUE(h.cluster.Close().ok());
+}
+
+TEST(RankAgentAnsweringTest, TheLinkKeepsServingWhileAFinishingThreadHoldsTheState) {
+  HandFinishedCluster h;
+  // Rank zero closes a link it reads nothing from for 1 s; both ends send a
+  // heartbeat after 50 ms without a send. A peer I/O thread that waited
+  // for the serving state would send nothing while it waits.
+  h.liveness.heartbeat_interval = std::chrono::milliseconds(50);
+  h.liveness.silence_timeout = std::chrono::milliseconds(1000);
+  STRATA_OK_OR_SKIP_DIRECT_IO(h.Start());
+  ASSERT_EQ(h.cluster.store().Store(RootCheckpoint(1, 1, 10, 0, StateSlot(0))),
+            StoreOutcome::kQueued);
+  std::optional<JobId> first = h.transport->NextJob();
+  ASSERT_TRUE(first.has_value());
+  // A finishing thread takes the serving state and stalls inside it (as a
+  // low-priority disk thread preempted mid-answer) for 2.5 s, while rank
+  // zero's heartbeats and its next Job arrive.
+  std::thread finisher([&] {
+    h.transport->StallPollsOn(std::this_thread::get_id());
+    h.transport->Complete(*first);
+  });
+  ASSERT_TRUE(h.transport->WaitStalled());
+  ASSERT_EQ(h.cluster.store().Store(RootCheckpoint(2, 2, 10, 20, StateSlot(1))),
+            StoreOutcome::kQueued);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  h.transport->Resume();
+  finisher.join();
+  // The Job that came meanwhile is served once the holder let go.
+  std::optional<JobId> second = h.transport->NextJob();
+  ASSERT_TRUE(second.has_value());
+  h.transport->Complete(*second);
+  int stored = 0;
+  while (stored < 2) {
+    std::vector<StoreEvent> others;
+    ASSERT_TRUE(AwaitEvent(h.cluster.store(), StoreEvent::Kind::kStored, &others).has_value())
+        << "stored " << stored << " of 2";
+    stored += 1 + static_cast<int>(std::count_if(others.begin(), others.end(), [](const auto& e) {
+                return e.kind == StoreEvent::Kind::kStored;
+              }));
+  }
+  const std::vector<PeerLinkReport> links = h.cluster.coordinator().PeerLinks();
+  ASSERT_EQ(links.size(), 1u);
+  EXPECT_EQ(links[0].state, "up") << "rank 1 went silent while a finishing thread held its state";
   EXPECT_TRUE(h.cluster.Close().ok());
 }
 
