@@ -213,11 +213,18 @@ class RankAgent {
   // on the notifying thread (PumpHere; detached in Finish).
   std::shared_ptr<WakeSignal> transport_wake_;
   std::atomic<bool> pump_posted_{false};
-  // The serving state's one holder (ServeWhileFree); a pump was asked for;
-  // rank zero's frames waiting for the holder (served on the I/O thread).
+  // The serving state's one holder (ServeWhileFree); a pump was asked for
+  // (any holder runs it); a pump posted to the I/O thread found the state
+  // taken (the I/O thread runs it); the link's close is among the frames.
   std::atomic<bool> serving_busy_{false};
   std::atomic<bool> pump_wanted_{false};
+  std::atomic<bool> io_pump_wanted_{false};
+  std::atomic<bool> link_closed_{false};
+  // Rank zero's frames waiting for the holder, served in arrival order on the
+  // I/O thread (by any holder once link_closed_); the I/O thread waits for
+  // room past kInboundFramesMax.
   Mutex inbound_mu_;
+  CondVar inbound_room_;
   std::deque<wire::LinkEvent> inbound_ GUARDED_BY(inbound_mu_);
 
   // Agent thread only.
@@ -236,7 +243,10 @@ class RankAgent {
   Mutex serve_mu_;
   ServingRules rules_ GUARDED_BY(serve_mu_);
   bool serving_ GUARDED_BY(serve_mu_) = false;  // BeginServing ran
-  JobAnswers answers_ GUARDED_BY(serve_mu_);    // not yet sent
+  // A holder off the I/O thread left it work (a fetch's bytes, held
+  // host-data jobs): posted once that holder let go.
+  bool io_wanted_ GUARDED_BY(serve_mu_) = false;
+  JobAnswers answers_ GUARDED_BY(serve_mu_);  // not yet sent
   // The buffers of host-data jobs, until their answers are sent; leaked
   // with the transport when its drain is not confirmed (copies may still
   // use them).

@@ -2,6 +2,7 @@
 // join is done, the serving state's one holder at a time, and the answers.
 #include <algorithm>
 #include <utility>
+#include <variant>
 
 #include "rank_agent/rank_agent.h"
 
@@ -14,6 +15,11 @@ using Clock = std::chrono::steady_clock;
 // A due drain, the session's end and Stop all raise its one wake signal, so
 // this only bounds the wait; nothing waits for it to pass.
 constexpr auto kServeWakeMax = std::chrono::milliseconds(500);
+// Rank zero's frames that may wait for another thread's hold of the serving
+// state; past it the link's I/O thread stops reading until the holder lets
+// go (as when it waited for the state), so what waits stays bounded (4 MiB
+// JobData chunks: 64 MiB).
+constexpr size_t kInboundFramesMax = 16;
 
 // The agent whose serving state this thread holds, if any (a completion
 // notified by a transport call made under it must not try to take the
@@ -123,21 +129,33 @@ void RankAgent::BeginServing(std::deque<wire::LinkEvent> leftovers) {
   for (wire::LinkEvent& e : queued) leftovers.push_back(std::move(e));
   serving_on_io_ = true;
   {
-    MutexLock lock(serve_mu_);  // a holder that finds serving_ unset leaves at once
-    serving_ = true;
+    MutexLock lock(inbound_mu_);
+    for (wire::LinkEvent& e : leftovers) {
+      if (e.kind == wire::LinkEvent::Kind::kClosed) link_closed_ = true;
+      inbound_.push_back(std::move(e));
+    }
   }
   {
-    MutexLock lock(inbound_mu_);
-    for (wire::LinkEvent& e : leftovers) inbound_.push_back(std::move(e));
+    MutexLock lock(serve_mu_);  // until now a holder served nothing and pumped nothing
+    serving_ = true;
   }
   pump_wanted_ = true;
   ServeWhileFree(/*io=*/true);
 }
 
 void RankAgent::OnServingEvent(wire::LinkEvent event) {
+  // A heartbeat changes nothing (the link itself notes that it read).
+  if (event.kind == wire::LinkEvent::Kind::kMessage &&
+      std::holds_alternative<wire::Heartbeat>(event.message)) {
+    return;
+  }
   {
     MutexLock lock(inbound_mu_);
+    // Before it can be seen: from then on any holder serves the frames (no
+    // pump can be posted to this thread once the link is closing).
+    if (event.kind == wire::LinkEvent::Kind::kClosed) link_closed_ = true;
     inbound_.push_back(std::move(event));
+    while (inbound_.size() > kInboundFramesMax && serving_busy_.load()) inbound_room_.Wait(lock);
   }
   ServeWhileFree(/*io=*/true);
 }
@@ -146,7 +164,7 @@ void RankAgent::PostPump() {
   if (pump_posted_.exchange(true)) return;
   link_->Post([this] {
     pump_posted_ = false;  // a request from now on posts another pump
-    pump_wanted_ = true;
+    io_pump_wanted_ = true;
     ServeWhileFree(/*io=*/true);
   });
 }
@@ -160,16 +178,23 @@ void RankAgent::PumpHere() {
 }
 
 void RankAgent::ServeWhileFree(bool io) {
-  // serving_busy_ is the state's one holder; whoever finds it taken leaves
-  // its event or pump_wanted_ behind, and the holder looks at both again
-  // after it lets go (each side writes, then reads the other's flag: one of
-  // them sees the other's work).
+  // serving_busy_ is the state's one holder. Whoever finds it taken leaves
+  // its frame (inbound_) or request (pump_wanted_, io_pump_wanted_) behind,
+  // and the holder looks at them again after it lets go: each side writes
+  // its own, then reads the other's (sequentially consistent atomics, and
+  // inbound_mu_ around the frames), so one of them sees the other's work.
+  // Frames and a posted pump belong to the I/O thread: a holder elsewhere
+  // posts them there, after it let go (so the post finds the state free).
   while (!serving_busy_.exchange(true)) {
+    bool post = false;
     {
       MutexLock lock(serve_mu_);
       ServingHere here(this, io);
       bool pump = pump_wanted_.exchange(false);
-      if (io && serving_) {
+      if (io) pump |= io_pump_wanted_.exchange(false);
+      // Once the link is closing nothing can be posted to its I/O thread:
+      // any holder serves what it left.
+      if (serving_ && (io || link_closed_.load())) {
         std::deque<wire::LinkEvent> events;
         {
           MutexLock queue(inbound_mu_);
@@ -180,18 +205,22 @@ void RankAgent::ServeWhileFree(bool io) {
       }
       // Before BeginServing a wanted pump is dropped: BeginServing pumps.
       if (pump && serving_) ServePump(io);
+      post = std::exchange(io_wanted_, false);
     }
-    serving_busy_.store(false);
-    bool events_wait = false;
+    bool frames_wait = false;
     {
       MutexLock queue(inbound_mu_);
-      events_wait = !inbound_.empty();
+      serving_busy_.store(false);
+      inbound_room_.NotifyAll();  // the I/O thread may wait for a full inbound_
+      frames_wait = !inbound_.empty();
     }
-    if (events_wait && !io) {
-      PostPump();  // rank zero's frames are served on the I/O thread
-      events_wait = false;
+    if (!io && frames_wait && !link_closed_.load()) {
+      post = true;
+      frames_wait = false;
     }
-    if (!events_wait && !pump_wanted_.load()) return;
+    if (!io && io_pump_wanted_.load()) post = true;  // a posted pump found this hold
+    if (post) PostPump();
+    if (!frames_wait && !pump_wanted_.load() && !(io && io_pump_wanted_.load())) return;
   }
 }
 
@@ -233,10 +262,11 @@ void RankAgent::ServePump(bool io) {
   TransportRunner runner(*transport_, *host_jobs_);
   // A held host-data job allocates its share's buffers: on the I/O thread.
   const std::deque<RecordJob>& held = rules_.held();
-  if (io || std::none_of(held.begin(), held.end(), [](const RecordJob& j) { return j.host_data; })) {
+  if (io ||
+      std::none_of(held.begin(), held.end(), [](const RecordJob& j) { return j.host_data; })) {
     rules_.SubmitHeld(runner, answers_);
   } else {
-    PostPump();
+    io_wanted_ = true;
   }
   done_.clear();
   transport_->Poll(done_);
@@ -266,6 +296,7 @@ Status RankAgent::SendAnswers(bool io) {
     // A host-data fetch's bytes go first, paced; its answer follows them.
     if (std::optional<FetchedShare> share = host_jobs_->Finish(done.id, done.status.ok())) {
       paced_answers_.Add(std::move(*share), std::move(done));
+      io_wanted_ |= !io;
       continue;
     }
     Status s = link_->Send(done);
@@ -276,15 +307,12 @@ Status RankAgent::SendAnswers(bool io) {
     }
   }
   answers_.clear();
-  // A fetch's bytes go from the link's I/O thread only: a thread that
-  // finished a job (the disk thread) must not spend its turn copying them
-  // into the link.
+  // A fetch's bytes go from the link's I/O thread only (io_wanted_ above):
+  // a thread that finished a job (the disk thread) must not spend its turn
+  // copying them into the link. Bytes already waiting go on once the link
+  // drained (on_drained).
   Status paced;
-  if (io) {
-    paced = paced_answers_.Send(*link_, sent);
-  } else if (!paced_answers_.empty()) {
-    PostPump();
-  }
+  if (io) paced = paced_answers_.Send(*link_, sent);
   if (failed.ok()) failed = std::move(paced);
   for (const wire::JobDone& done : sent) {
     ++(done.status.ok() ? jobs_done_ : jobs_failed_);

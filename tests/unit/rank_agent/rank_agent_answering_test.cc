@@ -2,9 +2,11 @@
 // transfer thread), not through a hand-off to its link's I/O thread; a
 // completion raised while the serving state is held is still answered; and
 // the I/O thread never waits for a finishing thread that holds the state.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -81,6 +83,16 @@ class HandFinishedTransport final : public DiskTransport {
     submitted_.pop_front();
     return id;
   }
+  // Raises the owner's signal on this thread with nothing finished (as a
+  // thread that made progress Submit cares about).
+  void Raise() {
+    std::shared_ptr<WakeSignal> signal;
+    {
+      std::lock_guard lock(mu_);
+      signal = signal_;
+    }
+    signal->Notify();
+  }
   // Finishes `id` on this thread and raises the owner's signal here.
   void Complete(JobId id) {
     std::shared_ptr<WakeSignal> signal;
@@ -103,9 +115,16 @@ class HandFinishedTransport final : public DiskTransport {
     stall_on_ = id;
     stalled_ = false;
   }
-  bool WaitStalled() {
+  // True once a poll stalled; false as soon as `gave_up` says so (checked
+  // at each notification and every millisecond), or at the bound.
+  template <typename GaveUp>
+  bool WaitStalledOr(GaveUp gave_up) {
     std::unique_lock lock(mu_);
-    return cv_.wait_for(lock, kClusterBound, [&] { return stalled_; });
+    const auto until = std::chrono::steady_clock::now() + kClusterBound;
+    while (!stalled_ && !gave_up() && std::chrono::steady_clock::now() < until) {
+      cv_.wait_for(lock, std::chrono::milliseconds(1));
+    }
+    return stalled_;
   }
   void Resume() {
     std::lock_guard lock(mu_);
@@ -137,11 +156,12 @@ struct HandFinishedCluster {
   ScratchDir dir;
   Cluster cluster{dir.path(), TwoRanks()};
   HandFinishedTransport* transport = nullptr;  // owned by rank 1's agent
-  wire::LivenessOptions liveness;              // both ends of the record link
+  wire::LivenessOptions peer_liveness;         // rank 1's end of the record link
+  wire::LivenessOptions zero_liveness;         // rank zero's end
 
   Status Start() {
     RankAgentOptions o = cluster.AgentOptionsFor(1);
-    o.link.liveness = liveness;
+    o.link.liveness = peer_liveness;
     o.make_transport = [this](LocalDisk&, std::unique_ptr<Transfers> transfers,
                               const StagedOptions&) -> Result<std::unique_ptr<DiskTransport>> {
       auto t = std::make_unique<HandFinishedTransport>(std::move(transfers));
@@ -151,7 +171,7 @@ struct HandFinishedCluster {
     STRATA_RETURN_IF_ERROR(cluster.StartAgent(
         1, std::move(o), JoinThroughRendezvous(cluster.rendezvous(), RankId(1), 2)));
     CoordinatorOptions co = cluster.CoordinatorOptionsFor();
-    co.link.liveness = liveness;
+    co.link.liveness = zero_liveness;
     return cluster.StartCoordinator(co);
   }
 };
@@ -190,8 +210,8 @@ TEST(RankAgentAnsweringTest, APeerAnswersFromTheThreadThatFinishedTheJob) {
 TEST(RankAgentAnsweringTest, ACompletionRaisedWhileTheServingStateIsHeldIsStillAnswered) {
   HandFinishedCluster h;
   STRATA_OK_OR_SKIP_DIRECT_IO(h.Start());
-  // Many completions raised at once from several threads: whichever finds
-  // the serving state taken posts the pump instead, and every job is
+  // Many completions raised at once from several threads, whichever of
+  // them (or the I/O thread) holds the serving state: every job is
   // answered.
   constexpr int kJobs = 8;
   std::vector<JobId> jobs;
@@ -219,48 +239,130 @@ TEST(RankAgentAnsweringTest, ACompletionRaisedWhileTheServingStateIsHeldIsStillA
   EXPECT_TRUE(h.cluster.Close().ok());
 }
 
-TEST(RankAgentAnsweringTest, TheLinkKeepsServingWhileAFinishingThreadHoldsTheState) {
-  HandFinishedCluster h;
-  // Rank zero closes a link it reads nothing from for 1 s; both ends send a
-  // heartbeat after 50 ms without a send. A peer I/O thread that waited
-  // for the serving state would send nothing while it waits.
-  h.liveness.heartbeat_interval = std::chrono::milliseconds(50);
-  h.liveness.silence_timeout = std::chrono::milliseconds(1000);
-  STRATA_OK_OR_SKIP_DIRECT_IO(h.Start());
-  ASSERT_EQ(h.cluster.store().Store(RootCheckpoint(1, 1, 10, 0, StateSlot(0))),
-            StoreOutcome::kQueued);
-  std::optional<JobId> first = h.transport->NextJob();
-  ASSERT_TRUE(first.has_value());
-  // A finishing thread takes the serving state and stalls inside it (as a
-  // low-priority disk thread preempted mid-answer) for 2.5 s, while rank
-  // zero's heartbeats and its next Job arrive.
-  std::thread finisher([&] {
-    h.transport->StallPollsOn(std::this_thread::get_id());
-    h.transport->Complete(*first);
-  });
-  ASSERT_TRUE(h.transport->WaitStalled());
-  ASSERT_EQ(h.cluster.store().Store(RootCheckpoint(2, 2, 10, 20, StateSlot(1))),
-            StoreOutcome::kQueued);
-  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
-  h.transport->Resume();
-  finisher.join();
-  // The Job that came meanwhile is served once the holder let go.
-  std::optional<JobId> second = h.transport->NextJob();
-  ASSERT_TRUE(second.has_value());
-  h.transport->Complete(*second);
+// Stores checkpoint `id` on every rank and has a new thread finish rank 1's
+// job of it, stalling in its Poll while it holds the serving state (as a
+// low-priority disk thread preempted mid-answer). The I/O thread may take
+// the completion first (it was still pumping): then the next checkpoint is
+// tried. The finisher stays stalled until Resume(); `stores` counts the
+// checkpoints stored.
+class StalledFinisher {
+ public:
+  StalledFinisher(HandFinishedCluster& h, int& stores) : h_(h), stores_(stores) {}
+  ~StalledFinisher() {
+    h_.transport->Resume();
+    if (thread_.joinable()) thread_.join();
+  }
+  StalledFinisher(const StalledFinisher&) = delete;
+  StalledFinisher& operator=(const StalledFinisher&) = delete;
+
+  // With a job of its own to finish.
+  bool Start() {
+    for (int attempt = 0; attempt < 8; ++attempt) {
+      const int id = ++stores_;
+      if (h_.cluster.store().Store(RootCheckpoint(id, id, 2, 2 * id, StateSlot(0))) !=
+          StoreOutcome::kQueued) {
+        return false;
+      }
+      std::optional<JobId> job = h_.transport->NextJob();
+      if (!job) return false;
+      if (Stalls([this, job] { h_.transport->Complete(*job); })) return true;
+    }
+    return false;
+  }
+  // With nothing finished: a holder that has no answer to send.
+  bool StartEmpty() {
+    for (int attempt = 0; attempt < 8; ++attempt) {
+      if (Stalls([this] { h_.transport->Raise(); })) return true;
+    }
+    return false;
+  }
+
+ private:
+  // Runs `raise` on a new thread whose polls stall; whether one did.
+  template <typename Raise>
+  bool Stalls(Raise raise) {
+    if (thread_.joinable()) thread_.join();
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    thread_ = std::thread([this, done, raise] {
+      h_.transport->StallPollsOn(std::this_thread::get_id());
+      raise();
+      *done = true;
+    });
+    if (h_.transport->WaitStalledOr([&] { return done->load(); })) return true;
+    thread_.join();  // another thread held the state and polled; try again
+    return false;
+  }
+
+ public:
+ private:
+  HandFinishedCluster& h_;
+  int& stores_;
+  std::thread thread_;
+};
+
+// Awaits `count` stored events from rank zero's store.
+void AwaitStored(DiskStore& store, int count) {
   int stored = 0;
-  while (stored < 2) {
+  while (stored < count) {
     std::vector<StoreEvent> others;
-    ASSERT_TRUE(AwaitEvent(h.cluster.store(), StoreEvent::Kind::kStored, &others).has_value())
-        << "stored " << stored << " of 2";
+    ASSERT_TRUE(AwaitEvent(store, StoreEvent::Kind::kStored, &others).has_value())
+        << "stored " << stored << " of " << count;
     stored += 1 + static_cast<int>(std::count_if(others.begin(), others.end(), [](const auto& e) {
                 return e.kind == StoreEvent::Kind::kStored;
               }));
   }
+}
+
+TEST(RankAgentAnsweringTest, TheLinkKeepsServingWhileAFinishingThreadHoldsTheState) {
+  HandFinishedCluster h;
+  // Rank zero closes a link it reads nothing from for 1 s; rank 1 sends a
+  // heartbeat after 50 ms without a send. A peer I/O thread that waited for
+  // the serving state would send nothing while it waits.
+  h.peer_liveness.heartbeat_interval = std::chrono::milliseconds(50);
+  h.zero_liveness.heartbeat_interval = std::chrono::milliseconds(50);
+  h.zero_liveness.silence_timeout = std::chrono::milliseconds(1000);
+  STRATA_OK_OR_SKIP_DIRECT_IO(h.Start());
+  int stores = 0;
+  {
+    StalledFinisher finisher(h, stores);
+    ASSERT_TRUE(finisher.Start());
+    // Rank zero's next Job and heartbeats arrive during a 2.5 s hold.
+    ++stores;
+    ASSERT_EQ(h.cluster.store().Store(RootCheckpoint(stores, stores, 2, 2 * stores, StateSlot(0))),
+              StoreOutcome::kQueued);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  }  // resumed and joined
+  // The Job that came meanwhile is served once the holder let go.
+  std::optional<JobId> last = h.transport->NextJob();
+  ASSERT_TRUE(last.has_value());
+  h.transport->Complete(*last);
+  AwaitStored(h.cluster.store(), stores);
   const std::vector<PeerLinkReport> links = h.cluster.coordinator().PeerLinks();
   ASSERT_EQ(links.size(), 1u);
   EXPECT_EQ(links[0].state, "up") << "rank 1 went silent while a finishing thread held its state";
   EXPECT_TRUE(h.cluster.Close().ok());
+}
+
+TEST(RankAgentAnsweringTest, ALinkThatClosesWhileAFinishingThreadHoldsTheStateEndsTheSession) {
+  HandFinishedCluster h;
+  // Rank zero sends nothing unasked, and rank 1 closes a link it reads
+  // nothing from for 300 ms: it closes while the finisher holds the state,
+  // when no pump can be posted to its I/O thread any more.
+  h.zero_liveness.heartbeat_interval = std::chrono::milliseconds(0);
+  h.peer_liveness.heartbeat_interval = std::chrono::milliseconds(50);
+  h.peer_liveness.silence_timeout = std::chrono::milliseconds(300);
+  STRATA_OK_OR_SKIP_DIRECT_IO(h.Start());
+  int stores = 0;
+  {
+    StalledFinisher finisher(h, stores);
+    ASSERT_TRUE(finisher.StartEmpty());
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  }  // resumed and joined: the holder serves the close it left
+  std::optional<Status> ended =
+      h.cluster.agent(1).Wait(std::chrono::steady_clock::now() + std::chrono::seconds(10));
+  ASSERT_TRUE(ended.has_value()) << "rank 1 never served its link's close";
+  EXPECT_FALSE(ended->ok());
+  EXPECT_THAT(ended->message(), ::testing::HasSubstr("peer silent"));
 }
 
 }  // namespace
