@@ -176,6 +176,20 @@ struct HandFinishedCluster {
   }
 };
 
+// Awaits `count` stored events from rank zero's store.
+void AwaitStored(DiskStore& store, int count) {
+  int stored = 0;
+  while (stored < count) {
+    std::vector<StoreEvent> others;
+    ASSERT_TRUE(AwaitEvent(store, StoreEvent::Kind::kStored, &others).has_value())
+        << "stored " << stored << " of " << count;
+    stored += 1 + static_cast<int>(std::count_if(others.begin(), others.end(), [](const auto& e) {
+                return e.kind == StoreEvent::Kind::kStored;
+              }));
+  }
+  EXPECT_EQ(stored, count) << "more stored events than stores";
+}
+
 TEST(RankAgentAnsweringTest, APeerAnswersFromTheThreadThatFinishedTheJob) {
   HandFinishedCluster h;
   STRATA_OK_OR_SKIP_DIRECT_IO(h.Start());
@@ -225,16 +239,8 @@ TEST(RankAgentAnsweringTest, ACompletionRaisedWhileTheServingStateIsHeldIsStillA
   std::vector<std::thread> finishers;
   for (JobId id : jobs) finishers.emplace_back([&h, id] { h.transport->Complete(id); });
   for (std::thread& t : finishers) t.join();
-  int stored = 0;
-  while (stored < kJobs) {
-    std::vector<StoreEvent> others;
-    ASSERT_TRUE(AwaitEvent(h.cluster.store(), StoreEvent::Kind::kStored, &others).has_value())
-        << "answered " << stored << " of " << kJobs;
-    stored += 1 + static_cast<int>(std::count_if(others.begin(), others.end(), [](const auto& e) {
-                return e.kind == StoreEvent::Kind::kStored;
-              }));
-  }
-  EXPECT_EQ(stored, kJobs);
+  AwaitStored(h.cluster.store(), kJobs);
+  if (HasFatalFailure()) return;
   EXPECT_EQ(h.transport->polled_on().size(), static_cast<size_t>(kJobs));
   EXPECT_TRUE(h.cluster.Close().ok());
 }
@@ -299,19 +305,6 @@ class StalledFinisher {
   int& stores_;
   std::thread thread_;
 };
-
-// Awaits `count` stored events from rank zero's store.
-void AwaitStored(DiskStore& store, int count) {
-  int stored = 0;
-  while (stored < count) {
-    std::vector<StoreEvent> others;
-    ASSERT_TRUE(AwaitEvent(store, StoreEvent::Kind::kStored, &others).has_value())
-        << "stored " << stored << " of " << count;
-    stored += 1 + static_cast<int>(std::count_if(others.begin(), others.end(), [](const auto& e) {
-                return e.kind == StoreEvent::Kind::kStored;
-              }));
-  }
-}
 
 TEST(RankAgentAnsweringTest, TheLinkKeepsServingWhileAFinishingThreadHoldsTheState) {
   HandFinishedCluster h;

@@ -25,46 +25,53 @@ inline uint8_t Pattern(uint32_t rank, uint32_t plane, uint32_t page, uint64_t i)
   return static_cast<uint8_t>(x ^ (x >> 13) ^ (x >> 29));
 }
 
-inline void Fill(HostPlanes& hp, const std::vector<PageId>& ids, StateSlot slot, uint32_t salt) {
+// Calls `visit(byte, expected, where)` for every byte of `ids`' pages in
+// every plane and of `slot`'s row, with the pattern Fill writes there;
+// stops when `visit` returns false.
+template <typename Visit>
+inline void ForEachPatternByte(HostPlanes& hp, const std::vector<PageId>& ids, StateSlot slot,
+                               uint32_t salt, Visit visit) {
   const CacheGeometry& g = hp.geometry();
   for (uint32_t r = 0; r < g.rank_count(); ++r) {
+    const std::string rank = "rank " + std::to_string(r);
     for (uint32_t p = 0; p < g.ranks[r].page_planes.size(); ++p) {
       for (size_t k = 0; k < ids.size(); ++k) {
         uint8_t* b = hp.page(r, p, ids[k]);
         for (uint64_t i = 0; i < g.ranks[r].page_planes[p].unit_bytes; ++i) {
-          b[i] = Pattern(r, p, static_cast<uint32_t>(k + salt), i);
+          auto where = [&] {
+            return rank + " plane " + std::to_string(p) + " page " + std::to_string(k) + " byte " +
+                   std::to_string(i);
+          };
+          if (!visit(b[i], Pattern(r, p, static_cast<uint32_t>(k + salt), i), where)) return;
         }
       }
     }
     uint8_t* row = hp.row(r, slot);
-    for (uint64_t i = 0; i < g.ranks[r].row.unit_bytes; ++i) row[i] = Pattern(r, 999, salt, i);
+    for (uint64_t i = 0; i < g.ranks[r].row.unit_bytes; ++i) {
+      auto where = [&] { return rank + " row byte " + std::to_string(i); };
+      if (!visit(row[i], Pattern(r, 999, salt, i), where)) return;
+    }
   }
+}
+
+inline void Fill(HostPlanes& hp, const std::vector<PageId>& ids, StateSlot slot, uint32_t salt) {
+  ForEachPatternByte(hp, ids, slot, salt, [](uint8_t& byte, uint8_t expected, const auto&) {
+    byte = expected;
+    return true;
+  });
 }
 
 // Returns the first mismatch as text, or "" when the restored bytes match
 // what Fill wrote for the source ids.
 inline std::string Check(HostPlanes& hp, const std::vector<PageId>& ids, StateSlot slot,
                          uint32_t salt) {
-  const CacheGeometry& g = hp.geometry();
-  for (uint32_t r = 0; r < g.rank_count(); ++r) {
-    for (uint32_t p = 0; p < g.ranks[r].page_planes.size(); ++p) {
-      for (size_t k = 0; k < ids.size(); ++k) {
-        uint8_t* b = hp.page(r, p, ids[k]);
-        for (uint64_t i = 0; i < g.ranks[r].page_planes[p].unit_bytes; ++i) {
-          if (b[i] != Pattern(r, p, static_cast<uint32_t>(k + salt), i)) {
-            return "rank " + std::to_string(r) + " plane " + std::to_string(p) + " page " +
-                   std::to_string(k) + " byte " + std::to_string(i);
-          }
-        }
-      }
-    }
-    uint8_t* row = hp.row(r, slot);
-    for (uint64_t i = 0; i < g.ranks[r].row.unit_bytes; ++i) {
-      if (row[i] != Pattern(r, 999, salt, i))
-        return "rank " + std::to_string(r) + " row byte " + std::to_string(i);
-    }
-  }
-  return "";
+  std::string mismatch;
+  ForEachPatternByte(hp, ids, slot, salt, [&](uint8_t& byte, uint8_t expected, const auto& where) {
+    if (byte == expected) return true;
+    mismatch = where();
+    return false;
+  });
+  return mismatch;
 }
 
 inline void Poison(HostPlanes& hp) {
