@@ -354,7 +354,7 @@ bool ShardedTransport::WaitForCompletion(std::chrono::milliseconds timeout) {
     Pump();
     if (!ready_.empty()) return true;
     if (Clock::now() >= until) return false;
-    (void)signal_->WaitUntil(until);
+    (void)signal_->WaitUntil(until, options_.idle_spin);
   }
 }
 

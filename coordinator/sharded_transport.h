@@ -35,6 +35,7 @@
 #include "coordinator/completion_tracker.h"
 #include "coordinator/peer_link_report.h"
 #include "rank_agent/host_data.h"
+#include "store/base/idle_spin.h"
 #include "store/base/mutex.h"
 #include "store/tier/disk_transport.h"
 #include "wire/link/link.h"
@@ -60,6 +61,10 @@ struct ShardedOptions {
   // Jobs accepted and not yet finished by every rank; Submit says kBusy
   // beyond.
   uint32_t max_outstanding_jobs = 1024;
+  // How long WaitForCompletion checks for a completion without sleeping
+  // before it sleeps (store/base/idle_spin.h): the peers' answers to a
+  // control job come within tens of microseconds.
+  std::chrono::microseconds idle_spin = DefaultIdleSpin();
 };
 
 // The time job deadlines are measured in; steady_clock::now in production, a

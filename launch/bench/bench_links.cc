@@ -10,7 +10,8 @@
 //     trip to that many ranks can take here, whatever the protocol.
 //     Beside each: the context switches of the whole process per round trip,
 //     which is what the fan-out costs over the ping-pong on a loaded machine
-//     (every wake-up of a thread is a chance to wait for a core).
+//     (every wake-up of a thread is a chance to wait for a core), and its CPU
+//     time per round trip (what the idle spins cost, --idle-spin-us).
 //  2. Store and fetch throughput of whole records across 4 ranks vs 1 rank.
 //  3. With --tls: 1 and 2 at 4 ranks again, plaintext and over mutual TLS 1.3
 //     (a throwaway CA), side by side with their ratios.
@@ -51,7 +52,8 @@ struct LinksBenchOptions {
   uint32_t records = 48;
   uint32_t record_pages = 64;
   std::string dir = "/var/tmp";
-  int disk_nice = DiskThreadOptions{}.nice;  // every rank's disk thread
+  links_bench::ClusterTuning tuning;  // every rank's disk thread, rank zero's waits
+  uint32_t idle_spin_us = static_cast<uint32_t>(DefaultIdleSpin().count());
   bool tls = false;  // also compare plaintext and mutual TLS links (section 3)
 };
 
@@ -82,7 +84,7 @@ Result<TlsComparison> CompareTls(const LinksBenchOptions& o, const std::string& 
     const std::string dir = base + (over_tls ? "/tls" : "/plain");
     STRATA_ASSIGN_OR_RETURN(
         std::unique_ptr<BenchCluster> cluster,
-        BenchCluster::Start(world, dir, page_count, o.disk_nice, over_tls ? tls : nullptr));
+        BenchCluster::Start(world, dir, page_count, o.tuning, over_tls ? tls : nullptr));
     uint64_t next_id = 1;
     STRATA_ASSIGN_OR_RETURN(
         Trips trips, ControlRoundTrips(cluster->transport(), o.warmup, o.round_trips, next_id));
@@ -154,7 +156,7 @@ int RunLinksBench(const LinksBenchOptions& o) {
     }
     const std::string base = dir.path() + "/world" + std::to_string(world);
     Result<std::unique_ptr<BenchCluster>> cluster =
-        BenchCluster::Start(world, base, page_count, o.disk_nice);
+        BenchCluster::Start(world, base, page_count, o.tuning);
     if (!cluster.ok()) return fail(cluster.status().WithContext(std::to_string(world) + " ranks"));
     uint64_t next_id = 1;
     Result<Trips> trips =
@@ -194,20 +196,25 @@ int RunLinksBench(const LinksBenchOptions& o) {
     nlohmann::json j;
     j["benchmark"] = "links";
     j["round_trips"] = o.round_trips;
-    j["disk_thread_nice"] = o.disk_nice;
+    j["disk_thread_nice"] = o.tuning.disk_nice;
+    j["idle_spin_us"] = o.tuning.idle_spin.count();
+    j["usable_cpus"] = UsableCpus();
     j["raw_ping_pong_us"] = {{"p50", raw_latency.p50_us}, {"p99", raw_latency.p99_us}};
     j["raw_ping_pong_switches_per_trip"] = raw_latency.switches_per_trip;
+    j["raw_ping_pong_cpu_us_per_trip"] = raw_latency.cpu_us_per_trip;
     j["fanout"] = nlohmann::json::array();
     for (const FanoutRow& r : fanout) {
       nlohmann::json row = {{"ranks", r.ranks},
                             {"p50_us", r.latency.p50_us},
                             {"p99_us", r.latency.p99_us},
                             {"p99_ratio_to_raw", r.latency.p99_us / raw_latency.p99_us},
-                            {"switches_per_trip", r.latency.switches_per_trip}};
+                            {"switches_per_trip", r.latency.switches_per_trip},
+                            {"cpu_us_per_trip", r.latency.cpu_us_per_trip}};
       if (r.raw) {
         row["raw_fanout"] = {{"p50_us", r.raw->p50_us},
                              {"p99_us", r.raw->p99_us},
-                             {"switches_per_trip", r.raw->switches_per_trip}};
+                             {"switches_per_trip", r.raw->switches_per_trip},
+                             {"cpu_us_per_trip", r.raw->cpu_us_per_trip}};
         row["p99_ratio_to_raw_fanout"] = r.latency.p99_us / r.raw->p99_us;
       }
       j["fanout"].push_back(std::move(row));
@@ -236,13 +243,13 @@ int RunLinksBench(const LinksBenchOptions& o) {
   }
   std::printf(
       "control-only job round trip (unlink of a missing file), loopback, %u trips, disk threads "
-      "at nice %d\n",
-      o.round_trips, o.disk_nice);
-  std::printf("  %-22s %10s %10s %14s %16s\n", "", "p50 us", "p99 us", "p99 / raw p99",
-              "switches / trip");
+      "at nice %d, idle spin %lld us\n",
+      o.round_trips, o.tuning.disk_nice, static_cast<long long>(o.tuning.idle_spin.count()));
+  std::printf("  %-22s %10s %10s %14s %16s %15s\n", "", "p50 us", "p99 us", "p99 / raw p99",
+              "switches / trip", "CPU us / trip");
   auto line = [&](const std::string& name, const Latency& l) {
-    std::printf("  %-22s %10.1f %10.1f %14.2f %16.1f\n", name.c_str(), l.p50_us, l.p99_us,
-                l.p99_us / raw_latency.p99_us, l.switches_per_trip);
+    std::printf("  %-22s %10.1f %10.1f %14.2f %16.1f %15.1f\n", name.c_str(), l.p50_us, l.p99_us,
+                l.p99_us / raw_latency.p99_us, l.switches_per_trip, l.cpu_us_per_trip);
   };
   line("raw TCP ping-pong", raw_latency);
   for (const FanoutRow& r : fanout) {
@@ -294,16 +301,23 @@ void AddLinksBench(CLI::App& bench) {
   cmd->add_option("--record-pages", o->record_pages, "Pages per record (16 KiB each)")
       ->capture_default_str()
       ->check(CLI::Range(1u, 1024u));
-  cmd->add_option("--disk-nice", o->disk_nice,
+  cmd->add_option("--disk-nice", o->tuning.disk_nice,
                   "Nice value of every rank's disk thread (SCHED_BATCH); 10 in production")
       ->capture_default_str()
       ->check(CLI::Range(0, 19));
+  cmd->add_option("--idle-spin-us", o->idle_spin_us,
+                  "How long every rank's idle disk thread, and rank zero waiting for a job, check "
+                  "for work before sleeping; the default is the production one (100 with 8 or "
+                  "more usable CPUs, else 0)")
+      ->capture_default_str()
+      ->check(CLI::Range(0u, 10'000u));
   cmd->add_flag("--tls", o->tls,
                 "Also measure the round trips and store/fetch at 4 ranks with plaintext and with "
                 "mutual TLS 1.3 links, side by side");
   cmd->add_option("--dir", o->dir, "Where the ranks' record directories go (needs O_DIRECT)")
       ->capture_default_str();
   cmd->callback([o] {
+    o->tuning.idle_spin = std::chrono::microseconds(o->idle_spin_us);
     int rc = RunLinksBench(*o);
     if (rc != 0) throw CLI::RuntimeError(rc);
   });

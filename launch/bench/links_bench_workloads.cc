@@ -62,7 +62,8 @@ Status RunOne(ShardedTransport& t, const RecordJob& job, std::vector<RecordJobDo
 
 Latency Summarize(const Trips& t) {
   return {Percentile(t.us, 50), Percentile(t.us, 99),
-          t.us.empty() ? 0.0 : static_cast<double>(t.switches) / static_cast<double>(t.us.size())};
+          t.us.empty() ? 0.0 : static_cast<double>(t.switches) / static_cast<double>(t.us.size()),
+          t.us.empty() ? 0.0 : t.cpu_seconds * 1e6 / static_cast<double>(t.us.size())};
 }
 
 TempDir::TempDir(const std::string& base) {
@@ -78,7 +79,7 @@ TempDir::~TempDir() {
 BenchCluster::BenchCluster() : rendezvous_(OsNonceSource()) {}
 
 Result<std::unique_ptr<BenchCluster>> BenchCluster::Start(
-    uint32_t world, const std::string& base, uint64_t page_count, int disk_nice,
+    uint32_t world, const std::string& base, uint64_t page_count, const ClusterTuning& tuning,
     const std::shared_ptr<const wire::TlsContext>& tls) {
   std::unique_ptr<BenchCluster> c(new BenchCluster());
   STRATA_ASSIGN_OR_RETURN(CacheGeometry g, PresetGeometry("tiny", 1, page_count, 4));
@@ -86,7 +87,8 @@ Result<std::unique_ptr<BenchCluster>> BenchCluster::Start(
   for (uint32_t r = 0; r < world; ++r) c->planes_.push_back(std::make_unique<HostPlanes>(g));
   LocalDiskOptions disk;
   disk.host_headroom_bytes = uint64_t{256} << 20;
-  disk.disk_thread.nice = disk_nice;
+  disk.disk_thread.nice = tuning.disk_nice;
+  disk.disk_thread.idle_spin = tuning.idle_spin;
   for (uint32_t r = 1; r < world; ++r) {
     RankAgentOptions o;
     o.rank = RankId(r);
@@ -111,6 +113,7 @@ Result<std::unique_ptr<BenchCluster>> BenchCluster::Start(
   o.disk.base_dir = base + "/rank0";
   o.disk_limit_bytes = uint64_t{1} << 40;
   o.listen = {"127.0.0.1", 0};
+  o.sharded.idle_spin = tuning.idle_spin;
   o.link.tls = tls;
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> t, MakeHostTransfers(*c->planes_[0]));
   STRATA_ASSIGN_OR_RETURN(c->coordinator_, Coordinator::Start(o, c->rendezvous_, std::move(t)));
@@ -142,10 +145,12 @@ Result<Trips> ControlRoundTrips(ShardedTransport& t, uint32_t warmup, uint32_t c
   std::vector<double>& us = trips.us;
   std::vector<RecordJobDone> done;
   uint64_t switches_at_start = 0;
+  double cpu_at_start = 0;
   for (uint32_t i = 0; i < warmup + count; ++i) {
     if (i == warmup) {
       us.clear();
       switches_at_start = ContextSwitches();
+      cpu_at_start = CpuSeconds();
     }
     job.id = JobId(Coordinator::kDirectJobIdBase + next_id++);
     const Clock::time_point start = Clock::now();
@@ -163,6 +168,7 @@ Result<Trips> ControlRoundTrips(ShardedTransport& t, uint32_t warmup, uint32_t c
     us.push_back(Seconds(start, Clock::now()) * 1e6);
   }
   trips.switches = ContextSwitches() - switches_at_start;
+  trips.cpu_seconds = CpuSeconds() - cpu_at_start;
   return trips;
 }
 
@@ -202,10 +208,12 @@ Result<Trips> RawFanout(uint32_t peers, uint32_t warmup, uint32_t count) {
     std::array<uint8_t, kPingBytes> buf{};
     Trips trips;
     uint64_t switches_at_start = 0;
+    double cpu_at_start = 0;
     for (uint32_t i = 0; i < warmup + count; ++i) {
       if (i == warmup) {
         trips.us.clear();
         switches_at_start = ContextSwitches();
+        cpu_at_start = CpuSeconds();
       }
       const Clock::time_point start = Clock::now();
       for (auto& c : clients) asio::write(c, asio::buffer(buf));
@@ -213,6 +221,7 @@ Result<Trips> RawFanout(uint32_t peers, uint32_t warmup, uint32_t count) {
       trips.us.push_back(Seconds(start, Clock::now()) * 1e6);
     }
     trips.switches = ContextSwitches() - switches_at_start;
+    trips.cpu_seconds = CpuSeconds() - cpu_at_start;
     return trips;
   } catch (const std::exception& e) {
     return Status::IoError(std::string("raw TCP fan-out: ") + e.what());

@@ -28,12 +28,15 @@ struct Latency {
   double p50_us = 0;
   double p99_us = 0;
   double switches_per_trip = 0;  // context switches of the process per round trip
+  double cpu_us_per_trip = 0;    // CPU time of the process per round trip (spins included)
 };
 
-// Round trips in microseconds, and the process's context switches over them.
+// Round trips in microseconds, and the process's context switches and CPU
+// time over them.
 struct Trips {
   std::vector<double> us;
   uint64_t switches = 0;
+  double cpu_seconds = 0;
 };
 
 Latency Summarize(const Trips& t);
@@ -61,10 +64,17 @@ class TempDir {
 // `world` ranks in this process: rank zero's coordinator and a RankAgent per
 // peer, joined over loopback, each with its own host planes and record
 // directory under `base`.
+// How every rank of a BenchCluster runs: its disk thread's nice value and
+// the idle spin of its disk thread and of rank zero's waits.
+struct ClusterTuning {
+  int disk_nice = DiskThreadOptions{}.nice;
+  std::chrono::microseconds idle_spin = DefaultIdleSpin();
+};
+
 class BenchCluster {
  public:
   static Result<std::unique_ptr<BenchCluster>> Start(
-      uint32_t world, const std::string& base, uint64_t page_count, int disk_nice,
+      uint32_t world, const std::string& base, uint64_t page_count, const ClusterTuning& tuning,
       const std::shared_ptr<const wire::TlsContext>& tls = nullptr);
   ~BenchCluster() { (void)Close(); }
   BenchCluster(const BenchCluster&) = delete;

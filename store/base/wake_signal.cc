@@ -2,8 +2,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <utility>
+
+#include "store/base/idle_spin.h"
 
 namespace strata {
 
@@ -12,6 +15,7 @@ void WakeSignal::Notify() {
   {
     MutexLock lock(mu_);
     raised_ = true;
+    raised_seen_.store(true, std::memory_order_release);
     ++notifications_;
     if (event_fd_ >= 0) {
       const uint64_t one = 1;
@@ -53,13 +57,20 @@ void WakeSignal::AlsoRun(std::function<void()> hook) {
   while (old->running != 0) old->idle.Wait(lock);
 }
 
-bool WakeSignal::WaitUntil(std::chrono::steady_clock::time_point deadline) {
+bool WakeSignal::WaitUntil(std::chrono::steady_clock::time_point deadline,
+                           std::chrono::nanoseconds spin) {
+  if (spin.count() > 0) {
+    spin = std::min(spin, std::chrono::duration_cast<std::chrono::nanoseconds>(
+                              deadline - std::chrono::steady_clock::now()));
+    (void)SpinUntil(spin, [this] { return raised_seen_.load(std::memory_order_acquire); });
+  }
   MutexLock lock(mu_);
   while (!raised_) {
     if (!cv_.WaitUntil(lock, deadline)) break;
   }
   const bool raised = raised_;
   raised_ = false;
+  raised_seen_.store(false, std::memory_order_relaxed);
   return raised;
 }
 

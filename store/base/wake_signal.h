@@ -12,6 +12,7 @@
 // at a time.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -30,8 +31,11 @@ class WakeSignal {
   // Raises the signal and wakes a waiting owner. Never blocks for long.
   void Notify();
   // Waits until the signal is raised or `deadline` passes; lowers it. True
-  // when it was raised.
-  bool WaitUntil(std::chrono::steady_clock::time_point deadline);
+  // when it was raised. With a `spin` budget it first checks the signal
+  // without sleeping for up to that long (store/base/idle_spin.h), for an
+  // owner that expects a notification within microseconds.
+  bool WaitUntil(std::chrono::steady_clock::time_point deadline,
+                 std::chrono::nanoseconds spin = std::chrono::nanoseconds(0));
   bool WaitFor(std::chrono::milliseconds bound) {
     return WaitUntil(std::chrono::steady_clock::now() + bound);
   }
@@ -67,6 +71,7 @@ class WakeSignal {
   mutable Mutex mu_;
   CondVar cv_;
   bool raised_ GUARDED_BY(mu_) = false;
+  std::atomic<bool> raised_seen_{false};  // raised_, for a spinning wait to read
   uint64_t notifications_ GUARDED_BY(mu_) = 0;
   int event_fd_ GUARDED_BY(mu_) = -1;
   std::shared_ptr<Hook> hook_ GUARDED_BY(mu_);

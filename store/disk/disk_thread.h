@@ -28,6 +28,7 @@
 #include <variant>
 #include <vector>
 
+#include "store/base/idle_spin.h"
 #include "store/base/ids.h"
 #include "store/base/wake_signal.h"
 #include "store/io/block_io.h"
@@ -107,6 +108,9 @@ struct DiskThreadOptions {
   uint32_t max_inflight_requests = 32;      // BlockIo requests at once (<= its capacity)
   uint64_t max_request_bytes = 8ull << 20;  // one read or write: 8 MiB
   int nice = 10;                            // positive: below serving threads
+  // With no job under way, how long the thread checks for a new one
+  // without sleeping (store/base/idle_spin.h); zero on small machines.
+  std::chrono::microseconds idle_spin = DefaultIdleSpin();
 };
 
 struct DiskThreadStats {
@@ -119,6 +123,7 @@ struct DiskThreadStats {
   uint64_t write_hash_ns = 0;       // thread CPU time computing checksums on writes
   uint64_t read_hash_ns = 0;        // thread CPU time verifying checksums on reads
   uint64_t busy_ns = 0;             // wall time not waiting for completions (syscalls, hashing)
+  uint64_t idle_spin_ns = 0;        // wall time spinning for a new job (idle_spin), not in busy_ns
   bool scheduling_applied = false;  // SCHED_BATCH and the nice value took effect
 };
 

@@ -42,6 +42,26 @@ TEST(WakeSignalTest, AWaitWithoutANotifyEndsAtItsDeadline) {
   EXPECT_EQ(s.notifications(), 0u);
 }
 
+TEST(WakeSignalTest, ASpinningWaitSeesANotifyFromAnotherThread) {
+  WakeSignal s;
+  const auto start = std::chrono::steady_clock::now();
+  std::thread notifier([&s] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    s.Notify();
+  });
+  EXPECT_TRUE(s.WaitUntil(start + 2 * kBound, 2 * kBound));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, kBound) << "the spin missed the notify";
+  notifier.join();
+  EXPECT_FALSE(s.WaitUntil(std::chrono::steady_clock::now())) << "the spinning wait lowered it";
+}
+
+TEST(WakeSignalTest, ASpinEndsAtTheWaitsDeadline) {
+  WakeSignal s;
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(s.WaitUntil(start + std::chrono::milliseconds(1), 2 * kBound));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, kBound) << "the spin outlasted the deadline";
+}
+
 TEST(WakeSignalTest, AHookRunsOnEveryNotifyUntilItIsDetached) {
   WakeSignal s;
   int runs = 0;

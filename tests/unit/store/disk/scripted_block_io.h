@@ -41,6 +41,7 @@ class ScriptedBlockIo final : public BlockIo {
 
   Result<size_t> Reap(std::span<BlockCompletion> out, std::chrono::nanoseconds max_wait) override {
     std::unique_lock<std::mutex> lock(mu_);
+    if (max_wait.count() > 0) ++waiting_reaps_;
     if (holding_ || HeldPending()) {
       ++reaps_while_holding_;
       cv_.notify_all();
@@ -96,6 +97,11 @@ class ScriptedBlockIo final : public BlockIo {
     return cv_.wait_for(lock, kJobWait,
                         [&] { return in_kernel_ > 0 && reaps_while_holding_ >= target; });
   }
+  // Reap calls that could sleep (a positive max_wait): the thread going idle.
+  uint64_t waiting_reaps() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return waiting_reaps_;
+  }
   uint64_t in_kernel() const {
     std::lock_guard<std::mutex> lock(mu_);
     return in_kernel_;
@@ -147,6 +153,7 @@ class ScriptedBlockIo final : public BlockIo {
   uint32_t submit_calls_ = 0;
   uint64_t in_kernel_ = 0;
   uint64_t reaps_while_holding_ = 0;
+  uint64_t waiting_reaps_ = 0;
   bool holding_ = false;
   std::optional<BlockOp> held_op_;
   bool woken_ = false;

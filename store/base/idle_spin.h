@@ -1,0 +1,52 @@
+// Idle spinning: a thread that expects work within microseconds (the next job
+// of a stream, the answers to a job it just sent) checks for it for a short,
+// bounded time before it sleeps. A hand-off then costs a memory read instead
+// of waking a sleeping thread on another core, which on these machines' idle
+// virtual CPUs costs 5-20 us each (docs/performance.md, "Idle spinning").
+//
+// The cost is CPU: up to one budget per idle period of each spinning thread.
+// A spinning thread on a machine with few cores takes the core the awaited
+// thread needs, so the default budget is zero there.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+namespace strata {
+
+// Tells the core this thread is spinning (x86 PAUSE, Arm YIELD).
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// Calls `ready` until it returns true or `budget` passes; true when it did.
+// A zero budget calls it once.
+template <typename Ready>
+bool SpinUntil(std::chrono::nanoseconds budget, Ready&& ready) {
+  if (ready()) return true;
+  if (budget.count() <= 0) return false;
+  const auto end = std::chrono::steady_clock::now() + budget;
+  for (uint32_t i = 1;; ++i) {
+    CpuRelax();
+    if (ready()) return true;
+    // The clock is read every 32 checks: a check is a load, a clock read ~20 ns.
+    if (i % 32 == 0 && std::chrono::steady_clock::now() >= end) return false;
+  }
+}
+
+// Below this many CPUs in the process's affinity set, nothing spins.
+inline constexpr uint32_t kIdleSpinMinCpus = 8;
+// The budget on machines with kIdleSpinMinCpus or more.
+inline constexpr std::chrono::microseconds kIdleSpinBudget{100};
+
+// CPUs this process may run on (sched_getaffinity), read once.
+uint32_t UsableCpus();
+// kIdleSpinBudget with at least kIdleSpinMinCpus usable CPUs, else zero: the
+// default of every idle spin (the disk thread's, a transport owner's wait).
+std::chrono::microseconds DefaultIdleSpin();
+
+}  // namespace strata
