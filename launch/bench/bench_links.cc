@@ -310,7 +310,7 @@ void AddLinksBench(CLI::App& bench) {
                   "for work before sleeping; the default is the production one (100 with 8 or "
                   "more usable CPUs, else 0)")
       ->capture_default_str()
-      ->check(CLI::Range(0u, 10'000u));
+      ->check(CLI::Range(0u, kIdleSpinMaxUs));
   cmd->add_flag("--tls", o->tls,
                 "Also measure the round trips and store/fetch at 4 ranks with plaintext and with "
                 "mutual TLS 1.3 links, side by side");

@@ -264,6 +264,15 @@ std::vector<ConfigKey> MakeKeys() {
        "\"sync\" (fdatasync each record and fsync its directory before acknowledging) or "
        "\"none\"",
        "sync", SetDurability},
+      {"prefix_cache.idle_spin_us", "--prefix-cache-idle-spin-us",
+       "microseconds an idle disk thread, and rank zero waiting for a job, check for work "
+       "before sleeping, 0..10000 (0: never spin)",
+       "100 with 8 or more usable CPUs, else 0",
+       [](const ConfigValue& v, RankConfig* c) {
+         STRATA_ASSIGN_OR_RETURN(const uint64_t us, AsWhole(v, 0, kIdleSpinMaxUs));
+         c->prefix_cache.idle_spin_us = static_cast<uint32_t>(us);
+         return Status::Ok();
+       }},
       {"prefix_cache.transport", "--prefix-cache-transport",
        "\"auto\" (GPUDirect Storage where the startup probe accepts it, else staged), "
        "\"staged\" or \"direct\" (fail startup where the probe refuses)",

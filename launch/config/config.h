@@ -16,6 +16,7 @@
 
 #include "coordinator/pool/pool_data_path.h"
 #include "cuda/gds_probe.h"
+#include "store/base/idle_spin.h"
 #include "store/base/status.h"
 #include "store/record/record_file.h"
 #include "store/transfer/threaded_transfers.h"
@@ -56,6 +57,11 @@ struct PrefixCacheConfig {
   // after its file is fdatasync'ed and its directory fsync'ed, so an
   // acknowledged record survives power loss. "none" (benchmarks) skips both.
   Durability durability = Durability::kSync;
+  // idle_spin_us: how long an idle disk thread, and rank zero waiting for
+  // its ranks' answers to a job, check for work before they sleep
+  // (store/base/idle_spin.h), 0..10000 us. Default unset: 100 on a machine
+  // with 8 or more usable CPUs, else 0 (never spin).
+  std::optional<uint32_t> idle_spin_us;
   // transport: "auto" | "staged" | "direct" (seed 2.6). Default "auto": the
   // GPUDirect Storage transport where the startup probe accepts it
   // (cuda/gds_probe.h), the staged one otherwise; "direct" fails startup
@@ -201,6 +207,11 @@ struct AttachConfig {
   // Default unset: no attach channel; the synthetic runtime runs instead.
   std::optional<std::string> socket;
 };
+
+// The idle spin [prefix_cache] asks for, or the machine's default.
+inline std::chrono::microseconds IdleSpin(const PrefixCacheConfig& pc) {
+  return pc.idle_spin_us ? std::chrono::microseconds(*pc.idle_spin_us) : DefaultIdleSpin();
+}
 
 // The transfer threads' options [runtime] asks for: its copy rates.
 inline ThreadedTransfersOptions TransferThreads(const RuntimeConfig& runtime) {

@@ -167,6 +167,7 @@ class RankZeroStores final : public RuntimeDriver {
     o.identity = me.identity;
     o.disk.base_dir = *config.prefix_cache.disk_dir;
     o.disk.durability = config.prefix_cache.durability;
+    o.disk.disk_thread.idle_spin = IdleSpin(config.prefix_cache);
     o.disk.registrar = attached_->registrar();
     o.disk_limit_bytes = me.disk_limit;
     o.store.max_age_ms = config.prefix_cache.max_age
@@ -176,6 +177,7 @@ class RankZeroStores final : public RuntimeDriver {
     o.listen = wire::Endpoint{cl.record_bind.value_or(rendezvous_->address()), cl.record_port};
     o.join_timeout = cl.connect_timeout;
     o.sharded.job_timeout = cl.job_timeout;
+    o.sharded.idle_spin = IdleSpin(config.prefix_cache);
     o.link.tls = tls_;
     o.link.liveness = RecordLinkLiveness(cl);
     o.store.latencies = latencies_;
@@ -325,6 +327,7 @@ class PeerStores final : public PeerRank {
     o.identity = me.identity;
     o.disk.base_dir = *config.prefix_cache.disk_dir;
     o.disk.durability = config.prefix_cache.durability;
+    o.disk.disk_thread.idle_spin = IdleSpin(config.prefix_cache);
     o.disk.registrar = attached_->registrar();
     o.disk_limit_bytes = me.disk_limit;
     o.join_timeout = cl.connect_timeout;

@@ -227,6 +227,7 @@ class SingleProcessStores final : public RuntimeDriver {
     LocalDiskOptions o;
     o.base_dir = *pc.disk_dir;
     o.durability = pc.durability;
+    o.disk_thread.idle_spin = IdleSpin(pc);
     o.warm_slots = warm;
     o.registrar = planes_->registrar();
     STRATA_ASSIGN_OR_RETURN(

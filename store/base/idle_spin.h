@@ -42,6 +42,8 @@ bool SpinUntil(std::chrono::nanoseconds budget, Ready&& ready) {
 inline constexpr uint32_t kIdleSpinMinCpus = 8;
 // The budget on machines with kIdleSpinMinCpus or more.
 inline constexpr std::chrono::microseconds kIdleSpinBudget{100};
+// The most a configured budget may be.
+inline constexpr uint32_t kIdleSpinMaxUs = 10'000;
 
 // CPUs this process may run on (sched_getaffinity), read once.
 uint32_t UsableCpus();

@@ -92,8 +92,8 @@ TEST(ConfigFileTest, UnknownKeyListsTheKnownOnes) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.message(),
             "rank.toml:2: prefix_cache.memroy: unknown key (keys in [prefix_cache]: memory, disk, "
-            "disk_limit, drain_on_shutdown, max_age, durability, transport, pool, pool_data, "
-            "pool_instance)");
+            "disk_limit, drain_on_shutdown, max_age, durability, idle_spin_us, transport, pool, "
+            "pool_data, pool_instance)");
 }
 
 TEST(ConfigFileTest, UnknownTableListsTheKnownOnes) {

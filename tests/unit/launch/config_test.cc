@@ -108,6 +108,20 @@ TEST(ConfigTest, DurabilityIsSyncOrNone) {
   EXPECT_EQ(c.prefix_cache.durability, Durability::kSync);
 }
 
+TEST(ConfigTest, IdleSpinIsMicrosecondsOrTheMachinesDefault) {
+  RankConfig c;
+  EXPECT_EQ(IdleSpin(c.prefix_cache), DefaultIdleSpin());
+  EXPECT_EQ(DefaultIdleSpin(),
+            UsableCpus() >= kIdleSpinMinCpus ? kIdleSpinBudget : std::chrono::microseconds(0));
+  ASSERT_TRUE(Set("prefix_cache.idle_spin_us", int64_t{250}, &c).ok());
+  EXPECT_EQ(IdleSpin(c.prefix_cache), std::chrono::microseconds(250));
+  ASSERT_TRUE(Set("prefix_cache.idle_spin_us", std::string("0"), &c).ok());
+  EXPECT_EQ(IdleSpin(c.prefix_cache), std::chrono::microseconds(0));
+  const Status s = Set("prefix_cache.idle_spin_us", int64_t{20'000}, &c);
+  EXPECT_EQ(s.message(), "prefix_cache.idle_spin_us: 20000 is out of range (0..10000)");
+  EXPECT_EQ(IdleSpin(c.prefix_cache), std::chrono::microseconds(0)) << "a refused value changed it";
+}
+
 TEST(ConfigTest, BadValuesNameTheKeyAndWhatIsAllowed) {
   RankConfig c;
   Status s = Set("prefix_cache.memory", std::string("64 gigs"), &c);
