@@ -64,9 +64,16 @@ class PooledExportsTest : public ::testing::TestWithParam<Reach> {
     server_.reset();
     ::rmdir(dir_.c_str());
   }
+  // Over either reach, admission waits for the manager's lookup answer up
+  // to the answer bound: the tests count exports, which start only from a
+  // pool hit, so a loaded machine must not turn the hit into a miss. (Over
+  // TCP the link's own grace is the network one, as little as 2 ms, past
+  // which admission goes local and no claim or export follows.)
   InstanceOptions Options(std::string source) const {
-    InstanceOptions o{
-        .socket_path = dir_ + "/pool.sock", .source = std::move(source), .exports = true};
+    InstanceOptions o{.socket_path = dir_ + "/pool.sock",
+                      .source = std::move(source),
+                      .lookup_grace = PoolClientOptions{}.answer_bound,
+                      .exports = true};
     if (GetParam() == Reach::kDataChannel) {
       o.socket_path = "tcp://127.0.0.1:" + std::to_string(server_->tcp_port());
       o.job_secret = Secret();
