@@ -2,6 +2,8 @@
 
 #include <sched.h>
 
+#include <algorithm>
+#include <atomic>
 #include <thread>
 
 namespace strata {
@@ -17,6 +19,21 @@ uint32_t UsableCpus() {
   }();
   return cpus;
 }
+
+namespace {
+std::atomic<uint32_t> spinners{0};
+}  // namespace
+
+bool TakeSpinSlot() {
+  const uint32_t slots = std::max(1u, UsableCpus() / kCpusPerSpinner);
+  uint32_t n = spinners.load(std::memory_order_relaxed);
+  while (n < slots) {
+    if (spinners.compare_exchange_weak(n, n + 1, std::memory_order_relaxed)) return true;
+  }
+  return false;
+}
+
+void ReturnSpinSlot() { spinners.fetch_sub(1, std::memory_order_relaxed); }
 
 std::chrono::microseconds DefaultIdleSpin() {
   return UsableCpus() >= kIdleSpinMinCpus ? kIdleSpinBudget : std::chrono::microseconds(0);

@@ -6,7 +6,8 @@
 //
 // The cost is CPU: up to one budget per idle period of each spinning thread.
 // A spinning thread on a machine with few cores takes the core the awaited
-// thread needs, so the default budget is zero there.
+// thread needs, so the default budget is zero there, and at most one thread
+// per kCpusPerSpinner usable CPUs spins at once (the others sleep at once).
 #pragma once
 
 #include <chrono>
@@ -23,19 +24,33 @@ inline void CpuRelax() {
 #endif
 }
 
+// At most one spinning thread per this many usable CPUs in the process (at
+// least one): more would take the cores the awaited threads need.
+inline constexpr uint32_t kCpusPerSpinner = 4;
+
+// A process-wide slot to spin in (kCpusPerSpinner); false when every slot is
+// taken, and then the caller does not spin. Return a taken slot.
+bool TakeSpinSlot();
+void ReturnSpinSlot();
+
 // Calls `ready` until it returns true or `budget` passes; true when it did.
-// A zero budget calls it once.
+// A zero budget, or no free spin slot, calls it once.
 template <typename Ready>
 bool SpinUntil(std::chrono::nanoseconds budget, Ready&& ready) {
   if (ready()) return true;
-  if (budget.count() <= 0) return false;
+  if (budget.count() <= 0 || !TakeSpinSlot()) return false;
   const auto end = std::chrono::steady_clock::now() + budget;
   for (uint32_t i = 1;; ++i) {
     CpuRelax();
-    if (ready()) return true;
+    if (ready()) break;
     // The clock is read every 32 checks: a check is a load, a clock read ~20 ns.
-    if (i % 32 == 0 && std::chrono::steady_clock::now() >= end) return false;
+    if (i % 32 == 0 && std::chrono::steady_clock::now() >= end) {
+      ReturnSpinSlot();
+      return false;
+    }
   }
+  ReturnSpinSlot();
+  return true;
 }
 
 // Below this many CPUs in the process's affinity set, nothing spins.

@@ -1,0 +1,51 @@
+#include "store/base/idle_spin.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+
+namespace strata {
+namespace {
+
+// Takes every free spin slot; returns how many it took.
+uint32_t TakeAll() {
+  uint32_t taken = 0;
+  while (TakeSpinSlot()) ++taken;
+  return taken;
+}
+
+void ReturnAll(uint32_t taken) {
+  for (uint32_t i = 0; i < taken; ++i) ReturnSpinSlot();
+}
+
+TEST(IdleSpinTest, AtMostOneSpinnerPerFourUsableCpus) {
+  const uint32_t taken = TakeAll();
+  EXPECT_EQ(taken, std::max(1u, UsableCpus() / kCpusPerSpinner));
+  ReturnAll(taken);
+  EXPECT_EQ(TakeAll(), taken) << "a returned slot was not free again";
+  ReturnAll(taken);
+}
+
+TEST(IdleSpinTest, WithoutAFreeSlotASpinChecksOnceAndGivesUp) {
+  const uint32_t taken = TakeAll();
+  uint32_t checks = 0;
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(SpinUntil(std::chrono::seconds(60), [&] { return ++checks > 1'000'000; }));
+  EXPECT_EQ(checks, 1u);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+  ReturnAll(taken);
+}
+
+TEST(IdleSpinTest, ASpinEndsWhenReadyAndReturnsItsSlot) {
+  uint32_t checks = 0;
+  EXPECT_TRUE(SpinUntil(std::chrono::seconds(60), [&] { return ++checks == 100; }));
+  EXPECT_EQ(checks, 100u);
+  EXPECT_FALSE(SpinUntil(std::chrono::microseconds(50), [] { return false; }));
+  const uint32_t taken = TakeAll();
+  EXPECT_EQ(taken, std::max(1u, UsableCpus() / kCpusPerSpinner)) << "a spin kept its slot";
+  ReturnAll(taken);
+}
+
+}  // namespace
+}  // namespace strata
