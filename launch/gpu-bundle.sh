@@ -11,6 +11,7 @@
 #   ./launch/gpu-bundle.sh [BUILD_DIR]      then, there:
 #   source gpu-run/env && STRATA_GPU_TESTS=1 gpu-run/strata_gpu_tests
 #   gpu-run/python-gpu-check
+#   source gpu-run/env && gpu-run/links-matrix.sh gpu-run/strata /tmp/links-matrix
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
@@ -18,6 +19,7 @@ OUT=gpu-run
 rm -rf "$OUT"
 mkdir -p "$OUT/lib"
 cp "$BUILD/strata" "$BUILD/tests/strata_gpu_tests" "$OUT/"
+cp launch/links-matrix.sh "$OUT/"  # bench links, several idle spins alternated
 bins=("$OUT/strata" "$OUT/strata_gpu_tests")
 module=$(ls "$BUILD"/python/strata/_strata.*.so 2>/dev/null | head -n 1 || true)
 if [[ -n "$module" ]]; then

@@ -54,13 +54,16 @@ struct LinksBenchOptions {
   std::string dir = "/var/tmp";
   links_bench::ClusterTuning tuning;  // every rank's disk thread, rank zero's waits
   uint32_t idle_spin_us = static_cast<uint32_t>(DefaultIdleSpin().count());
-  bool tls = false;  // also compare plaintext and mutual TLS links (section 3)
+  uint32_t link_idle_spin_us = 0;  // the production default ([cluster] link_idle_spin_us)
+  uint32_t spin_slots = 0;         // 0: the process default (SpinSlots())
+  bool tls = false;                // also compare plaintext and mutual TLS links (section 3)
 };
 
 struct FanoutRow {
   uint32_t ranks = 0;
   Latency latency;
-  std::optional<Latency> raw;  // the raw fan-out to ranks - 1 peers (none for 1 rank)
+  std::optional<Latency> raw;          // the raw fan-out to ranks - 1 peers (none for 1 rank)
+  double link_spin_hits_per_trip = 0;  // frames rank zero's links read while spinning
 };
 
 // Section 3: one world size, plaintext links and then mutual TLS links.
@@ -159,10 +162,14 @@ int RunLinksBench(const LinksBenchOptions& o) {
         BenchCluster::Start(world, base, page_count, o.tuning);
     if (!cluster.ok()) return fail(cluster.status().WithContext(std::to_string(world) + " ranks"));
     uint64_t next_id = 1;
+    const uint64_t hits_before = (*cluster)->RankZeroLinkSpinHits();
     Result<Trips> trips =
         ControlRoundTrips((*cluster)->transport(), o.warmup, o.round_trips, next_id);
     if (!trips.ok()) return fail(trips.status());
-    fanout.push_back({world, Summarize(*trips), raw_fanout});
+    // Warm-up trips included: the hits are counted over all of them.
+    const double hits = static_cast<double>((*cluster)->RankZeroLinkSpinHits() - hits_before);
+    fanout.push_back({world, Summarize(*trips), raw_fanout,
+                      hits / static_cast<double>(o.warmup + o.round_trips)});
     if (world == 1 || world == many) {
       Result<Throughput> tp =
           StoreFetch((*cluster)->transport(), o.records, o.record_pages, next_id);
@@ -198,6 +205,8 @@ int RunLinksBench(const LinksBenchOptions& o) {
     j["round_trips"] = o.round_trips;
     j["disk_thread_nice"] = o.tuning.disk_nice;
     j["idle_spin_us"] = o.tuning.idle_spin.count();
+    j["link_idle_spin_us"] = o.tuning.link_idle_spin.count();
+    j["spin_slots"] = SpinSlots();
     j["usable_cpus"] = UsableCpus();
     j["raw_ping_pong_us"] = {{"p50", raw_latency.p50_us}, {"p99", raw_latency.p99_us}};
     j["raw_ping_pong_switches_per_trip"] = raw_latency.switches_per_trip;
@@ -209,7 +218,8 @@ int RunLinksBench(const LinksBenchOptions& o) {
                             {"p99_us", r.latency.p99_us},
                             {"p99_ratio_to_raw", r.latency.p99_us / raw_latency.p99_us},
                             {"switches_per_trip", r.latency.switches_per_trip},
-                            {"cpu_us_per_trip", r.latency.cpu_us_per_trip}};
+                            {"cpu_us_per_trip", r.latency.cpu_us_per_trip},
+                            {"link_spin_hits_per_trip", r.link_spin_hits_per_trip}};
       if (r.raw) {
         row["raw_fanout"] = {{"p50_us", r.raw->p50_us},
                              {"p99_us", r.raw->p99_us},
@@ -243,8 +253,9 @@ int RunLinksBench(const LinksBenchOptions& o) {
   }
   std::printf(
       "control-only job round trip (unlink of a missing file), loopback, %u trips, disk threads "
-      "at nice %d, idle spin %lld us\n",
-      o.round_trips, o.tuning.disk_nice, static_cast<long long>(o.tuning.idle_spin.count()));
+      "at nice %d, idle spin %lld us (links %lld us, %u spin slots)\n",
+      o.round_trips, o.tuning.disk_nice, static_cast<long long>(o.tuning.idle_spin.count()),
+      static_cast<long long>(o.tuning.link_idle_spin.count()), SpinSlots());
   std::printf("  %-22s %10s %10s %14s %16s %15s\n", "", "p50 us", "p99 us", "p99 / raw p99",
               "switches / trip", "CPU us / trip");
   auto line = [&](const std::string& name, const Latency& l) {
@@ -311,6 +322,15 @@ void AddLinksBench(CLI::App& bench) {
                   "more usable CPUs, else 0)")
       ->capture_default_str()
       ->check(CLI::Range(0u, kIdleSpinMaxUs));
+  cmd->add_option("--link-idle-spin-us", o->link_idle_spin_us,
+                  "How long every record link's idle I/O thread, at rank zero and at each peer, "
+                  "polls its socket before sleeping; 0 (the production default) sleeps at once")
+      ->capture_default_str()
+      ->check(CLI::Range(0u, kIdleSpinMaxUs));
+  cmd->add_option("--spin-slots", o->spin_slots,
+                  "How many threads of the process may spin at once; 0: one per 4 usable CPUs")
+      ->capture_default_str()
+      ->check(CLI::Range(0u, 1024u));
   cmd->add_flag("--tls", o->tls,
                 "Also measure the round trips and store/fetch at 4 ranks with plaintext and with "
                 "mutual TLS 1.3 links, side by side");
@@ -318,6 +338,8 @@ void AddLinksBench(CLI::App& bench) {
       ->capture_default_str();
   cmd->callback([o] {
     o->tuning.idle_spin = std::chrono::microseconds(o->idle_spin_us);
+    o->tuning.link_idle_spin = std::chrono::microseconds(o->link_idle_spin_us);
+    if (o->spin_slots > 0) SetSpinSlots(o->spin_slots);
     int rc = RunLinksBench(*o);
     if (rc != 0) throw CLI::RuntimeError(rc);
   });

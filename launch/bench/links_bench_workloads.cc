@@ -99,6 +99,7 @@ Result<std::unique_ptr<BenchCluster>> BenchCluster::Start(
     o.disk.base_dir = base + "/rank" + std::to_string(r);
     o.disk_limit_bytes = uint64_t{1} << 40;
     o.link.tls = tls;
+    o.link.idle_spin = tuning.link_idle_spin;
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> t, MakeHostTransfers(*c->planes_[r]));
     STRATA_ASSIGN_OR_RETURN(
         std::unique_ptr<RankAgent> agent,
@@ -115,9 +116,16 @@ Result<std::unique_ptr<BenchCluster>> BenchCluster::Start(
   o.listen = {"127.0.0.1", 0};
   o.sharded.idle_spin = tuning.idle_spin;
   o.link.tls = tls;
+  o.link.idle_spin = tuning.link_idle_spin;
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> t, MakeHostTransfers(*c->planes_[0]));
   STRATA_ASSIGN_OR_RETURN(c->coordinator_, Coordinator::Start(o, c->rendezvous_, std::move(t)));
   return c;
+}
+
+uint64_t BenchCluster::RankZeroLinkSpinHits() const {
+  uint64_t hits = 0;
+  for (const PeerLinkReport& r : coordinator_->PeerLinks()) hits += r.link.idle_spin_hits;
+  return hits;
 }
 
 Status BenchCluster::Close() {

@@ -64,11 +64,13 @@ class TempDir {
 // `world` ranks in this process: rank zero's coordinator and a RankAgent per
 // peer, joined over loopback, each with its own host planes and record
 // directory under `base`.
-// How every rank of a BenchCluster runs: its disk thread's nice value and
-// the idle spin of its disk thread and of rank zero's waits.
+// How every rank of a BenchCluster runs: its disk thread's nice value, the
+// idle spin of its disk thread and of rank zero's waits, and that of every
+// record link's I/O thread (both ends).
 struct ClusterTuning {
   int disk_nice = DiskThreadOptions{}.nice;
   std::chrono::microseconds idle_spin = DefaultIdleSpin();
+  std::chrono::microseconds link_idle_spin{0};
 };
 
 class BenchCluster {
@@ -81,6 +83,9 @@ class BenchCluster {
   BenchCluster& operator=(const BenchCluster&) = delete;
 
   ShardedTransport& transport() { return coordinator_->transport(); }
+  // Frames rank zero's links read while their I/O threads spun
+  // (LinkStats::idle_spin_hits), summed over the peers.
+  uint64_t RankZeroLinkSpinHits() const;
   // Closes rank zero (draining every peer) and waits for the agents.
   Status Close();
 

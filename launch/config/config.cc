@@ -287,6 +287,15 @@ std::vector<ConfigKey> MakeKeys() {
        [](const ConfigValue& v, RankConfig* c) {
          STRATA_SET(c->cluster.silence_timeout, AsDuration(v));
        }},
+      {"cluster.link_idle_spin_us", "--link-idle-spin-us",
+       "microseconds a record link's idle I/O thread polls its socket before sleeping, "
+       "0..10000 (0: never spin)",
+       "0",
+       [](const ConfigValue& v, RankConfig* c) {
+         STRATA_ASSIGN_OR_RETURN(const uint64_t us, AsWhole(v, 0, kIdleSpinMaxUs));
+         c->cluster.link_idle_spin_us = static_cast<uint32_t>(us);
+         return Status::Ok();
+       }},
       {"cluster.job_timeout", "--job-timeout",
        "a positive duration (500ms, 90s, 2m, 1h, bare seconds)", "60s",
        [](const ConfigValue& v, RankConfig* c) {

@@ -116,6 +116,10 @@ struct ClusterConfig {
   // silence_timeout: a record link that reads nothing for this long is
   // closed as a lost peer (above heartbeat_interval). Default 10s.
   std::chrono::milliseconds silence_timeout{std::chrono::seconds(10)};
+  // link_idle_spin_us: how long a record link's idle I/O thread polls its
+  // socket before it sleeps (wire/link/link.h), 0..10000 us. Default 0: it
+  // sleeps at once.
+  uint32_t link_idle_spin_us = 0;
   // job_timeout: a job no rank completes within it stops the transport.
   // Default 60s.
   std::chrono::milliseconds job_timeout{std::chrono::seconds(60)};

@@ -85,9 +85,15 @@ std::string LinkSecurityOf(const std::shared_ptr<const wire::TlsContext>& tls) {
   return tls ? "mutual TLS 1.3 (CA " + tls->config().ca_file + ")" : "plaintext";
 }
 
-// Heartbeats and the silence timeout of every record link ([cluster]).
-wire::LivenessOptions RecordLinkLiveness(const ClusterConfig& cl) {
-  return {.heartbeat_interval = cl.heartbeat_interval, .silence_timeout = cl.silence_timeout};
+// Every record link's options: its TLS, and from [cluster] its heartbeats,
+// silence timeout and idle spin.
+wire::LinkOptions RecordLinkOptions(const ClusterConfig& cl,
+                                    const std::shared_ptr<const wire::TlsContext>& tls) {
+  wire::LinkOptions o;
+  o.tls = tls;
+  o.liveness = {.heartbeat_interval = cl.heartbeat_interval, .silence_timeout = cl.silence_timeout};
+  o.idle_spin = std::chrono::microseconds(cl.link_idle_spin_us);
+  return o;
 }
 
 // The direct side's seams over `planes` (an attached runtime's, on one
@@ -178,8 +184,7 @@ class RankZeroStores final : public RuntimeDriver {
     o.join_timeout = cl.connect_timeout;
     o.sharded.job_timeout = cl.job_timeout;
     o.sharded.idle_spin = IdleSpin(config.prefix_cache);
-    o.link.tls = tls_;
-    o.link.liveness = RecordLinkLiveness(cl);
+    o.link = RecordLinkOptions(cl, tls_);
     o.store.latencies = latencies_;
     o.make_transport = AttachedTransportFactory(config, *attached_, *gate_, transport_);
     STRATA_ASSIGN_OR_RETURN(coordinator_,
@@ -331,8 +336,7 @@ class PeerStores final : public PeerRank {
     o.disk.registrar = attached_->registrar();
     o.disk_limit_bytes = me.disk_limit;
     o.join_timeout = cl.connect_timeout;
-    o.link.tls = tls_;
-    o.link.liveness = RecordLinkLiveness(cl);
+    o.link = RecordLinkOptions(cl, tls_);
     RankJoin join = rendezvous_->Join(o.rank, cl.world_size);
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> inner, attached_->MakeTransfers());
     auto gated = std::make_unique<GatedTransfers>(std::move(inner));

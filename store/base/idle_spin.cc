@@ -22,10 +22,18 @@ uint32_t UsableCpus() {
 
 namespace {
 std::atomic<uint32_t> spinners{0};
+std::atomic<uint32_t> slots_set{0};
 }  // namespace
 
+uint32_t SpinSlots() {
+  const uint32_t set = slots_set.load(std::memory_order_relaxed);
+  return set > 0 ? set : std::max(1u, UsableCpus() / kCpusPerSpinner);
+}
+
+void SetSpinSlots(uint32_t slots) { slots_set.store(slots, std::memory_order_relaxed); }
+
 bool TakeSpinSlot() {
-  const uint32_t slots = std::max(1u, UsableCpus() / kCpusPerSpinner);
+  const uint32_t slots = SpinSlots();
   uint32_t n = spinners.load(std::memory_order_relaxed);
   while (n < slots) {
     if (spinners.compare_exchange_weak(n, n + 1, std::memory_order_relaxed)) return true;

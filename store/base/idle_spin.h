@@ -28,23 +28,32 @@ inline void CpuRelax() {
 // least one): more would take the cores the awaited threads need.
 inline constexpr uint32_t kCpusPerSpinner = 4;
 
-// A process-wide slot to spin in (kCpusPerSpinner); false when every slot is
+// A process-wide slot to spin in (SpinSlots()); false when every slot is
 // taken, and then the caller does not spin. Return a taken slot.
 bool TakeSpinSlot();
 void ReturnSpinSlot();
+// How many threads of this process may spin at once: `slots` when set
+// (SetSpinSlots, any thread, before or between spins; 0 restores the
+// default), else UsableCpus() / kCpusPerSpinner, at least one.
+uint32_t SpinSlots();
+void SetSpinSlots(uint32_t slots);
+
+// How many checks a spin makes between clock reads: a check that is a load
+// costs ~1 ns and a clock read ~20 ns; a check that is a syscall pass 1.
+inline constexpr uint32_t kChecksPerClockRead = 32;
 
 // Calls `ready` until it returns true or `budget` passes; true when it did.
 // A zero budget, or no free spin slot, calls it once.
 template <typename Ready>
-bool SpinUntil(std::chrono::nanoseconds budget, Ready&& ready) {
+bool SpinUntil(std::chrono::nanoseconds budget, Ready&& ready,
+               uint32_t checks_per_clock_read = kChecksPerClockRead) {
   if (ready()) return true;
   if (budget.count() <= 0 || !TakeSpinSlot()) return false;
   const auto end = std::chrono::steady_clock::now() + budget;
   for (uint32_t i = 1;; ++i) {
     CpuRelax();
     if (ready()) break;
-    // The clock is read every 32 checks: a check is a load, a clock read ~20 ns.
-    if (i % 32 == 0 && std::chrono::steady_clock::now() >= end) {
+    if (i % checks_per_clock_read == 0 && std::chrono::steady_clock::now() >= end) {
       ReturnSpinSlot();
       return false;
     }
@@ -63,7 +72,8 @@ inline constexpr uint32_t kIdleSpinMaxUs = 10'000;
 // CPUs this process may run on (sched_getaffinity), read once.
 uint32_t UsableCpus();
 // kIdleSpinBudget with at least kIdleSpinMinCpus usable CPUs, else zero: the
-// default of every idle spin (the disk thread's, a transport owner's wait).
+// default of the disk thread's idle spin and of a transport owner's wait. A
+// record link's I/O thread does not spin unless asked (LinkOptions).
 std::chrono::microseconds DefaultIdleSpin();
 
 }  // namespace strata

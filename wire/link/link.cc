@@ -6,6 +6,7 @@
 #include <asio/post.hpp>
 #include <exception>
 
+#include "store/base/idle_spin.h"
 #include "wire/link/link_impl.h"
 
 namespace strata::wire {
@@ -42,7 +43,11 @@ void Link::Impl::Run() {
   io_thread_id_ = std::this_thread::get_id();
   for (;;) {
     try {
-      io_.run();
+      if (options_.idle_spin.count() > 0) {
+        RunSpinning();
+      } else {
+        io_.run();
+      }
       return;
     } catch (const std::exception& e) {
       FinishClose(CloseCause::kIoError,
@@ -50,6 +55,34 @@ void Link::Impl::Run() {
     } catch (...) {
       FinishClose(CloseCause::kIoError, Status::Internal("a link handler threw"));
     }
+  }
+}
+
+void Link::Impl::RunSpinning() {
+  for (;;) {
+    if (io_.poll() > 0) continue;  // ready work: no sleep either way
+    if (io_.stopped()) return;     // closed: out of work
+    size_t ran = 0;
+    const auto began = std::chrono::steady_clock::now();
+    // Each check is an epoll_wait with no timeout (a syscall): the clock is
+    // read after every one.
+    const bool found = SpinUntil(
+        options_.idle_spin,
+        [&] {
+          ran = io_.poll();
+          return ran > 0 || io_.stopped();
+        },
+        1);
+    {
+      MutexLock lock(mutex_);
+      stats_.idle_spin_ns +=
+          static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                    std::chrono::steady_clock::now() - began)
+                                    .count());
+      if (ran > 0) ++stats_.idle_spin_hits;
+    }
+    if (found) continue;
+    if (io_.run_one() == 0) return;  // sleeps until one handler ran; 0: stopped
   }
 }
 

@@ -64,6 +64,8 @@ class Link::Impl {
 
  private:
   void Run();
+  // The I/O loop with LinkOptions::idle_spin: poll, spin-poll, then sleep.
+  void RunSpinning();
   bool OnIoThread() const { return std::this_thread::get_id() == io_thread_id_.load(); }
   bool closed() const { return state().phase == LinkPhase::kClosed; }
   bool closing() const {

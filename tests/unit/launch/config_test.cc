@@ -122,6 +122,16 @@ TEST(ConfigTest, IdleSpinIsMicrosecondsOrTheMachinesDefault) {
   EXPECT_EQ(IdleSpin(c.prefix_cache), std::chrono::microseconds(0)) << "a refused value changed it";
 }
 
+TEST(ConfigTest, LinkIdleSpinIsOffUnlessSet) {
+  RankConfig c;
+  EXPECT_EQ(c.cluster.link_idle_spin_us, 0u);
+  ASSERT_TRUE(Set("cluster.link_idle_spin_us", int64_t{80}, &c).ok());
+  EXPECT_EQ(c.cluster.link_idle_spin_us, 80u);
+  const Status s = Set("cluster.link_idle_spin_us", int64_t{10'001}, &c);
+  EXPECT_EQ(s.message(), "cluster.link_idle_spin_us: 10001 is out of range (0..10000)");
+  EXPECT_EQ(c.cluster.link_idle_spin_us, 80u) << "a refused value changed it";
+}
+
 TEST(ConfigTest, BadValuesNameTheKeyAndWhatIsAllowed) {
   RankConfig c;
   Status s = Set("prefix_cache.memory", std::string("64 gigs"), &c);
