@@ -55,6 +55,12 @@ constexpr uint64_t kU32Max = std::numeric_limits<uint32_t>::max();
     return Status::Ok();            \
   } while (0)
 
+// An idle spin budget: whole microseconds, 0..kIdleSpinMaxUs.
+Result<uint32_t> AsSpinMicros(const ConfigValue& value) {
+  STRATA_ASSIGN_OR_RETURN(const uint64_t us, AsWhole(value, 0, kIdleSpinMaxUs));
+  return static_cast<uint32_t>(us);
+}
+
 Status SetDrain(const ConfigValue& value, RankConfig* c) {
   DrainOnShutdown& d = c->prefix_cache.drain_on_shutdown;
   if (const auto* b = std::get_if<bool>(&value)) {
@@ -209,9 +215,7 @@ std::vector<ConfigKey> MakeKeys() {
        "before sleeping, 0..10000 (0: never spin)",
        "100 with 8 or more usable CPUs, else 0",
        [](const ConfigValue& v, RankConfig* c) {
-         STRATA_ASSIGN_OR_RETURN(const uint64_t us, AsWhole(v, 0, kIdleSpinMaxUs));
-         c->prefix_cache.idle_spin_us = static_cast<uint32_t>(us);
-         return Status::Ok();
+         STRATA_SET(c->prefix_cache.idle_spin_us, AsSpinMicros(v));
        }},
       {"prefix_cache.transport", "--prefix-cache-transport",
        "\"auto\" (GPUDirect Storage where the startup probe accepts it, else staged), "
@@ -292,9 +296,7 @@ std::vector<ConfigKey> MakeKeys() {
        "0..10000 (0: never spin)",
        "0",
        [](const ConfigValue& v, RankConfig* c) {
-         STRATA_ASSIGN_OR_RETURN(const uint64_t us, AsWhole(v, 0, kIdleSpinMaxUs));
-         c->cluster.link_idle_spin_us = static_cast<uint32_t>(us);
-         return Status::Ok();
+         STRATA_SET(c->cluster.link_idle_spin_us, AsSpinMicros(v));
        }},
       {"cluster.job_timeout", "--job-timeout",
        "a positive duration (500ms, 90s, 2m, 1h, bare seconds)", "60s",
