@@ -43,23 +43,25 @@ void SetSpinSlots(uint32_t slots);
 inline constexpr uint32_t kChecksPerClockRead = 32;
 
 // Calls `ready` until it returns true or `budget` passes; true when it did.
-// A zero budget, or no free spin slot, calls it once.
+// A zero budget, or no free spin slot, calls it once. The slot is returned
+// also when `ready` throws.
 template <typename Ready>
 bool SpinUntil(std::chrono::nanoseconds budget, Ready&& ready,
                uint32_t checks_per_clock_read = kChecksPerClockRead) {
   if (ready()) return true;
   if (budget.count() <= 0 || !TakeSpinSlot()) return false;
+  struct SlotHeld {
+    SlotHeld() = default;
+    SlotHeld(const SlotHeld&) = delete;
+    SlotHeld& operator=(const SlotHeld&) = delete;
+    ~SlotHeld() { ReturnSpinSlot(); }
+  } held;
   const auto end = std::chrono::steady_clock::now() + budget;
   for (uint32_t i = 1;; ++i) {
     CpuRelax();
-    if (ready()) break;
-    if (i % checks_per_clock_read == 0 && std::chrono::steady_clock::now() >= end) {
-      ReturnSpinSlot();
-      return false;
-    }
+    if (ready()) return true;
+    if (i % checks_per_clock_read == 0 && std::chrono::steady_clock::now() >= end) return false;
   }
-  ReturnSpinSlot();
-  return true;
 }
 
 // Below this many CPUs in the process's affinity set, nothing spins.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <stdexcept>
 
 namespace strata {
 namespace {
@@ -45,6 +46,33 @@ TEST(IdleSpinTest, ASpinEndsWhenReadyAndReturnsItsSlot) {
   const uint32_t taken = TakeAll();
   EXPECT_EQ(taken, std::max(1u, UsableCpus() / kCpusPerSpinner)) << "a spin kept its slot";
   ReturnAll(taken);
+}
+
+TEST(IdleSpinTest, ASetSlotCountReplacesTheDefaultUntilReset) {
+  SetSpinSlots(3);
+  EXPECT_EQ(SpinSlots(), 3u);
+  const uint32_t taken = TakeAll();
+  EXPECT_EQ(taken, 3u);
+  ReturnAll(taken);
+  SetSpinSlots(0);
+  EXPECT_EQ(SpinSlots(), std::max(1u, UsableCpus() / kCpusPerSpinner));
+  EXPECT_EQ(TakeAll(), SpinSlots());
+  ReturnAll(SpinSlots());
+}
+
+TEST(IdleSpinTest, ACheckThatThrowsReturnsTheSlot) {
+  SetSpinSlots(1);
+  uint32_t checks = 0;
+  EXPECT_THROW(SpinUntil(std::chrono::seconds(60),
+                         [&]() -> bool {
+                           if (++checks == 2) throw std::runtime_error("a handler threw");
+                           return false;
+                         }),
+               std::runtime_error);
+  EXPECT_EQ(checks, 2u) << "the throw came while spinning, with the slot held";
+  EXPECT_TRUE(TakeSpinSlot()) << "the slot leaked";
+  ReturnSpinSlot();
+  SetSpinSlots(0);
 }
 
 }  // namespace
