@@ -44,7 +44,7 @@ def num(v):
 def row(j, ranks):
     return next((r for r in j["fanout"] if r["ranks"] == ranks), {})
 print(f"{'setting':<18} {'ratio_4':>8} {'/raw fan-out':>12} {'4r p50':>7} {'4r p99':>7} "
-      f"{'sw/trip':>8} {'cpu us':>7} {'hits':>5} {'8r ratio':>8} {'raw p99':>8}")
+      f"{'sw/trip':>8} {'cpu us':>7} {'hits':>5} {'peer':>5} {'8r ratio':>8} {'raw p99':>8}")
 for name in settings:
     ratios = []
     for path in sorted(glob.glob(os.path.join(out_dir, f"{name}.*.json"))):
@@ -58,6 +58,7 @@ for name in settings:
               f"{r4.get('p50_us', nan):>7.0f} {r4.get('p99_us', nan):>7.0f} "
               f"{r4.get('switches_per_trip', nan):>8.1f} {r4.get('cpu_us_per_trip', nan):>7.0f} "
               f"{r4.get('link_spin_hits_per_trip', nan):>5.1f} "
+              f"{r4.get('peer_link_spin_hits_per_trip', nan):>5.1f} "
               f"{r8.get('p99_ratio_to_raw', nan):>8.2f} {j['raw_ping_pong_us']['p99']:>8.1f}")
     median = statistics.median(ratios) if ratios else nan
     print(f"{name:<18} median fanout_p99_ratio_4 {median:.2f} (goal <= 2)")

@@ -99,7 +99,11 @@ std::optional<Status> RankAgent::Wait(Clock::time_point deadline) {
 }
 
 AgentStats RankAgent::stats() const {
-  return {jobs_done_.load(), jobs_failed_.load(), bytes_.load()};
+  const wire::Link* link = link_view_.load();
+  return {.jobs_done = jobs_done_.load(),
+          .jobs_failed = jobs_failed_.load(),
+          .bytes = bytes_.load(),
+          .link_idle_spin_hits = link != nullptr ? link->stats().idle_spin_hits : 0};
 }
 
 void RankAgent::Run() {
@@ -133,6 +137,7 @@ Status RankAgent::Join() {
   Result<std::unique_ptr<wire::Link>> link = wire::Dial(ticket->record, link_options);
   if (!link.ok()) return link.status().WithContext("dialing rank zero");
   link_ = std::move(*link);
+  link_view_ = link_.get();
   link_->Start(RecordLinkHandlers());
 
   wire::Hello hello;

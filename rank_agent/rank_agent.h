@@ -112,6 +112,9 @@ struct AgentStats {
   uint64_t jobs_done = 0;    // answered OK
   uint64_t jobs_failed = 0;  // answered with an error
   uint64_t bytes = 0;        // payload bytes the jobs moved
+  // Frames the record link read while its I/O thread spun
+  // (wire::LinkStats::idle_spin_hits); 0 before the link is dialed.
+  uint64_t link_idle_spin_hits = 0;
 };
 
 class RankAgent {
@@ -208,6 +211,9 @@ class RankAgent {
   std::unique_ptr<DiskTransport> transport_;
   std::shared_ptr<wire::LinkInbox> inbox_;
   std::unique_ptr<wire::Link> link_;
+  // link_ once dialed, for stats() on any thread (the link lives as long
+  // as the agent).
+  std::atomic<const wire::Link*> link_view_{nullptr};
 
   // Raised by the transport while serving; its hook runs the serving pump
   // on the notifying thread (PumpHere; detached in Finish).

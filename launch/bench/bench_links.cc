@@ -62,8 +62,9 @@ struct LinksBenchOptions {
 struct FanoutRow {
   uint32_t ranks = 0;
   Latency latency;
-  std::optional<Latency> raw;          // the raw fan-out to ranks - 1 peers (none for 1 rank)
-  double link_spin_hits_per_trip = 0;  // frames rank zero's links read while spinning
+  std::optional<Latency> raw;               // the raw fan-out to ranks - 1 peers (none for 1 rank)
+  double link_spin_hits_per_trip = 0;       // frames rank zero's links read while spinning
+  double peer_link_spin_hits_per_trip = 0;  // the same for the peers' links, summed
 };
 
 // Section 3: one world size, plaintext links and then mutual TLS links.
@@ -163,13 +164,17 @@ int RunLinksBench(const LinksBenchOptions& o) {
     if (!cluster.ok()) return fail(cluster.status().WithContext(std::to_string(world) + " ranks"));
     uint64_t next_id = 1;
     const uint64_t hits_before = (*cluster)->RankZeroLinkSpinHits();
+    const uint64_t peer_hits_before = (*cluster)->PeerLinkSpinHits();
     Result<Trips> trips =
         ControlRoundTrips((*cluster)->transport(), o.warmup, o.round_trips, next_id);
     if (!trips.ok()) return fail(trips.status());
     // Warm-up trips included: the hits are counted over all of them.
-    const double hits = static_cast<double>((*cluster)->RankZeroLinkSpinHits() - hits_before);
+    const auto per_trip = [&](uint64_t hits) {
+      return static_cast<double>(hits) / static_cast<double>(o.warmup + o.round_trips);
+    };
     fanout.push_back({world, Summarize(*trips), raw_fanout,
-                      hits / static_cast<double>(o.warmup + o.round_trips)});
+                      per_trip((*cluster)->RankZeroLinkSpinHits() - hits_before),
+                      per_trip((*cluster)->PeerLinkSpinHits() - peer_hits_before)});
     if (world == 1 || world == many) {
       Result<Throughput> tp =
           StoreFetch((*cluster)->transport(), o.records, o.record_pages, next_id);
@@ -219,7 +224,8 @@ int RunLinksBench(const LinksBenchOptions& o) {
                             {"p99_ratio_to_raw", r.latency.p99_us / raw_latency.p99_us},
                             {"switches_per_trip", r.latency.switches_per_trip},
                             {"cpu_us_per_trip", r.latency.cpu_us_per_trip},
-                            {"link_spin_hits_per_trip", r.link_spin_hits_per_trip}};
+                            {"link_spin_hits_per_trip", r.link_spin_hits_per_trip},
+                            {"peer_link_spin_hits_per_trip", r.peer_link_spin_hits_per_trip}};
       if (r.raw) {
         row["raw_fanout"] = {{"p50_us", r.raw->p50_us},
                              {"p99_us", r.raw->p99_us},

@@ -128,6 +128,12 @@ uint64_t BenchCluster::RankZeroLinkSpinHits() const {
   return hits;
 }
 
+uint64_t BenchCluster::PeerLinkSpinHits() const {
+  uint64_t hits = 0;
+  for (const std::unique_ptr<RankAgent>& a : agents_) hits += a->stats().link_idle_spin_hits;
+  return hits;
+}
+
 Status BenchCluster::Close() {
   if (!coordinator_) return Status::Ok();
   Status s = coordinator_->Close();

@@ -86,6 +86,8 @@ class BenchCluster {
   // Frames rank zero's links read while their I/O threads spun
   // (LinkStats::idle_spin_hits), summed over the peers.
   uint64_t RankZeroLinkSpinHits() const;
+  // The same for every peer's link to rank zero, summed.
+  uint64_t PeerLinkSpinHits() const;
   // Closes rank zero (draining every peer) and waits for the agents.
   Status Close();
 

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "launch/runtime/synthetic_runtime.h"
+#include "store/base/idle_spin.h"
 #include "store/record/record_header.h"
 #include "store/record/record_layout.h"
 #include "tests/unit/coordinator/multi_rank_test_support.h"
@@ -96,6 +97,39 @@ TEST(MultiRankTest, StoreFetchAndTruncateAreByteExactOnEveryRankAndSurviveAResta
   EXPECT_EQ(rt.stats().mismatches, 0u);
   ASSERT_TRUE(rt.WaitForStores().ok());
   ASSERT_TRUE(c.Close().ok());
+}
+
+TEST(MultiRankTest, RecordLinksThatSpinServeByteExactAndCountTheFramesTheyCaught) {
+  SetSpinSlots(8);  // both record links find a slot, beside any disk thread's spin
+  ScratchDir dir;
+  ClusterOptions options;
+  options.world_size = 2;
+  // Longer than any gap between this test's jobs, however slow the machine.
+  options.link_idle_spin = std::chrono::seconds(1);
+  Cluster c(dir.path(), options);
+  STRATA_OK_OR_SKIP_DIRECT_IO(c.Start());
+  SyntheticRuntime rt(c.all_planes(), &c.store());
+  const uint32_t a = rt.NewConversation();
+  for (int turn = 0; turn < 4; ++turn) {
+    ASSERT_TRUE(rt.Turn(a, 300).ok());
+    ASSERT_TRUE(rt.WaitForStores().ok());
+  }
+  rt.EvictGpu();
+  TurnReport t = *rt.Turn(a, 10);
+  EXPECT_TRUE(t.host_hit);
+  EXPECT_EQ(t.host_reused_tokens, 1200u);
+  EXPECT_EQ(rt.stats().mismatches, 0u);
+  ASSERT_TRUE(rt.WaitForStores().ok());
+  ASSERT_TRUE(c.store().WaitIdle(kIdleBound));
+  uint64_t rank_zero_hits = 0;
+  for (const PeerLinkReport& p : c.coordinator().PeerLinks()) {
+    rank_zero_hits += p.link.idle_spin_hits;
+    EXPECT_TRUE(p.errors_by_reason.empty());
+  }
+  EXPECT_GE(rank_zero_hits, 1u) << "rank zero's link caught no JobDone while spinning";
+  EXPECT_GE(c.agent(1).stats().link_idle_spin_hits, 1u) << "rank 1's link caught no Job";
+  ASSERT_TRUE(c.Close().ok());
+  SetSpinSlots(0);
 }
 
 TEST(MultiRankTest, EvictionUnlinksTheRecordOnEveryRank) {

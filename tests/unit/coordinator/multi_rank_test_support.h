@@ -183,6 +183,8 @@ struct ClusterOptions {
   // Mutual TLS on every record link (rank zero's listener and each peer's
   // dial) when set.
   std::shared_ptr<const wire::TlsContext> tls;
+  // Every record link's idle spin (LinkOptions::idle_spin), both ends.
+  std::chrono::microseconds link_idle_spin{0};
   // Each rank's planes; unset: RankGeometryOf().
   std::optional<CacheGeometry> geometry;
 };
@@ -220,6 +222,7 @@ class Cluster {
     o.disk_limit_bytes = options_.disk_limit_bytes;
     o.listen = {"127.0.0.1", 0};
     o.link.tls = options_.tls;
+    o.link.idle_spin = options_.link_idle_spin;
     o.join_timeout = options_.join_timeout;
     o.sharded.job_timeout = options_.job_timeout;
     o.store.close_deadline = std::chrono::milliseconds(20'000);
@@ -237,6 +240,7 @@ class Cluster {
     o.join_timeout = options_.join_timeout;
     o.drain_timeout = std::chrono::milliseconds(20'000);
     o.link.tls = options_.tls;
+    o.link.idle_spin = options_.link_idle_spin;
     return o;
   }
 
