@@ -18,6 +18,7 @@
 #include "launch/bench/disk_bench_slots.h"
 #include "launch/config/human_units.h"
 #include "store/base/aligned_buffer.h"
+#include "store/base/idle_spin.h"
 #include "store/disk/disk_thread.h"
 #include "store/io/uring_block_io.h"
 #include "store/record/record_dir.h"
@@ -46,7 +47,9 @@ struct BenchOptions {
   uint64_t request_mib = 8;             // bytes per request (both paths)
   bool sync = false;                    // fdatasync + directory fsync per record
   int nice = DiskThreadOptions{}.nice;  // the disk thread's, and the baseline loop's
-  bool keep = false;                    // leave the last round's records (for fsck / inspect)
+  // The disk thread's idle spin: the production default unless set.
+  uint32_t idle_spin_us = static_cast<uint32_t>(DefaultIdleSpin().count());
+  bool keep = false;  // leave the last round's records (for fsck / inspect)
 };
 
 using Clock = std::chrono::steady_clock;
@@ -66,6 +69,7 @@ struct PhaseResult {
   std::vector<double> latency_ms;
   uint64_t hash_ns = 0;
   uint64_t busy_ns = 0;  // store only: the disk thread's time outside waits
+  uint64_t spin_ns = 0;  // store only: the disk thread's idle spin (in cpu_seconds too)
   double busy_share() const {
     return seconds > 0 ? static_cast<double>(busy_ns) / 1e9 / seconds : 0;
   }
@@ -80,6 +84,10 @@ struct PhaseResult {
   // cpu_s_per_gb() that is XXH3 (on cold memory, bound by DRAM reads).
   double hash_cpu_s_per_gb() const {
     return bytes > 0 ? static_cast<double>(hash_ns) / 1e9 / (static_cast<double>(bytes) / 1e9) : 0;
+  }
+  // The part of cpu_s_per_gb() the disk thread spent in its idle spin.
+  double spin_cpu_s_per_gb() const {
+    return bytes > 0 ? static_cast<double>(spin_ns) / 1e9 / (static_cast<double>(bytes) / 1e9) : 0;
   }
 };
 
@@ -151,6 +159,7 @@ Status DiskBench::Setup() {
   options.max_request_bytes = o_.request_mib * kMiB;
   options.max_active_jobs = o_.depth;
   options.nice = o_.nice;
+  options.idle_spin = std::chrono::microseconds(o_.idle_spin_us);
   STRATA_ASSIGN_OR_RETURN(thread_,
                           DiskThread::Start(fs_, std::move(io), dir_->fd(), path, options));
 
@@ -205,6 +214,7 @@ Status DiskBench::StoreWrite(PhaseResult& r) {
   std::deque<std::pair<JobId, Clock::time_point>> inflight;
   const uint64_t hash_before = thread_->stats().write_hash_ns;
   const uint64_t busy_before = thread_->stats().busy_ns;
+  const uint64_t spin_before = thread_->stats().idle_spin_ns;
   const double cpu_before = ProcessCpuSeconds();
   const auto start = Clock::now();
   for (uint32_t i = 0; i < o_.records; ++i) {
@@ -227,6 +237,7 @@ Status DiskBench::StoreWrite(PhaseResult& r) {
   r.bytes = uint64_t{o_.records} * extents_.file_bytes_with_row();
   r.hash_ns = thread_->stats().write_hash_ns - hash_before;
   r.busy_ns = thread_->stats().busy_ns - busy_before;
+  r.spin_ns = thread_->stats().idle_spin_ns - spin_before;
   return Status::Ok();
 }
 
@@ -234,6 +245,7 @@ Status DiskBench::StoreRead(PhaseResult& r) {
   std::deque<std::pair<JobId, Clock::time_point>> inflight;
   const uint64_t hash_before = thread_->stats().read_hash_ns;
   const uint64_t busy_before = thread_->stats().busy_ns;
+  const uint64_t spin_before = thread_->stats().idle_spin_ns;
   const double cpu_before = ProcessCpuSeconds();
   const auto start = Clock::now();
   for (size_t i = 0; i < written_.size(); ++i) {
@@ -252,6 +264,7 @@ Status DiskBench::StoreRead(PhaseResult& r) {
   r.bytes = uint64_t{o_.records} * extents_.file_bytes_with_row();
   r.hash_ns = thread_->stats().read_hash_ns - hash_before;
   r.busy_ns = thread_->stats().busy_ns - busy_before;
+  r.spin_ns = thread_->stats().idle_spin_ns - spin_before;
   return Status::Ok();
 }
 
@@ -311,8 +324,8 @@ double Median(std::vector<double> v) { return Percentile(std::move(v), 0.5); }
 // `read_pass` is the median ReadPassCpuSecondsPerGb over the rounds.
 nlohmann::json PhaseJson(const std::vector<PhaseResult>& store,
                          const std::vector<PhaseResult>& base, double read_pass) {
-  std::vector<double> store_gbps, base_gbps, ratio, share, busy, store_cpu, hash_cpu, base_cpu,
-      store_lat, base_lat;
+  std::vector<double> store_gbps, base_gbps, ratio, share, busy, store_cpu, hash_cpu, spin_cpu,
+      base_cpu, store_lat, base_lat;
   for (size_t i = 0; i < store.size(); ++i) {
     store_gbps.push_back(store[i].gbps());
     base_gbps.push_back(base[i].gbps());
@@ -321,6 +334,7 @@ nlohmann::json PhaseJson(const std::vector<PhaseResult>& store,
     busy.push_back(store[i].busy_share());
     store_cpu.push_back(store[i].cpu_s_per_gb());
     hash_cpu.push_back(store[i].hash_cpu_s_per_gb());
+    spin_cpu.push_back(store[i].spin_cpu_s_per_gb());
     base_cpu.push_back(base[i].cpu_s_per_gb());
     store_lat.insert(store_lat.end(), store[i].latency_ms.begin(), store[i].latency_ms.end());
     base_lat.insert(base_lat.end(), base[i].latency_ms.begin(), base[i].latency_ms.end());
@@ -335,6 +349,7 @@ nlohmann::json PhaseJson(const std::vector<PhaseResult>& store,
           {"baseline_p99_ms", Percentile(base_lat, 0.99)},
           {"store_cpu_s_per_gb", Median(store_cpu)},
           {"checksum_cpu_s_per_gb", Median(hash_cpu)},
+          {"idle_spin_cpu_s_per_gb", Median(spin_cpu)},
           {"baseline_cpu_s_per_gb", Median(base_cpu)},
           // The least a checksummed path can cost: the plain I/O's CPU plus
           // one read of every byte from memory.
@@ -395,6 +410,7 @@ Status DiskBench::Run(nlohmann::json& out) {
          {"records_in_flight", o_.depth},
          {"durability", o_.sync ? "fdatasync" : "none"},
          {"nice", o_.nice},
+         {"idle_spin_us", o_.idle_spin_us},
          {"write_gbps", write["store_gbps"]},
          {"read_gbps", read["store_gbps"]},
          {"baseline_write_gbps", write["baseline_gbps"]},
@@ -449,6 +465,11 @@ void AddDiskBenchmark(CLI::App& bench) {
   cmd->add_option("--nice", o->nice, "Nice value of the disk thread and the baseline loop")
       ->capture_default_str()
       ->check(CLI::Range(0, 19));
+  cmd->add_option("--idle-spin-us", o->idle_spin_us,
+                  "How long the idle disk thread checks for a job before sleeping; the default "
+                  "is the production one (100 with 8 or more usable CPUs, else 0)")
+      ->capture_default_str()
+      ->check(CLI::Range(0u, kIdleSpinMaxUs));
   cmd->add_flag("--keep", o->keep,
                 "Leave the last round's records in place (try `strata inspect` on them)");
   cmd->add_flag("--sync", o->sync,
