@@ -11,7 +11,8 @@
 #
 # Each setting is "name:extra flags for bench links"; the default compares
 # the production defaults with the record links' idle spin at a few slot
-# counts.
+# counts. EXTRA and the flags are split on spaces (no paths with spaces).
+# Earlier JSON of the same settings in OUT_DIR is removed first.
 set -euo pipefail
 STRATA=${1:-./build/strata}
 OUT_DIR=${2:-/tmp/links-matrix}
@@ -23,6 +24,7 @@ PYTHON=${PYTHON:-$(command -v python3 || true)}
 
 mkdir -p "$OUT_DIR"
 IFS=';' read -r -a settings <<<"$SETTINGS"
+for setting in "${settings[@]}"; do rm -f "$OUT_DIR/${setting%%:*}".*.json; done  # one sitting only
 for ((run = 1; run <= RUNS; ++run)); do
   for setting in "${settings[@]}"; do
     name=${setting%%:*}
@@ -42,7 +44,12 @@ nan = float("nan")
 def num(v):
     return nan if v is None else v
 def row(j, ranks):
-    return next((r for r in j["fanout"] if r["ranks"] == ranks), {})
+    """The row of `ranks` ranks, every field this summary reads (a missing
+    one is an error); all NaN when fewer ranks were measured."""
+    keys = ("p50_us", "p99_us", "switches_per_trip", "cpu_us_per_trip",
+            "link_spin_hits_per_trip", "peer_link_spin_hits_per_trip", "p99_ratio_to_raw")
+    r = next((r for r in j["fanout"] if r["ranks"] == ranks), None)
+    return {k: nan for k in keys} if r is None else {k: r[k] for k in keys}
 print(f"{'setting':<18} {'ratio_4':>8} {'/raw fan-out':>12} {'4r p50':>7} {'4r p99':>7} "
       f"{'sw/trip':>8} {'cpu us':>7} {'hits':>5} {'peer':>5} {'8r ratio':>8} {'raw p99':>8}")
 for name in settings:
@@ -55,11 +62,11 @@ for name in settings:
         if not math.isnan(ratio):
             ratios.append(ratio)
         print(f"{name:<18} {ratio:>8.2f} {num(j['raw_fanout_p99_ratio_4']):>12.2f} "
-              f"{r4.get('p50_us', nan):>7.0f} {r4.get('p99_us', nan):>7.0f} "
-              f"{r4.get('switches_per_trip', nan):>8.1f} {r4.get('cpu_us_per_trip', nan):>7.0f} "
-              f"{r4.get('link_spin_hits_per_trip', nan):>5.1f} "
-              f"{r4.get('peer_link_spin_hits_per_trip', nan):>5.1f} "
-              f"{r8.get('p99_ratio_to_raw', nan):>8.2f} {j['raw_ping_pong_us']['p99']:>8.1f}")
+              f"{r4['p50_us']:>7.0f} {r4['p99_us']:>7.0f} "
+              f"{r4['switches_per_trip']:>8.1f} {r4['cpu_us_per_trip']:>7.0f} "
+              f"{r4['link_spin_hits_per_trip']:>5.1f} "
+              f"{r4['peer_link_spin_hits_per_trip']:>5.1f} "
+              f"{r8['p99_ratio_to_raw']:>8.2f} {j['raw_ping_pong_us']['p99']:>8.1f}")
     median = statistics.median(ratios) if ratios else nan
     print(f"{name:<18} median fanout_p99_ratio_4 {median:.2f} (goal <= 2)")
 SUMMARY

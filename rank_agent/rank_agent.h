@@ -112,8 +112,9 @@ struct AgentStats {
   uint64_t jobs_done = 0;    // answered OK
   uint64_t jobs_failed = 0;  // answered with an error
   uint64_t bytes = 0;        // payload bytes the jobs moved
-  // Frames the record link read while its I/O thread spun
-  // (wire::LinkStats::idle_spin_hits); 0 before the link is dialed.
+  // Wake-ups the record link's I/O thread saved by spinning: mostly
+  // frames, also functions posted to it (wire::LinkStats::idle_spin_hits);
+  // 0 before the link is dialed.
   uint64_t link_idle_spin_hits = 0;
 };
 

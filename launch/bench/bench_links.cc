@@ -62,9 +62,11 @@ struct LinksBenchOptions {
 struct FanoutRow {
   uint32_t ranks = 0;
   Latency latency;
-  std::optional<Latency> raw;               // the raw fan-out to ranks - 1 peers (none for 1 rank)
-  double link_spin_hits_per_trip = 0;       // frames rank zero's links read while spinning
-  double peer_link_spin_hits_per_trip = 0;  // the same for the peers' links, summed
+  std::optional<Latency> raw;  // the raw fan-out to ranks - 1 peers (none for 1 rank)
+  // Wake-ups rank zero's links saved by spinning (LinkStats::idle_spin_hits:
+  // frames, and functions posted to them), and the same for the peers' links.
+  double link_spin_hits_per_trip = 0;
+  double peer_link_spin_hits_per_trip = 0;
 };
 
 // Section 3: one world size, plaintext links and then mutual TLS links.

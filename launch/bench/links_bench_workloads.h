@@ -83,8 +83,8 @@ class BenchCluster {
   BenchCluster& operator=(const BenchCluster&) = delete;
 
   ShardedTransport& transport() { return coordinator_->transport(); }
-  // Frames rank zero's links read while their I/O threads spun
-  // (LinkStats::idle_spin_hits), summed over the peers.
+  // Wake-ups rank zero's links saved by spinning (LinkStats::idle_spin_hits),
+  // summed over the peers.
   uint64_t RankZeroLinkSpinHits() const;
   // The same for every peer's link to rank zero, summed.
   uint64_t PeerLinkSpinHits() const;

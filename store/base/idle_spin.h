@@ -38,6 +38,16 @@ void ReturnSpinSlot();
 uint32_t SpinSlots();
 void SetSpinSlots(uint32_t slots);
 
+// SetSpinSlots(slots) for its scope, then the default again, however the
+// scope ends (a test that fails or skips early).
+class ScopedSpinSlots {
+ public:
+  explicit ScopedSpinSlots(uint32_t slots) { SetSpinSlots(slots); }
+  ~ScopedSpinSlots() { SetSpinSlots(0); }
+  ScopedSpinSlots(const ScopedSpinSlots&) = delete;
+  ScopedSpinSlots& operator=(const ScopedSpinSlots&) = delete;
+};
+
 // How many checks a spin makes between clock reads: a check that is a load
 // costs ~1 ns and a clock read ~20 ns; a check that is a syscall pass 1.
 inline constexpr uint32_t kChecksPerClockRead = 32;

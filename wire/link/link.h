@@ -134,8 +134,10 @@ struct LinkStats {
   // CA, expired or missing, or no handshake within connect_timeout.
   uint64_t tls_handshake_failures = 0;
   uint64_t heartbeats_out = 0;  // of frames accepted to send: Heartbeats the link sent itself
-  // Idle spin: times a poll found work the I/O thread would otherwise have
-  // slept for (each a wake-up saved), and the time it spent polling.
+  // Idle spin: times a poll during a spin found work (a frame, a posted
+  // function or a timer) the I/O thread would otherwise have slept for,
+  // each a wake-up saved; and the time it spent polling. Both are recorded
+  // when the spin ends, just after that work ran.
   uint64_t idle_spin_hits = 0;
   uint64_t idle_spin_ns = 0;
 

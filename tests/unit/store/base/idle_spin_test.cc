@@ -49,19 +49,20 @@ TEST(IdleSpinTest, ASpinEndsWhenReadyAndReturnsItsSlot) {
 }
 
 TEST(IdleSpinTest, ASetSlotCountReplacesTheDefaultUntilReset) {
-  SetSpinSlots(3);
-  EXPECT_EQ(SpinSlots(), 3u);
-  const uint32_t taken = TakeAll();
-  EXPECT_EQ(taken, 3u);
-  ReturnAll(taken);
-  SetSpinSlots(0);
+  {
+    const ScopedSpinSlots three(3);
+    EXPECT_EQ(SpinSlots(), 3u);
+    const uint32_t taken = TakeAll();
+    EXPECT_EQ(taken, 3u);
+    ReturnAll(taken);
+  }
   EXPECT_EQ(SpinSlots(), std::max(1u, UsableCpus() / kCpusPerSpinner));
   EXPECT_EQ(TakeAll(), SpinSlots());
   ReturnAll(SpinSlots());
 }
 
 TEST(IdleSpinTest, ACheckThatThrowsReturnsTheSlot) {
-  SetSpinSlots(1);
+  const ScopedSpinSlots one(1);
   uint32_t checks = 0;
   EXPECT_THROW(SpinUntil(std::chrono::seconds(60),
                          [&]() -> bool {
@@ -72,7 +73,6 @@ TEST(IdleSpinTest, ACheckThatThrowsReturnsTheSlot) {
   EXPECT_EQ(checks, 2u) << "the throw came while spinning, with the slot held";
   EXPECT_TRUE(TakeSpinSlot()) << "the slot leaked";
   ReturnSpinSlot();
-  SetSpinSlots(0);
 }
 
 }  // namespace

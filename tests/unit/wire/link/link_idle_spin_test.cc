@@ -51,28 +51,46 @@ struct SpinPair {
   std::unique_ptr<Link> acceptor;
 };
 
+// The acceptor's stats once `done` holds of them, within 10 s: a spin's
+// counts are recorded just after the work it found ran, so a test that saw
+// the work may read them a moment early.
+template <typename Done>
+LinkStats StatsOnce(const Link& link, Done done) {
+  const auto deadline = std::chrono::steady_clock::now() + seconds(10);
+  LinkStats s = link.stats();
+  while (!done(s) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(1));
+    s = link.stats();
+  }
+  return s;
+}
+
 TEST(LinkIdleSpinTest, AFrameThatComesWhileTheThreadSpinsIsReadWithoutASleep) {
-  SetSpinSlots(1);  // this test's one spinner always finds a slot
+  const ScopedSpinSlots slots(1);  // this test's one spinner always finds a slot
   SpinPair pair(seconds(5));
   ASSERT_NE(pair.acceptor, nullptr);
   ASSERT_TRUE(pair.dialer->Send(Heartbeat{1}).ok());
   ASSERT_TRUE(pair.acceptor_events.messages.Pop().has_value());
-  // The acceptor's thread, idle since that frame, polls for up to 5 s.
+  // The acceptor's thread, idle since that frame, polls for up to 5 s; what
+  // it counted so far (its start, the first frame) is the baseline.
+  std::this_thread::sleep_for(milliseconds(20));
+  const LinkStats before = pair.acceptor->stats();
   std::this_thread::sleep_for(milliseconds(20));
   ASSERT_TRUE(pair.dialer->Send(Heartbeat{2}).ok());
   std::optional<Message> second = pair.acceptor_events.messages.Pop();
   ASSERT_TRUE(second.has_value());
   EXPECT_EQ(std::get<Heartbeat>(*second).sequence, 2u);
-  const LinkStats s = pair.acceptor->stats();
-  EXPECT_GE(s.idle_spin_hits, 1u);
-  EXPECT_GE(s.idle_spin_ns, uint64_t{10'000'000}) << "it polled through the 20 ms pause";
+  const LinkStats after = StatsOnce(
+      *pair.acceptor, [&](const LinkStats& s) { return s.idle_spin_hits > before.idle_spin_hits; });
+  EXPECT_GT(after.idle_spin_hits, before.idle_spin_hits) << "the second frame was not caught";
+  EXPECT_GE(after.idle_spin_ns - before.idle_spin_ns, uint64_t{10'000'000})
+      << "it polled through the 20 ms pause";
   // The dialer has no budget: it sleeps at once.
   EXPECT_EQ(pair.dialer->stats().idle_spin_hits, 0u);
-  SetSpinSlots(0);
 }
 
 TEST(LinkIdleSpinTest, ClosingEndsALongSpinAtOnce) {
-  SetSpinSlots(1);
+  const ScopedSpinSlots slots(1);
   SpinPair pair(seconds(60));
   ASSERT_NE(pair.acceptor, nullptr);
   ASSERT_TRUE(pair.dialer->Send(Heartbeat{1}).ok());
@@ -85,7 +103,6 @@ TEST(LinkIdleSpinTest, ClosingEndsALongSpinAtOnce) {
   std::optional<LinkState> closed = pair.dialer_events.closed.Pop();
   ASSERT_TRUE(closed.has_value());
   EXPECT_EQ(closed->cause, CloseCause::kPeerClosed);
-  SetSpinSlots(0);
 }
 
 TEST(LinkIdleSpinTest, ALinkWithNoBudgetNeverSpins) {
