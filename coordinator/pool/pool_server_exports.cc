@@ -2,6 +2,9 @@
 // needs one asks its holder, and the relay's answers go to the requesters.
 #include <spdlog/spdlog.h>
 
+#include <utility>
+#include <vector>
+
 #include "coordinator/pool/pool_server_loop.h"
 
 namespace strata::pool {
@@ -43,16 +46,21 @@ bool PoolServer::Loop::BeginExport(Connection& c, const PoolClaim& claim, uint64
 }
 
 void PoolServer::Loop::SendRelayAnswers(std::vector<RelayAnswer> answers) {
+  std::vector<std::pair<Connection*, PoolMessage>> sends;
   for (RelayAnswer& a : answers) {
     Connection* to = SessionConnection(a.requester);
     if (to == nullptr) continue;
-    const PoolMessage answer(std::move(a.answer));
+    PoolMessage answer(std::move(a.answer));
     if (data_sessions.contains(a.requester.value)) grants.Note(a.requester, a.claim, answer);
     CountExchange(traffic, a.claim, answer);
-    (void)to->socket.Send(answer);
+    sends.emplace_back(to, std::move(answer));
   }
   DropUnwritablePuts();
+  // Published before the answers leave, as every answer's counts are: a
+  // requester that has its answer then reads Stats() sees what led to it
+  // (the export's refusal or loss).
   Publish();
+  for (auto& [to, answer] : sends) (void)to->socket.Send(answer);
 }
 
 PoolServer::Loop::Connection* PoolServer::Loop::SessionConnection(SessionId session) {
