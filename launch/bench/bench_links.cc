@@ -3,8 +3,10 @@
 // directory, disk thread and record link, exactly as across hosts).
 //  1. The round trip of a control-only job (an unlink of a missing file)
 //     through rank zero's ShardedTransport with 1, 2, 4 and 8 ranks, next to
-//     a raw TCP ping-pong over loopback measured in the same run; the goal is
-//     a 4-rank p99 within twice the raw p99 (fanout_p99_ratio_4). Beside each
+//     a raw TCP ping-pong over loopback measured in the same run, in blocks
+//     alternating with each world size's trips (kBlocks), so both see the
+//     same machine; the goal is a 4-rank p99 within twice that ping-pong's
+//     p99 (fanout_p99_ratio_4). Beside each
 //     world size, the same fan-out done raw (this thread writes to world - 1
 //     echo threads over loopback TCP and reads every answer): the least a
 //     trip to that many ranks can take here, whatever the protocol.
@@ -34,7 +36,7 @@ namespace {
 using links_bench::BenchCluster;
 using links_bench::ControlRoundTrips;
 using links_bench::Latency;
-using links_bench::RawFanout;
+using links_bench::RawFanoutRig;
 using links_bench::StoreFetch;
 using links_bench::Summarize;
 using links_bench::TempDir;
@@ -43,6 +45,9 @@ using links_bench::Trips;
 
 constexpr uint32_t kWorldSizes[] = {1, 2, 4, 8};
 constexpr uint32_t kThroughputRanks = 4;
+// Blocks of trips per world size, the ping-pong's, the raw fan-out's and the
+// cluster's alternating.
+constexpr uint32_t kBlocks = 10;
 
 struct LinksBenchOptions {
   bool json = false;
@@ -62,6 +67,7 @@ struct LinksBenchOptions {
 struct FanoutRow {
   uint32_t ranks = 0;
   Latency latency;
+  Latency ping_pong;           // the raw ping-pong, in blocks alternating with this row's trips
   std::optional<Latency> raw;  // the raw fan-out to ranks - 1 peers (none for 1 rank)
   // Wake-ups rank zero's links saved by spinning (LinkStats::idle_spin_hits:
   // frames, and functions posted to them), and the same for the peers' links.
@@ -144,21 +150,20 @@ int RunLinksBench(const LinksBenchOptions& o) {
   if (dir.path().empty()) return fail(Status::IoError("cannot create a directory under " + o.dir));
   const uint64_t page_count = std::max<uint64_t>(256, o.record_pages);
 
-  Result<Trips> raw = RawFanout(1, o.warmup, o.round_trips);
-  if (!raw.ok()) return fail(raw.status());
-  const Latency raw_latency = Summarize(*raw);
-
+  Trips raw_all;  // every world's ping-pong blocks: the ping-pong line
   std::vector<FanoutRow> fanout;
   std::optional<Throughput> one_rank;
   std::optional<Throughput> many_ranks;
   uint32_t many = std::min(kThroughputRanks, o.ranks);
   for (uint32_t world : kWorldSizes) {
     if (world > o.ranks) break;
-    std::optional<Latency> raw_fanout;
+    Result<std::unique_ptr<RawFanoutRig>> ping_pong = RawFanoutRig::Start(1);
+    if (!ping_pong.ok()) return fail(ping_pong.status());
+    std::unique_ptr<RawFanoutRig> raw_rig;
     if (world > 1) {
-      Result<Trips> t = RawFanout(world - 1, o.warmup, o.round_trips);
-      if (!t.ok()) return fail(t.status());
-      raw_fanout = Summarize(*t);
+      Result<std::unique_ptr<RawFanoutRig>> rig = RawFanoutRig::Start(world - 1);
+      if (!rig.ok()) return fail(rig.status());
+      raw_rig = std::move(*rig);
     }
     const std::string base = dir.path() + "/world" + std::to_string(world);
     Result<std::unique_ptr<BenchCluster>> cluster =
@@ -167,14 +172,34 @@ int RunLinksBench(const LinksBenchOptions& o) {
     uint64_t next_id = 1;
     const uint64_t hits_before = (*cluster)->RankZeroLinkSpinHits();
     const uint64_t peer_hits_before = (*cluster)->PeerLinkSpinHits();
-    Result<Trips> trips =
-        ControlRoundTrips((*cluster)->transport(), o.warmup, o.round_trips, next_id);
-    if (!trips.ok()) return fail(trips.status());
+    // The ping-pong, the raw fan-out and the cluster's trips alternate in
+    // kBlocks blocks, each after its own warm-up: a drift of the machine
+    // (another tenant, a frequency change) reaches all three alike.
+    Trips ping, raw, trips;
+    uint64_t cluster_trips = 0;
+    for (uint32_t b = 0; b < kBlocks; ++b) {
+      const uint32_t count = o.round_trips / kBlocks + (b < o.round_trips % kBlocks ? 1 : 0);
+      const uint32_t warmup = std::max(1U, o.warmup / kBlocks);
+      Result<Trips> p = (*ping_pong)->Run(warmup, count);
+      if (!p.ok()) return fail(p.status());
+      links_bench::AppendTrips(ping, *p);
+      if (raw_rig) {
+        Result<Trips> r = raw_rig->Run(warmup, count);
+        if (!r.ok()) return fail(r.status());
+        links_bench::AppendTrips(raw, *r);
+      }
+      Result<Trips> c = ControlRoundTrips((*cluster)->transport(), warmup, count, next_id);
+      if (!c.ok()) return fail(c.status());
+      links_bench::AppendTrips(trips, *c);
+      cluster_trips += warmup + count;
+    }
+    links_bench::AppendTrips(raw_all, ping);
     // Warm-up trips included: the hits are counted over all of them.
     const auto per_trip = [&](uint64_t hits) {
-      return static_cast<double>(hits) / static_cast<double>(o.warmup + o.round_trips);
+      return static_cast<double>(hits) / static_cast<double>(cluster_trips);
     };
-    fanout.push_back({world, Summarize(*trips), raw_fanout,
+    fanout.push_back({world, Summarize(trips), Summarize(ping),
+                      raw_rig ? std::optional<Latency>(Summarize(raw)) : std::nullopt,
                       per_trip((*cluster)->RankZeroLinkSpinHits() - hits_before),
                       per_trip((*cluster)->PeerLinkSpinHits() - peer_hits_before)});
     if (world == 1 || world == many) {
@@ -196,12 +221,14 @@ int RunLinksBench(const LinksBenchOptions& o) {
     tls = *compared;
   }
 
-  // Unknown (null in the JSON), not 0, unless 4 ranks were measured.
+  const Latency raw_latency = Summarize(raw_all);
+  // Unknown (null in the JSON), not 0, unless 4 ranks were measured. Each
+  // row's ratios are over the ping-pong interleaved with its own trips.
   std::optional<double> ratio_4;
   std::optional<double> raw_fanout_ratio_4;  // the 4-rank p99 over the raw 4-rank fan-out's
   for (const FanoutRow& r : fanout) {
     if (r.ranks != 4) continue;
-    if (raw_latency.p99_us > 0) ratio_4 = r.latency.p99_us / raw_latency.p99_us;
+    if (r.ping_pong.p99_us > 0) ratio_4 = r.latency.p99_us / r.ping_pong.p99_us;
     if (r.raw && r.raw->p99_us > 0) raw_fanout_ratio_4 = r.latency.p99_us / r.raw->p99_us;
   }
   const uint64_t record_bytes =
@@ -220,14 +247,16 @@ int RunLinksBench(const LinksBenchOptions& o) {
     j["raw_ping_pong_cpu_us_per_trip"] = raw_latency.cpu_us_per_trip;
     j["fanout"] = nlohmann::json::array();
     for (const FanoutRow& r : fanout) {
-      nlohmann::json row = {{"ranks", r.ranks},
-                            {"p50_us", r.latency.p50_us},
-                            {"p99_us", r.latency.p99_us},
-                            {"p99_ratio_to_raw", r.latency.p99_us / raw_latency.p99_us},
-                            {"switches_per_trip", r.latency.switches_per_trip},
-                            {"cpu_us_per_trip", r.latency.cpu_us_per_trip},
-                            {"link_spin_hits_per_trip", r.link_spin_hits_per_trip},
-                            {"peer_link_spin_hits_per_trip", r.peer_link_spin_hits_per_trip}};
+      nlohmann::json row = {
+          {"ranks", r.ranks},
+          {"p50_us", r.latency.p50_us},
+          {"p99_us", r.latency.p99_us},
+          {"p99_ratio_to_raw", r.latency.p99_us / r.ping_pong.p99_us},
+          {"ping_pong", {{"p50_us", r.ping_pong.p50_us}, {"p99_us", r.ping_pong.p99_us}}},
+          {"switches_per_trip", r.latency.switches_per_trip},
+          {"cpu_us_per_trip", r.latency.cpu_us_per_trip},
+          {"link_spin_hits_per_trip", r.link_spin_hits_per_trip},
+          {"peer_link_spin_hits_per_trip", r.peer_link_spin_hits_per_trip}};
       if (r.raw) {
         row["raw_fanout"] = {{"p50_us", r.raw->p50_us},
                              {"p99_us", r.raw->p99_us},
@@ -266,14 +295,17 @@ int RunLinksBench(const LinksBenchOptions& o) {
       static_cast<long long>(o.tuning.link_idle_spin.count()), SpinSlots());
   std::printf("  %-22s %10s %10s %14s %16s %15s\n", "", "p50 us", "p99 us", "p99 / raw p99",
               "switches / trip", "CPU us / trip");
-  auto line = [&](const std::string& name, const Latency& l) {
+  // Each world's lines are over the ping-pong interleaved with its trips.
+  auto line = [&](const std::string& name, const Latency& l, const Latency& ping_pong) {
     std::printf("  %-22s %10.1f %10.1f %14.2f %16.1f %15.1f\n", name.c_str(), l.p50_us, l.p99_us,
-                l.p99_us / raw_latency.p99_us, l.switches_per_trip, l.cpu_us_per_trip);
+                l.p99_us / ping_pong.p99_us, l.switches_per_trip, l.cpu_us_per_trip);
   };
-  line("raw TCP ping-pong", raw_latency);
+  line("raw TCP ping-pong, all", raw_latency, raw_latency);
   for (const FanoutRow& r : fanout) {
-    if (r.raw) line("raw fan-out, " + std::to_string(r.ranks) + " ranks", *r.raw);
-    line(std::to_string(r.ranks) + " ranks", r.latency);
+    const std::string ranks = std::to_string(r.ranks) + " ranks";
+    line("  ping-pong beside " + std::to_string(r.ranks), r.ping_pong, r.ping_pong);
+    if (r.raw) line("raw fan-out, " + ranks, *r.raw, r.ping_pong);
+    line(ranks, r.latency, r.ping_pong);
   }
   if (ratio_4) {
     std::printf("  fanout_p99_ratio_4 = %.2f (goal <= 2); over the raw 4-rank fan-out: %.2f\n",

@@ -188,28 +188,30 @@ Result<Trips> ControlRoundTrips(ShardedTransport& t, uint32_t warmup, uint32_t c
 
 // `peers` echo threads, each on its own loopback TCP connection with
 // TCP_NODELAY; a trip writes kPingBytes to every peer in rank order, then
-// reads every answer. One peer is the plain ping-pong.
-Result<Trips> RawFanout(uint32_t peers, uint32_t warmup, uint32_t count) {
+// reads every answer.
+struct RawFanoutRig::State {
+  asio::io_context io;
+  std::vector<asio::ip::tcp::socket> clients;
+  std::vector<std::thread> echoes;
+  ~State() {  // the echo threads end when their client closes
+    for (auto& c : clients) {
+      std::error_code ignored;
+      c.close(ignored);
+    }
+    for (auto& t : echoes) t.join();
+  }
+};
+
+Result<std::unique_ptr<RawFanoutRig>> RawFanoutRig::Start(uint32_t peers) {
+  std::unique_ptr<RawFanoutRig> rig(new RawFanoutRig());
+  rig->state_ = std::make_unique<State>();
+  State& st = *rig->state_;
   try {
-    asio::io_context io;
-    asio::ip::tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
-    std::vector<asio::ip::tcp::socket> clients;
-    std::vector<std::thread> echoes;
-    struct Join {  // the echo threads end when their client closes
-      std::vector<asio::ip::tcp::socket>& clients;
-      std::vector<std::thread>& echoes;
-      ~Join() {
-        for (auto& c : clients) {
-          std::error_code ignored;
-          c.close(ignored);
-        }
-        for (auto& t : echoes) t.join();
-      }
-    } join{clients, echoes};
+    asio::ip::tcp::acceptor acceptor(st.io, {asio::ip::make_address("127.0.0.1"), 0});
     for (uint32_t p = 0; p < peers; ++p) {
-      clients.emplace_back(io).connect(acceptor.local_endpoint());
-      clients.back().set_option(asio::ip::tcp::no_delay(true));
-      echoes.emplace_back([s = acceptor.accept()]() mutable {
+      st.clients.emplace_back(st.io).connect(acceptor.local_endpoint());
+      st.clients.back().set_option(asio::ip::tcp::no_delay(true));
+      st.echoes.emplace_back([s = acceptor.accept()]() mutable {
         s.set_option(asio::ip::tcp::no_delay(true));
         std::array<uint8_t, kPingBytes> buf{};
         std::error_code ec;
@@ -219,6 +221,16 @@ Result<Trips> RawFanout(uint32_t peers, uint32_t warmup, uint32_t count) {
         }
       });
     }
+  } catch (const std::exception& e) {
+    return Status::IoError(std::string("raw TCP fan-out: ") + e.what());
+  }
+  return rig;
+}
+
+RawFanoutRig::~RawFanoutRig() = default;
+
+Result<Trips> RawFanoutRig::Run(uint32_t warmup, uint32_t count) {
+  try {
     std::array<uint8_t, kPingBytes> buf{};
     Trips trips;
     uint64_t switches_at_start = 0;
@@ -230,8 +242,8 @@ Result<Trips> RawFanout(uint32_t peers, uint32_t warmup, uint32_t count) {
         cpu_at_start = CpuSeconds();
       }
       const Clock::time_point start = Clock::now();
-      for (auto& c : clients) asio::write(c, asio::buffer(buf));
-      for (auto& c : clients) asio::read(c, asio::buffer(buf));
+      for (auto& c : state_->clients) asio::write(c, asio::buffer(buf));
+      for (auto& c : state_->clients) asio::read(c, asio::buffer(buf));
       trips.us.push_back(Seconds(start, Clock::now()) * 1e6);
     }
     trips.switches = ContextSwitches() - switches_at_start;
@@ -240,6 +252,12 @@ Result<Trips> RawFanout(uint32_t peers, uint32_t warmup, uint32_t count) {
   } catch (const std::exception& e) {
     return Status::IoError(std::string("raw TCP fan-out: ") + e.what());
   }
+}
+
+void AppendTrips(Trips& into, const Trips& block) {
+  into.us.insert(into.us.end(), block.us.begin(), block.us.end());
+  into.switches += block.switches;
+  into.cpu_seconds += block.cpu_seconds;
 }
 
 // Stores `records` records of `pages` pages (+ row) on every rank, fetches

@@ -104,11 +104,28 @@ class BenchCluster {
 Result<Trips> ControlRoundTrips(ShardedTransport& t, uint32_t warmup, uint32_t count,
                                 uint64_t& next_id);
 // The same trips with nothing of the protocol: plain loopback TCP with
-// TCP_NODELAY from this thread to `peers` echo threads of this process
-// (kPingBytes to each in turn, then every answer); `count` trips after
-// `warmup` unmeasured. One peer is a raw ping-pong; `peers` = world - 1 is
-// the least any fan-out to that many ranks can take on this machine.
-Result<Trips> RawFanout(uint32_t peers, uint32_t warmup, uint32_t count);
+// TCP_NODELAY from the caller's thread to `peers` echo threads of this
+// process (kPingBytes to each in turn, then every answer). One peer is a raw
+// ping-pong; `peers` = world - 1 is the least any fan-out to that many ranks
+// can take on this machine. The rig stays up between Run calls, so its trips
+// can alternate with the cluster's in blocks (both then see the same
+// machine); the echo threads end with it.
+class RawFanoutRig {
+ public:
+  static Result<std::unique_ptr<RawFanoutRig>> Start(uint32_t peers);
+  ~RawFanoutRig();
+  RawFanoutRig(const RawFanoutRig&) = delete;
+  RawFanoutRig& operator=(const RawFanoutRig&) = delete;
+  // `count` trips after `warmup` unmeasured.
+  Result<Trips> Run(uint32_t warmup, uint32_t count);
+
+ private:
+  RawFanoutRig() = default;
+  struct State;
+  std::unique_ptr<State> state_;
+};
+// Adds `block`'s trips, switches and CPU time to `into`.
+void AppendTrips(Trips& into, const Trips& block);
 // Stores `records` records of `pages` pages (+ row) on every rank, fetches
 // them back, unlinks them.
 Result<Throughput> StoreFetch(ShardedTransport& t, uint32_t records, uint32_t pages,
