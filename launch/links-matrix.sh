@@ -10,8 +10,8 @@
 #   RUNS=3 RANKS=8 EXTRA="flags" SETTINGS="name:flags;name:flags" launch/links-matrix.sh
 #
 # Each setting is "name:extra flags for bench links"; the default compares
-# the production defaults with the record links' idle spin at a few slot
-# counts. EXTRA and the flags are split on spaces (no paths with spaces).
+# the production defaults with the record links' idle spin on 16 slots,
+# without and with yielding spinners, and every thread spinning. EXTRA and the flags are split on spaces (no paths with spaces).
 # Earlier JSON of the same settings in OUT_DIR is removed first.
 set -euo pipefail
 STRATA=${1:-./build/strata}
@@ -19,7 +19,7 @@ OUT_DIR=${2:-/tmp/links-matrix}
 RUNS=${RUNS:-3}
 RANKS=${RANKS:-8}
 EXTRA=${EXTRA:-}  # flags for every run, e.g. "--round-trips 500"
-SETTINGS=${SETTINGS:-"default:;link100:--link-idle-spin-us 100;link100-s8:--link-idle-spin-us 100 --spin-slots 8;link100-s12:--link-idle-spin-us 100 --spin-slots 12"}
+SETTINGS=${SETTINGS:-"default:;link100-s16:--link-idle-spin-us 100 --spin-slots 16;link100-s16-y:--link-idle-spin-us 100 --spin-slots 16 --spin-yield;all200-s16-y:--idle-spin-us 200 --link-idle-spin-us 200 --spin-slots 16 --spin-yield"}
 PYTHON=${PYTHON:-$(command -v python3 || true)}
 
 mkdir -p "$OUT_DIR"

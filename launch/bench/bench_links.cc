@@ -61,6 +61,7 @@ struct LinksBenchOptions {
   uint32_t idle_spin_us = static_cast<uint32_t>(DefaultIdleSpin().count());
   uint32_t link_idle_spin_us = 0;  // the production default ([cluster] link_idle_spin_us)
   uint32_t spin_slots = 0;         // 0: the process default (SpinSlots())
+  bool spin_yield = false;         // spinners sched_yield at each clock read
   bool tls = false;                // also compare plaintext and mutual TLS links (section 3)
 };
 
@@ -241,6 +242,7 @@ int RunLinksBench(const LinksBenchOptions& o) {
     j["idle_spin_us"] = o.tuning.idle_spin.count();
     j["link_idle_spin_us"] = o.tuning.link_idle_spin.count();
     j["spin_slots"] = SpinSlots();
+    j["spin_yield"] = SpinYields();
     j["usable_cpus"] = UsableCpus();
     j["raw_ping_pong_us"] = {{"p50", raw_latency.p50_us}, {"p99", raw_latency.p99_us}};
     j["raw_ping_pong_switches_per_trip"] = raw_latency.switches_per_trip;
@@ -371,6 +373,9 @@ void AddLinksBench(CLI::App& bench) {
                   "How many threads of the process may spin at once; 0: one per 4 usable CPUs")
       ->capture_default_str()
       ->check(CLI::Range(0u, 1024u));
+  cmd->add_flag("--spin-yield", o->spin_yield,
+                "Spinning threads yield their CPU at each clock read (sched_yield), so a woken "
+                "thread need not wait for a spinner's time slice; off by default");
   cmd->add_flag("--tls", o->tls,
                 "Also measure the round trips and store/fetch at 4 ranks with plaintext and with "
                 "mutual TLS 1.3 links, side by side");
@@ -380,6 +385,7 @@ void AddLinksBench(CLI::App& bench) {
     o->tuning.idle_spin = std::chrono::microseconds(o->idle_spin_us);
     o->tuning.link_idle_spin = std::chrono::microseconds(o->link_idle_spin_us);
     if (o->spin_slots > 0) SetSpinSlots(o->spin_slots);
+    SetSpinYield(o->spin_yield);
     int rc = RunLinksBench(*o);
     if (rc != 0) throw CLI::RuntimeError(rc);
   });

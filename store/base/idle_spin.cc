@@ -23,6 +23,7 @@ uint32_t UsableCpus() {
 namespace {
 std::atomic<uint32_t> spinners{0};
 std::atomic<uint32_t> slots_set{0};
+std::atomic<bool> spin_yield{false};
 }  // namespace
 
 uint32_t SpinSlots() {
@@ -31,6 +32,10 @@ uint32_t SpinSlots() {
 }
 
 void SetSpinSlots(uint32_t slots) { slots_set.store(slots, std::memory_order_relaxed); }
+
+bool SpinYields() { return spin_yield.load(std::memory_order_relaxed); }
+
+void SetSpinYield(bool yield) { spin_yield.store(yield, std::memory_order_relaxed); }
 
 bool TakeSpinSlot() {
   const uint32_t slots = SpinSlots();

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <thread>
 
 namespace strata {
 
@@ -38,6 +39,14 @@ void ReturnSpinSlot();
 uint32_t SpinSlots();
 void SetSpinSlots(uint32_t slots);
 
+// Whether a spinning thread yields its CPU (sched_yield) at each clock read,
+// so that a woken thread queued on that CPU runs at once instead of waiting
+// for the spinner's time slice. Default off; any thread, before or between
+// spins. Off, a process whose spinners fill every CPU delays the threads they
+// wait for (docs/performance.md, "Spinning link I/O threads").
+bool SpinYields();
+void SetSpinYield(bool yield);
+
 // SetSpinSlots(slots) for its scope, then the default again, however the
 // scope ends (a test that fails or skips early).
 class ScopedSpinSlots {
@@ -54,7 +63,8 @@ inline constexpr uint32_t kChecksPerClockRead = 32;
 
 // Calls `ready` until it returns true or `budget` passes; true when it did.
 // A zero budget, or no free spin slot, calls it once. The slot is returned
-// also when `ready` throws.
+// also when `ready` throws. With SpinYields(), it yields the CPU at each
+// clock read.
 template <typename Ready>
 bool SpinUntil(std::chrono::nanoseconds budget, Ready&& ready,
                uint32_t checks_per_clock_read = kChecksPerClockRead) {
@@ -67,10 +77,14 @@ bool SpinUntil(std::chrono::nanoseconds budget, Ready&& ready,
     ~SlotHeld() { ReturnSpinSlot(); }
   } held;
   const auto end = std::chrono::steady_clock::now() + budget;
+  const bool yield = SpinYields();
   for (uint32_t i = 1;; ++i) {
     CpuRelax();
     if (ready()) return true;
-    if (i % checks_per_clock_read == 0 && std::chrono::steady_clock::now() >= end) return false;
+    if (i % checks_per_clock_read == 0) {
+      if (std::chrono::steady_clock::now() >= end) return false;
+      if (yield) std::this_thread::yield();
+    }
   }
 }
 

@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <stdexcept>
+#include <thread>
 
 namespace strata {
 namespace {
@@ -73,6 +75,26 @@ TEST(IdleSpinTest, ACheckThatThrowsReturnsTheSlot) {
   EXPECT_EQ(checks, 2u) << "the throw came while spinning, with the slot held";
   EXPECT_TRUE(TakeSpinSlot()) << "the slot leaked";
   ReturnSpinSlot();
+}
+
+// With yielding on, a spin still ends on the check that finds work (here
+// another thread's store, so the yields must let it run on a busy machine)
+// and at its budget; the setting is off by default and restores.
+TEST(IdleSpinTest, AYieldingSpinStillEndsWhenReadyAndAtItsBudget) {
+  EXPECT_FALSE(SpinYields());
+  SetSpinYield(true);
+  EXPECT_TRUE(SpinYields());
+  std::atomic<bool> ready{false};
+  std::thread setter([&] { ready.store(true, std::memory_order_release); });
+  EXPECT_TRUE(SpinUntil(
+      std::chrono::seconds(60), [&] { return ready.load(std::memory_order_acquire); }, 1));
+  setter.join();
+  uint32_t checks = 0;
+  EXPECT_FALSE(SpinUntil(
+      std::chrono::microseconds(200), [&] { return ++checks == 0; }, 1));
+  EXPECT_GT(checks, 1u) << "the spin gave up before checking again";
+  SetSpinYield(false);
+  EXPECT_FALSE(SpinYields());
 }
 
 }  // namespace
