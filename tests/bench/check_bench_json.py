@@ -8,7 +8,7 @@ Without --expect-fail the command must exit 0 and print one JSON object on
 stdout in which every --key PATH exists with a value of one of TYPES.
 PATH is dotted; a number indexes an array and `*` means every element (at
 least one). TYPES joins with `|`: number (finite int or float, not bool),
-int, string, bool, array, object, null. With --expect-fail the command must
+int, string, bool, true, false (that bool value), array, object, null. With --expect-fail the command must
 exit non-zero and its stderr must match REGEX.
 """
 import argparse
@@ -31,6 +31,8 @@ def type_ok(value, name):
         return isinstance(value, checks[name])
     if name == "null":
         return value is None
+    if name in ("true", "false"):
+        return value is (name == "true")
     raise SystemExit(f"check_bench_json: unknown type {name!r}")
 
 
