@@ -51,6 +51,11 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Start(CoordinatorOptions optio
   listen.bind = options.listen;
   listen.link_options = options.link;
   listen.link_options.name = "record link";
+  if (options.shared_link_thread) {
+    c->link_thread_ =
+        std::make_unique<wire::LinkIoThread>("rank 0 record links", options.link.idle_spin);
+    listen.link_options.io_thread = c->link_thread_.get();
+  }
   listen.links_max = options.links_max;
   Result<std::unique_ptr<wire::Listener>> listener = wire::Listener::Open(
       listen,
@@ -120,6 +125,11 @@ Coordinator::~Coordinator() {
 
 std::vector<PeerLinkReport> Coordinator::PeerLinks() const {
   return sharded_ == nullptr ? std::vector<PeerLinkReport>{} : sharded_->PeerReports();
+}
+
+std::optional<wire::LinkIoStats> Coordinator::SharedLinkThreadStats() const {
+  if (!link_thread_) return std::nullopt;
+  return link_thread_->stats();
 }
 
 Status Coordinator::Close() {

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,7 @@
 #include "wire/endpoint.h"
 #include "wire/link/link.h"
 #include "wire/link/link_inbox.h"
+#include "wire/link/link_io_thread.h"
 #include "wire/listener.h"
 
 namespace strata {
@@ -50,6 +52,10 @@ struct CoordinatorOptions {
   // them the address they reached rank zero on); port 0 picks one.
   wire::Endpoint listen{"127.0.0.1", 0};
   wire::LinkOptions link;
+  // Every record link on one I/O thread (wire/link/link_io_thread.h, idle
+  // spin link.idle_spin) instead of a thread per link: a job's answers from
+  // every peer then wake one thread, not one per peer.
+  bool shared_link_thread = false;
   size_t links_max = 1024;  // connections the listener accepts over its life
   // Bound on the whole join: rendezvous, Hellos, scans, agreement.
   std::chrono::milliseconds join_timeout{120'000};
@@ -93,6 +99,9 @@ class Coordinator {
   const std::string& record_dir() const { return disk_->path(); }
   // Per-peer link state and error counters, in rank order.
   std::vector<PeerLinkReport> PeerLinks() const;
+  // The shared record-link thread's counters (its idle spin, which the
+  // links' own LinkStats leave at 0); empty without shared_link_thread.
+  std::optional<wire::LinkIoStats> SharedLinkThreadStats() const;
   // Drains the store (accepted jobs finish on every rank), has every peer
   // drain and confirm, sends Close and closes the links, within the store's
   // close_deadline. Errors: rank zero's copies may still run (its staging
@@ -107,7 +116,9 @@ class Coordinator {
 
   // Destruction runs bottom-up: the store (and the peer links inside its
   // transport) first, then the listener, links still in the join, the
-  // record directory, and last the inbox every link feeds.
+  // record directory, the inbox every link feeds, and last the links' shared
+  // I/O thread (which every link on it must have left).
+  std::unique_ptr<wire::LinkIoThread> link_thread_;
   std::shared_ptr<wire::LinkInbox> inbox_;
   std::unique_ptr<LocalDisk> disk_;
   std::unique_ptr<AcceptedLinks> links_;

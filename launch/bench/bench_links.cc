@@ -243,6 +243,7 @@ int RunLinksBench(const LinksBenchOptions& o) {
     j["link_idle_spin_us"] = o.tuning.link_idle_spin.count();
     j["spin_slots"] = SpinSlots();
     j["spin_yield"] = SpinYields();
+    j["shared_link_thread"] = o.tuning.shared_link_thread;
     j["usable_cpus"] = UsableCpus();
     j["raw_ping_pong_us"] = {{"p50", raw_latency.p50_us}, {"p99", raw_latency.p99_us}};
     j["raw_ping_pong_switches_per_trip"] = raw_latency.switches_per_trip;
@@ -292,9 +293,10 @@ int RunLinksBench(const LinksBenchOptions& o) {
   }
   std::printf(
       "control-only job round trip (unlink of a missing file), loopback, %u trips, disk threads "
-      "at nice %d, idle spin %lld us (links %lld us, %u spin slots)\n",
+      "at nice %d, idle spin %lld us (links %lld us, %u spin slots), rank zero's links on %s\n",
       o.round_trips, o.tuning.disk_nice, static_cast<long long>(o.tuning.idle_spin.count()),
-      static_cast<long long>(o.tuning.link_idle_spin.count()), SpinSlots());
+      static_cast<long long>(o.tuning.link_idle_spin.count()), SpinSlots(),
+      o.tuning.shared_link_thread ? "one shared I/O thread" : "a thread each");
   std::printf("  %-22s %10s %10s %14s %16s %15s\n", "", "p50 us", "p99 us", "p99 / raw p99",
               "switches / trip", "CPU us / trip");
   // Each world's lines are over the ping-pong interleaved with its trips.
@@ -376,6 +378,9 @@ void AddLinksBench(CLI::App& bench) {
   cmd->add_flag("--spin-yield", o->spin_yield,
                 "Spinning threads yield their CPU at each clock read (sched_yield), so a woken "
                 "thread need not wait for a spinner's time slice; off by default");
+  cmd->add_flag("--shared-link-thread", o->tuning.shared_link_thread,
+                "Rank zero's record links share one I/O thread (so a job's answers wake one "
+                "thread, not one per peer); off by default ([cluster] shared_link_thread)");
   cmd->add_flag("--tls", o->tls,
                 "Also measure the round trips and store/fetch at 4 ranks with plaintext and with "
                 "mutual TLS 1.3 links, side by side");

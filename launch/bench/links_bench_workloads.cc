@@ -117,6 +117,7 @@ Result<std::unique_ptr<BenchCluster>> BenchCluster::Start(
   o.sharded.idle_spin = tuning.idle_spin;
   o.link.tls = tls;
   o.link.idle_spin = tuning.link_idle_spin;
+  o.shared_link_thread = tuning.shared_link_thread;
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> t, MakeHostTransfers(*c->planes_[0]));
   STRATA_ASSIGN_OR_RETURN(c->coordinator_, Coordinator::Start(o, c->rendezvous_, std::move(t)));
   return c;
@@ -125,6 +126,7 @@ Result<std::unique_ptr<BenchCluster>> BenchCluster::Start(
 uint64_t BenchCluster::RankZeroLinkSpinHits() const {
   uint64_t hits = 0;
   for (const PeerLinkReport& r : coordinator_->PeerLinks()) hits += r.link.idle_spin_hits;
+  if (const auto shared = coordinator_->SharedLinkThreadStats()) hits += shared->idle_spin_hits;
   return hits;
 }
 

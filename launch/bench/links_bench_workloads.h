@@ -65,12 +65,15 @@ class TempDir {
 // peer, joined over loopback, each with its own host planes and record
 // directory under `base`.
 // How every rank of a BenchCluster runs: its disk thread's nice value, the
-// idle spin of its disk thread and of rank zero's waits, and that of every
-// record link's I/O thread (both ends).
+// idle spin of its disk thread and of rank zero's waits, that of every
+// record link's I/O thread (both ends), and whether rank zero's links share
+// one.
 struct ClusterTuning {
   int disk_nice = DiskThreadOptions{}.nice;
   std::chrono::microseconds idle_spin = DefaultIdleSpin();
   std::chrono::microseconds link_idle_spin{0};
+  // Rank zero's record links on one I/O thread (CoordinatorOptions).
+  bool shared_link_thread = false;
 };
 
 class BenchCluster {
@@ -84,7 +87,7 @@ class BenchCluster {
 
   ShardedTransport& transport() { return coordinator_->transport(); }
   // Wake-ups rank zero's links saved by spinning (LinkStats::idle_spin_hits),
-  // summed over the peers.
+  // summed over the peers, or their shared thread's.
   uint64_t RankZeroLinkSpinHits() const;
   // The same for every peer's link to rank zero, summed.
   uint64_t PeerLinkSpinHits() const;

@@ -120,6 +120,10 @@ struct ClusterConfig {
   // socket before it sleeps (wire/link/link.h), 0..10000 us. Default 0: it
   // sleeps at once.
   uint32_t link_idle_spin_us = 0;
+  // shared_link_thread: rank zero's record links share one I/O thread
+  // (wire/link/link_io_thread.h), so a job's answers wake one thread, not
+  // one per peer. Default false: a thread per link.
+  bool shared_link_thread = false;
   // job_timeout: a job no rank completes within it stops the transport.
   // Default 60s.
   std::chrono::milliseconds job_timeout{std::chrono::seconds(60)};

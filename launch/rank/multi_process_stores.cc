@@ -185,6 +185,7 @@ class RankZeroStores final : public RuntimeDriver {
     o.sharded.job_timeout = cl.job_timeout;
     o.sharded.idle_spin = IdleSpin(config.prefix_cache);
     o.link = RecordLinkOptions(cl, tls_);
+    o.shared_link_thread = cl.shared_link_thread;
     o.store.latencies = latencies_;
     o.make_transport = AttachedTransportFactory(config, *attached_, *gate_, transport_);
     STRATA_ASSIGN_OR_RETURN(coordinator_,

@@ -15,7 +15,15 @@ Link::Impl::Impl(LinkOptions options, Endpoint remote,
                  std::unique_ptr<internal::StreamOpener> opener)
     : options_(std::move(options)),
       remote_(std::move(remote)),
-      work_(io_.get_executor()),
+      own_io_thread_(
+          options_.io_thread != nullptr
+              ? nullptr
+              : std::make_unique<LinkIoThread>(
+                    options_.name, options_.idle_spin,
+                    // Its only link: a handler that threw closes it.
+                    [this](const Status& thrown) { FinishClose(CloseCause::kIoError, thrown); })),
+      io_thread_(own_io_thread_ ? own_io_thread_.get() : options_.io_thread),
+      io_(io_thread_->context()),
       close_timer_(io_),
       hello_timer_(io_),
       liveness_timer_(io_),
@@ -25,68 +33,29 @@ Link::Impl::Impl(LinkOptions options, Endpoint remote,
                              ? options_.hello_frame_bytes_max
                              : options_.frame_bytes_max) {
   hello_accepted_io_ = options_.admission == LinkAdmission::kAdmitted;
-  asio::post(io_, [this] {
+}
+
+void Link::Impl::Open() {
+  asio::post(io_, [this, self = Self()] {
     ArmHelloDeadline();
-    opener_->Open(io_, [this](Result<std::unique_ptr<internal::Stream>> opened) {
+    opener_->Open(io_, [this, self](Result<std::unique_ptr<internal::Stream>> opened) {
       OnOpened(std::move(opened));
     });
   });
-  thread_ = std::thread([this] { Run(); });
 }
 
-Link::Impl::~Impl() {
-  STRATA_ASSERT(!OnIoThread(), "a Link destroyed on its own I/O thread");
-  Close();
-}
-
-void Link::Impl::Run() {
-  io_thread_id_ = std::this_thread::get_id();
-  for (;;) {
-    try {
-      if (options_.idle_spin.count() > 0) {
-        RunSpinning();
-      } else {
-        io_.run();
-      }
-      return;
-    } catch (const std::exception& e) {
-      FinishClose(CloseCause::kIoError,
-                  Status::Internal(fmt::format("a link handler threw: {}", e.what())));
-    } catch (...) {
-      FinishClose(CloseCause::kIoError, Status::Internal("a link handler threw"));
-    }
+LinkStats Link::Impl::stats() const {
+  LinkStats s;
+  {
+    MutexLock lock(mutex_);
+    s = stats_;
   }
-}
-
-void Link::Impl::RunSpinning() {
-  for (;;) {
-    // The first check runs every ready handler; the later ones are the spin
-    // (only with a free spin slot), each an epoll_wait with no timeout (a
-    // syscall), so the clock is read after every one. The spin's time and
-    // finds are counted only when it spun: ready work costs no clock read.
-    size_t ran = 0;
-    uint32_t checks = 0;
-    std::chrono::steady_clock::time_point spin_began;
-    const bool found = SpinUntil(
-        options_.idle_spin,
-        [&] {
-          if (++checks == 2) spin_began = std::chrono::steady_clock::now();
-          ran = io_.poll();
-          return ran > 0 || io_.stopped();
-        },
-        1);
-    if (checks > 1) {
-      MutexLock lock(mutex_);
-      stats_.idle_spin_ns +=
-          static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                    std::chrono::steady_clock::now() - spin_began)
-                                    .count());
-      if (ran > 0) ++stats_.idle_spin_hits;
-    }
-    if (io_.stopped()) return;       // closed: out of work
-    if (found) continue;             // ran work: look again before sleeping
-    if (io_.run_one() == 0) return;  // sleeps until one handler ran; 0: stopped
+  if (own_io_thread_) {  // a shared thread's spin is its own (LinkIoThread::stats)
+    const LinkIoStats io = own_io_thread_->stats();
+    s.idle_spin_hits = io.idle_spin_hits;
+    s.idle_spin_ns = io.idle_spin_ns;
   }
+  return s;
 }
 
 void Link::Impl::Start(LinkHandlers handlers) {
@@ -95,7 +64,7 @@ void Link::Impl::Start(LinkHandlers handlers) {
     STRATA_ASSERT(!start_called_, "Link::Start called twice");
     start_called_ = true;
   }
-  asio::post(io_, [this, handlers = std::move(handlers)]() mutable {
+  asio::post(io_, [this, self = Self(), handlers = std::move(handlers)]() mutable {
     handlers_ = std::move(handlers);
     started_ = true;
     const LinkPhase phase = state().phase;
@@ -148,7 +117,7 @@ Status Link::Impl::Enqueue(Frame frame, std::string_view what) {
     post_kick = !write_scheduled_;
     write_scheduled_ = true;
   }
-  if (post_kick) asio::post(io_, [this] { KickWrites(); });
+  if (post_kick) asio::post(io_, [this, self = Self()] { KickWrites(); });
   return Status::Ok();
 }
 
@@ -160,13 +129,13 @@ void Link::Impl::NotifyWhenDrained() {
       return;
     }
   }
-  asio::post(io_, [this] {
+  asio::post(io_, [this, self = Self()] {
     if (started_ && !closing() && handlers_.on_drained) handlers_.on_drained();
   });
 }
 
 void Link::Impl::Post(std::function<void()> fn) {
-  asio::post(io_, [this, fn = std::move(fn)] {
+  asio::post(io_, [this, self = Self(), fn = std::move(fn)] {
     if (!closing()) fn();
   });
 }
@@ -178,14 +147,21 @@ void Link::Impl::Close() {
   }
   if (OnIoThread()) {
     BeginLocalClose();
-    work_.reset();
+    if (own_io_thread_) own_io_thread_->ReleaseWork();
     return;
   }
-  asio::post(io_, [this] {
+  asio::post(io_, [this, self = Self()] {
     BeginLocalClose();
-    work_.reset();
+    if (own_io_thread_) own_io_thread_->ReleaseWork();
   });
-  if (thread_.joinable()) thread_.join();
+  if (own_io_thread_) {
+    own_io_thread_->Join();  // its loop ends once the close left nothing to run
+    return;
+  }
+  // A shared thread runs on: wait for this link's close to finish there
+  // (on_closed included). Its last handlers hold the Impl (Self()).
+  MutexLock lock(mutex_);
+  while (!close_finished_) close_finished_cv_.Wait(lock);
 }
 
 void Link::Impl::KickWrites() {
@@ -208,9 +184,10 @@ void Link::Impl::KickWrites() {
   for (const Frame& frame : batch_) buffers.emplace_back(frame.words.data(), frame.size_bytes());
   buffers.front() += batch_offset_;  // a direct write sent the start of the first frame
   write_in_flight_ = true;
-  stream_->AsyncWriteAll(std::move(buffers), [this](const std::error_code& error, size_t bytes) {
-    OnWritten(error, bytes);
-  });
+  stream_->AsyncWriteAll(std::move(buffers),
+                         [this, self = Self()](const std::error_code& error, size_t bytes) {
+                           OnWritten(error, bytes);
+                         });
 }
 
 void Link::Impl::OnWritten(const std::error_code& error, size_t bytes) {
@@ -252,10 +229,15 @@ LinkOptions Sanitized(LinkOptions options) {
 }  // namespace
 
 Link::Link(LinkOptions options, Endpoint remote, std::unique_ptr<internal::StreamOpener> opener)
-    : impl_(std::make_unique<Impl>(Sanitized(std::move(options)), std::move(remote),
-                                   std::move(opener))) {}
+    : impl_(std::make_shared<Impl>(Sanitized(std::move(options)), std::move(remote),
+                                   std::move(opener))) {
+  impl_->Open();  // after make_shared: its handlers hold the Impl
+}
 
-Link::~Link() = default;
+Link::~Link() {
+  STRATA_ASSERT(!impl_->OnIoThread(), "a Link destroyed on its I/O thread");
+  impl_->Close();
+}
 
 void Link::Start(LinkHandlers handlers) { impl_->Start(std::move(handlers)); }
 

@@ -1,6 +1,7 @@
 // Link: one connection to one peer rank, carrying one message per frame.
 //
-// Threads: each link owns one I/O thread (an Asio io_context) that connects,
+// Threads: each link owns one I/O thread (an Asio io_context), or shares one
+// with other links (LinkOptions::io_thread), that connects,
 // reads, decodes and delivers messages, and writes queued frames. Send()
 // encodes on the caller's thread; on an open link with nothing queued it
 // hands the frame to the kernel itself with one non-blocking write (no
@@ -51,6 +52,7 @@ namespace strata::wire {
 namespace internal {
 class StreamOpener;
 }
+class LinkIoThread;
 
 // Frame limit of an unadmitted link: a Hello encodes in well under 1 KiB.
 inline constexpr size_t kHelloFrameBytesMax = size_t{64} << 10;
@@ -90,8 +92,12 @@ struct LinkOptions {
   // and 10 s.
   LivenessOptions liveness;
   // How long the idle I/O thread polls before it sleeps (above). Default 0:
-  // it sleeps at once.
+  // it sleeps at once. Not used with a shared io_thread (it has its own).
   std::chrono::microseconds idle_spin{0};
+  // Null (default): the link makes and owns its I/O thread. Set: the link
+  // runs on this shared one (wire/link/link_io_thread.h), which must outlive
+  // it; its handlers then run one at a time with every other link's there.
+  LinkIoThread* io_thread = nullptr;
 };
 
 enum class LinkPhase : uint8_t { kConnecting, kOpen, kClosed };
@@ -137,7 +143,8 @@ struct LinkStats {
   // Idle spin: times a poll during a spin found work (a frame, a posted
   // function or a timer) the I/O thread would otherwise have slept for,
   // each a wake-up saved; and the time it spent polling. Both are recorded
-  // when the spin ends, just after that work ran.
+  // when the spin ends, just after that work ran. 0 on a shared I/O
+  // thread, which counts its own (LinkIoThread::stats).
   uint64_t idle_spin_hits = 0;
   uint64_t idle_spin_ns = 0;
 
@@ -190,7 +197,7 @@ class Link final : public MessageChannel {
  public:
   // Use Dial() or a Listener; the opener produces the stream on the I/O thread.
   Link(LinkOptions options, Endpoint remote, std::unique_ptr<internal::StreamOpener> opener);
-  // Close(), then joins the I/O thread. Must not run on the I/O thread.
+  // Close(). Must not run on the I/O thread (nor on a shared one).
   ~Link() override;
   Link(const Link&) = delete;
   Link& operator=(const Link&) = delete;
@@ -208,8 +215,9 @@ class Link final : public MessageChannel {
 
   // Stops accepting sends, writes what is queued, ends the stream and waits
   // for the peer's end, all within close_timeout; then drops the connection
-  // and joins the I/O thread. Idempotent. From a handler it only begins the
-  // close (the destructor joins).
+  // and joins the I/O thread (a shared one: waits for the close to finish
+  // there, on_closed included). Idempotent. From a handler it only begins
+  // the close (the destructor waits).
   void Close() override;
 
   // Runs `fn` on the I/O thread, after the handlers and posted functions
@@ -238,7 +246,7 @@ class Link final : public MessageChannel {
 
  private:
   class Impl;
-  std::unique_ptr<Impl> impl_;
+  std::shared_ptr<Impl> impl_;  // shared with its handlers on a shared I/O thread
 };
 
 // Connects to a numeric address (no name lookup, so the connect timeout

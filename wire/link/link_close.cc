@@ -37,7 +37,7 @@ void Link::Impl::BeginLocalClose() {
     return;
   }
   close_timer_.expires_after(options_.close_timeout);
-  close_timer_.async_wait([this](const std::error_code& error) {
+  close_timer_.async_wait([this, self = Self()](const std::error_code& error) {
     if (error) return;
     size_t unsent_frames;
     {
@@ -99,6 +99,9 @@ void Link::Impl::FinishClose(CloseCause cause, const Status& reason) {
                  reason.ToString());
   }
   NotifyClosed();
+  MutexLock lock(mutex_);
+  close_finished_ = true;
+  close_finished_cv_.NotifyAll();
 }
 
 void Link::Impl::NotifyClosed() {

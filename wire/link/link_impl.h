@@ -4,7 +4,6 @@
 // heartbeats and the silence timeout) implement it.
 #pragma once
 
-#include <asio/executor_work_guard.hpp>
 #include <asio/io_context.hpp>
 #include <asio/steady_timer.hpp>
 #include <atomic>
@@ -13,12 +12,12 @@
 #include <memory>
 #include <optional>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 #include "store/base/mutex.h"
 #include "wire/codec.h"
 #include "wire/link/link.h"
+#include "wire/link/link_io_thread.h"
 #include "wire/link/link_liveness.h"
 #include "wire/stream.h"
 
@@ -29,14 +28,23 @@ inline constexpr size_t kWriteBatchFramesMax = 64;
 
 // Members marked [io] belong to the I/O thread; [mu] ones are guarded by
 // mutex_; the rest are set in the constructor and then only read.
-class Link::Impl {
+//
+// Lifetime: on a shared LinkIoThread every handler the Impl hands to Asio
+// holds it (Self()), so a closed link's last handlers, run after its Link is
+// gone, still find it. On its own thread they do not (Self() is null): the
+// join leaves none to run, and one posted after would hold the Impl that
+// owns its io_context.
+class Link::Impl : public std::enable_shared_from_this<Impl> {
  public:
   Impl(LinkOptions options, Endpoint remote, std::unique_ptr<internal::StreamOpener> opener);
-  ~Impl();
+  ~Impl() = default;
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
 
+  // Posts the opening of the stream; once, right after construction.
+  void Open();
   void Start(LinkHandlers handlers);
+  bool OnIoThread() const { return io_thread_->OnThread(); }
   Status Enqueue(Frame frame, std::string_view what);
   void Post(std::function<void()> fn);
   void Close();
@@ -46,10 +54,7 @@ class Link::Impl {
     MutexLock lock(mutex_);
     return state_;
   }
-  LinkStats stats() const {
-    MutexLock lock(mutex_);
-    return stats_;
-  }
+  LinkStats stats() const;
   size_t queued_bytes() const {
     MutexLock lock(mutex_);
     return queued_bytes_;
@@ -63,10 +68,8 @@ class Link::Impl {
   const Endpoint& remote() const { return remote_; }
 
  private:
-  void Run();
-  // The I/O loop with LinkOptions::idle_spin: poll, spin-poll, then sleep.
-  void RunSpinning();
-  bool OnIoThread() const { return std::this_thread::get_id() == io_thread_id_.load(); }
+  // What a handler holds to keep the Impl (above).
+  std::shared_ptr<Impl> Self() { return own_io_thread_ ? nullptr : shared_from_this(); }
   bool closed() const { return state().phase == LinkPhase::kClosed; }
   bool closing() const {
     MutexLock lock(mutex_);
@@ -97,23 +100,26 @@ class Link::Impl {
 
   const LinkOptions options_;
   const Endpoint remote_;
-  asio::io_context io_;  // first: destroyed after everything bound to it
-  asio::executor_work_guard<asio::io_context::executor_type> work_;  // [io]
-  asio::steady_timer close_timer_;                                   // [io]
-  asio::steady_timer hello_timer_;                                   // [io]
-  asio::steady_timer liveness_timer_;                                // [io]
-  std::unique_ptr<internal::StreamOpener> opener_;                   // [io]
-  std::unique_ptr<internal::Stream> stream_;                         // [io]
-  FrameReader reader_;                                               // [io]
-  LinkHandlers handlers_;                                            // [io]
-  std::vector<Frame> batch_;                                         // [io] frames being written
-  bool started_ = false;             // [io] Start() reached the I/O thread
-  bool reading_ = false;             // [io]
-  bool write_in_flight_ = false;     // [io]
-  bool close_begun_ = false;         // [io]
-  bool stream_ended_ = false;        // [io] our end was sent
-  bool peer_ended_ = false;          // [io] the peer's end was read
-  bool closed_notified_ = false;     // [io]
+  // The link's own I/O thread, unless options_.io_thread is shared. First:
+  // destroyed after everything bound to its io_context.
+  std::unique_ptr<LinkIoThread> own_io_thread_;
+  LinkIoThread* const io_thread_;  // own_io_thread_ or options_.io_thread
+  asio::io_context& io_;
+  asio::steady_timer close_timer_;                  // [io]
+  asio::steady_timer hello_timer_;                  // [io]
+  asio::steady_timer liveness_timer_;               // [io]
+  std::unique_ptr<internal::StreamOpener> opener_;  // [io]
+  std::unique_ptr<internal::Stream> stream_;        // [io]
+  FrameReader reader_;                              // [io]
+  LinkHandlers handlers_;                           // [io]
+  std::vector<Frame> batch_;                        // [io] frames being written
+  bool started_ = false;                            // [io] Start() reached the I/O thread
+  bool reading_ = false;                            // [io]
+  bool write_in_flight_ = false;                    // [io]
+  bool close_begun_ = false;                        // [io]
+  bool stream_ended_ = false;                       // [io] our end was sent
+  bool peer_ended_ = false;                         // [io] the peer's end was read
+  bool closed_notified_ = false;                    // [io]
   bool hello_accepted_io_ = false;   // [io] OnHelloAccepted ran (or admitted from the start)
   uint64_t heartbeat_sequence_ = 0;  // [io]
 
@@ -123,12 +129,14 @@ class Link::Impl {
   std::atomic<size_t> frame_limit_bytes_;
 
   mutable Mutex mutex_;
-  LinkState state_ GUARDED_BY(mutex_);            // [mu]
-  LinkStats stats_ GUARDED_BY(mutex_);            // [mu]
-  Endpoint local_ GUARDED_BY(mutex_);             // [mu]
-  bool closing_ GUARDED_BY(mutex_) = false;       // [mu] Close() began: no sends, no deliveries
-  bool start_called_ GUARDED_BY(mutex_) = false;  // [mu]
-  std::deque<Frame> queue_ GUARDED_BY(mutex_);    // [mu] frames not yet handed to the stream
+  LinkState state_ GUARDED_BY(mutex_);              // [mu]
+  LinkStats stats_ GUARDED_BY(mutex_);              // [mu]
+  Endpoint local_ GUARDED_BY(mutex_);               // [mu]
+  bool closing_ GUARDED_BY(mutex_) = false;         // [mu] Close() began: no sends, no deliveries
+  bool start_called_ GUARDED_BY(mutex_) = false;    // [mu]
+  bool close_finished_ GUARDED_BY(mutex_) = false;  // [mu] FinishClose ran to its end
+  CondVar close_finished_cv_;                       // Close() on a shared thread waits on it
+  std::deque<Frame> queue_ GUARDED_BY(mutex_);      // [mu] frames not yet handed to the stream
   size_t front_written_ GUARDED_BY(mutex_) =
       0;  // [mu] bytes of queue_.front() a direct write already sent
   size_t queued_frames_ GUARDED_BY(mutex_) = 0;  // [mu] queue_ plus batch_
@@ -143,9 +151,6 @@ class Link::Impl {
   // set once the link is open, reading and its peer admitted.
   std::optional<LinkLiveness> liveness_ GUARDED_BY(mutex_);
   size_t batch_offset_ = 0;  // [io] bytes of batch_.front() written before the batch
-
-  std::atomic<std::thread::id> io_thread_id_{};
-  std::thread thread_;  // last: starts once every member exists
 };
 
 }  // namespace strata::wire

@@ -46,8 +46,9 @@ void Link::Impl::BeginReading() {
 
 void Link::Impl::ReadNext() {
   if (closed()) return;
-  stream_->AsyncReadExactly(reader_.NextBuffer(), [this](const std::error_code& error,
-                                                         size_t bytes) { OnRead(error, bytes); });
+  stream_->AsyncReadExactly(
+      reader_.NextBuffer(),
+      [this, self = Self()](const std::error_code& error, size_t bytes) { OnRead(error, bytes); });
 }
 
 void Link::Impl::OnRead(const std::error_code& error, size_t bytes) {

@@ -14,7 +14,7 @@ using Clock = std::chrono::steady_clock;
 void Link::Impl::ArmHelloDeadline() {
   if (options_.admission != LinkAdmission::kAwaitHello || hello_accepted_io_) return;
   hello_timer_.expires_after(options_.hello_timeout);
-  hello_timer_.async_wait([this](const std::error_code& error) {
+  hello_timer_.async_wait([this, self = Self()](const std::error_code& error) {
     if (error || hello_accepted_io_) return;
     FinishClose(CloseCause::kHelloTimeout,
                 Status::Unavailable(fmt::format("no Hello accepted within {} ms of the connection",
@@ -27,7 +27,7 @@ void Link::Impl::AcceptHello() {
   // At once, not on the I/O thread: the peer answers HelloAccept with large
   // frames, which must meet the full limit.
   frame_limit_bytes_ = options_.frame_bytes_max;
-  asio::post(io_, [this] { OnHelloAccepted(); });
+  asio::post(io_, [this, self = Self()] { OnHelloAccepted(); });
 }
 
 void Link::Impl::OnHelloAccepted() {
@@ -52,7 +52,7 @@ void Link::Impl::StartLiveness() {
 void Link::Impl::ArmLiveness(LinkLiveness::TimePoint at) {
   if (at == LinkLiveness::TimePoint::max()) return;  // both rules off
   liveness_timer_.expires_at(at);
-  liveness_timer_.async_wait([this](const std::error_code& error) {
+  liveness_timer_.async_wait([this, self = Self()](const std::error_code& error) {
     if (!error) OnLivenessTimer();
   });
 }

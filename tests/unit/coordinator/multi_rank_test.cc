@@ -72,8 +72,8 @@ TEST(MultiRankTest, StoreFetchAndTruncateAreByteExactOnEveryRankAndSurviveAResta
     ASSERT_TRUE(c.store().WaitIdle(kIdleBound));
     c.ExpectSameFilesEverywhere();
     for (const PeerLinkReport& p : c.coordinator().PeerLinks()) {
-      EXPECT_EQ(p.state, "up") << "rank " << p.peer.value;
-      EXPECT_TRUE(p.errors_by_reason.empty()) << "rank " << p.peer.value;
+      EXPECT_EQ(p.state, "up") << RankName(p.peer);
+      EXPECT_TRUE(p.errors_by_reason.empty()) << RankName(p.peer);
       EXPECT_GT(p.jobs_sent, 0u);
     }
     ASSERT_TRUE(c.Close().ok());
@@ -150,6 +150,37 @@ TEST(MultiRankTest, RecordLinksThatSpinServeByteExactAndCountTheFramesTheyCaught
   for (const PeerLinkReport& p : c.coordinator().PeerLinks()) {
     EXPECT_TRUE(p.errors_by_reason.empty());
   }
+  ASSERT_TRUE(c.Close().ok());
+}
+
+TEST(MultiRankTest, RankZeroLinksOnOneSharedThreadServeByteExact) {
+  ScratchDir dir;
+  ClusterOptions options;
+  options.world_size = 4;
+  options.shared_link_thread = true;
+  Cluster c(dir.path(), options);
+  STRATA_OK_OR_SKIP_DIRECT_IO(c.Start());
+  ASSERT_TRUE(c.coordinator().SharedLinkThreadStats().has_value());
+  SyntheticRuntime rt(c.all_planes(), &c.store());
+  const uint32_t a = rt.NewConversation();
+  for (int turn = 0; turn < 3; ++turn) {
+    ASSERT_TRUE(rt.Turn(a, 300).ok());
+    ASSERT_TRUE(rt.WaitForStores().ok());
+  }
+  rt.EvictGpu();
+  TurnReport t = *rt.Turn(a, 10);
+  EXPECT_TRUE(t.host_hit);
+  EXPECT_EQ(t.host_reused_tokens, 900u);
+  EXPECT_EQ(rt.stats().mismatches, 0u);
+  ASSERT_TRUE(rt.WaitForStores().ok());
+  const std::vector<PeerLinkReport> links = c.coordinator().PeerLinks();
+  ASSERT_EQ(links.size(), 3u);
+  for (const PeerLinkReport& p : links) {
+    EXPECT_EQ(p.state, "up");
+    EXPECT_GT(p.jobs_done, 0u) << RankName(p.peer);
+    EXPECT_TRUE(p.errors_by_reason.empty());
+  }
+  EXPECT_EQ(c.coordinator().SharedLinkThreadStats()->handler_throws, 0u);
   ASSERT_TRUE(c.Close().ok());
 }
 

@@ -185,6 +185,8 @@ struct ClusterOptions {
   std::shared_ptr<const wire::TlsContext> tls;
   // Every record link's idle spin (LinkOptions::idle_spin), both ends.
   std::chrono::microseconds link_idle_spin{0};
+  // Rank zero's record links on one I/O thread (CoordinatorOptions).
+  bool shared_link_thread = false;
   // Each rank's planes; unset: RankGeometryOf().
   std::optional<CacheGeometry> geometry;
 };
@@ -223,6 +225,7 @@ class Cluster {
     o.listen = {"127.0.0.1", 0};
     o.link.tls = options_.tls;
     o.link.idle_spin = options_.link_idle_spin;
+    o.shared_link_thread = options_.shared_link_thread;
     o.join_timeout = options_.join_timeout;
     o.sharded.job_timeout = options_.job_timeout;
     o.store.close_deadline = std::chrono::milliseconds(20'000);
