@@ -60,9 +60,10 @@ struct LinksBenchOptions {
   links_bench::ClusterTuning tuning;  // every rank's disk thread, rank zero's waits
   uint32_t idle_spin_us = static_cast<uint32_t>(DefaultIdleSpin().count());
   uint32_t link_idle_spin_us = 0;  // the production default ([cluster] link_idle_spin_us)
-  uint32_t spin_slots = 0;         // 0: the process default (SpinSlots())
-  bool spin_yield = false;         // spinners sched_yield at each clock read
-  bool tls = false;                // also compare plaintext and mutual TLS links (section 3)
+  std::optional<uint32_t> peer_link_idle_spin_us;  // unset: link_idle_spin_us
+  uint32_t spin_slots = 0;                         // 0: the process default (SpinSlots())
+  bool spin_yield = false;                         // spinners sched_yield at each clock read
+  bool tls = false;  // also compare plaintext and mutual TLS links (section 3)
 };
 
 struct FanoutRow {
@@ -241,6 +242,8 @@ int RunLinksBench(const LinksBenchOptions& o) {
     j["disk_thread_nice"] = o.tuning.disk_nice;
     j["idle_spin_us"] = o.tuning.idle_spin.count();
     j["link_idle_spin_us"] = o.tuning.link_idle_spin.count();
+    j["peer_link_idle_spin_us"] =
+        o.tuning.peer_link_idle_spin.value_or(o.tuning.link_idle_spin).count();
     j["spin_slots"] = SpinSlots();
     j["spin_yield"] = SpinYields();
     j["shared_link_thread"] = o.tuning.shared_link_thread;
@@ -371,6 +374,10 @@ void AddLinksBench(CLI::App& bench) {
                   "polls its socket before sleeping; 0 (the production default) sleeps at once")
       ->capture_default_str()
       ->check(CLI::Range(0u, kIdleSpinMaxUs));
+  cmd->add_option("--peer-link-idle-spin-us", o->peer_link_idle_spin_us,
+                  "The same for the peers' ends only (rank zero's keep --link-idle-spin-us); "
+                  "unset: --link-idle-spin-us")
+      ->check(CLI::Range(0u, kIdleSpinMaxUs));
   cmd->add_option("--spin-slots", o->spin_slots,
                   "How many threads of the process may spin at once; 0: one per 4 usable CPUs")
       ->capture_default_str()
@@ -389,6 +396,9 @@ void AddLinksBench(CLI::App& bench) {
   cmd->callback([o] {
     o->tuning.idle_spin = std::chrono::microseconds(o->idle_spin_us);
     o->tuning.link_idle_spin = std::chrono::microseconds(o->link_idle_spin_us);
+    if (o->peer_link_idle_spin_us) {
+      o->tuning.peer_link_idle_spin = std::chrono::microseconds(*o->peer_link_idle_spin_us);
+    }
     if (o->spin_slots > 0) SetSpinSlots(o->spin_slots);
     SetSpinYield(o->spin_yield);
     int rc = RunLinksBench(*o);

@@ -99,7 +99,7 @@ Result<std::unique_ptr<BenchCluster>> BenchCluster::Start(
     o.disk.base_dir = base + "/rank" + std::to_string(r);
     o.disk_limit_bytes = uint64_t{1} << 40;
     o.link.tls = tls;
-    o.link.idle_spin = tuning.link_idle_spin;
+    o.link.idle_spin = tuning.peer_link_idle_spin.value_or(tuning.link_idle_spin);
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Transfers> t, MakeHostTransfers(*c->planes_[r]));
     STRATA_ASSIGN_OR_RETURN(
         std::unique_ptr<RankAgent> agent,

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,9 @@ struct ClusterTuning {
   int disk_nice = DiskThreadOptions{}.nice;
   std::chrono::microseconds idle_spin = DefaultIdleSpin();
   std::chrono::microseconds link_idle_spin{0};
+  // The peers' ends only, when set (rank zero's keep link_idle_spin): across
+  // hosts each rank spins on its own cores, here they share the machine's.
+  std::optional<std::chrono::microseconds> peer_link_idle_spin;
   // Rank zero's record links on one I/O thread (CoordinatorOptions).
   bool shared_link_thread = false;
 };

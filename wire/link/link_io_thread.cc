@@ -11,8 +11,7 @@
 
 namespace strata::wire {
 
-LinkIoThread::LinkIoThread(std::string name, std::chrono::microseconds idle_spin,
-                           OnThrow on_throw)
+LinkIoThread::LinkIoThread(std::string name, std::chrono::microseconds idle_spin, OnThrow on_throw)
     : name_(std::move(name)),
       idle_spin_(idle_spin),
       on_throw_(std::move(on_throw)),

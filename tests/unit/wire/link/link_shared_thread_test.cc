@@ -97,7 +97,8 @@ TEST(LinkSharedThreadTest, LinksOnOneThreadEachDeliverTheirOwnFramesInOrderOnTha
   }
   // Interleaved sends: link i sends 100 * i + 1, 100 * i + 2, ...
   for (uint64_t k = 1; k <= 5; ++k) {
-    for (size_t i = 0; i < kLinks; ++i) ASSERT_TRUE(links.dialers[i]->Send(Heartbeat{100 * i + k}).ok());
+    for (size_t i = 0; i < kLinks; ++i)
+      ASSERT_TRUE(links.dialers[i]->Send(Heartbeat{100 * i + k}).ok());
   }
   for (size_t i = 0; i < kLinks; ++i) {
     for (uint64_t k = 1; k <= 5; ++k) {
@@ -124,7 +125,8 @@ TEST(LinkSharedThreadTest, ClosingOneLinkLeavesTheOthersServing) {
   // Destroying a link on the shared thread waits for its close there,
   // on_closed included, and leaves the thread running.
   links.acceptors[0].reset();
-  EXPECT_EQ(links.acceptor_events[0].closed.size(), 1u) << "on_closed not run before Close returned";
+  EXPECT_EQ(links.acceptor_events[0].closed.size(), 1u)
+      << "on_closed not run before Close returned";
   std::optional<LinkState> peer = links.dialer_events[0].closed.Pop();
   ASSERT_TRUE(peer.has_value());
   EXPECT_EQ(peer->cause, CloseCause::kPeerClosed);
@@ -185,7 +187,8 @@ TEST(LinkSharedThreadTest, ASpinningSharedThreadCountsItsOwnFindsNotTheLinks) {
     std::this_thread::sleep_for(milliseconds(1));
     after = links.shared->stats();
   }
-  EXPECT_GT(after.idle_spin_hits, before.idle_spin_hits) << "the second link's frame was not caught";
+  EXPECT_GT(after.idle_spin_hits, before.idle_spin_hits)
+      << "the second link's frame was not caught";
   EXPECT_GE(after.idle_spin_ns - before.idle_spin_ns, uint64_t{10'000'000})
       << "it polled through the 20 ms pause";
   for (const auto& a : links.acceptors) EXPECT_EQ(a->stats().idle_spin_hits, 0u);
