@@ -3,20 +3,43 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <asio/executor_work_guard.hpp>
+#include <asio/io_context.hpp>
 #include <asio/post.hpp>
+#include <atomic>
 #include <exception>
+#include <thread>
 
 #include "store/base/assert.h"
 #include "store/base/idle_spin.h"
+#include "store/base/mutex.h"
 
 namespace strata::wire {
 
+struct LinkIoThread::State {
+  State(std::string n, std::chrono::microseconds spin, OnThrow t)
+      : name(std::move(n)), idle_spin(spin), on_throw(std::move(t)), work(io.get_executor()) {}
+
+  void Run();
+  // The loop with idle_spin: poll, spin-poll, then sleep.
+  void RunSpinning();
+  bool OnThread() const { return std::this_thread::get_id() == thread_id.load(); }
+
+  const std::string name;
+  const std::chrono::microseconds idle_spin;
+  const OnThrow on_throw;
+  asio::io_context io;
+  asio::executor_work_guard<asio::io_context::executor_type> work;  // reset on the thread
+  mutable Mutex mutex;
+  LinkIoStats stats GUARDED_BY(mutex);
+  std::atomic<std::thread::id> thread_id{};
+  std::thread thread;  // started once every member exists
+};
+
 LinkIoThread::LinkIoThread(std::string name, std::chrono::microseconds idle_spin, OnThrow on_throw)
-    : name_(std::move(name)),
-      idle_spin_(idle_spin),
-      on_throw_(std::move(on_throw)),
-      work_(io_.get_executor()),
-      thread_([this] { Run(); }) {}
+    : state_(std::make_unique<State>(std::move(name), idle_spin, std::move(on_throw))) {
+  state_->thread = std::thread([s = state_.get()] { s->Run(); });
+}
 
 LinkIoThread::~LinkIoThread() {
   STRATA_ASSERT(!OnThread(), "a LinkIoThread destroyed on itself");
@@ -24,32 +47,37 @@ LinkIoThread::~LinkIoThread() {
   Join();
 }
 
+asio::io_context& LinkIoThread::context() { return state_->io; }
+
+bool LinkIoThread::OnThread() const { return state_->OnThread(); }
+
 LinkIoStats LinkIoThread::stats() const {
-  MutexLock lock(mutex_);
-  return stats_;
+  MutexLock lock(state_->mutex);
+  return state_->stats;
 }
 
 void LinkIoThread::ReleaseWork() {
-  if (OnThread()) {
-    work_.reset();
+  State* s = state_.get();
+  if (s->OnThread()) {
+    s->work.reset();
     return;
   }
-  asio::post(io_, [this] { work_.reset(); });
+  asio::post(s->io, [s] { s->work.reset(); });
 }
 
 void LinkIoThread::Join() {
-  if (thread_.joinable()) thread_.join();
+  if (state_->thread.joinable()) state_->thread.join();
 }
 
-void LinkIoThread::Run() {
-  thread_id_ = std::this_thread::get_id();
+void LinkIoThread::State::Run() {
+  thread_id = std::this_thread::get_id();
   for (;;) {
     Status thrown;
     try {
-      if (idle_spin_.count() > 0) {
+      if (idle_spin.count() > 0) {
         RunSpinning();
       } else {
-        io_.run();
+        io.run();
       }
       return;
     } catch (const std::exception& e) {
@@ -58,18 +86,18 @@ void LinkIoThread::Run() {
       thrown = Status::Internal("a link handler threw");
     }
     {
-      MutexLock lock(mutex_);
-      ++stats_.handler_throws;
+      MutexLock lock(mutex);
+      ++stats.handler_throws;
     }
-    if (on_throw_) {
-      on_throw_(thrown);
+    if (on_throw) {
+      on_throw(thrown);
     } else {
-      spdlog::error("{}: {}", name_, thrown.ToString());
+      spdlog::error("{}: {}", name, thrown.ToString());
     }
   }
 }
 
-void LinkIoThread::RunSpinning() {
+void LinkIoThread::State::RunSpinning() {
   for (;;) {
     // The first check runs every ready handler; the later ones are the spin
     // (only with a free spin slot), each an epoll_wait with no timeout (a
@@ -79,24 +107,24 @@ void LinkIoThread::RunSpinning() {
     uint32_t checks = 0;
     std::chrono::steady_clock::time_point spin_began;
     const bool found = SpinUntil(
-        idle_spin_,
+        idle_spin,
         [&] {
           if (++checks == 2) spin_began = std::chrono::steady_clock::now();
-          ran = io_.poll();
-          return ran > 0 || io_.stopped();
+          ran = io.poll();
+          return ran > 0 || io.stopped();
         },
         1);
     if (checks > 1) {
-      MutexLock lock(mutex_);
-      stats_.idle_spin_ns +=
+      MutexLock lock(mutex);
+      stats.idle_spin_ns +=
           static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                     std::chrono::steady_clock::now() - spin_began)
                                     .count());
-      if (ran > 0) ++stats_.idle_spin_hits;
+      if (ran > 0) ++stats.idle_spin_hits;
     }
-    if (io_.stopped()) return;       // out of work
-    if (found) continue;             // ran work: look again before sleeping
-    if (io_.run_one() == 0) return;  // sleeps until one handler ran; 0: stopped
+    if (io.stopped()) return;       // out of work
+    if (found) continue;            // ran work: look again before sleeping
+    if (io.run_one() == 0) return;  // sleeps until one handler ran; 0: stopped
   }
 }
 

@@ -13,17 +13,17 @@
 // store/base/idle_spin.h).
 #pragma once
 
-#include <asio/executor_work_guard.hpp>
-#include <asio/io_context.hpp>
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
-#include <thread>
 
-#include "store/base/mutex.h"
 #include "store/base/status.h"
+
+namespace asio {
+class io_context;
+}
 
 namespace strata::wire {
 
@@ -53,8 +53,9 @@ class LinkIoThread {
   LinkIoThread(const LinkIoThread&) = delete;
   LinkIoThread& operator=(const LinkIoThread&) = delete;
 
-  asio::io_context& context() { return io_; }
-  bool OnThread() const { return std::this_thread::get_id() == thread_id_.load(); }
+  // Links bind their sockets and timers to it (wire/link/link_impl.h).
+  asio::io_context& context();
+  bool OnThread() const;
   LinkIoStats stats() const;
 
   // Lets the loop end once no handler or operation is left. Any thread.
@@ -63,19 +64,8 @@ class LinkIoThread {
   void Join();
 
  private:
-  void Run();
-  // The loop with idle_spin: poll, spin-poll, then sleep.
-  void RunSpinning();
-
-  const std::string name_;
-  const std::chrono::microseconds idle_spin_;
-  const OnThrow on_throw_;
-  asio::io_context io_;
-  asio::executor_work_guard<asio::io_context::executor_type> work_;  // reset on the thread
-  mutable Mutex mutex_;
-  LinkIoStats stats_ GUARDED_BY(mutex_);
-  std::atomic<std::thread::id> thread_id_{};
-  std::thread thread_;  // last: starts once every member exists
+  struct State;  // the io_context and the thread (Asio stays in the .cc)
+  std::unique_ptr<State> state_;
 };
 
 }  // namespace strata::wire

@@ -132,6 +132,16 @@ TEST(ConfigTest, LinkIdleSpinIsOffUnlessSet) {
   EXPECT_EQ(c.cluster.link_idle_spin_us, 80u) << "a refused value changed it";
 }
 
+TEST(ConfigTest, RankZeroLinksShareAThreadOnlyWhenAsked) {
+  RankConfig c;
+  EXPECT_FALSE(c.cluster.shared_link_thread);
+  ASSERT_TRUE(Set("cluster.shared_link_thread", true, &c).ok());
+  EXPECT_TRUE(c.cluster.shared_link_thread);
+  const Status s = Set("cluster.shared_link_thread", std::string("sometimes"), &c);
+  EXPECT_NE(s.message().find("is not true or false"), std::string::npos);
+  EXPECT_TRUE(c.cluster.shared_link_thread) << "a refused value changed it";
+}
+
 TEST(ConfigTest, BadValuesNameTheKeyAndWhatIsAllowed) {
   RankConfig c;
   Status s = Set("prefix_cache.memory", std::string("64 gigs"), &c);
