@@ -101,6 +101,23 @@ TEST(MultiRankTest, StoreFetchAndTruncateAreByteExactOnEveryRankAndSurviveAResta
   ASSERT_TRUE(c.Close().ok());
 }
 
+// `turns` turns of 300 tokens of `conversation`, each stored, then a GPU
+// eviction and a turn that must restore all `reused` tokens byte-exact.
+void StoreTurnsThenRestore(SyntheticRuntime& rt, uint32_t conversation, int turns,
+                           uint64_t reused) {
+  for (int turn = 0; turn < turns; ++turn) {
+    ASSERT_TRUE(rt.Turn(conversation, 300).ok());
+    ASSERT_TRUE(rt.WaitForStores().ok());
+  }
+  rt.EvictGpu();
+  Result<TurnReport> t = rt.Turn(conversation, 10);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_TRUE(t->host_hit);
+  EXPECT_EQ(t->host_reused_tokens, reused);
+  EXPECT_EQ(rt.stats().mismatches, 0u);
+  ASSERT_TRUE(rt.WaitForStores().ok());
+}
+
 // Wake-ups both ends' record links saved by spinning: rank zero's link to
 // rank 1, and rank 1's link to rank zero.
 std::pair<uint64_t, uint64_t> LinkSpinHits(Cluster& c) {
@@ -126,16 +143,7 @@ TEST(MultiRankTest, RecordLinksThatSpinServeByteExactAndCountTheFramesTheyCaught
   // What the join and the first store counted; the jobs below come on links
   // that spin since their last frame.
   const auto [zero_before, peer_before] = LinkSpinHits(c);
-  for (int turn = 0; turn < 3; ++turn) {
-    ASSERT_TRUE(rt.Turn(a, 300).ok());
-    ASSERT_TRUE(rt.WaitForStores().ok());
-  }
-  rt.EvictGpu();
-  TurnReport t = *rt.Turn(a, 10);
-  EXPECT_TRUE(t.host_hit);
-  EXPECT_EQ(t.host_reused_tokens, 1200u);
-  EXPECT_EQ(rt.stats().mismatches, 0u);
-  ASSERT_TRUE(rt.WaitForStores().ok());
+  ASSERT_NO_FATAL_FAILURE(StoreTurnsThenRestore(rt, a, 3, 1200));
   ASSERT_TRUE(c.store().WaitIdle(kIdleBound));
   // A spin's count is recorded just after the work it found ran: wait for it.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -163,16 +171,7 @@ TEST(MultiRankTest, RankZeroLinksOnOneSharedThreadServeByteExact) {
   ASSERT_TRUE(c.coordinator().SharedLinkThreadStats().has_value());
   SyntheticRuntime rt(c.all_planes(), &c.store());
   const uint32_t a = rt.NewConversation();
-  for (int turn = 0; turn < 3; ++turn) {
-    ASSERT_TRUE(rt.Turn(a, 300).ok());
-    ASSERT_TRUE(rt.WaitForStores().ok());
-  }
-  rt.EvictGpu();
-  TurnReport t = *rt.Turn(a, 10);
-  EXPECT_TRUE(t.host_hit);
-  EXPECT_EQ(t.host_reused_tokens, 900u);
-  EXPECT_EQ(rt.stats().mismatches, 0u);
-  ASSERT_TRUE(rt.WaitForStores().ok());
+  ASSERT_NO_FATAL_FAILURE(StoreTurnsThenRestore(rt, a, 3, 900));
   const std::vector<PeerLinkReport> links = c.coordinator().PeerLinks();
   ASSERT_EQ(links.size(), 3u);
   for (const PeerLinkReport& p : links) {
