@@ -30,6 +30,9 @@ class Stream {
   // Reads exactly buffer.size() bytes; asio::error::eof when the peer ended
   // the stream first (bytes says how many arrived).
   virtual void AsyncReadExactly(std::span<std::byte> buffer, IoCallback done) = 0;
+  // Reads at least one byte and at most buffer.size(): what has arrived.
+  // asio::error::eof (with 0 bytes) when the peer ended the stream.
+  virtual void AsyncReadSome(std::span<std::byte> buffer, IoCallback done) = 0;
   // Writes every buffer in order. The bytes must stay valid until `done`.
   virtual void AsyncWriteAll(std::vector<asio::const_buffer> buffers, IoCallback done) = 0;
   // Writes what the kernel takes of `buffers` at once, never blocking: the

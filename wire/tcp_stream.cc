@@ -37,6 +37,10 @@ void TcpStream::AsyncReadExactly(std::span<std::byte> buffer, IoCallback done) {
   asio::async_read(socket_, asio::buffer(buffer.data(), buffer.size()), std::move(done));
 }
 
+void TcpStream::AsyncReadSome(std::span<std::byte> buffer, IoCallback done) {
+  socket_.async_read_some(asio::buffer(buffer.data(), buffer.size()), std::move(done));
+}
+
 void TcpStream::AsyncWriteAll(std::vector<asio::const_buffer> buffers, IoCallback done) {
   asio::async_write(socket_, buffers, std::move(done));
 }

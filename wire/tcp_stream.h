@@ -20,6 +20,7 @@ class TcpStream final : public Stream {
  public:
   explicit TcpStream(asio::ip::tcp::socket socket);
   void AsyncReadExactly(std::span<std::byte> buffer, IoCallback done) override;
+  void AsyncReadSome(std::span<std::byte> buffer, IoCallback done) override;
   void AsyncWriteAll(std::vector<asio::const_buffer> buffers, IoCallback done) override;
   // One non-blocking sendmsg on the descriptor (MSG_DONTWAIT | MSG_NOSIGNAL).
   size_t TryWriteNow(std::span<const asio::const_buffer> buffers) override;

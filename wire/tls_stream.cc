@@ -17,13 +17,23 @@ TlsStream::TlsStream(std::unique_ptr<asio::ssl::stream<asio::ip::tcp::socket>> s
   if (!ignored) local_ = ToEndpoint(local);
 }
 
+namespace {
+// The peer's TCP end without close_notify (see tls_stream.h) reads as EOF.
+IoCallback TruncationIsEof(IoCallback done) {
+  return [done = std::move(done)](const std::error_code& error, size_t bytes) {
+    done(error == asio::ssl::error::stream_truncated ? asio::error::eof : error, bytes);
+  };
+}
+}  // namespace
+
 void TlsStream::AsyncReadExactly(std::span<std::byte> buffer, IoCallback done) {
   asio::async_read(*stream_, asio::buffer(buffer.data(), buffer.size()),
-                   [done = std::move(done)](const std::error_code& error, size_t bytes) {
-                     // The peer's TCP end without close_notify (see tls_stream.h).
-                     done(error == asio::ssl::error::stream_truncated ? asio::error::eof : error,
-                          bytes);
-                   });
+                   TruncationIsEof(std::move(done)));
+}
+
+void TlsStream::AsyncReadSome(std::span<std::byte> buffer, IoCallback done) {
+  stream_->async_read_some(asio::buffer(buffer.data(), buffer.size()),
+                           TruncationIsEof(std::move(done)));
 }
 
 void TlsStream::AsyncWriteAll(std::vector<asio::const_buffer> buffers, IoCallback done) {

@@ -31,6 +31,7 @@ class TlsStream final : public Stream {
   // `stream` has completed its handshake.
   explicit TlsStream(std::unique_ptr<asio::ssl::stream<asio::ip::tcp::socket>> stream);
   void AsyncReadExactly(std::span<std::byte> buffer, IoCallback done) override;
+  void AsyncReadSome(std::span<std::byte> buffer, IoCallback done) override;
   void AsyncWriteAll(std::vector<asio::const_buffer> buffers, IoCallback done) override;
   // Always 0: TLS records are built and written on the link's I/O thread.
   size_t TryWriteNow(std::span<const asio::const_buffer>) override { return 0; }

@@ -25,6 +25,10 @@ namespace strata::wire {
 
 // Frames handed to the stream in one gather write.
 inline constexpr size_t kWriteBatchFramesMax = 64;
+// Reads land in a buffer this large and frames are parsed from it, so a
+// small frame costs one read and frames that arrive together share one; a
+// frame part at least this large is read straight into the frame instead.
+inline constexpr size_t kReadAheadBytes = size_t{16} << 10;
 
 // Members marked [io] belong to the I/O thread; [mu] ones are guarded by
 // mutex_; the rest are set in the constructor and then only read.
@@ -80,8 +84,12 @@ class Link::Impl : public std::enable_shared_from_this<Impl> {
   void OnOpened(Result<std::unique_ptr<internal::Stream>> opened);
   void BeginReading();
   void ReadNext();
-  void OnRead(const std::error_code& error, size_t bytes);
-  void OnFrame();
+  // `direct`: the read filled the reader's buffer; else it filled read_ahead_.
+  void OnRead(const std::error_code& error, size_t bytes, bool direct);
+  void ParseThenReadNext();
+  // After the reader's buffer is full; false once the link closed.
+  bool AdvanceReader();
+  bool OnFrame();
   void Reject(FrameRejection rejection, const Status& error);
   // link.cc
   void KickWrites();
@@ -111,17 +119,21 @@ class Link::Impl : public std::enable_shared_from_this<Impl> {
   std::unique_ptr<internal::StreamOpener> opener_;  // [io]
   std::unique_ptr<internal::Stream> stream_;        // [io]
   FrameReader reader_;                              // [io]
-  LinkHandlers handlers_;                           // [io]
-  std::vector<Frame> batch_;                        // [io] frames being written
-  bool started_ = false;                            // [io] Start() reached the I/O thread
-  bool reading_ = false;                            // [io]
-  bool write_in_flight_ = false;                    // [io]
-  bool close_begun_ = false;                        // [io]
-  bool stream_ended_ = false;                       // [io] our end was sent
-  bool peer_ended_ = false;                         // [io] the peer's end was read
-  bool closed_notified_ = false;                    // [io]
-  bool hello_accepted_io_ = false;   // [io] OnHelloAccepted ran (or admitted from the start)
-  uint64_t heartbeat_sequence_ = 0;  // [io]
+  size_t filled_ = 0;                  // [io] bytes of reader_.NextBuffer() already filled
+  std::vector<std::byte> read_ahead_;  // [io] kReadAheadBytes once reading
+  size_t ahead_begin_ = 0;             // [io] read_ahead_[ahead_begin_, ahead_end_): unparsed
+  size_t ahead_end_ = 0;               // [io]
+  LinkHandlers handlers_;              // [io]
+  std::vector<Frame> batch_;           // [io] frames being written
+  bool started_ = false;               // [io] Start() reached the I/O thread
+  bool reading_ = false;               // [io]
+  bool write_in_flight_ = false;       // [io]
+  bool close_begun_ = false;           // [io]
+  bool stream_ended_ = false;          // [io] our end was sent
+  bool peer_ended_ = false;            // [io] the peer's end was read
+  bool closed_notified_ = false;       // [io]
+  bool hello_accepted_io_ = false;     // [io] OnHelloAccepted ran (or admitted from the start)
+  uint64_t heartbeat_sequence_ = 0;    // [io]
 
   // Incoming frames declaring more bytes are rejected: hello_frame_bytes_max
   // until the Hello is accepted, frame_bytes_max after. Written by

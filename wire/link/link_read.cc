@@ -1,6 +1,9 @@
 // Link::Impl: opening the stream and the read path (wire/link/link_impl.h).
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstring>
+
 #include "wire/link/link_impl.h"
 
 namespace strata::wire {
@@ -44,21 +47,32 @@ void Link::Impl::BeginReading() {
   ReadNext();
 }
 
+// Reads only once every read-ahead byte is parsed.
 void Link::Impl::ReadNext() {
   if (closed()) return;
-  stream_->AsyncReadExactly(
-      reader_.NextBuffer(),
-      [this, self = Self()](const std::error_code& error, size_t bytes) { OnRead(error, bytes); });
+  const std::span<std::byte> rest = reader_.NextBuffer().subspan(filled_);
+  if (rest.size() >= kReadAheadBytes) {
+    stream_->AsyncReadExactly(rest,
+                              [this, self = Self()](const std::error_code& error, size_t bytes) {
+                                OnRead(error, bytes, /*direct=*/true);
+                              });
+    return;
+  }
+  if (read_ahead_.empty()) read_ahead_.resize(kReadAheadBytes);
+  stream_->AsyncReadSome(read_ahead_,
+                         [this, self = Self()](const std::error_code& error, size_t bytes) {
+                           OnRead(error, bytes, /*direct=*/false);
+                         });
 }
 
-void Link::Impl::OnRead(const std::error_code& error, size_t bytes) {
+void Link::Impl::OnRead(const std::error_code& error, size_t bytes, bool direct) {
   if (closed()) return;
   if (bytes > 0) {
     MutexLock lock(mutex_);
     stats_.bytes_in += bytes;
     if (liveness_) liveness_->Received(std::chrono::steady_clock::now());
   }
-  if (error == asio::error::eof && bytes == 0 && reader_.at_frame_start()) {
+  if (error == asio::error::eof && bytes == 0 && reader_.at_frame_start() && filled_ == 0) {
     peer_ended_ = true;
     if (!close_begun_) {
       FinishClose(CloseCause::kPeerClosed, Status::Unavailable("the peer closed the connection"));
@@ -76,23 +90,51 @@ void Link::Impl::OnRead(const std::error_code& error, size_t bytes) {
     FinishClose(CloseCause::kIoError, Status::Unavailable("read failed: " + error.message()));
     return;
   }
+  if (direct) {
+    if (!AdvanceReader()) return;
+  } else {
+    ahead_begin_ = 0;
+    ahead_end_ = bytes;
+  }
+  ParseThenReadNext();
+}
+
+// Hands the read-ahead bytes to the frame reader, delivering every frame
+// they complete, then reads again (the rest of a frame, or the next).
+void Link::Impl::ParseThenReadNext() {
+  for (;;) {
+    if (closed()) return;
+    const std::span<std::byte> rest = reader_.NextBuffer().subspan(filled_);
+    const size_t n = std::min(rest.size(), ahead_end_ - ahead_begin_);
+    if (n > 0) std::memcpy(rest.data(), read_ahead_.data() + ahead_begin_, n);
+    ahead_begin_ += n;
+    filled_ += n;
+    if (n < rest.size()) break;  // every read-ahead byte is used
+    if (!AdvanceReader()) return;
+  }
+  ReadNext();
+}
+
+bool Link::Impl::AdvanceReader() {
+  filled_ = 0;
   // Before the segment table is sized: a Hello accepted meanwhile lifts the
   // limit for this frame already.
   reader_.set_frame_bytes_max(frame_limit_bytes_.load());
   switch (reader_.Advance()) {
-    case FrameReader::Step::kNeedMore: ReadNext(); return;
-    case FrameReader::Step::kRejected: Reject(reader_.rejection(), reader_.error()); return;
-    case FrameReader::Step::kFrameReady: OnFrame(); return;
+    case FrameReader::Step::kNeedMore: return true;
+    case FrameReader::Step::kRejected: Reject(reader_.rejection(), reader_.error()); return false;
+    case FrameReader::Step::kFrameReady: return OnFrame();
   }
+  return false;
 }
 
-void Link::Impl::OnFrame() {
+bool Link::Impl::OnFrame() {
   Result<Message> message = DecodeFrame(reader_.frame(), frame_limit_bytes_.load());
   if (!message.ok()) {
     const bool readable = message.status().code() == StatusCode::kInvalidArgument;
     Reject(readable ? FrameRejection::kInvalidMessage : FrameRejection::kMalformed,
            message.status());
-    return;
+    return false;
   }
   {
     MutexLock lock(mutex_);
@@ -100,7 +142,7 @@ void Link::Impl::OnFrame() {
   }
   reader_.Reset();
   if (!closing() && handlers_.on_message) handlers_.on_message(std::move(*message));
-  ReadNext();
+  return true;
 }
 
 void Link::Impl::Reject(FrameRejection rejection, const Status& error) {
