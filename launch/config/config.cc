@@ -302,7 +302,8 @@ std::vector<ConfigKey> MakeKeys() {
        "true or false: rank zero's record links share one I/O thread", "false",
        [](const ConfigValue& v, RankConfig* c) {
          STRATA_SET(c->cluster.shared_link_thread, AsBool(v));
-       }},
+       },
+       Arity::kSwitch},
       {"cluster.job_timeout", "--job-timeout",
        "a positive duration (500ms, 90s, 2m, 1h, bare seconds)", "60s",
        [](const ConfigValue& v, RankConfig* c) {

@@ -117,6 +117,19 @@ TEST(ConfigFlagsTest, MemoryTierOnSeparateHostsIsRefusedWhateverTheSource) {
   EXPECT_TRUE(c.ok()) << c.status().ToString();
 }
 
+TEST(ConfigFlagsTest, SharedLinkThreadIsASwitch) {
+  ConfigFlags off;
+  Parse({}, &off);
+  Result<LoadedConfig> c = MergeConfig(off, LauncherEnv{}, std::nullopt);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_FALSE(c->config.cluster.shared_link_thread);
+  ConfigFlags on;
+  Parse({"--shared-link-thread"}, &on);
+  c = MergeConfig(on, LauncherEnv{}, std::nullopt);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(c->config.cluster.shared_link_thread);
+}
+
 TEST(ConfigFlagsTest, OpenMpiWithoutAMasterAddressIsRefused) {
   LauncherEnv env;
   env.launcher = Launcher::kOpenMpi;
