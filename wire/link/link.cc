@@ -4,9 +4,7 @@
 
 #include <algorithm>
 #include <asio/post.hpp>
-#include <exception>
 
-#include "store/base/idle_spin.h"
 #include "wire/link/link_impl.h"
 
 namespace strata::wire {
